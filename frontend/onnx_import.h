@@ -1,0 +1,32 @@
+#pragma once
+// ONNX -> IR (DESIGN §3, §8).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+struct ImportOptions {
+  /** Fixes a symbolic batch (first) dimension of graph inputs. */
+  std::optional<int64_t> batch;
+  /** Load initializer data (false: shapes only, for planning huge models). */
+  bool load_data = true;
+};
+
+/** Loads an .onnx file into a forward IR graph (ops in topological order, static shapes, constants folded,
+ *  initializers as param (float) or constant tensors). If the model has a TrainingInfoProto, the result is the
+ *  whole training graph it describes (Gradient nodes differentiated, optimizer ops, update bindings as assigns).
+ *  Throws UserError with one line naming the file and the problem; exit code 2 when listing unsupported nodes. */
+Graph import_onnx(const std::string &path, const ImportOptions &opts = {});
+
+/** Writes `model_path`'s model to `out_path` with the initializers named in `values` replaced (dtype-native bytes,
+ *  shape unchanged). Writes to a temporary file in out_path's directory and renames it, so a failure leaves
+ *  nothing behind. */
+void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
+                                 const std::map<std::string, std::vector<uint8_t>> &values);
+
+}  // namespace cleave

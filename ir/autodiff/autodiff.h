@@ -1,0 +1,40 @@
+#pragma once
+// Reverse-mode autodiff over the IR and the optimizers appended after it (DESIGN §3).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave {
+
+/** Appends backward ops computing d(y)/d(x) for every x in `xs`, seeded with `seed` (a tensor of y's shape), or
+ *  with ones if seed is kNoTensor. Backward ops get phase backward and group = the forward op they differentiate;
+ *  gradients of a tensor used several times are accumulated with Add. Returns x -> its gradient tensor (role grad)
+ *  for every x that y depends on differentiably; an x that y does not depend on gets no entry.
+ *  Throws UserError naming the op if an op on the path has no gradient rule for that input. */
+std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::vector<TensorId> &xs,
+                                              TensorId seed = kNoTensor);
+
+struct OptimizerConfig {
+  std::string kind = "sgd";  // sgd | momentum | adam | adamw
+  std::optional<double> lr, momentum, beta1, beta2, eps, weight_decay;  // unset = torch.optim's default
+  bool nesterov = false;
+};
+
+struct TrainOptions {
+  OptimizerConfig optimizer;
+  /** Initializer names not to train. */
+  std::vector<std::string> freeze;
+  /** The loss output's name; empty = the graph's only scalar float output. */
+  std::string loss;
+};
+
+/** Turns a forward graph into a training graph: sets g.loss, appends the backward pass for every trainable param
+ *  (role param, float, not frozen, reached by the loss) and the optimizer's update ops, with assigns binding the
+ *  new values (and the optimizer state, created with role optimizer_state and zero data) to the old ones.
+ *  Throws UserError for a missing or non-scalar loss and unknown --freeze names. */
+void build_training_graph(Graph &g, const TrainOptions &opts);
+
+}  // namespace cleave

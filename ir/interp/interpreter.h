@@ -1,0 +1,41 @@
+#pragma once
+// The reference interpreter: evaluates any IR graph (forward, backward, update) with plain loops, accumulating in
+// float64. It is the oracle for every later test, so it is written to be obviously correct, not fast.
+//
+// Values are held as doubles whatever the dtype; a value of dtype f32 is rounded to float after each op, so the
+// interpreter computes what a float32 kernel with exact accumulation would. Integer values are exact up to 2^53.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cleave::interp {
+
+struct Value {
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<double> data;  // row-major, num_elements(shape) entries
+};
+
+struct Context {
+  /** The training step, from 1: Adam's bias-correction t and part of Dropout's RNG key. */
+  int64_t step = 1;
+};
+
+/** One slot per TensorId; std::nullopt = not computed/fed yet. */
+using Values = std::vector<std::optional<Value>>;
+
+/** The value a tensor's data holds (constants, loaded params). Precondition: t.data is set. */
+Value value_of(const Tensor &t);
+/** Empty Values for `g` with every tensor that carries data (constants, loaded params/state) filled in. */
+Values initial_values(const Graph &g);
+/** Runs one op: reads its inputs from `values` (all present ones must be set) and sets its outputs. Throws
+ *  UserError naming the op for data-dependent errors (e.g. a Gather index out of range). */
+void run_op(const Graph &g, OpId op, Values &values, const Context &ctx);
+/** Runs every op in order. */
+void run_graph(const Graph &g, Values &values, const Context &ctx);
+/** After a step: every assign's dst takes its src's value. */
+void apply_assigns(const Graph &g, Values &values);
+
+}  // namespace cleave::interp
