@@ -15,6 +15,9 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /** Load initializer data (false: shapes only, for planning huge models). */
   bool load_data = true;
+  /** Graph inputs whose values are known at compile time (by name): imported as constants, so shape/axes/index
+   *  inputs fold into attributes. The conformance runner binds a node test's integer inputs this way. */
+  std::map<std::string, Tensor> input_values;
 };
 
 /** Loads an .onnx file into a forward IR graph (ops in topological order, static shapes, constants folded,

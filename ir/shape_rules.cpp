@@ -1,1 +1,723 @@
-// placeholder: being written
+// Shape and dtype rules of every op kind (ONNX semantics at opsets 13-17 for forward kinds, ops.def's operand
+// conventions for backward and update kinds).
+#include "ir/shape_rules.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/error.h"
+
+namespace cleave {
+namespace {
+
+/** What a rule sees: the op, its input types and the declared output types. */
+struct RuleArgs {
+  const Graph &g;
+  const Op &op;
+
+  std::string label() const { return detail::concat("op \"", op.name, "\" (", op_kind_name(op.kind), ")"); }
+  [[noreturn]] void fail(const std::string &msg) const { throw UserError(label() + ": " + msg); }
+
+  bool has_in(size_t i) const { return op.input(i) != kNoTensor; }
+  const Tensor &in(size_t i, const char *name) const {
+    if (!has_in(i)) fail(detail::concat("missing input ", name));
+    return g.tensor(op.input(i));
+  }
+  TensorType type(size_t i, const char *name) const {
+    const Tensor &t = in(i, name);
+    return {t.dtype, t.shape};
+  }
+  const Tensor &declared(size_t i, const char *name) const {
+    if (op.output(i) == kNoTensor) fail(detail::concat("output ", name, " is absent; its shape cannot be inferred"));
+    return g.tensor(op.output(i));
+  }
+  void need_inputs(size_t lo, size_t hi) const {
+    if (op.inputs.size() < lo || op.inputs.size() > hi)
+      fail(detail::concat("expects ", lo == hi ? std::to_string(lo) : detail::concat(lo, " to ", hi), " inputs, got ",
+                          op.inputs.size()));
+  }
+  void need_float(const TensorType &t, const char *name) const {
+    if (!is_float(t.dtype)) fail(detail::concat(name, " must be a float tensor, got ", dtype_name(t.dtype)));
+  }
+  void need_int(const TensorType &t, const char *name) const {
+    if (t.dtype != DType::i64 && t.dtype != DType::i32)
+      fail(detail::concat(name, " must be an integer tensor, got ", dtype_name(t.dtype)));
+  }
+  void need_same_shape(const TensorType &a, const char *an, const TensorType &b, const char *bn) const {
+    if (a.shape != b.shape)
+      fail(detail::concat(an, " ", shape_str(a.shape), " and ", bn, " ", shape_str(b.shape), " differ in shape"));
+  }
+  void need_rank_at_least(const TensorType &t, const char *name, size_t r) const {
+    if (t.shape.size() < r) fail(detail::concat(name, " must have rank >= ", r, ", got ", shape_str(t.shape)));
+  }
+  int64_t axis(const std::string &key, size_t rank, int64_t def = 0) const {
+    int64_t a = op.attr_int(key, def);
+    if (a < 0 || a >= static_cast<int64_t>(rank))
+      fail(detail::concat(key, " ", a, " out of range for rank ", rank));
+    return a;
+  }
+  /** `n` copies of t (one per output slot). */
+  std::vector<TensorType> same(const TensorType &t) const { return std::vector<TensorType>(std::max<size_t>(op.outputs.size(), 1), t); }
+};
+
+using Types = std::vector<TensorType>;
+
+Types unary(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  return {r.type(0, "X")};
+}
+
+Types binary_broadcast(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType a = r.type(0, "A"), b = r.type(1, "B");
+  if (a.dtype != b.dtype && r.op.kind != OpKind::Pow)
+    r.fail(detail::concat("A (", dtype_name(a.dtype), ") and B (", dtype_name(b.dtype), ") differ in dtype"));
+  return {{a.dtype, broadcast_shapes(a.shape, b.shape, r.label())}};
+}
+
+/** dX of an elementwise gradient (dY, X-or-Y) -> dX. */
+Types elementwise_grad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X");
+  r.need_same_shape(dy, "dY", x, "X");
+  return {dy};
+}
+
+std::vector<int64_t> ints_or(const RuleArgs &r, const std::string &key, size_t n, int64_t def) {
+  std::vector<int64_t> v = r.op.attr_ints(key, std::vector<int64_t>(n, def));
+  if (v.size() != n) r.fail(detail::concat(key, " has ", v.size(), " values, expected ", n));
+  return v;
+}
+
+Types rule_Gemm(const RuleArgs &r) {
+  r.need_inputs(2, 3);
+  TensorType a = r.type(0, "A"), b = r.type(1, "B");
+  if (a.shape.size() != 2 || b.shape.size() != 2)
+    r.fail(detail::concat("A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape)));
+  bool ta = r.op.attr_int("transA", 0) != 0, tb = r.op.attr_int("transB", 0) != 0;
+  int64_t m = ta ? a.shape[1] : a.shape[0], ka = ta ? a.shape[0] : a.shape[1];
+  int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
+  if (ka != kb)
+    r.fail(detail::concat("inner dims differ: A ", shape_str(a.shape), (ta ? " (transposed)" : ""), " and B ",
+                          shape_str(b.shape), (tb ? " (transposed)" : "")));
+  Shape y{m, n};
+  if (r.has_in(2)) {
+    TensorType c = r.type(2, "C");
+    if (broadcast_shapes(c.shape, y, r.label()) != y)
+      r.fail(detail::concat("C ", shape_str(c.shape), " does not broadcast to ", shape_str(y)));
+  }
+  return {{a.dtype, y}};
+}
+
+Types rule_MatMul(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType a = r.type(0, "A"), b = r.type(1, "B");
+  if (a.shape.empty() || b.shape.empty()) r.fail("A and B must have rank >= 1");
+  Shape sa = a.shape, sb = b.shape;
+  bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+  if (a1) sa.insert(sa.begin(), 1);
+  if (b1) sb.push_back(1);
+  if (sa.back() != sb[sb.size() - 2])
+    r.fail(detail::concat("inner dims differ: A ", shape_str(a.shape), " and B ", shape_str(b.shape)));
+  Shape batch = broadcast_shapes(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2), r.label());
+  if (!a1) batch.push_back(sa[sa.size() - 2]);
+  if (!b1) batch.push_back(sb.back());
+  return {{a.dtype, batch}};
+}
+
+Types rule_Add(const RuleArgs &r) { return binary_broadcast(r); }
+Types rule_Sub(const RuleArgs &r) { return binary_broadcast(r); }
+Types rule_Mul(const RuleArgs &r) { return binary_broadcast(r); }
+Types rule_Div(const RuleArgs &r) { return binary_broadcast(r); }
+Types rule_Pow(const RuleArgs &r) { return binary_broadcast(r); }
+Types rule_Sqrt(const RuleArgs &r) { return unary(r); }
+Types rule_Neg(const RuleArgs &r) { return unary(r); }
+Types rule_Exp(const RuleArgs &r) { return unary(r); }
+Types rule_Log(const RuleArgs &r) { return unary(r); }
+Types rule_Erf(const RuleArgs &r) { return unary(r); }
+Types rule_Relu(const RuleArgs &r) { return unary(r); }
+Types rule_Sigmoid(const RuleArgs &r) { return unary(r); }
+Types rule_Tanh(const RuleArgs &r) { return unary(r); }
+Types rule_Identity(const RuleArgs &r) { return unary(r); }
+
+Types softmax_like(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  r.axis("axis", x.shape.size(), static_cast<int64_t>(x.shape.size()) - 1);
+  return {x};
+}
+Types rule_Softmax(const RuleArgs &r) { return softmax_like(r); }
+Types rule_LogSoftmax(const RuleArgs &r) { return softmax_like(r); }
+
+/** Shape of a loss output: the per-element shape [N, d...] for reduction none, else a scalar. */
+Shape loss_shape(const RuleArgs &r, const Shape &per_element) {
+  std::string red = r.op.has_attr("reduction") ? r.op.attr_string("reduction") : "mean";
+  if (red == "none") return per_element;
+  if (red != "mean" && red != "sum") r.fail("reduction must be none, sum or mean, got " + red);
+  return {};
+}
+
+/** Checks (scores [N,C,d...], labels [N,d...], weights [C]?) and returns [N,d...]. */
+Shape check_class_operands(const RuleArgs &r, const TensorType &scores, const char *sn, const TensorType &labels,
+                           const char *ln, size_t weight_slot) {
+  r.need_float(scores, sn);
+  r.need_int(labels, ln);
+  r.need_rank_at_least(scores, sn, 2);
+  Shape per(scores.shape);
+  per.erase(per.begin() + 1);
+  if (labels.shape != per)
+    r.fail(detail::concat(ln, " ", shape_str(labels.shape), " must have shape ", shape_str(per), " (", sn,
+                          " without its class dim)"));
+  if (r.has_in(weight_slot)) {
+    TensorType w = r.type(weight_slot, "weights");
+    if (w.shape != Shape{scores.shape[1]})
+      r.fail(detail::concat("weights ", shape_str(w.shape), " must have shape [", scores.shape[1], "]"));
+  }
+  return per;
+}
+
+Types rule_SoftmaxCrossEntropyLoss(const RuleArgs &r) {
+  r.need_inputs(2, 3);
+  TensorType s = r.type(0, "scores"), l = r.type(1, "labels");
+  Shape per = check_class_operands(r, s, "scores", l, "labels", 2);
+  return {{s.dtype, loss_shape(r, per)}, s};
+}
+
+Types rule_NegativeLogLikelihoodLoss(const RuleArgs &r) {
+  r.need_inputs(2, 3);
+  TensorType x = r.type(0, "input"), t = r.type(1, "target");
+  Shape per = check_class_operands(r, x, "input", t, "target", 2);
+  return {{x.dtype, loss_shape(r, per)}};
+}
+
+Types rule_Reshape(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  Shape s = r.op.attr_ints("shape");
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == 0 && i < x.shape.size()) s[i] = x.shape[i];  // ONNX: 0 copies the input dim
+    if (s[i] == -1) {
+      if (infer >= 0) r.fail("shape has more than one -1");
+      infer = static_cast<int>(i);
+    } else if (s[i] < 0) {
+      r.fail("shape " + shape_str(r.op.attr_ints("shape")) + " has a negative dim");
+    } else {
+      known *= s[i];
+    }
+  }
+  int64_t n = checked_num_elements(x.shape, r.label());
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0) r.fail("cannot infer the -1 dim of shape " + shape_str(s));
+    s[static_cast<size_t>(infer)] = n / known;
+  }
+  if (checked_num_elements(s, r.label()) != n)
+    r.fail(detail::concat("cannot reshape ", shape_str(x.shape), " to ", shape_str(s)));
+  return {{x.dtype, s}};
+}
+
+Types rule_Transpose(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  size_t n = x.shape.size();
+  std::vector<int64_t> perm(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = static_cast<int64_t>(n - 1 - i);
+  perm = r.op.attr_ints("perm", perm);
+  std::vector<bool> seen(n, false);
+  if (perm.size() != n) r.fail(detail::concat("perm ", shape_str(perm), " is not a permutation of rank ", n));
+  Shape y(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= static_cast<int64_t>(n) || seen[static_cast<size_t>(p)])
+      r.fail(detail::concat("perm ", shape_str(perm), " is not a permutation of rank ", n));
+    seen[static_cast<size_t>(p)] = true;
+    y[i] = x.shape[static_cast<size_t>(p)];
+  }
+  return {{x.dtype, y}};
+}
+
+Types rule_Expand(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  return {{x.dtype, broadcast_shapes(x.shape, r.op.attr_ints("shape"), r.label())}};
+}
+
+Types rule_Concat(const RuleArgs &r) {
+  if (r.op.inputs.empty()) r.fail("expects at least one input");
+  TensorType first = r.type(0, "X");
+  int64_t axis = r.axis("axis", first.shape.size());
+  Shape y = first.shape;
+  for (size_t i = 1; i < r.op.inputs.size(); ++i) {
+    TensorType t = r.type(i, "X");
+    bool ok = t.shape.size() == y.size() && t.dtype == first.dtype;
+    for (size_t d = 0; ok && d < y.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && t.shape[d] != y[d]) ok = false;
+    if (!ok)
+      r.fail(detail::concat("input ", i, " ", shape_str(t.shape), " does not match input 0 ", shape_str(first.shape),
+                            " outside axis ", axis));
+    y[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
+  }
+  return {{first.dtype, y}};
+}
+
+Types rule_Split(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  int64_t axis = r.axis("axis", x.shape.size());
+  int64_t dim = x.shape[static_cast<size_t>(axis)];
+  size_t n = r.op.outputs.size();
+  if (n == 0) r.fail("has no outputs");
+  std::vector<int64_t> split;
+  if (r.op.has_attr("split")) {
+    split = r.op.attr_ints("split");
+  } else {  // ONNX: equal parts, the last one smaller if dim does not divide (opset 18 rule, a superset of 13's)
+    int64_t part = (dim + static_cast<int64_t>(n) - 1) / static_cast<int64_t>(n);
+    for (size_t i = 0; i < n; ++i) split.push_back(std::min(part, dim - part * static_cast<int64_t>(i)));
+  }
+  if (split.size() != n) r.fail(detail::concat("split has ", split.size(), " parts for ", n, " outputs"));
+  int64_t sum = 0;
+  for (int64_t s : split) {
+    if (s < 0) r.fail("split has a negative part");
+    sum += s;
+  }
+  if (sum != dim) r.fail(detail::concat("split ", shape_str(split), " does not sum to dim ", axis, " = ", dim));
+  Types out;
+  for (int64_t s : split) {
+    Shape y = x.shape;
+    y[static_cast<size_t>(axis)] = s;
+    out.push_back({x.dtype, y});
+  }
+  return out;
+}
+
+Shape sliced_shape(const RuleArgs &r, const Shape &in) {
+  Shape y;
+  for (const SliceDim &d : resolve_slice(r.op, in)) y.push_back(d.size);
+  return y;
+}
+
+Types rule_Slice(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  return {{x.dtype, sliced_shape(r, x.shape)}};
+}
+
+Shape gathered_shape(const RuleArgs &r, const Shape &data, const Shape &indices) {
+  int64_t axis = r.axis("axis", data.size());
+  Shape y(data.begin(), data.begin() + axis);
+  y.insert(y.end(), indices.begin(), indices.end());
+  y.insert(y.end(), data.begin() + axis + 1, data.end());
+  return y;
+}
+
+Types rule_Gather(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType d = r.type(0, "data"), i = r.type(1, "indices");
+  r.need_int(i, "indices");
+  return {{d.dtype, gathered_shape(r, d.shape, i.shape)}};
+}
+
+/** Conv output shape of X with W (group, strides, pads, dilations from the op). */
+Shape conv_shape(const RuleArgs &r, const Shape &x, const Shape &w) {
+  if (x.size() < 3 || w.size() != x.size())
+    r.fail(detail::concat("X ", shape_str(x), " and W ", shape_str(w), " must have equal rank >= 3"));
+  int64_t group = r.op.attr_int("group", 1);
+  if (group < 1 || x[1] % group != 0 || w[0] % group != 0)
+    r.fail(detail::concat("group ", group, " does not divide channels of X ", shape_str(x), " and W ", shape_str(w)));
+  if (w[1] * group != x[1])
+    r.fail(detail::concat("W ", shape_str(w), " expects ", w[1] * group, " input channels, X ", shape_str(x), " has ",
+                          x[1]));
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (r.op.has_attr("kernel_shape") && r.op.attr_ints("kernel_shape") != kernel)
+    r.fail(detail::concat("kernel_shape ", shape_str(r.op.attr_ints("kernel_shape")), " does not match W ", shape_str(w)));
+  WindowGeometry geo = window_geometry(r.op, kernel);
+  size_t sp = kernel.size();
+  Shape y{x[0], w[0]};
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t o = window_output_dim(x[d + 2], kernel[d], geo.strides[d], geo.pads[d], geo.pads[d + sp],
+                                  geo.dilations[d], false);
+    if (o < 1) r.fail(detail::concat("spatial dim ", d, " of X ", shape_str(x), " is smaller than the kernel"));
+    y.push_back(o);
+  }
+  return y;
+}
+
+Types rule_Conv(const RuleArgs &r) {
+  r.need_inputs(2, 3);
+  TensorType x = r.type(0, "X"), w = r.type(1, "W");
+  r.need_float(x, "X");
+  Shape y = conv_shape(r, x.shape, w.shape);
+  if (r.has_in(2) && r.type(2, "B").shape != Shape{w.shape[0]})
+    r.fail(detail::concat("B ", shape_str(r.type(2, "B").shape), " must have shape [", w.shape[0], "]"));
+  return {{x.dtype, y}};
+}
+
+Shape pool_shape(const RuleArgs &r, const Shape &x) {
+  if (x.size() < 3) r.fail("X must have rank >= 3, got " + shape_str(x));
+  std::vector<int64_t> kernel = r.op.attr_ints("kernel_shape");
+  size_t sp = x.size() - 2;
+  if (kernel.size() != sp)
+    r.fail(detail::concat("kernel_shape ", shape_str(kernel), " does not match the ", sp, " spatial dims of X"));
+  WindowGeometry geo = window_geometry(r.op, kernel);
+  Shape y{x[0], x[1]};
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t o = window_output_dim(x[d + 2], kernel[d], geo.strides[d], geo.pads[d], geo.pads[d + sp],
+                                  geo.dilations[d], geo.ceil_mode);
+    if (o < 1) r.fail(detail::concat("spatial dim ", d, " of X ", shape_str(x), " is smaller than the kernel"));
+    y.push_back(o);
+  }
+  return y;
+}
+
+Types rule_MaxPool(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  Shape y = pool_shape(r, x.shape);
+  return {{x.dtype, y}, {DType::i64, y}};
+}
+
+Types rule_AveragePool(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  return {{x.dtype, pool_shape(r, x.shape)}};
+}
+
+Shape global_pool_shape(const RuleArgs &r, const Shape &x) {
+  if (x.size() < 3) r.fail("X must have rank >= 3, got " + shape_str(x));
+  Shape y(x.size(), 1);
+  y[0] = x[0];
+  y[1] = x[1];
+  return y;
+}
+
+Types rule_GlobalAveragePool(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  return {{x.dtype, global_pool_shape(r, x.shape)}};
+}
+
+Types reduce(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  std::vector<int64_t> axes = r.op.attr_ints("axes");
+  if (axes.empty()) r.fail("axes is empty");
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(x.shape.size()) || (i > 0 && axes[i] <= axes[i - 1]))
+      r.fail(detail::concat("axes ", shape_str(axes), " must be sorted, distinct and within rank ", x.shape.size()));
+  bool keep = r.op.attr_int("keepdims", 1) != 0;
+  Shape y;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    if (!reduced) y.push_back(x.shape[d]);
+    else if (keep) y.push_back(1);
+  }
+  return {{x.dtype, y}};
+}
+Types rule_ReduceMean(const RuleArgs &r) { return reduce(r); }
+Types rule_ReduceSum(const RuleArgs &r) { return reduce(r); }
+
+/** Checks every per-channel operand in [first, last] has shape [C]. */
+void check_channel_vectors(const RuleArgs &r, const TensorType &x, size_t first, size_t last,
+                           const std::vector<const char *> &names) {
+  for (size_t i = first; i <= last; ++i) {
+    TensorType t = r.type(i, names[i - first]);
+    if (t.shape != Shape{x.shape[1]})
+      r.fail(detail::concat(names[i - first], " ", shape_str(t.shape), " must have shape [", x.shape[1], "]"));
+  }
+}
+
+Types rule_BatchNormalization(const RuleArgs &r) {
+  r.need_inputs(5, 5);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  r.need_rank_at_least(x, "X", 2);
+  check_channel_vectors(r, x, 1, 4, {"scale", "B", "input_mean", "input_var"});
+  TensorType c{r.type(1, "scale").dtype, {x.shape[1]}};
+  return {x, c, c, c, c};
+}
+
+Types rule_Dropout(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  return {x, {DType::boolean, x.shape}};
+}
+
+Types rule_ReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_TanhGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_ErfGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SqrtGrad(const RuleArgs &r) { return elementwise_grad(r); }
+
+Types rule_PowGrad(const RuleArgs &r) {
+  r.need_inputs(3, 3);
+  TensorType dy = r.type(0, "dY"), a = r.type(1, "A"), b = r.type(2, "B");
+  Shape y = broadcast_shapes(a.shape, b.shape, r.label());
+  if (dy.shape != y) r.fail(detail::concat("dY ", shape_str(dy.shape), " must have the broadcast shape ", shape_str(y)));
+  return {{a.dtype, y}, {b.dtype, y}};
+}
+
+Types softmax_grad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), y = r.type(1, "Y");
+  r.need_same_shape(dy, "dY", y, "Y");
+  r.axis("axis", y.shape.size(), static_cast<int64_t>(y.shape.size()) - 1);
+  return {y};
+}
+Types rule_SoftmaxGrad(const RuleArgs &r) { return softmax_grad(r); }
+Types rule_LogSoftmaxGrad(const RuleArgs &r) { return softmax_grad(r); }
+
+Types loss_grad(const RuleArgs &r, const char *xn, const char *ln) {
+  r.need_inputs(3, 4);
+  TensorType dl = r.type(0, "dloss"), x = r.type(1, xn), l = r.type(2, ln);
+  Shape per = check_class_operands(r, x, xn, l, ln, 3);
+  Shape want = loss_shape(r, per);
+  if (dl.shape != want) r.fail(detail::concat("dloss ", shape_str(dl.shape), " must have shape ", shape_str(want)));
+  return {x};
+}
+Types rule_SoftmaxCrossEntropyLossGrad(const RuleArgs &r) { return loss_grad(r, "log_prob", "labels"); }
+Types rule_NegativeLogLikelihoodLossGrad(const RuleArgs &r) { return loss_grad(r, "input", "target"); }
+
+Types rule_ConvGradData(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), w = r.type(1, "W");
+  const Tensor &dx = r.declared(0, "dX");
+  Shape y = conv_shape(r, dx.shape, w.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the Conv output ", shape_str(y), " of dX ",
+                          shape_str(dx.shape), " and W ", shape_str(w.shape)));
+  return {{dy.dtype, dx.shape}};
+}
+
+Types rule_ConvGradFilter(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X");
+  const Tensor &dw = r.declared(0, "dW");
+  Shape y = conv_shape(r, x.shape, dw.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the Conv output ", shape_str(y), " of X ",
+                          shape_str(x.shape), " and dW ", shape_str(dw.shape)));
+  return {{dy.dtype, dw.shape}};
+}
+
+Types rule_MaxPoolGrad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X");
+  Shape y = pool_shape(r, x.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the pool output ", shape_str(y), " of X ", shape_str(x.shape)));
+  return {{dy.dtype, x.shape}};
+}
+
+Types rule_AveragePoolGrad(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType dy = r.type(0, "dY");
+  const Tensor &dx = r.declared(0, "dX");
+  Shape y = pool_shape(r, dx.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the pool output ", shape_str(y), " of dX ",
+                          shape_str(dx.shape)));
+  return {{dy.dtype, dx.shape}};
+}
+
+Types rule_GlobalAveragePoolGrad(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType dy = r.type(0, "dY");
+  const Tensor &dx = r.declared(0, "dX");
+  if (global_pool_shape(r, dx.shape) != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the global pool output of dX ", shape_str(dx.shape)));
+  return {{dy.dtype, dx.shape}};
+}
+
+Types rule_BatchNormalizationGrad(const RuleArgs &r) {
+  r.need_inputs(5, 5);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X");
+  r.need_rank_at_least(x, "X", 2);
+  r.need_same_shape(dy, "dY", x, "X");
+  check_channel_vectors(r, x, 2, 4, {"scale", "saved_mean", "saved_invstd"});
+  TensorType c{r.type(2, "scale").dtype, {x.shape[1]}};
+  return {x, c, c};
+}
+
+Types rule_DropoutGrad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), m = r.type(1, "mask");
+  r.need_same_shape(dy, "dY", m, "mask");
+  return {dy};
+}
+
+Types rule_SliceGrad(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType dy = r.type(0, "dY");
+  const Tensor &dx = r.declared(0, "dX");
+  Shape y = sliced_shape(r, dx.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the slice ", shape_str(y), " of dX ", shape_str(dx.shape)));
+  return {{dy.dtype, dx.shape}};
+}
+
+Types rule_GatherGrad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), i = r.type(1, "indices");
+  r.need_int(i, "indices");
+  const Tensor &dd = r.declared(0, "ddata");
+  Shape y = gathered_shape(r, dd.shape, i.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the gather ", shape_str(y), " of ddata ",
+                          shape_str(dd.shape), " by indices ", shape_str(i.shape)));
+  return {{dy.dtype, dd.shape}};
+}
+
+/** (param, grad, state...) -> (param', state'...): every operand has param's shape. */
+Types param_update(const RuleArgs &r, size_t n_in) {
+  r.need_inputs(n_in, n_in);
+  TensorType p = r.type(0, "param");
+  r.need_float(p, "param");
+  for (size_t i = 1; i < n_in; ++i) {
+    TensorType t = r.type(i, i == 1 ? "grad" : "state");
+    r.need_same_shape(p, "param", t, i == 1 ? "grad" : "state");
+  }
+  return Types(n_in - 1, p);
+}
+Types rule_SGDUpdate(const RuleArgs &r) { return param_update(r, 2); }
+Types rule_MomentumUpdate(const RuleArgs &r) { return param_update(r, 3); }
+Types rule_AdamUpdate(const RuleArgs &r) { return param_update(r, 4); }
+
+/** ai.onnx.preview.training ops: (R, T, then `groups` lists of n tensors) -> (groups - 1) lists of n. */
+Types training_op(const RuleArgs &r, size_t groups) {
+  size_t rest = r.op.inputs.size() < 2 ? 0 : r.op.inputs.size() - 2;
+  if (rest == 0 || rest % groups != 0)
+    r.fail(detail::concat("expects R, T and ", groups, " equally long lists of tensors, got ", r.op.inputs.size(),
+                          " inputs"));
+  size_t n = rest / groups;
+  TensorType rr = r.type(0, "R"), t = r.type(1, "T");
+  if (!rr.shape.empty() || !t.shape.empty()) r.fail("R and T must be scalars");
+  r.need_float(rr, "R");
+  r.need_int(t, "T");
+  if (r.op.outputs.size() != (groups - 1) * n)
+    r.fail(detail::concat("expects ", (groups - 1) * n, " outputs for ", n, " tensors, got ", r.op.outputs.size()));
+  Types out;
+  for (size_t g = 0; g + 1 < groups; ++g) out.resize(out.size() + n);
+  for (size_t i = 0; i < n; ++i) {
+    TensorType x = r.type(2 + i, "X");
+    r.need_float(x, "X");
+    for (size_t g = 1; g < groups; ++g) {
+      TensorType o = r.type(2 + g * n + i, "optimizer operand");
+      if (o.shape != x.shape)
+        r.fail(detail::concat("operand ", 2 + g * n + i, " ", shape_str(o.shape), " does not match X ", i, " ",
+                              shape_str(x.shape)));
+    }
+    for (size_t g = 0; g + 1 < groups; ++g) out[g * n + i] = x;
+  }
+  return out;
+}
+Types rule_Momentum(const RuleArgs &r) { return training_op(r, 3); }
+Types rule_Adam(const RuleArgs &r) { return training_op(r, 4); }
+Types rule_Adagrad(const RuleArgs &r) { return training_op(r, 3); }
+
+using Rule = Types (*)(const RuleArgs &);
+constexpr Rule kRules[] = {
+#define CLEAVE_OP(name) &rule_##name,
+#include "ir/ops.def"
+#undef CLEAVE_OP
+};
+static_assert(sizeof(kRules) / sizeof(kRules[0]) == kNumOpKinds, "a shape rule per op kind");
+
+}  // namespace
+
+std::vector<TensorType> infer_output_types(const Graph &g, const Op &op) {
+  RuleArgs r{g, op};
+  Types out = kRules[static_cast<size_t>(op.kind)](r);
+  // Rules list every output an op can have; fewer slots may be present (optional trailing outputs).
+  if (op.outputs.size() > out.size())
+    r.fail(detail::concat("has ", op.outputs.size(), " outputs, at most ", out.size(), " allowed"));
+  out.resize(op.outputs.size());
+  return out;
+}
+
+Shape broadcast_shapes(const Shape &a, const Shape &b, const std::string &what) {
+  size_t n = std::max(a.size(), b.size());
+  Shape y(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      CLEAVE_USER_ERROR(what, ": shapes ", shape_str(a), " and ", shape_str(b), " are not broadcastable");
+    y[i] = da == 1 ? db : da;
+  }
+  return y;
+}
+
+WindowGeometry window_geometry(const Op &op, const std::vector<int64_t> &kernel) {
+  size_t sp = kernel.size();
+  auto fail = [&](const std::string &key, size_t got, size_t want) {
+    CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", key, " has ", got, " values, expected ",
+                      want);
+  };
+  WindowGeometry geo;
+  geo.kernel = kernel;
+  geo.strides = op.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  geo.dilations = op.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  geo.pads = op.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  geo.ceil_mode = op.attr_int("ceil_mode", 0) != 0;
+  if (geo.strides.size() != sp) fail("strides", geo.strides.size(), sp);
+  if (geo.dilations.size() != sp) fail("dilations", geo.dilations.size(), sp);
+  if (geo.pads.size() != 2 * sp) fail("pads", geo.pads.size(), 2 * sp);
+  for (size_t d = 0; d < sp; ++d)
+    if (geo.strides[d] < 1 || geo.dilations[d] < 1 || kernel[d] < 1 || geo.pads[d] < 0 || geo.pads[d + sp] < 0)
+      CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind),
+                        "): kernel, strides and dilations must be positive and pads non-negative");
+  return geo;
+}
+
+int64_t window_output_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin, int64_t pad_end,
+                          int64_t dilation, bool ceil_mode) {
+  int64_t span = in + pad_begin + pad_end - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+std::vector<SliceDim> resolve_slice(const Op &op, const Shape &in) {
+  auto fail = [&](const std::string &msg) {
+    CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", msg);
+  };
+  std::vector<int64_t> starts = op.attr_ints("starts"), ends = op.attr_ints("ends");
+  std::vector<int64_t> axes(starts.size());
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  axes = op.attr_ints("axes", axes);
+  std::vector<int64_t> steps = op.attr_ints("steps", std::vector<int64_t>(starts.size(), 1));
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail("starts, ends, axes and steps differ in length");
+  std::vector<SliceDim> dims(in.size());
+  std::vector<bool> seen(in.size(), false);
+  for (size_t d = 0; d < in.size(); ++d) dims[d] = {0, 1, in[d]};
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = axes[i];
+    if (a < 0 || a >= static_cast<int64_t>(in.size()) || seen[static_cast<size_t>(a)])
+      fail(detail::concat("axes ", shape_str(axes), " invalid for rank ", in.size()));
+    seen[static_cast<size_t>(a)] = true;
+    int64_t dim = in[static_cast<size_t>(a)], step = steps[i];
+    if (step == 0) fail("steps must be non-zero");
+    int64_t s = starts[i], e = ends[i];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    int64_t size;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      size = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, -1, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      size = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    }
+    dims[static_cast<size_t>(a)] = {s, step, size};
+  }
+  return dims;
+}
+
+}  // namespace cleave

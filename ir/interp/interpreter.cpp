@@ -1,1 +1,115 @@
-// placeholder: being written
+#include "ir/interp/interpreter.h"
+
+#include <array>
+#include <cmath>
+
+#include "ir/error.h"
+#include "ir/interp/kernels.h"
+#include "ir/tensor_data.h"
+
+namespace cleave::interp {
+namespace {
+
+// Indexed by OpKind; generated from ops.def so a new op kind cannot be forgotten here.
+constexpr std::array<Kernel, kNumOpKinds> kKernels = {
+#define CLEAVE_OP(name) &kernel_##name,
+#include "ir/ops.def"
+#undef CLEAVE_OP
+};
+static_assert(kKernels.size() == static_cast<size_t>(kNumOpKinds), "one kernel per op kind");
+
+/** Stores what a kernel of `dtype` would store: f32 rounds to float, integers stay exact, bool is 0/1. */
+void round_to_dtype(Value &v) {
+  switch (v.dtype) {
+    case DType::f32:
+      for (double &x : v.data) x = static_cast<double>(static_cast<float>(x));
+      break;
+    case DType::boolean:
+      for (double &x : v.data) x = x != 0.0 ? 1.0 : 0.0;
+      break;
+    case DType::f64:
+    case DType::i64:
+    case DType::i32:
+      break;
+  }
+}
+
+}  // namespace
+
+Value value_of(const Tensor &t) {
+  CLEAVE_CHECK(!t.data.empty() || num_elements(t.shape) == 0, "tensor \"", t.name, "\" carries no data");
+  Value v;
+  v.dtype = t.dtype;
+  v.shape = t.shape;
+  v.data = data_as_doubles(t);
+  return v;
+}
+
+Values initial_values(const Graph &g) {
+  Values values(static_cast<size_t>(g.num_tensors()));
+  for (TensorId id = 0; id < g.num_tensors(); ++id) {
+    const Tensor &t = g.tensor(id);
+    if (!t.data.empty()) values[static_cast<size_t>(id)] = value_of(t);
+  }
+  return values;
+}
+
+void run_op(const Graph &g, OpId op_id, Values &values, const Context &ctx) {
+  const Op &op = g.op(op_id);
+  CLEAVE_CHECK(values.size() == static_cast<size_t>(g.num_tensors()), "values have ", values.size(),
+               " slots for ", g.num_tensors(), " tensors");
+  KernelArgs k{g, op, ctx, {}, {}};
+  for (TensorId id : op.inputs) {
+    if (id == kNoTensor) {
+      k.ins.push_back(nullptr);
+      continue;
+    }
+    const std::optional<Value> &v = values[static_cast<size_t>(id)];
+    if (!v)
+      CLEAVE_USER_ERROR(k.label(), ": input \"", g.tensor(id).name, "\" has no value (not fed and not computed)");
+    k.ins.push_back(&*v);
+  }
+  // Outputs are built aside and stored only after the kernel succeeds, so an op that reads its own output slot
+  // (never in a valid graph) or throws leaves `values` untouched.
+  std::vector<Value> results(op.outputs.size());
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    TensorId id = op.outputs[i];
+    if (id == kNoTensor) {
+      k.outs.push_back(nullptr);
+      continue;
+    }
+    const Tensor &t = g.tensor(id);
+    results[i].dtype = t.dtype;
+    results[i].shape = t.shape;
+    results[i].data.assign(static_cast<size_t>(num_elements(t.shape)), 0.0);
+    k.outs.push_back(&results[i]);
+  }
+  kKernels[static_cast<size_t>(op.kind)](k);
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    if (op.outputs[i] == kNoTensor) continue;
+    CLEAVE_CHECK(results[i].data.size() == static_cast<size_t>(num_elements(results[i].shape)), k.label(),
+                 ": output ", i, " has ", results[i].data.size(), " values");
+    round_to_dtype(results[i]);
+    values[static_cast<size_t>(op.outputs[i])] = std::move(results[i]);
+  }
+}
+
+void run_graph(const Graph &g, Values &values, const Context &ctx) {
+  for (OpId id = 0; id < g.num_ops(); ++id) run_op(g, id, values, ctx);
+}
+
+void apply_assigns(const Graph &g, Values &values) {
+  // Read every source before writing any destination: assigns are simultaneous (a dst may be another's src).
+  std::vector<std::optional<Value>> staged;
+  staged.reserve(g.assigns.size());
+  for (const Assign &a : g.assigns) {
+    const std::optional<Value> &src = values.at(static_cast<size_t>(a.src));
+    if (!src)
+      CLEAVE_USER_ERROR("assign \"", g.tensor(a.dst).name, "\" <- \"", g.tensor(a.src).name,
+                        "\": source has no value");
+    staged.push_back(src);
+  }
+  for (size_t i = 0; i < g.assigns.size(); ++i) values.at(static_cast<size_t>(g.assigns[i].dst)) = staged[i];
+}
+
+}  // namespace cleave::interp

@@ -1,1 +1,43 @@
-int main() { return 0; }
+// cleave: the command-line driver.
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "ir/error.h"
+#include "tools/cli/commands.h"
+
+int main(int argc, char **argv) {
+  CLI::App app{"cleave: an ahead-of-time partitioning compiler for DNN training (ONNX in, executables out)"};
+  app.require_subcommand(1);
+  std::map<CLI::App *, cleave::cli::Command> commands;
+  auto add = [&](cleave::cli::Command (*fn)(CLI::App &), const char *name, const char *help) {
+    CLI::App *sub = app.add_subcommand(name, help);
+    commands[sub] = fn(*sub);
+  };
+  add(cleave::cli::add_ir_command, "ir", "Print a model's IR (the forward graph, or with --train the training graph)");
+  add(cleave::cli::add_eval_command, "eval", "Train a model on the reference interpreter, printing the loss per step");
+  add(cleave::cli::add_describe_command, "describe", "Print an op kind's index-expression description");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto &[sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const cleave::UserError &e) {
+    std::cout.flush();
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const cleave::InternalError &e) {
+    std::cout.flush();
+    std::fprintf(stderr, "%s\n", e.what());
+    return 3;
+  } catch (const std::exception &e) {
+    std::cout.flush();
+    std::fprintf(stderr, "internal error: unexpected exception: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

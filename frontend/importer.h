@@ -1,0 +1,134 @@
+#pragma once
+// Internal to the frontend: the state of one import (the IR graph being built, the ONNX name -> value table, constant
+// folding) and the interface every op-family translator uses.
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "frontend/node_attrs.h"
+#include "frontend/onnx_import.h"
+#include "ir/graph.h"
+#include "ir/shape_rules.h"
+
+namespace onnx {
+class NodeProto;
+}
+
+namespace cleave {
+
+/** One IR op to emit, operands named by ONNX names ("" = absent). */
+struct OpSpec {
+  OpKind kind = OpKind::Identity;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  AttrMap attrs;
+  Phase phase = Phase::forward;
+  /** False for ops whose result must not be computed at compile time (random, stateful). */
+  bool foldable = true;
+};
+
+/** The node being translated. */
+struct NodeCtx {
+  const onnx::NodeProto &node;
+  /** Unique IR op name (the node's name, or `<OpType>_<index>`). */
+  std::string name;
+  std::string op_type;
+  std::string domain;
+  int64_t opset = 0;
+  /** `node "n" (Conv, opset 13)`. */
+  std::string label;
+  NodeAttrs attrs;
+  /** Phase of the ops emitted for this node (forward in the main graph, update in a training algorithm). */
+  Phase phase = Phase::forward;
+
+  /** Input/output i's ONNX name, "" if absent or beyond the list. */
+  std::string in(size_t i) const;
+  std::string out(size_t i) const;
+  size_t num_in() const;
+  size_t num_out() const;
+  [[noreturn]] void fail(const std::string &msg) const { attrs.fail(msg); }
+};
+
+class Importer {
+ public:
+  /** `reserved` holds every name of the ONNX model (tensors and nodes), so generated names never collide with a name
+   *  defined later. */
+  Importer(std::set<std::string> reserved_tensor_names, std::set<std::string> reserved_op_names);
+
+  Graph g;
+  /** ONNX's inferred types by name (static shapes only), used to cross-check the IR's shape rules. */
+  std::map<std::string, TensorType> onnx_types;
+
+  bool defined(const std::string &name) const { return slots_.count(name) != 0; }
+  /** A value known at compile time: a constant, or a param whose data was loaded. nullptr otherwise. */
+  const Tensor *known_value(const std::string &name) const;
+  bool is_const(const std::string &name) const;
+  TensorType type_of(const std::string &name, const NodeCtx &at) const;
+  /** The graph tensor of `name`, adding a pending constant to the graph on first use. */
+  TensorId use(const std::string &name, const NodeCtx *at = nullptr);
+  /** Records a compile-time constant (role constant); it enters the graph only when used. */
+  void define_const(Tensor t);
+  /** Adds a source tensor (input, label, param, optimizer_state) to the graph now. */
+  TensorId define_source(Tensor t);
+
+  /** Emits `spec` as op `name`, or folds it into constants when every present input is a constant. Output types come
+   *  from the IR's shape rules (cross-checked against ONNX's inference). Returns the output ids (kNoTensor where
+   *  absent or folded). */
+  std::vector<TensorId> emit(const OpSpec &spec, const std::string &name, const NodeCtx &at);
+
+  std::string fresh_tensor_name(const std::string &base);
+  std::string fresh_op_name(const std::string &base);
+
+ private:
+  struct Slot {
+    TensorId id = kNoTensor;
+    std::optional<Tensor> value;  // constants (pending or materialised)
+  };
+  void fold(const OpSpec &spec, const std::string &name, const NodeCtx &at);
+  void check_against_onnx(const std::string &name, const TensorType &t, const NodeCtx &at) const;
+
+  std::map<std::string, Slot> slots_;
+  std::set<std::string> reserved_tensors_, reserved_ops_;
+};
+
+// ---- helpers for translators (importer.cpp) ----
+
+/** The constant value of input i as int64s; fails naming the node and `what` if absent or not constant. */
+std::vector<int64_t> const_ints(Importer &im, const NodeCtx &n, size_t i, const std::string &what);
+/** Same, as doubles. */
+std::vector<double> const_doubles(Importer &im, const NodeCtx &n, size_t i, const std::string &what);
+/** Normalises an axis in [-rank, rank) to [0, rank); fails naming the node otherwise. */
+int64_t norm_axis(const NodeCtx &n, int64_t axis, int64_t rank, const std::string &what = "axis");
+/** One IR op of kind `k` reading the node's inputs and writing its outputs, as named by ONNX. */
+OpSpec same_operands(const NodeCtx &n, OpKind k);
+
+// ---- op families: each translates one ONNX node (translate_*.cpp) ----
+using Translator = void (*)(Importer &, const NodeCtx &);
+/** The translator of (domain, op_type), or nullptr if unsupported. Domain "" is ai.onnx. */
+Translator find_translator(const std::string &domain, const std::string &op_type);
+
+void translate_elementwise(Importer &, const NodeCtx &);  // Add..Tanh, Identity
+void translate_matmul(Importer &, const NodeCtx &);        // MatMul, Gemm
+void translate_softmax(Importer &, const NodeCtx &);       // Softmax, LogSoftmax
+void translate_loss(Importer &, const NodeCtx &);          // SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
+void translate_reshape(Importer &, const NodeCtx &);       // Reshape, Flatten, Squeeze, Unsqueeze
+void translate_transpose(Importer &, const NodeCtx &);
+void translate_concat(Importer &, const NodeCtx &);
+void translate_split(Importer &, const NodeCtx &);
+void translate_slice(Importer &, const NodeCtx &);
+void translate_gather(Importer &, const NodeCtx &);
+void translate_expand(Importer &, const NodeCtx &);
+void translate_constant(Importer &, const NodeCtx &);      // Constant, ConstantOfShape
+void translate_shape(Importer &, const NodeCtx &);
+void translate_cast(Importer &, const NodeCtx &);
+void translate_conv(Importer &, const NodeCtx &);
+void translate_pool(Importer &, const NodeCtx &);          // MaxPool, AveragePool, GlobalAveragePool
+void translate_reduce(Importer &, const NodeCtx &);        // ReduceMean, ReduceSum
+void translate_batchnorm(Importer &, const NodeCtx &);
+void translate_dropout(Importer &, const NodeCtx &);
+void translate_optimizer(Importer &, const NodeCtx &);     // Momentum, Adam, Adagrad
+void translate_gradient(Importer &, const NodeCtx &);
+
+}  // namespace cleave

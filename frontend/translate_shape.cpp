@@ -1,0 +1,336 @@
+// Shape-manipulating ops. Their shape/axes/starts/... inputs must be constant (after folding) and become
+// normalised IR attributes: no negative axes, final static shapes, clamped slice bounds, explicit split sizes.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "frontend/importer.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+#include "ir/tensor_data.h"
+
+namespace cleave {
+namespace {
+
+std::string ints_str(const std::vector<int64_t> &v) { return shape_str(v); }
+
+void emit_reshape(Importer &im, const NodeCtx &n, const Shape &out_shape) {
+  OpSpec s;
+  s.kind = OpKind::Reshape;
+  s.phase = n.phase;
+  s.inputs = {n.in(0)};
+  s.outputs = {n.out(0)};
+  s.attrs["shape"] = out_shape;
+  im.emit(s, n.name, n);
+}
+
+Shape reshape_target(const NodeCtx &n, const Shape &in, const std::vector<int64_t> &spec, bool allowzero) {
+  Shape out(spec.size());
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t d = spec[i];
+    if (d == 0 && !allowzero) {
+      if (i >= in.size()) n.fail("shape " + ints_str(spec) + " copies dimension " + std::to_string(i) +
+                                 " that input of rank " + std::to_string(in.size()) + " lacks");
+      d = in[i];
+    }
+    if (d == -1) {
+      if (infer >= 0) n.fail("shape " + ints_str(spec) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (d < 0) n.fail("shape " + ints_str(spec) + " has a negative dimension");
+    out[i] = d;
+    if (__builtin_mul_overflow(known, d, &known)) n.fail("shape " + ints_str(spec) + " overflows int64");
+  }
+  int64_t total = checked_num_elements(in, n.label + ": input shape");
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      n.fail("cannot reshape " + shape_str(in) + " to " + ints_str(spec));
+    out[static_cast<size_t>(infer)] = total / known;
+  } else if (known != total) {
+    n.fail("cannot reshape " + shape_str(in) + " to " + ints_str(spec));
+  }
+  return out;
+}
+
+/** Sorted, non-negative, duplicate-free axes. */
+std::vector<int64_t> norm_axes(const NodeCtx &n, std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t &a : axes) a = norm_axis(n, a, rank, "axis");
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) n.fail("axes " + ints_str(axes) + " repeat an axis");
+  return axes;
+}
+
+}  // namespace
+
+void translate_reshape(Importer &im, const NodeCtx &n) {
+  Shape in = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(in.size());
+  if (n.op_type == "Reshape") {
+    std::vector<int64_t> spec = const_ints(im, n, 1, "\"shape\"");
+    emit_reshape(im, n, reshape_target(n, in, spec, n.attrs.get_int("allowzero", 0) != 0));
+  } else if (n.op_type == "Flatten") {
+    int64_t axis = n.attrs.get_int("axis", 1);
+    if (axis < -rank || axis > rank) n.fail("axis " + std::to_string(axis) + " is out of range for rank " +
+                                            std::to_string(rank));
+    if (axis < 0) axis += rank;
+    int64_t a = 1, b = 1;
+    for (int64_t i = 0; i < rank; ++i) (i < axis ? a : b) *= in[static_cast<size_t>(i)];
+    emit_reshape(im, n, {a, b});
+  } else if (n.op_type == "Squeeze") {
+    std::vector<int64_t> axes;
+    if (!n.in(1).empty()) {
+      axes = norm_axes(n, const_ints(im, n, 1, "\"axes\""), rank);
+    } else {
+      for (int64_t i = 0; i < rank; ++i)
+        if (in[static_cast<size_t>(i)] == 1) axes.push_back(i);
+    }
+    Shape out;
+    for (int64_t i = 0; i < rank; ++i) {
+      bool drop = std::binary_search(axes.begin(), axes.end(), i);
+      if (drop && in[static_cast<size_t>(i)] != 1)
+        n.fail("cannot squeeze axis " + std::to_string(i) + " of size " + std::to_string(in[static_cast<size_t>(i)]));
+      if (!drop) out.push_back(in[static_cast<size_t>(i)]);
+    }
+    emit_reshape(im, n, out);
+  } else {  // Unsqueeze
+    std::vector<int64_t> raw = const_ints(im, n, 1, "\"axes\"");
+    int64_t out_rank = rank + static_cast<int64_t>(raw.size());
+    std::vector<int64_t> axes = norm_axes(n, raw, out_rank);
+    Shape out;
+    size_t src = 0;
+    for (int64_t i = 0; i < out_rank; ++i)
+      out.push_back(std::binary_search(axes.begin(), axes.end(), i) ? 1 : in[src++]);
+    emit_reshape(im, n, out);
+  }
+}
+
+void translate_transpose(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = rank - 1 - i;
+  if (auto p = n.attrs.opt_ints("perm")) {
+    perm = *p;
+    std::vector<int64_t> sorted = perm;
+    for (int64_t &a : sorted) a = norm_axis(n, a, rank, "perm entry");
+    perm = sorted;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t i = 0; i < static_cast<int64_t>(sorted.size()); ++i)
+      if (sorted.size() != static_cast<size_t>(rank) || sorted[static_cast<size_t>(i)] != i)
+        n.fail("attribute \"perm\" " + ints_str(*p) + " is not a permutation of rank " + std::to_string(rank));
+  }
+  OpSpec s = same_operands(n, OpKind::Transpose);
+  s.attrs["perm"] = perm;
+  im.emit(s, n.name, n);
+}
+
+void translate_concat(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  OpSpec s = same_operands(n, OpKind::Concat);
+  s.attrs["axis"] = norm_axis(n, n.attrs.req_int("axis"), rank);
+  im.emit(s, n.name, n);
+}
+
+void translate_split(Importer &im, const NodeCtx &n) {
+  Shape in = im.type_of(n.in(0), n).shape;
+  int64_t axis = norm_axis(n, n.attrs.get_int("axis", 0), static_cast<int64_t>(in.size()));
+  int64_t dim = in[static_cast<size_t>(axis)];
+  auto parts = static_cast<int64_t>(n.num_out());
+  std::vector<int64_t> split;
+  if (!n.in(1).empty()) {
+    split = const_ints(im, n, 1, "\"split\"");
+    if (static_cast<int64_t>(split.size()) != parts)
+      n.fail("split " + ints_str(split) + " has " + std::to_string(split.size()) + " entries for " +
+             std::to_string(parts) + " outputs");
+    int64_t sum = 0;
+    for (int64_t v : split) {
+      if (v < 0) n.fail("split " + ints_str(split) + " has a negative size");
+      sum += v;
+    }
+    if (sum != dim) n.fail("split " + ints_str(split) + " does not add up to dimension " + std::to_string(dim));
+  } else {
+    if (parts == 0 || dim % parts != 0)
+      n.fail("dimension " + std::to_string(dim) + " cannot be split evenly into " + std::to_string(parts) + " outputs");
+    split.assign(static_cast<size_t>(parts), dim / parts);
+  }
+  OpSpec s;
+  s.kind = OpKind::Split;
+  s.phase = n.phase;
+  s.inputs = {n.in(0)};
+  for (size_t i = 0; i < n.num_out(); ++i) s.outputs.push_back(n.out(i));
+  s.attrs["axis"] = axis;
+  s.attrs["split"] = split;
+  im.emit(s, n.name, n);
+}
+
+void translate_slice(Importer &im, const NodeCtx &n) {
+  Shape in = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> starts = const_ints(im, n, 1, "\"starts\"");
+  std::vector<int64_t> ends = const_ints(im, n, 2, "\"ends\"");
+  std::vector<int64_t> axes, steps;
+  if (!n.in(3).empty()) axes = const_ints(im, n, 3, "\"axes\"");
+  else for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (!n.in(4).empty()) steps = const_ints(im, n, 4, "\"steps\"");
+  else steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    n.fail("starts, ends, axes and steps have different lengths");
+  // Sort by axis so the attributes are canonical.
+  std::vector<size_t> order(starts.size());
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t &a : axes) a = norm_axis(n, a, rank);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return axes[a] < axes[b]; });
+  std::vector<int64_t> o_starts, o_ends, o_axes, o_steps;
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t i = order[k];
+    if (k > 0 && axes[i] == o_axes.back()) n.fail("axes repeat axis " + std::to_string(axes[i]));
+    int64_t dim = in[static_cast<size_t>(axes[i])], step = steps[i];
+    if (step == 0) n.fail("step 0 on axis " + std::to_string(axes[i]));
+    // ONNX Slice: negative bounds count from the end, then clamp to [0, dim] (step > 0) or
+    // starts to [0, dim - 1] and ends to [-1, dim - 1] (step < 0; -1 = before the first element).
+    int64_t st = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t en = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (dim == 0) {
+      st = en = 0;
+    } else if (step > 0) {
+      st = std::clamp<int64_t>(st, 0, dim);
+      en = std::clamp<int64_t>(en, 0, dim);
+    } else {
+      st = std::clamp<int64_t>(st, 0, dim - 1);
+      en = std::clamp<int64_t>(en, -1, dim - 1);
+    }
+    o_starts.push_back(st);
+    o_ends.push_back(en);
+    o_axes.push_back(axes[i]);
+    o_steps.push_back(step);
+  }
+  OpSpec s;
+  s.kind = OpKind::Slice;
+  s.phase = n.phase;
+  s.inputs = {n.in(0)};
+  s.outputs = {n.out(0)};
+  s.attrs["starts"] = o_starts;
+  s.attrs["ends"] = o_ends;
+  s.attrs["axes"] = o_axes;
+  s.attrs["steps"] = o_steps;
+  im.emit(s, n.name, n);
+}
+
+void translate_gather(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  OpSpec s = same_operands(n, OpKind::Gather);
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", 0), rank);
+  im.emit(s, n.name, n);
+}
+
+void translate_expand(Importer &im, const NodeCtx &n) {
+  Shape in = im.type_of(n.in(0), n).shape;
+  std::vector<int64_t> target = const_ints(im, n, 1, "\"shape\"");
+  // ONNX Expand broadcasts input and shape against each other (a 1 in `shape` keeps the input's dim).
+  size_t rank = std::max(in.size(), target.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i + in.size() >= rank ? in[i + in.size() - rank] : 1;
+    int64_t b = i + target.size() >= rank ? target[i + target.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1)
+      n.fail("cannot expand " + shape_str(in) + " to " + ints_str(target));
+    out[i] = a == 1 ? b : a;
+  }
+  OpSpec s;
+  s.kind = OpKind::Expand;
+  s.phase = n.phase;
+  s.inputs = {n.in(0)};
+  s.outputs = {n.out(0)};
+  s.attrs["shape"] = out;
+  im.emit(s, n.name, n);
+}
+
+void translate_constant(Importer &im, const NodeCtx &n) {
+  Tensor t;
+  if (n.op_type == "ConstantOfShape") {
+    std::vector<int64_t> shape = const_ints(im, n, 0, "\"input\"");
+    t.dtype = DType::f32;
+    std::vector<double> fill{0.0};
+    if (const onnx::TensorProto *v = n.attrs.opt_tensor("value")) {
+      Tensor one = tensor_from_proto(*v, "", n.label + ": attribute \"value\"");
+      if (num_elements(one.shape) != 1) n.fail("attribute \"value\" must hold one element");
+      t.dtype = one.dtype;
+      fill = data_as_doubles(one);
+    }
+    t.shape = shape;
+    int64_t count = checked_num_elements(shape, n.label + ": shape");
+    t.data = encode_doubles(t.dtype, std::vector<double>(static_cast<size_t>(count), fill[0]));
+  } else if (const onnx::TensorProto *v = n.attrs.opt_tensor("value")) {
+    t = tensor_from_proto(*v, "", n.label + ": attribute \"value\"");
+  } else if (auto f = n.attrs.opt_float("value_float")) {
+    t.dtype = DType::f32;
+    t.data = encode_doubles(DType::f32, {*f});
+  } else if (auto fs = n.attrs.opt_floats("value_floats")) {
+    t.dtype = DType::f32;
+    t.shape = {static_cast<int64_t>(fs->size())};
+    t.data = encode_doubles(DType::f32, *fs);
+  } else if (auto i = n.attrs.opt_int("value_int")) {
+    t.dtype = DType::i64;
+    t.data = encode_ints(DType::i64, {*i});
+  } else if (auto is = n.attrs.opt_ints("value_ints")) {
+    t.dtype = DType::i64;
+    t.shape = {static_cast<int64_t>(is->size())};
+    t.data = encode_ints(DType::i64, *is);
+  } else {
+    for (const char *a : {"sparse_value", "value_string", "value_strings"})
+      if (n.attrs.has(a)) throw UserError(n.label + ": attribute \"" + std::string(a) + "\" is not supported", 2);
+    n.fail("needs one of the attributes value, value_float(s), value_int(s)");
+  }
+  t.name = n.out(0);
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
+void translate_shape(Importer &im, const NodeCtx &n) {
+  Shape in = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(in.size());
+  // Shape-15 start/end: clamp like Slice.
+  int64_t start = n.attrs.get_int("start", 0), end = n.attrs.get_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  Tensor t;
+  t.name = n.out(0);
+  t.dtype = DType::i64;
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(in[static_cast<size_t>(i)]);
+  t.shape = {static_cast<int64_t>(dims.size())};
+  t.data = encode_ints(DType::i64, dims);
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
+void translate_cast(Importer &im, const NodeCtx &n) {
+  int64_t to = n.attrs.req_int("to");
+  std::optional<DType> dt = dtype_from_onnx(static_cast<int32_t>(to));
+  if (!dt) throw UserError(n.label + ": cast to " + onnx_dtype_name(static_cast<int32_t>(to)) + " is not supported", 2);
+  TensorType in = im.type_of(n.in(0), n);
+  if (const Tensor *v = im.known_value(n.in(0)); v && im.is_const(n.in(0))) {
+    Tensor t;
+    t.name = n.out(0);
+    t.dtype = *dt;
+    t.shape = v->shape;
+    // Integer targets truncate toward zero (ONNX Cast); encode_* do exactly that.
+    t.data = is_float(v->dtype) ? encode_doubles(*dt, data_as_doubles(*v)) : encode_ints(*dt, data_as_ints(*v));
+    if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+    im.define_const(std::move(t));
+    return;
+  }
+  if (in.dtype != *dt)
+    throw UserError(n.label + ": cast from " + std::string(dtype_name(in.dtype)) + " to " +
+                        std::string(dtype_name(*dt)) + " of a value not known at compile time is not supported",
+                    2);
+  OpSpec s = same_operands(n, OpKind::Identity);
+  s.inputs.resize(1);
+  im.emit(s, n.name, n);
+}
+
+}  // namespace cleave

@@ -1,0 +1,422 @@
+// One gradient rule per forward op kind. Rules emit IR ops only: the dedicated backward kinds of ops.def where one
+// exists, forward kinds otherwise. Each rule fills dx only for the inputs ctx.need() asks for.
+#include <array>
+#include <numeric>
+
+#include "ir/autodiff/grad_context.h"
+#include "ir/error.h"
+
+namespace cleave::autodiff_detail {
+namespace {
+
+using Dx = std::vector<TensorId>;
+
+AttrMap copy_attrs(const Op &op, std::initializer_list<const char *> keys) {
+  AttrMap out;
+  for (const char *k : keys) {
+    auto it = op.attrs.find(k);
+    if (it != op.attrs.end()) out.emplace(k, it->second);
+  }
+  return out;
+}
+
+/** Every axis of a rank-r tensor but `keep`. */
+std::vector<int64_t> axes_except(size_t rank, size_t keep) {
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < rank; ++d)
+    if (d != keep) axes.push_back(static_cast<int64_t>(d));
+  return axes;
+}
+
+/** Swaps the last two axes. */
+std::vector<int64_t> swap_last_two(size_t rank) {
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[rank - 1], perm[rank - 2]);
+  return perm;
+}
+
+// ---- elementwise ----
+
+void grad_Add(GradContext &c, Dx &dx) {
+  for (size_t i = 0; i < 2; ++i)
+    if (c.need(i)) dx[i] = c.sum_to(c.dy(0), c.shape(c.in(i)), c.grad_name(i));
+}
+
+void grad_Sub(GradContext &c, Dx &dx) {
+  if (c.need(0)) dx[0] = c.sum_to(c.dy(0), c.shape(c.in(0)), c.grad_name(0));
+  if (c.need(1)) dx[1] = c.unary(OpKind::Neg, c.sum_to(c.dy(0), c.shape(c.in(1))), c.grad_name(1));
+}
+
+void grad_Mul(GradContext &c, Dx &dx) {
+  for (size_t i = 0; i < 2; ++i)
+    if (c.need(i)) {
+      TensorId prod = c.binary(OpKind::Mul, c.dy(0), c.in(1 - i));
+      dx[i] = c.sum_to(prod, c.shape(c.in(i)), c.grad_name(i));
+    }
+}
+
+void grad_Div(GradContext &c, Dx &dx) {
+  // Y = A / B: dA = dY / B, dB = -dY * Y / B.
+  if (c.need(0)) dx[0] = c.sum_to(c.binary(OpKind::Div, c.dy(0), c.in(1)), c.shape(c.in(0)), c.grad_name(0));
+  if (c.need(1)) {
+    TensorId t = c.binary(OpKind::Div, c.binary(OpKind::Mul, c.dy(0), c.out(0)), c.in(1));
+    dx[1] = c.unary(OpKind::Neg, c.sum_to(t, c.shape(c.in(1))), c.grad_name(1));
+  }
+}
+
+void grad_Pow(GradContext &c, Dx &dx) {
+  TensorId a = c.in(0), b = c.in(1);
+  Shape bshape = broadcast_shape(c.shape(a), c.shape(b));
+  std::vector<TensorId> g =
+      c.emit_multi(OpKind::PowGrad, {c.dy(0), a, b}, {}, {c.need(0), c.need(1)}, {c.dtype(a), c.dtype(b)},
+                   {bshape, bshape}, {"", ""});
+  for (size_t i = 0; i < 2; ++i)
+    if (c.need(i)) dx[i] = c.sum_to(g[i], c.shape(c.in(i)), c.grad_name(i));
+}
+
+/** Rules of the form dX = Kind(dY, operand) with operand the forward input (from_output = false) or output. */
+template <OpKind kGrad, bool kFromOutput>
+void grad_unary_kernel(GradContext &c, Dx &dx) {
+  TensorId operand = kFromOutput ? c.out(0) : c.in(0);
+  dx[0] = c.emit(kGrad, {c.dy(0), operand}, {}, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+void grad_Neg(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Neg, c.dy(0), c.grad_name(0)); }
+void grad_Identity(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Identity, c.dy(0), c.grad_name(0)); }
+// exp' = exp: dX = dY * Y.
+void grad_Exp(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Mul, c.dy(0), c.out(0), c.grad_name(0)); }
+void grad_Log(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Div, c.dy(0), c.in(0), c.grad_name(0)); }
+
+template <OpKind kGrad>
+void grad_softmax_like(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(kGrad, {c.dy(0), c.out(0)}, copy_attrs(c.fwd(), {"axis"}), c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+// ---- losses ----
+
+void grad_SoftmaxCrossEntropyLoss(GradContext &c, Dx &dx) {
+  // The loss gradient reads log_prob; add that output to the forward op if the model did not ask for it.
+  TensorId scores = c.in(0);
+  if (c.out(1) == kNoTensor) {
+    Graph &g = c.graph();
+    TensorId lp = g.add_tensor(g.fresh_tensor_name(c.fwd().name + ".log_prob"), c.dtype(scores), c.shape(scores),
+                               Role::activation);
+    Op &op = g.op(c.fwd_id());
+    op.outputs.resize(2, kNoTensor);
+    op.outputs[1] = lp;
+    g.tensor(lp).producer = c.fwd_id();
+  }
+  TensorId log_prob = c.out(1);
+  std::vector<TensorId> parts;
+  if (c.dy(0) != kNoTensor) {
+    std::vector<TensorId> ins = {c.dy(0), log_prob, c.in(1)};
+    if (c.in(2) != kNoTensor) ins.push_back(c.in(2));
+    parts.push_back(c.emit(OpKind::SoftmaxCrossEntropyLossGrad, ins,
+                           copy_attrs(c.fwd(), {"reduction", "ignore_index"}), c.dtype(scores), c.shape(scores)));
+  }
+  if (c.dy(1) != kNoTensor)  // log_prob = LogSoftmax(scores, axis 1)
+    parts.push_back(c.emit(OpKind::LogSoftmaxGrad, {c.dy(1), log_prob}, {{"axis", int64_t{1}}}, c.dtype(scores),
+                           c.shape(scores)));
+  dx[0] = parts.size() == 1 ? parts[0] : c.binary(OpKind::Add, parts[0], parts[1], c.grad_name(0));
+}
+
+void grad_NegativeLogLikelihoodLoss(GradContext &c, Dx &dx) {
+  std::vector<TensorId> ins = {c.dy(0), c.in(0), c.in(1)};
+  if (c.in(2) != kNoTensor) ins.push_back(c.in(2));
+  dx[0] = c.emit(OpKind::NegativeLogLikelihoodLossGrad, ins, copy_attrs(c.fwd(), {"reduction", "ignore_index"}),
+                 c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+// ---- linear algebra ----
+
+void grad_MatMul(GradContext &c, Dx &dx) {
+  // Promote 1-D operands as numpy does ([k] -> [1,k] on the left, [k,1] on the right), differentiate the batched
+  // product, sum the gradient over broadcast batch dims and drop the promoted dims again.
+  TensorId a = c.in(0), b = c.in(1);
+  const Shape sa = c.shape(a), sb = c.shape(b);
+  bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+  Shape pa = a1 ? Shape{1, sa[0]} : sa, pb = b1 ? Shape{sb[0], 1} : sb;
+  Shape py = broadcast_shape(Shape(pa.begin(), pa.end() - 2), Shape(pb.begin(), pb.end() - 2));
+  py.push_back(pa[pa.size() - 2]);
+  py.push_back(pb.back());
+  TensorId dy = c.reshape(c.dy(0), py);
+  TensorId ap = c.reshape(a, pa), bp = c.reshape(b, pb);
+  if (c.need(0)) {
+    TensorId t = c.matmul(dy, c.transpose(bp, swap_last_two(pb.size())));
+    t = c.sum_to(t, pa, a1 ? "" : c.grad_name(0));
+    dx[0] = c.reshape(t, sa, c.grad_name(0));
+  }
+  if (c.need(1)) {
+    TensorId t = c.matmul(c.transpose(ap, swap_last_two(pa.size())), dy);
+    t = c.sum_to(t, pb, b1 ? "" : c.grad_name(1));
+    dx[1] = c.reshape(t, sb, c.grad_name(1));
+  }
+}
+
+void grad_Gemm(GradContext &c, Dx &dx) {
+  // Y = alpha * A' B' + beta * C with A' = transA ? A^T : A, B' likewise.
+  const Op &f = c.fwd();
+  double alpha = f.attr_float("alpha", 1.0), beta = f.attr_float("beta", 1.0);
+  int64_t ta = f.attr_int("transA", 0), tb = f.attr_int("transB", 0);
+  TensorId a = c.in(0), b = c.in(1), cc = c.in(2), dy = c.dy(0);
+  auto gemm = [&](TensorId x, TensorId y, int64_t tx, int64_t ty, const Shape &shape, const std::string &hint) {
+    AttrMap attrs = {{"alpha", alpha}, {"beta", 1.0}, {"transA", tx}, {"transB", ty}};
+    return c.emit(OpKind::Gemm, {x, y}, attrs, c.dtype(dy), shape, hint);
+  };
+  if (c.need(0))  // dA' = alpha dY B'^T
+    dx[0] = ta == 0 ? gemm(dy, b, 0, 1 - tb, c.shape(a), c.grad_name(0))
+                    : gemm(b, dy, tb, 1, c.shape(a), c.grad_name(0));
+  if (c.need(1))  // dB' = alpha A'^T dY
+    dx[1] = tb == 0 ? gemm(a, dy, 1 - ta, 0, c.shape(b), c.grad_name(1))
+                    : gemm(dy, a, 1, ta, c.shape(b), c.grad_name(1));
+  if (c.need(2)) {
+    bool scaled = beta != 1.0;
+    TensorId t = c.sum_to(dy, c.shape(cc), scaled ? "" : c.grad_name(2));
+    dx[2] = c.scale(t, beta, c.grad_name(2));
+  }
+}
+
+// ---- layout ----
+
+void grad_Reshape(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::Reshape, {c.dy(0)}, {{"shape", std::vector<int64_t>(c.shape(c.in(0)))}},
+                 c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+void grad_Transpose(GradContext &c, Dx &dx) {
+  size_t r = c.shape(c.in(0)).size();
+  std::vector<int64_t> perm(r);
+  for (size_t i = 0; i < r; ++i) perm[i] = static_cast<int64_t>(r - 1 - i);
+  perm = c.fwd().attr_ints("perm", perm);
+  std::vector<int64_t> inverse(r);
+  for (size_t i = 0; i < r; ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  dx[0] = c.transpose(c.dy(0), inverse, c.grad_name(0));
+}
+
+void grad_Expand(GradContext &c, Dx &dx) { dx[0] = c.sum_to(c.dy(0), c.shape(c.in(0)), c.grad_name(0)); }
+
+void grad_Concat(GradContext &c, Dx &dx) {
+  int64_t axis = c.fwd().attr_int("axis");
+  int64_t offset = 0;
+  size_t n = c.fwd().inputs.size();
+  for (size_t i = 0; i < n; ++i) {
+    int64_t len = c.shape(c.in(i))[static_cast<size_t>(axis)];
+    if (c.need(i)) {
+      AttrMap attrs = {{"starts", std::vector<int64_t>{offset}},
+                       {"ends", std::vector<int64_t>{offset + len}},
+                       {"axes", std::vector<int64_t>{axis}},
+                       {"steps", std::vector<int64_t>{1}}};
+      dx[i] = c.emit(OpKind::Slice, {c.dy(0)}, attrs, c.dtype(c.in(i)), c.shape(c.in(i)), c.grad_name(i));
+    }
+    offset += len;
+  }
+}
+
+void grad_Split(GradContext &c, Dx &dx) {
+  // Outputs nobody differentiates contribute zeros: a scalar 0 Expanded to their shape.
+  std::vector<TensorId> parts;
+  size_t n = c.fwd().outputs.size();
+  for (size_t i = 0; i < n; ++i) {
+    TensorId y = c.out(i);
+    if (y == kNoTensor) continue;
+    parts.push_back(c.dy(i) != kNoTensor ? c.dy(i) : c.expand(c.constant(0.0, c.dtype(y)), c.shape(y)));
+  }
+  dx[0] = c.emit(OpKind::Concat, parts, copy_attrs(c.fwd(), {"axis"}), c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+void grad_Slice(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::SliceGrad, {c.dy(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+void grad_Gather(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::GatherGrad, {c.dy(0), c.in(1)}, copy_attrs(c.fwd(), {"axis"}), c.dtype(c.in(0)),
+                 c.shape(c.in(0)), c.grad_name(0));
+}
+
+// ---- convolution and pooling ----
+
+void grad_Conv(GradContext &c, Dx &dx) {
+  AttrMap attrs = copy_attrs(c.fwd(), {"strides", "pads", "dilations", "group"});
+  TensorId x = c.in(0), w = c.in(1), b = c.in(2), dy = c.dy(0);
+  if (c.need(0)) dx[0] = c.emit(OpKind::ConvGradData, {dy, w}, attrs, c.dtype(x), c.shape(x), c.grad_name(0));
+  if (c.need(1)) dx[1] = c.emit(OpKind::ConvGradFilter, {dy, x}, attrs, c.dtype(w), c.shape(w), c.grad_name(1));
+  if (c.need(2)) dx[2] = c.reduce_sum(dy, axes_except(c.shape(dy).size(), 1), false, c.grad_name(2));
+  (void)b;
+}
+
+void grad_MaxPool(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::MaxPoolGrad, {c.dy(0), c.in(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+void grad_AveragePool(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::AveragePoolGrad, {c.dy(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+void grad_GlobalAveragePool(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::GlobalAveragePoolGrad, {c.dy(0)}, {}, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+// ---- reductions ----
+
+template <bool kMean>
+void grad_reduce(GradContext &c, Dx &dx) {
+  const Shape &xs = c.shape(c.in(0));
+  std::vector<int64_t> axes = c.fwd().attr_ints("axes");
+  Shape kept = xs;
+  int64_t n = 1;
+  for (int64_t a : axes) {
+    n *= xs[static_cast<size_t>(a)];
+    kept[static_cast<size_t>(a)] = 1;
+  }
+  TensorId t = c.reshape(c.dy(0), kept);
+  if (kMean) t = c.scale(t, 1.0 / static_cast<double>(n));
+  dx[0] = c.expand(t, xs, c.grad_name(0));
+  if (dx[0] == c.dy(0)) dx[0] = c.unary(OpKind::Identity, t, c.grad_name(0));  // nothing reduced (all dims 1)
+}
+
+// ---- normalisation and dropout ----
+
+/** Adds output `slot` to the forward op if it is absent, as a new activation of the given type. */
+TensorId ensure_output(GradContext &c, size_t slot, const std::string &suffix, DType dt, const Shape &shape) {
+  if (c.out(slot) != kNoTensor) return c.out(slot);
+  Graph &g = c.graph();
+  TensorId t = g.add_tensor(g.fresh_tensor_name(c.fwd().name + "." + suffix), dt, shape, Role::activation);
+  Op &op = g.op(c.fwd_id());
+  if (op.outputs.size() <= slot) op.outputs.resize(slot + 1, kNoTensor);
+  op.outputs[slot] = t;
+  g.tensor(t).producer = c.fwd_id();
+  return t;
+}
+
+void grad_BatchNormalization(GradContext &c, Dx &dx) {
+  // The running mean/var operands are statistics, not trained (torch keeps them as buffers): no gradient for them.
+  if (c.dy(0) == kNoTensor) return;
+  TensorId x = c.in(0), scale = c.in(1), mean = c.in(3), var = c.in(4), dy = c.dy(0);
+  DType dt = c.dtype(x);
+  Shape cshape = c.shape(scale);
+  std::vector<int64_t> red = axes_except(c.shape(x).size(), 1);
+  if (c.fwd().attr_int("training_mode", 0) != 0) {
+    TensorId saved_mean = ensure_output(c, 3, "saved_mean", dt, cshape);
+    TensorId saved_invstd = ensure_output(c, 4, "saved_invstd", dt, cshape);
+    std::vector<TensorId> g = c.emit_multi(
+        OpKind::BatchNormalizationGrad, {dy, x, scale, saved_mean, saved_invstd}, copy_attrs(c.fwd(), {"epsilon"}),
+        {c.need(0), c.need(1), c.need(2)}, {dt, dt, dt}, {c.shape(x), cshape, cshape},
+        {c.grad_name(0), c.grad_name(1), c.grad_name(2)});
+    for (size_t i = 0; i < 3; ++i) dx[i] = g[i];
+    return;
+  }
+  // Inference: Y = (X - mean) / std * scale + B with std = sqrt(var + eps), a per-channel affine map.
+  Shape bshape(c.shape(x).size(), 1);
+  bshape[1] = cshape[0];
+  TensorId std_dev = c.unary(OpKind::Sqrt, c.binary(OpKind::Add, var, c.constant(c.fwd().attr_float("epsilon", 1e-5), dt)));
+  if (c.need(0)) {
+    TensorId s = c.reshape(c.binary(OpKind::Div, scale, std_dev), bshape);
+    dx[0] = c.binary(OpKind::Mul, dy, s, c.grad_name(0));
+  }
+  if (c.need(1)) {
+    TensorId xhat = c.binary(OpKind::Div, c.binary(OpKind::Sub, x, c.reshape(mean, bshape)), c.reshape(std_dev, bshape));
+    dx[1] = c.reduce_sum(c.binary(OpKind::Mul, dy, xhat), red, false, c.grad_name(1));
+  }
+  if (c.need(2)) dx[2] = c.reduce_sum(dy, red, false, c.grad_name(2));
+}
+
+void grad_Dropout(GradContext &c, Dx &dx) {
+  const Op &f = c.fwd();
+  double ratio = f.attr_float("ratio", 0.5);
+  if (f.attr_int("training_mode", 0) == 0 || ratio == 0.0) {
+    dx[0] = c.unary(OpKind::Identity, c.dy(0), c.grad_name(0));
+    return;
+  }
+  TensorId mask = ensure_output(c, 1, "mask", DType::boolean, c.shape(c.in(0)));
+  dx[0] = c.emit(OpKind::DropoutGrad, {c.dy(0), mask}, {{"ratio", ratio}}, c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+// ---- the table ----
+
+constexpr GradRule rule(GradFn fn) { return {Differentiability::differentiable, fn}; }
+constexpr GradRule kNoRule = {Differentiability::no_rule, nullptr};
+
+// One named entry per kind of ops.def; the table below is generated from ops.def, so a new kind fails to compile
+// until it gets an entry here. (No forward kind is non-differentiable today: integer operands such as Gather's
+// indices or the loss labels are skipped by dtype.)
+constexpr GradRule kRule_Gemm = rule(grad_Gemm);
+constexpr GradRule kRule_MatMul = rule(grad_MatMul);
+constexpr GradRule kRule_Add = rule(grad_Add);
+constexpr GradRule kRule_Sub = rule(grad_Sub);
+constexpr GradRule kRule_Mul = rule(grad_Mul);
+constexpr GradRule kRule_Div = rule(grad_Div);
+constexpr GradRule kRule_Pow = rule(grad_Pow);
+constexpr GradRule kRule_Sqrt = rule(grad_unary_kernel<OpKind::SqrtGrad, true>);
+constexpr GradRule kRule_Neg = rule(grad_Neg);
+constexpr GradRule kRule_Exp = rule(grad_Exp);
+constexpr GradRule kRule_Log = rule(grad_Log);
+constexpr GradRule kRule_Erf = rule(grad_unary_kernel<OpKind::ErfGrad, false>);
+constexpr GradRule kRule_Relu = rule(grad_unary_kernel<OpKind::ReluGrad, false>);
+constexpr GradRule kRule_Sigmoid = rule(grad_unary_kernel<OpKind::SigmoidGrad, true>);
+constexpr GradRule kRule_Tanh = rule(grad_unary_kernel<OpKind::TanhGrad, true>);
+constexpr GradRule kRule_Identity = rule(grad_Identity);
+constexpr GradRule kRule_Softmax = rule(grad_softmax_like<OpKind::SoftmaxGrad>);
+constexpr GradRule kRule_LogSoftmax = rule(grad_softmax_like<OpKind::LogSoftmaxGrad>);
+constexpr GradRule kRule_SoftmaxCrossEntropyLoss = rule(grad_SoftmaxCrossEntropyLoss);
+constexpr GradRule kRule_NegativeLogLikelihoodLoss = rule(grad_NegativeLogLikelihoodLoss);
+constexpr GradRule kRule_Reshape = rule(grad_Reshape);
+constexpr GradRule kRule_Transpose = rule(grad_Transpose);
+constexpr GradRule kRule_Expand = rule(grad_Expand);
+constexpr GradRule kRule_Concat = rule(grad_Concat);
+constexpr GradRule kRule_Split = rule(grad_Split);
+constexpr GradRule kRule_Slice = rule(grad_Slice);
+constexpr GradRule kRule_Gather = rule(grad_Gather);
+constexpr GradRule kRule_Conv = rule(grad_Conv);
+constexpr GradRule kRule_MaxPool = rule(grad_MaxPool);
+constexpr GradRule kRule_AveragePool = rule(grad_AveragePool);
+constexpr GradRule kRule_GlobalAveragePool = rule(grad_GlobalAveragePool);
+constexpr GradRule kRule_ReduceMean = rule(grad_reduce<true>);
+constexpr GradRule kRule_ReduceSum = rule(grad_reduce<false>);
+constexpr GradRule kRule_BatchNormalization = rule(grad_BatchNormalization);
+constexpr GradRule kRule_Dropout = rule(grad_Dropout);
+// Backward kinds: autodiff emits them, it never differentiates them.
+constexpr GradRule kRule_ReluGrad = kNoRule;
+constexpr GradRule kRule_SigmoidGrad = kNoRule;
+constexpr GradRule kRule_TanhGrad = kNoRule;
+constexpr GradRule kRule_ErfGrad = kNoRule;
+constexpr GradRule kRule_SqrtGrad = kNoRule;
+constexpr GradRule kRule_PowGrad = kNoRule;
+constexpr GradRule kRule_SoftmaxGrad = kNoRule;
+constexpr GradRule kRule_LogSoftmaxGrad = kNoRule;
+constexpr GradRule kRule_SoftmaxCrossEntropyLossGrad = kNoRule;
+constexpr GradRule kRule_NegativeLogLikelihoodLossGrad = kNoRule;
+constexpr GradRule kRule_ConvGradData = kNoRule;
+constexpr GradRule kRule_ConvGradFilter = kNoRule;
+constexpr GradRule kRule_MaxPoolGrad = kNoRule;
+constexpr GradRule kRule_AveragePoolGrad = kNoRule;
+constexpr GradRule kRule_GlobalAveragePoolGrad = kNoRule;
+constexpr GradRule kRule_BatchNormalizationGrad = kNoRule;
+constexpr GradRule kRule_DropoutGrad = kNoRule;
+constexpr GradRule kRule_SliceGrad = kNoRule;
+constexpr GradRule kRule_GatherGrad = kNoRule;
+// Update kinds: the optimizer step is not differentiated.
+constexpr GradRule kRule_SGDUpdate = kNoRule;
+constexpr GradRule kRule_MomentumUpdate = kNoRule;
+constexpr GradRule kRule_AdamUpdate = kNoRule;
+constexpr GradRule kRule_Momentum = kNoRule;
+constexpr GradRule kRule_Adam = kNoRule;
+constexpr GradRule kRule_Adagrad = kNoRule;
+
+constexpr std::array<GradRule, kNumOpKinds> kRules = {
+#define CLEAVE_OP(name) kRule_##name,
+#include "ir/ops.def"
+#undef CLEAVE_OP
+};
+static_assert(kNumOpKinds == 60, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+
+}  // namespace
+
+const GradRule &grad_rule(OpKind kind) { return kRules[static_cast<size_t>(kind)]; }
+
+}  // namespace cleave::autodiff_detail

@@ -1,0 +1,141 @@
+// Elementwise kernels: broadcast binary ops, unary math, their gradients, Dropout.
+#include <cmath>
+
+#include "ir/interp/kernels.h"
+#include "ir/rng.h"
+
+namespace cleave::interp {
+namespace {
+
+template <typename F>
+void binary(const KernelArgs &k, F f) {
+  const Value &a = k.in(0);
+  const Value &b = k.in(1);
+  Shape shape = broadcast_shape(k, a.shape, b.shape);
+  k.expect_out_shape(0, shape);
+  std::vector<int64_t> ia = broadcast_index_map(a.shape, shape);
+  std::vector<int64_t> ib = broadcast_index_map(b.shape, shape);
+  Value &y = k.out(0);
+  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(a.data[ia[i]], b.data[ib[i]]);
+}
+
+template <typename F>
+void unary(const KernelArgs &k, F f) {
+  const Value &x = k.in(0);
+  k.expect_out_shape(0, x.shape);
+  Value &y = k.out(0);
+  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(x.data[i]);
+}
+
+/** dX = f(dY, Z) for gradient ops whose second operand Z has dY's shape. */
+template <typename F>
+void unary_grad(const KernelArgs &k, F f) {
+  const Value &dy = k.in(0);
+  const Value &z = k.in(1);
+  CLEAVE_CHECK(dy.shape == z.shape, k.label(), ": ", shape_str(dy.shape), " vs ", shape_str(z.shape));
+  k.expect_out_shape(0, dy.shape);
+  Value &dx = k.out(0);
+  for (size_t i = 0; i < dx.data.size(); ++i) dx.data[i] = f(dy.data[i], z.data[i]);
+}
+
+bool is_integer(DType t) { return t == DType::i64 || t == DType::i32; }
+
+}  // namespace
+
+void kernel_Add(const KernelArgs &k) { binary(k, [](double a, double b) { return a + b; }); }
+void kernel_Sub(const KernelArgs &k) { binary(k, [](double a, double b) { return a - b; }); }
+void kernel_Mul(const KernelArgs &k) { binary(k, [](double a, double b) { return a * b; }); }
+
+void kernel_Div(const KernelArgs &k) {
+  if (is_integer(k.out(0).dtype)) {
+    // Integer division truncates (C semantics, as ONNX runtimes do); division by zero is the model's error.
+    binary(k, [&](double a, double b) {
+      if (b == 0) CLEAVE_USER_ERROR(k.label(), ": integer division by zero");
+      return std::trunc(a / b);
+    });
+  } else {
+    binary(k, [](double a, double b) { return a / b; });
+  }
+}
+
+void kernel_Pow(const KernelArgs &k) {
+  // The result has the base's dtype; an integer result of an integer power is exact in double below 2^53.
+  bool int_out = is_integer(k.out(0).dtype);
+  binary(k, [int_out](double a, double b) {
+    double r = std::pow(a, b);
+    return int_out ? std::trunc(r) : r;
+  });
+}
+
+void kernel_Sqrt(const KernelArgs &k) { unary(k, [](double x) { return std::sqrt(x); }); }
+void kernel_Neg(const KernelArgs &k) { unary(k, [](double x) { return -x; }); }
+void kernel_Exp(const KernelArgs &k) { unary(k, [](double x) { return std::exp(x); }); }
+void kernel_Log(const KernelArgs &k) { unary(k, [](double x) { return std::log(x); }); }
+void kernel_Erf(const KernelArgs &k) { unary(k, [](double x) { return std::erf(x); }); }
+void kernel_Relu(const KernelArgs &k) { unary(k, [](double x) { return x > 0 ? x : 0.0; }); }
+void kernel_Sigmoid(const KernelArgs &k) { unary(k, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); }
+void kernel_Tanh(const KernelArgs &k) { unary(k, [](double x) { return std::tanh(x); }); }
+void kernel_Identity(const KernelArgs &k) { unary(k, [](double x) { return x; }); }
+
+void kernel_ReluGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) { return x > 0 ? dy : 0.0; });
+}
+void kernel_SigmoidGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double y) { return dy * y * (1.0 - y); });
+}
+void kernel_TanhGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double y) { return dy * (1.0 - y * y); });
+}
+void kernel_ErfGrad(const KernelArgs &k) {
+  const double two_over_sqrt_pi = 2.0 / std::sqrt(M_PI);
+  unary_grad(k, [&](double dy, double x) { return dy * two_over_sqrt_pi * std::exp(-x * x); });
+}
+void kernel_SqrtGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double y) { return dy / (2.0 * y); });
+}
+
+void kernel_PowGrad(const KernelArgs &k) {
+  // (dY, A, B) -> (dA?, dB?), both in the broadcast shape (autodiff reduces them to A's and B's shapes).
+  const Value &dy = k.in(0);
+  const Value &a = k.in(1);
+  const Value &b = k.in(2);
+  Shape shape = broadcast_shape(k, a.shape, b.shape);
+  CLEAVE_CHECK(dy.shape == shape, k.label(), ": dY ", shape_str(dy.shape), " vs ", shape_str(shape));
+  k.expect_out_shape(0, shape);
+  k.expect_out_shape(1, shape);
+  std::vector<int64_t> ia = broadcast_index_map(a.shape, shape);
+  std::vector<int64_t> ib = broadcast_index_map(b.shape, shape);
+  for (size_t i = 0; i < dy.data.size(); ++i) {
+    double av = a.data[ia[i]], bv = b.data[ib[i]];
+    if (k.has_out(0)) k.outs[0]->data[i] = dy.data[i] * bv * std::pow(av, bv - 1.0);
+    if (k.has_out(1)) k.outs[1]->data[i] = dy.data[i] * std::pow(av, bv) * std::log(av);
+  }
+}
+
+void kernel_Dropout(const KernelArgs &k) {
+  const Value &x = k.in(0);
+  k.expect_out_shape(0, x.shape);
+  k.expect_out_shape(1, x.shape);
+  double ratio = k.op.attr_float("ratio", 0.5);
+  bool training = k.op.attr_int("training_mode", 0) != 0;
+  if (ratio < 0 || ratio >= 1) CLEAVE_USER_ERROR(k.label(), ": ratio ", ratio, " is not in [0, 1)");
+  uint64_t seed = static_cast<uint64_t>(k.op.attr_int("seed", 0));
+  Value &y = k.out(0);
+  float ratio_f = static_cast<float>(ratio);
+  double scale = 1.0 / (1.0 - ratio);
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    bool keep = !training || ratio == 0 || dropout_keep(seed, k.ctx.step, static_cast<int64_t>(i), ratio_f);
+    y.data[i] = keep ? (training ? x.data[i] * scale : x.data[i]) : 0.0;
+    if (k.has_out(1)) k.outs[1]->data[i] = keep ? 1.0 : 0.0;
+  }
+}
+
+void kernel_DropoutGrad(const KernelArgs &k) {
+  // Same scale as the forward in training mode; a forward with ratio 0 (or inference) has an all-true mask and
+  // autodiff gives the gradient ratio 0, so the scale is 1 there.
+  double ratio = k.op.attr_float("ratio", 0.5);
+  double scale = 1.0 / (1.0 - ratio);
+  unary_grad(k, [scale](double dy, double mask) { return mask != 0 ? dy * scale : 0.0; });
+}
+
+}  // namespace cleave::interp

@@ -1,0 +1,81 @@
+// Gemm and MatMul.
+#include "ir/interp/kernels.h"
+
+namespace cleave::interp {
+
+void kernel_Gemm(const KernelArgs &k) {
+  // Y = alpha * op(A) @ op(B) + beta * C, C broadcast unidirectionally to [M, N].
+  const Value &a = k.in(0);
+  const Value &b = k.in(1);
+  if (a.shape.size() != 2 || b.shape.size() != 2)
+    CLEAVE_USER_ERROR(k.label(), ": A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape));
+  bool ta = k.op.attr_int("transA", 0) != 0;
+  bool tb = k.op.attr_int("transB", 0) != 0;
+  double alpha = k.op.attr_float("alpha", 1.0);
+  double beta = k.op.attr_float("beta", 1.0);
+  int64_t m = ta ? a.shape[1] : a.shape[0];
+  int64_t kk = ta ? a.shape[0] : a.shape[1];
+  int64_t kb = tb ? b.shape[1] : b.shape[0];
+  int64_t n = tb ? b.shape[0] : b.shape[1];
+  if (kk != kb) CLEAVE_USER_ERROR(k.label(), ": inner dimensions ", kk, " and ", kb, " differ");
+  Shape shape{m, n};
+  k.expect_out_shape(0, shape);
+  std::vector<int64_t> ic;
+  if (k.has_in(2)) {
+    if (broadcast_shape(k, k.in(2).shape, shape) != shape)
+      CLEAVE_USER_ERROR(k.label(), ": C of shape ", shape_str(k.in(2).shape), " does not broadcast to ",
+                        shape_str(shape));
+    ic = broadcast_index_map(k.in(2).shape, shape);
+  }
+  Value &y = k.out(0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < kk; ++p) {
+        double av = ta ? a.data[p * a.shape[1] + i] : a.data[i * a.shape[1] + p];
+        double bv = tb ? b.data[j * b.shape[1] + p] : b.data[p * b.shape[1] + j];
+        acc += av * bv;
+      }
+      double v = alpha * acc;
+      if (k.has_in(2)) v += beta * k.in(2).data[ic[i * n + j]];
+      y.data[i * n + j] = v;
+    }
+  }
+}
+
+void kernel_MatMul(const KernelArgs &k) {
+  // numpy.matmul: a 1-D A is [1, K] and a 1-D B is [K, 1], the added dim removed from the result; leading
+  // (batch) dims broadcast.
+  const Value &a = k.in(0);
+  const Value &b = k.in(1);
+  if (a.shape.empty() || b.shape.empty()) CLEAVE_USER_ERROR(k.label(), ": operands must have rank >= 1");
+  Shape as = a.shape, bs = b.shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  int64_t m = as[as.size() - 2], kk = as.back();
+  int64_t kb = bs[bs.size() - 2], n = bs.back();
+  if (kk != kb) CLEAVE_USER_ERROR(k.label(), ": inner dimensions ", kk, " and ", kb, " differ");
+  Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  Shape batch = broadcast_shape(k, a_batch, b_batch);
+  Shape shape = batch;
+  if (a.shape.size() > 1) shape.push_back(m);
+  if (b.shape.size() > 1) shape.push_back(n);
+  k.expect_out_shape(0, shape);
+  std::vector<int64_t> ia = broadcast_index_map(a_batch, batch);
+  std::vector<int64_t> ib = broadcast_index_map(b_batch, batch);
+  Value &y = k.out(0);
+  int64_t nb = num_elements(batch);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    const double *pa = a.data.data() + ia[bi] * m * kk;
+    const double *pb = b.data.data() + ib[bi] * kk * n;
+    double *py = y.data.data() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < kk; ++p) acc += pa[i * kk + p] * pb[p * n + j];
+        py[i * n + j] = acc;
+      }
+  }
+}
+
+}  // namespace cleave::interp

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Bad input: every case must print exactly one line on stderr, starting "error: " and naming the problem, exit
+# non-zero, print nothing on stdout, and leave no output file behind.
+# Usage: bad_input.sh CLEAVE_BINARY SOURCE_DIR
+set -u
+cleave=$1
+src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 "$src/tests/cli/make_bad_models.py" "$work/models" || { echo "cannot generate bad models"; exit 1; }
+/usr/bin/python3 -c "import numpy as np; np.save('$work/x.npy', np.ones((2,4),np.float32)); np.save('$work/y.npy', np.zeros(2,np.int64))"
+failures=0
+
+# expect NAME EXIT_CODE FRAGMENT -- cleave args...  (EXIT_CODE '*' = any non-zero)
+expect() {
+  local name=$1 want_code=$2 fragment=$3
+  shift 4
+  rm -f "$work/out.onnx"
+  "$cleave" "$@" >"$work/stdout" 2>"$work/stderr"
+  local code=$?
+  local lines
+  lines=$(wc -l <"$work/stderr")
+  local problem=""
+  if [ "$code" -eq 0 ]; then problem="exit code 0"
+  elif [ "$want_code" != "*" ] && [ "$code" -ne "$want_code" ]; then problem="exit code $code, want $want_code"
+  elif [ "$lines" -ne 1 ]; then problem="$lines lines on stderr, want 1"
+  elif ! grep -q "^error: " "$work/stderr"; then problem="stderr does not start with 'error: '"
+  elif ! grep -qF -- "$fragment" "$work/stderr"; then problem="stderr lacks '$fragment'"
+  elif [ -s "$work/stdout" ]; then problem="something was printed on stdout"
+  elif [ -e "$work/out.onnx" ]; then problem="an output file was left behind"
+  fi
+  if [ -n "$problem" ]; then
+    echo "FAIL $name: $problem"
+    sed 's/^/    stderr: /' "$work/stderr" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/stderr")"
+  fi
+}
+
+m=$work/models
+data="--data x=$work/x.npy,y=$work/y.npy --batch 2 --steps 1 --save-model $work/out.onnx"
+expect truncated '*' "truncated.onnx" -- eval "$m/truncated.onnx" $data
+expect garbage '*' "garbage.onnx" -- eval "$m/garbage.onnx" $data
+expect missing_file '*' "nothere.onnx" -- eval "$m/nothere.onnx" $data
+expect unknown_op 2 '"mystery" (Foo, com.example' -- eval "$m/unknown_op.onnx" $data
+expect unknown_op_lists_all 2 '"hard" (Hardmax' -- eval "$m/unknown_op.onnx" $data
+expect wrong_attr_type '*' "transB" -- eval "$m/wrong_attr_type.onnx" $data
+expect missing_attr '*' "axis" -- eval "$m/missing_attr.onnx" $data
+expect external_outside '*' "outside.bin" -- eval "$m/external_outside.onnx" $data
+expect external_missing '*' "missing.bin" -- eval "$m/external_missing.onnx" $data
+expect external_short '*' "short.bin" -- eval "$m/external_short.onnx" $data
+expect symbolic_batch '*' "--batch" -- ir "$m/symbolic_batch.onnx"
+expect nonscalar_loss '*' "logits" -- eval "$m/nonscalar_loss.onnx" $data
+expect duplicate_name '*' "logits" -- eval "$m/duplicate_name.onnx" $data
+expect cycle '*' "cycle" -- eval "$m/cycle.onnx" $data
+expect overflow '*' "overflow" -- eval "$m/overflow.onnx" $data
+# Flags and data files.
+expect bad_data_flag '*' "--data" -- eval "$m/good.onnx" --data "x" --batch 2 --save-model "$work/out.onnx"
+expect missing_data '*' '"y"' -- eval "$m/good.onnx" --data "x=$work/x.npy" --batch 2 --save-model "$work/out.onnx"
+expect unknown_data '*' '"z"' -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy,z=$work/x.npy" --batch 2 --save-model "$work/out.onnx"
+expect data_shape '*' "x.npy" -- eval "$m/good.onnx" --data "x=$work/y.npy,y=$work/y.npy" --batch 2 --save-model "$work/out.onnx"
+expect bad_npy '*' "garbage.onnx" -- eval "$m/good.onnx" --data "x=$m/garbage.onnx,y=$work/y.npy" --batch 2 --save-model "$work/out.onnx"
+expect wrong_batch '*' "batch" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 3 --save-model "$work/out.onnx"
+expect unknown_freeze '*' "nope" -- eval "$m/good.onnx" $data --freeze nope
+expect unknown_loss '*' "nope" -- ir "$m/good.onnx" --train --loss nope
+expect describe_unknown '*' "Nope" -- describe Nope
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]

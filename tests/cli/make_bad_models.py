@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""Writes the malformed models of tests/cli/bad_input.sh into DIR (argv[1]).
+
+Each model is a small, otherwise valid training model (Gemm -> SoftmaxCrossEntropyLoss) broken in exactly one way.
+Built with onnx.helper without running the checker, so the defects reach Cleave."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def base(nodes=None, inputs=None, outputs=None, inits=None, name="m"):
+    w = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    nodes = nodes if nodes is not None else [
+        helper.make_node("Gemm", ["x", "w"], ["logits"], name="fc", transB=1),
+        helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y"], ["loss"], name="sce"),
+    ]
+    inputs = inputs if inputs is not None else [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+        helper.make_tensor_value_info("y", TensorProto.INT64, [2]),
+    ]
+    outputs = outputs if outputs is not None else [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])]
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits if inits is not None else [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+
+
+def save(model, name):
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(model.SerializeToString())
+
+
+good = base()
+save(good, "good.onnx")
+data = good.SerializeToString()
+with open(os.path.join(out, "truncated.onnx"), "wb") as f:
+    f.write(data[: len(data) // 2])
+with open(os.path.join(out, "garbage.onnx"), "wb") as f:
+    f.write(b"this is not a protobuf \xff\xfe\x00\x01" * 8)
+
+m = base()
+m.graph.node.insert(1, helper.make_node("Foo", ["logits"], ["foo_out"], name="mystery", domain="com.example"))
+m.graph.node.insert(1, helper.make_node("Hardmax", ["logits"], ["hm_out"], name="hard"))
+m.opset_import.append(helper.make_opsetid("com.example", 1))
+save(m, "unknown_op.onnx")
+
+m = base()
+m.graph.node[0].attribute[0].CopyFrom(helper.make_attribute("transB", 1.0))
+save(m, "wrong_attr_type.onnx")
+
+m = base(nodes=[
+    helper.make_node("Concat", ["x", "x"], ["xx"], name="cat"),
+    helper.make_node("ReduceSum", ["xx"], ["loss"], name="sum", keepdims=0),
+])
+save(m, "missing_attr.onnx")
+
+
+def external(name, location, length=None):
+    w = TensorProto()
+    w.name, w.data_type = "w", TensorProto.FLOAT
+    w.dims.extend([3, 4])
+    w.data_location = TensorProto.EXTERNAL
+    entry = w.external_data.add()
+    entry.key, entry.value = "location", location
+    if length is not None:
+        entry = w.external_data.add()
+        entry.key, entry.value = "length", str(length)
+    save(base(inits=[w]), name)
+
+
+with open(os.path.join(os.path.dirname(os.path.abspath(out)), "outside.bin"), "wb") as f:
+    f.write(np.ones(12, np.float32).tobytes())
+external("external_outside.onnx", "../outside.bin")
+external("external_missing.onnx", "missing.bin")
+with open(os.path.join(out, "short.bin"), "wb") as f:
+    f.write(np.ones(5, np.float32).tobytes())
+external("external_short.onnx", "short.bin")
+
+m = base(inputs=[
+    helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4]),
+    helper.make_tensor_value_info("y", TensorProto.INT64, ["N"]),
+])
+save(m, "symbolic_batch.onnx")
+
+m = base(nodes=[helper.make_node("Gemm", ["x", "w"], ["logits"], name="fc", transB=1)],
+         outputs=[helper.make_tensor_value_info("logits", TensorProto.FLOAT, [2, 3])])
+save(m, "nonscalar_loss.onnx")
+
+m = base(nodes=[
+    helper.make_node("Gemm", ["x", "w"], ["logits"], name="fc", transB=1),
+    helper.make_node("Relu", ["x"], ["logits"], name="relu"),
+    helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y"], ["loss"], name="sce"),
+])
+save(m, "duplicate_name.onnx")
+
+m = base(nodes=[
+    helper.make_node("Add", ["x", "b"], ["a"], name="add_a"),
+    helper.make_node("Relu", ["a"], ["b"], name="relu_b"),
+    helper.make_node("ReduceSum", ["b"], ["loss"], name="sum", keepdims=0),
+])
+save(m, "cycle.onnx")
+
+m = base(inputs=[
+    helper.make_tensor_value_info("x", TensorProto.FLOAT, [4294967296, 4294967296, 4]),
+    helper.make_tensor_value_info("y", TensorProto.INT64, [2]),
+])
+save(m, "overflow.onnx")

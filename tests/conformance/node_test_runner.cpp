@@ -1,0 +1,263 @@
+#include "tests/conformance/node_test_runner.h"
+
+#include <onnx/common/file_utils.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "frontend/onnx_import.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+#include "ir/interp/interpreter.h"
+#include "ir/tensor_data.h"
+
+namespace cleave::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+
+CaseResult make_result(const std::string &name, Outcome outcome, std::string detail, std::string group = {}) {
+  return CaseResult{name, outcome, std::move(detail), std::move(group)};
+}
+
+std::vector<fs::path> sorted_entries(const fs::path &dir, const std::string &prefix) {
+  std::vector<fs::path> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/** input_0.pb, input_1.pb, ... in numeric order (not lexicographic: input_10 after input_9). */
+std::vector<fs::path> numbered_files(const fs::path &dir, const std::string &stem) {
+  std::vector<fs::path> out;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (stem + "_" + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string index_str(const Shape &shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return shape_str(idx);
+}
+
+/** A short rendering of a number: shortest round trip of a double is overkill in a message, %.9g is enough. */
+std::string num_str(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+/** The first element that differs beyond ONNX's tolerance, as a message; empty if none. */
+std::string compare(const interp::Value &got, const Tensor &want, const std::string &what) {
+  if (got.dtype != want.dtype)
+    return detail::concat(what, ": dtype ", dtype_name(got.dtype), ", expected ", dtype_name(want.dtype));
+  if (got.shape != want.shape)
+    return detail::concat(what, ": shape ", shape_str(got.shape), ", expected ", shape_str(want.shape));
+  std::vector<double> w = data_as_doubles(want);
+  if (got.data.size() != w.size())
+    return detail::concat(what, ": ", got.data.size(), " values for shape ", shape_str(got.shape));
+  int64_t bad = 0;
+  std::optional<int64_t> first;
+  for (size_t i = 0; i < w.size(); ++i) {
+    double a = got.data[i], b = w[i];
+    bool ok;
+    if (is_float(want.dtype)) {
+      if (std::isnan(a) || std::isnan(b))
+        ok = std::isnan(a) && std::isnan(b);
+      else if (std::isinf(a) || std::isinf(b))
+        ok = a == b;
+      else
+        ok = std::fabs(a - b) <= kAtol + kRtol * std::fabs(b);
+    } else {
+      ok = a == b;
+    }
+    if (!ok) {
+      ++bad;
+      if (!first) first = static_cast<int64_t>(i);
+    }
+  }
+  if (!first) return {};
+  return detail::concat(what, " ", shape_str(want.shape), ": element ", index_str(want.shape, *first), " = ",
+                        num_str(got.data[static_cast<size_t>(*first)]), ", expected ",
+                        num_str(w[static_cast<size_t>(*first)]), " (", bad, " of ", w.size(), " elements differ)");
+}
+
+/** Why a graph input/output type cannot be expressed in the IR, or empty. */
+std::string unsupported_type(const onnx::ValueInfoProto &vi) {
+  const onnx::TypeProto &t = vi.type();
+  if (t.value_case() != onnx::TypeProto::kTensorType) {
+    switch (t.value_case()) {
+      case onnx::TypeProto::kSequenceType: return "sequence-typed inputs/outputs";
+      case onnx::TypeProto::kOptionalType: return "optional-typed inputs/outputs";
+      case onnx::TypeProto::kMapType: return "map-typed inputs/outputs";
+      case onnx::TypeProto::kSparseTensorType: return "sparse tensor inputs/outputs";
+      default: return "non-tensor inputs/outputs";
+    }
+  }
+  int32_t et = t.tensor_type().elem_type();
+  if (!dtype_from_onnx(et)) return "element type " + onnx_dtype_name(et) + " not supported by the IR";
+  return {};
+}
+
+/** ONNX op types the importer folds or rewrites into IR ops rather than mapping one-to-one. */
+const std::set<std::string> &frontend_only_ops() {
+  static const std::set<std::string> ops = {"Constant", "ConstantOfShape", "Flatten", "Gradient", "Shape",
+                                            "Squeeze",  "Unsqueeze"};
+  return ops;
+}
+
+/** The op types of `graph` that have no IR op kind and are not folded by the importer, sorted. Only for grouping
+ *  skip reasons in the summary; the importer's verdict is what decides a skip. */
+std::string ops_without_ir_kind(const onnx::GraphProto &graph) {
+  std::set<std::string> out;
+  for (const auto &n : graph.node)
+    if (!parse_op_kind(n.op_type()) && !frontend_only_ops().count(n.op_type())) out.insert(n.op_type());
+  std::string s;
+  for (const auto &op : out) s += (s.empty() ? "" : ", ") + op;
+  return s;
+}
+
+bool dropout_depends_on_rng(const Graph &g) {
+  for (const Op &op : g.ops())
+    if (op.kind == OpKind::Dropout && op.attr_int("training_mode", 0) != 0 && op.attr_float("ratio", 0.5) > 0.0)
+      return true;
+  return false;
+}
+
+struct SetResult {
+  enum Kind { ok, mismatch, rng_dependent } kind = ok;
+  std::string detail;
+};
+
+/** Runs one test_data_set_*. Errors from the importer and the interpreter propagate for run_case to classify. */
+SetResult run_data_set(const fs::path &model_path, const onnx::ModelProto &model, const fs::path &set_dir) {
+  std::set<std::string> initializers;
+  for (const auto &init : model.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::string> input_names;
+  for (const auto &vi : model.graph().input())
+    if (!initializers.count(vi.name())) input_names.push_back(vi.name());
+
+  std::vector<fs::path> input_files = numbered_files(set_dir, "input");
+  std::vector<fs::path> output_files = numbered_files(set_dir, "output");
+  if (input_files.size() > input_names.size())
+    return {SetResult::mismatch, detail::concat(set_dir.filename().string(), ": ", input_files.size(), " input files for ",
+                          input_names.size(), " graph inputs")};
+
+  ImportOptions opts;
+  std::vector<std::pair<std::string, Tensor>> fed;
+  for (size_t i = 0; i < input_files.size(); ++i) {
+    Tensor t = read_tensor_proto_file(input_files[i].string());
+    t.name = input_names[i];
+    t.role = Role::constant;
+    // Integer and bool inputs are shapes, axes, indices, labels, step counts or mode flags: the importer folds
+    // them, so they are bound at import. Float inputs stay runtime inputs, which is what exercises the kernels.
+    if (is_float(t.dtype))
+      fed.emplace_back(input_names[i], std::move(t));
+    else
+      opts.input_values.emplace(input_names[i], std::move(t));
+  }
+
+  Graph g = import_onnx(model_path.string(), opts);
+  if (dropout_depends_on_rng(g)) return {SetResult::rng_dependent, {}};
+
+  interp::Values values = interp::initial_values(g);
+  for (const auto &[name, t] : fed) {
+    std::optional<TensorId> id = g.find_tensor(name);
+    if (!id) continue;  // an input no output depends on may be dropped by the importer
+    values[static_cast<size_t>(*id)] = interp::value_of(t);
+  }
+  interp::Context ctx;
+  interp::run_graph(g, values, ctx);
+
+  if (g.outputs.size() != static_cast<size_t>(model.graph().output_size()))
+    return {SetResult::mismatch, detail::concat("imported graph has ", g.outputs.size(), " outputs, the model ",
+                                                model.graph().output_size())};
+  if (output_files.size() > g.outputs.size())
+    return {SetResult::mismatch, detail::concat(set_dir.filename().string(), ": ", output_files.size(),
+                                                " output files for ", g.outputs.size(), " graph outputs")};
+  for (size_t j = 0; j < output_files.size(); ++j) {
+    Tensor want = read_tensor_proto_file(output_files[j].string());
+    TensorId id = g.outputs[j];
+    std::string what = detail::concat(set_dir.filename().string(), " output ", j, " \"",
+                                       model.graph().output(static_cast<int>(j)).name(), "\"");
+    const std::optional<interp::Value> &got = values[static_cast<size_t>(id)];
+    if (!got) return {SetResult::mismatch, what + ": not computed"};
+    std::string problem = compare(*got, want, what);
+    if (!problem.empty()) return {SetResult::mismatch, problem};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string testdata_root() {
+  const char *env = std::getenv("CLEAVE_ONNX_TESTDATA");
+  return env && *env ? env : "/usr/share/libonnx-testdata/data";
+}
+
+std::vector<std::string> list_cases(const std::string &root) {
+  std::vector<std::string> out;
+  for (const char *kind : {"node", "simple"})
+    for (const fs::path &p : sorted_entries(fs::path(root) / kind, "test_"))
+      if (fs::exists(p / "model.onnx")) out.push_back(std::string(kind) + "/" + p.filename().string());
+  return out;
+}
+
+CaseResult run_case(const std::string &root, const std::string &name) {
+  fs::path dir = fs::path(root) / name;
+  fs::path model_path = dir / "model.onnx";
+  onnx::ModelProto model;
+  try {
+    onnx::LoadProtoFromPath(model_path.string(), model);
+  } catch (const std::exception &e) {
+    return make_result(name, Outcome::fail, std::string("cannot read model.onnx: ") + e.what());
+  }
+  for (const auto *list : {&model.graph().input(), &model.graph().output()})
+    for (const auto &vi : *list) {
+      std::string why = unsupported_type(vi);
+      if (!why.empty()) return make_result(name, Outcome::skip, "\"" + vi.name() + "\": " + why, why);
+    }
+
+  std::vector<fs::path> sets = sorted_entries(dir, "test_data_set_");
+  if (sets.empty()) return make_result(name, Outcome::fail, "no test_data_set_* directory");
+  for (const fs::path &set : sets) {
+    try {
+      SetResult r = run_data_set(model_path, model, set);
+      if (r.kind == SetResult::mismatch) return make_result(name, Outcome::fail, r.detail);
+      if (r.kind == SetResult::rng_dependent)
+        return make_result(name, Outcome::skip,
+                           "training-mode Dropout with ratio > 0: ONNX's expected mask comes from numpy's RNG, "
+                           "Cleave's from its counter-based RNG (DESIGN §3)",
+                           "training-mode Dropout with ratio > 0 (expected outputs come from numpy's RNG)");
+    } catch (const UserError &e) {
+      if (e.exit_code() == 2) {
+        std::string ops = ops_without_ir_kind(model.graph());
+        std::string group = ops.empty() ? "rejected by the importer as unsupported" : "unsupported ops: " + ops;
+        return make_result(name, Outcome::skip, e.what(), group);
+      }
+      return make_result(name, Outcome::fail, std::string("user error: ") + e.what());
+    } catch (const InternalError &e) {
+      return make_result(name, Outcome::fail, std::string("internal error: ") + e.what());
+    } catch (const std::exception &e) {
+      return make_result(name, Outcome::fail, std::string("exception: ") + e.what());
+    }
+  }
+  return make_result(name, Outcome::pass, {});
+}
+
+}  // namespace cleave::conformance

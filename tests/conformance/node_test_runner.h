@@ -1,0 +1,37 @@
+#pragma once
+// Runs one case of ONNX's own conformance data (data/node/<test>/, data/simple/<test>/) through the importer and the
+// reference interpreter and compares with the expected outputs, the way ONNX's backend test runner does.
+#include <string>
+#include <vector>
+
+namespace cleave::conformance {
+
+enum class Outcome { pass, fail, skip };
+
+struct CaseResult {
+  /** "node/test_abs", "simple/test_gradient_of_add". */
+  std::string name;
+  Outcome outcome = Outcome::fail;
+  /** fail: the first problem (import error, run error, or first mismatching element); skip: the specific reason. */
+  std::string detail;
+  /** skip: the reason's group for the summary (e.g. "unsupported ops: Where"); empty otherwise. */
+  std::string skip_group;
+};
+
+/** Relative tolerance and absolute tolerance of ONNX's runner (onnx/backend/test/runner: rtol 1e-3, atol 1e-7). */
+inline constexpr double kRtol = 1e-3;
+inline constexpr double kAtol = 1e-7;
+
+/** The conformance data root: $CLEAVE_ONNX_TESTDATA, else /usr/share/libonnx-testdata/data (Debian). */
+std::string testdata_root();
+/** Every case under root/node and root/simple, sorted by name ("node/...", then "simple/..."). */
+std::vector<std::string> list_cases(const std::string &root);
+
+/** Imports root/<name>/model.onnx once per test_data_set_* (the set's integer and bool inputs bound as constants
+ *  through ImportOptions::input_values, float inputs fed), runs it with the interpreter and compares each output
+ *  (floats: |got - want| <= atol + rtol * |want|, NaN equal to NaN; integers and bools exactly).
+ *  Skips, with the reason, cases the IR cannot express: non-tensor or unsupported element types, what the importer
+ *  rejects as unsupported (exit code 2), and outputs that depend on numpy's RNG (training-mode Dropout, ratio > 0). */
+CaseResult run_case(const std::string &root, const std::string &name);
+
+}  // namespace cleave::conformance

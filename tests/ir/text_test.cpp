@@ -1,0 +1,147 @@
+// The IR text form: print(parse(x)) == x, and parse errors name the line and the problem.
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/tensor_data.h"
+#include "ir/verifier.h"
+
+namespace cleave {
+namespace {
+
+// A small training graph written by hand: odd names (quoted), constants of every dtype, float attributes that need
+// their shortest round-trip form, an absent operand, a backward op with a group, and assigns.
+const char *kText = R"(graph "tiny model"
+tensor x f32[4,3] input
+tensor y i64[4] label
+tensor fc.weight f32[2,3] param
+tensor fc.bias f32[2] param
+tensor "onnx::Gemm weird \"name\"" f32[4,2] activation
+tensor half f32[] constant = [0.1]
+tensor d f64[2] constant = [0.30000000000000004,-1e-300]
+tensor idx i64[3] constant = [-9223372036854775807,0,5]
+tensor mask bool[2] constant = [1,0]
+tensor scaled f32[4,2] activation
+tensor loss f32[] activation
+tensor log_prob f32[4,2] activation
+tensor loss.grad f32[] constant = [1.0]
+tensor scaled.grad f32[4,2] grad
+op Gemm_0 Gemm forward (x, fc.weight, fc.bias) -> ("onnx::Gemm weird \"name\"") {alpha=1.0, beta=1.0, transA=0, transB=1}
+op Mul_1 Mul forward ("onnx::Gemm weird \"name\"", half) -> (scaled)
+op sce SoftmaxCrossEntropyLoss forward (scaled, y, _) -> (loss, log_prob) {reduction="mean"}
+op sce.grad SoftmaxCrossEntropyLossGrad backward group=sce (loss.grad, log_prob, y, _) -> (scaled.grad) {reduction="mean"}
+output loss
+loss loss
+)";
+
+TEST(IrText, RoundTripIsExact) {
+  Graph g = parse_graph(kText);
+  EXPECT_EQ(print_graph(g), kText);
+  Graph again = parse_graph(print_graph(g));
+  EXPECT_EQ(print_graph(again), kText);
+}
+
+TEST(IrText, ParsesStructure) {
+  Graph g = parse_graph(kText);
+  EXPECT_EQ(g.name, "tiny model");
+  ASSERT_EQ(g.num_ops(), 4);
+  const Op &grad = g.op(3);
+  EXPECT_EQ(grad.kind, OpKind::SoftmaxCrossEntropyLossGrad);
+  EXPECT_EQ(grad.phase, Phase::backward);
+  EXPECT_EQ(grad.group, 2);
+  EXPECT_EQ(grad.inputs[3], kNoTensor);
+  EXPECT_EQ(g.op(0).attr_float("alpha"), 1.0);
+  EXPECT_EQ(g.op(0).attr_int("transB"), 1);
+  EXPECT_EQ(g.op(2).attr_string("reduction"), "mean");
+  const Tensor &idx = g.tensor(*g.find_tensor("idx"));
+  EXPECT_EQ(data_as_ints(idx)[0], -9223372036854775807LL);
+  const Tensor &d = g.tensor(*g.find_tensor("d"));
+  EXPECT_EQ(data_as_doubles(d)[0], 0.1 + 0.2);
+  EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("half")))[0], static_cast<double>(0.1f));
+  EXPECT_EQ(g.tensor(*g.find_tensor("scaled")).producer, 1);
+  EXPECT_EQ(g.loss, *g.find_tensor("loss"));
+}
+
+TEST(IrText, AttributeTypesRoundTrip) {
+  Graph g;
+  g.add_tensor("a", DType::f32, {2}, Role::input);
+  g.add_tensor("b", DType::f32, {2}, Role::activation);
+  Op op;
+  op.name = "n";
+  op.kind = OpKind::Identity;
+  op.inputs = {0};
+  op.outputs = {1};
+  op.attrs = {{"i", int64_t{-3}}, {"f", 1e-5}, {"g", 3.0}, {"s", std::string("a\"b")},
+              {"is", std::vector<int64_t>{1, -2}}, {"fs", std::vector<double>{0.5, 2.0, 1e20}}, {"e", std::vector<int64_t>{}}};
+  g.add_op(op);
+  std::string text = print_graph(g);
+  EXPECT_NE(text.find("e=[], f=1e-05, fs=[0.5,2.0,1e+20], g=3.0, i=-3, is=[1,-2], s=\"a\\\"b\""), std::string::npos)
+      << text;
+  Graph back = parse_graph(text);
+  EXPECT_EQ(back.op(0).attrs, g.op(0).attrs);
+}
+
+void expect_parse_error(const std::string &text, const std::string &fragment) {
+  try {
+    parse_graph(text, "t.ir");
+    FAIL() << "no error for:\n" << text;
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(IrText, ErrorsNameLineAndProblem) {
+  expect_parse_error("", "t.ir: empty IR text");
+  expect_parse_error("tensor x f32[1] input\n", "t.ir:1: expected 'graph NAME'");
+  expect_parse_error("graph g\ntensor x f33[1] input\n", "t.ir:2: unknown dtype 'f33'");
+  expect_parse_error("graph g\ntensor x f32[1] inputt\n", "t.ir:2: unknown role 'inputt'");
+  expect_parse_error("graph g\ntensor x f32[1] input\ntensor x f32[1] input\n", "t.ir:3: duplicate tensor \"x\"");
+  expect_parse_error("graph g\ntensor x f32[1] input\nop a Relux forward (x) -> (x)\n", "t.ir:3: unknown op kind 'Relux'");
+  expect_parse_error("graph g\ntensor x f32[1] input\nop a Relu forward (z) -> (x)\n", "t.ir:3: unknown tensor \"z\"");
+  expect_parse_error("graph g\ntensor c f32[2] constant = [1.0]\n", "constant has 1 values, its shape needs 2");
+  expect_parse_error("graph g\ntensor x f32[1] input\nop a Relu forward (x -> (x)\n", "t.ir:3: expected");
+  expect_parse_error("graph g\ntensor x f32[1] input\nfoo\n", "t.ir:3: unknown keyword 'foo'");
+  expect_parse_error("graph g\ntensor x f32[1] input \"unterminated\n", "unterminated string");
+  expect_parse_error("graph g\ntensor x f32[1] input\ntensor y f32[1] activation\n"
+                     "op a Relu backward group=zz (x) -> (y)\n",
+                     "t.ir:4: unknown group op \"zz\"");
+}
+
+TEST(IrVerifier, AcceptsValidGraph) {
+  Graph g = parse_graph(kText);
+  EXPECT_EQ(verify_problems(g), std::vector<std::string>{});
+}
+
+TEST(IrVerifier, ReportsShapeMismatch) {
+  std::string text = kText;
+  text.replace(text.find("tensor scaled f32[4,2]"), 22, "tensor scaled f32[4,3]");
+  Graph g = parse_graph(text);
+  auto problems = verify_problems(g);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("op \"Mul_1\" (Mul)"), std::string::npos) << problems[0];
+}
+
+TEST(IrVerifier, ReportsOrderAndProducerProblems) {
+  Graph g = parse_graph(
+      "graph g\ntensor x f32[2] input\ntensor a f32[2] activation\ntensor b f32[2] activation\n"
+      "tensor orphan f32[2] activation\n"
+      "op r1 Relu forward (b) -> (a)\nop r2 Relu forward (x) -> (b)\nloss a\n");
+  auto problems = verify_problems(g);
+  std::string all;
+  for (auto &p : problems) all += p + "\n";
+  EXPECT_NE(all.find("input \"b\" is produced later, by op \"r2\""), std::string::npos) << all;
+  EXPECT_NE(all.find("tensor \"orphan\" (activation) has no producer"), std::string::npos) << all;
+  EXPECT_NE(all.find("a loss must be a scalar"), std::string::npos) << all;
+  EXPECT_THROW(verify(g), UserError);
+}
+
+TEST(IrVerifier, RejectsOverflowingShape) {
+  Graph g = parse_graph("graph g\ntensor x f32[4294967296,4294967296] input\n");
+  auto problems = verify_problems(g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("overflows int64"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cleave

@@ -1,0 +1,36 @@
+#pragma once
+// The `cleave` subcommands. Each registers its flags on a CLI11 app and returns the function that runs it;
+// the function returns the process exit code. Machine-readable output goes to stdout, progress to stderr.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/autodiff/autodiff.h"
+#include "ir/graph.h"
+
+namespace cleave::cli {
+
+using Command = std::function<int()>;
+
+/** Flags shared by every subcommand that builds a training graph. */
+struct TrainFlags {
+  std::string optimizer = "sgd";
+  std::optional<double> lr, momentum, beta1, beta2, eps, weight_decay;
+  bool nesterov = false;
+  std::vector<std::string> freeze;
+  std::string loss;
+
+  void add_to(CLI::App &app);
+  TrainOptions options() const;
+};
+
+/** Loads a model: `.onnx` through the frontend, anything else as IR text (parsed and verified). */
+Graph load_model(const std::string &path, std::optional<int64_t> batch);
+
+Command add_ir_command(CLI::App &app);
+Command add_eval_command(CLI::App &app);
+Command add_describe_command(CLI::App &app);
+
+}  // namespace cleave::cli

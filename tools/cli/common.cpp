@@ -1,0 +1,56 @@
+#include <fstream>
+#include <sstream>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/verifier.h"
+#include "tools/cli/commands.h"
+
+namespace cleave::cli {
+
+void TrainFlags::add_to(CLI::App &app) {
+  app.add_option("--optimizer", optimizer, "sgd | momentum | adam | adamw (torch.optim semantics)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}));
+  app.add_option("--lr", lr, "learning rate (default: torch's, sgd/momentum 0.01, adam/adamw 0.001)");
+  app.add_option("--momentum", momentum, "momentum factor (momentum; default 0.9)");
+  app.add_flag("--nesterov", nesterov, "Nesterov momentum (momentum)");
+  app.add_option("--beta1", beta1, "Adam's beta1 (default 0.9)");
+  app.add_option("--beta2", beta2, "Adam's beta2 (default 0.999)");
+  app.add_option("--eps", eps, "Adam's epsilon (default 1e-8)");
+  app.add_option("--weight-decay", weight_decay, "weight decay (default 0; adamw 0.01)");
+  app.add_option("--freeze", freeze, "initializers not to train, comma-separated")->delimiter(',');
+  app.add_option("--loss", loss, "the loss output (default: the model's only scalar float output)");
+}
+
+TrainOptions TrainFlags::options() const {
+  TrainOptions o;
+  o.optimizer.kind = optimizer;
+  o.optimizer.lr = lr;
+  o.optimizer.momentum = momentum;
+  o.optimizer.beta1 = beta1;
+  o.optimizer.beta2 = beta2;
+  o.optimizer.eps = eps;
+  o.optimizer.weight_decay = weight_decay;
+  o.optimizer.nesterov = nesterov;
+  o.freeze = freeze;
+  o.loss = loss;
+  return o;
+}
+
+Graph load_model(const std::string &path, std::optional<int64_t> batch) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
+    ImportOptions opts;
+    opts.batch = batch;
+    return import_onnx(path, opts);
+  }
+  std::ifstream in(path);
+  if (!in) CLEAVE_USER_ERROR(path, ": cannot open model file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  Graph g = parse_graph(ss.str(), path);
+  verify(g);
+  return g;
+}
+
+}  // namespace cleave::cli

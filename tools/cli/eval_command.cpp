@@ -1,0 +1,149 @@
+// `cleave eval`: trains a model on the reference interpreter. The step loop here is the specification the
+// generated per-device programs must reproduce: step k (from 1) feeds samples [(k-1)·B, k·B) modulo the sample
+// count, runs forward/backward/update, prints the loss, then applies the graph's assigns.
+#include <cstdio>
+#include <map>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "ir/interp/interpreter.h"
+#include "ir/tensor_data.h"
+#include "ir/verifier.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/npy.h"
+
+namespace cleave::cli {
+namespace {
+
+struct EvalArgs {
+  std::string model;
+  std::vector<std::string> data;
+  int64_t batch = 0;
+  int64_t steps = 1;
+  std::string save_model;
+  TrainFlags train_flags;
+};
+
+/** name=path pairs of --data, in flag order. */
+std::map<std::string, std::string> parse_data_flag(const std::vector<std::string> &items) {
+  std::map<std::string, std::string> out;
+  for (const auto &item : items) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      CLEAVE_USER_ERROR("--data: expected NAME=FILE.npy, got \"", item, "\"");
+    if (!out.emplace(item.substr(0, eq), item.substr(eq + 1)).second)
+      CLEAVE_USER_ERROR("--data: input \"", item.substr(0, eq), "\" given twice");
+  }
+  return out;
+}
+
+struct Feed {
+  TensorId tensor;
+  NpyArray array;
+  int64_t sample_size;
+};
+
+/** Binds each graph input (role input/label) to its .npy array, checking shapes. */
+std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::string> &files, int64_t batch) {
+  std::vector<Feed> feeds;
+  std::vector<std::string> missing;
+  for (TensorId t = 0; t < g.num_tensors(); ++t) {
+    const Tensor &tensor = g.tensor(t);
+    if (tensor.role != Role::input && tensor.role != Role::label) continue;
+    auto it = files.find(tensor.name);
+    if (it == files.end()) {
+      missing.push_back("\"" + tensor.name + "\"");
+      continue;
+    }
+    Feed f{t, read_npy(it->second), 0};
+    const Shape &want = tensor.shape;
+    if (want.empty() || want[0] != batch)
+      CLEAVE_USER_ERROR("input \"", tensor.name, "\" has shape ", shape_str(want), ", whose first dimension is not the batch ",
+                        batch);
+    Shape sample(want.begin() + 1, want.end());
+    Shape have(f.array.shape.begin() + (f.array.shape.empty() ? 0 : 1), f.array.shape.end());
+    if (f.array.shape.empty() || f.array.shape[0] == 0 || have != sample)
+      CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(f.array.shape), " cannot feed input \"", tensor.name,
+                        "\" (needs [samples", sample.empty() ? "" : ",", shape_str(sample).substr(1));
+    f.sample_size = num_elements(sample);
+    feeds.push_back(std::move(f));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto &m : missing) list += (list.empty() ? "" : ", ") + m;
+    CLEAVE_USER_ERROR("--data: no data for input", missing.size() > 1 ? "s " : " ", list);
+  }
+  for (const auto &[name, path] : files) {
+    auto id = g.find_tensor(name);
+    if (!id || (g.tensor(*id).role != Role::input && g.tensor(*id).role != Role::label))
+      CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
+  }
+  return feeds;
+}
+
+interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t batch) {
+  interp::Value v;
+  v.dtype = t.dtype;
+  v.shape = t.shape;
+  v.data.resize(static_cast<size_t>(batch * f.sample_size));
+  int64_t samples = f.array.shape[0];
+  for (int64_t i = 0; i < batch; ++i) {
+    int64_t s = ((step - 1) * batch + i) % samples;
+    std::copy_n(f.array.data.begin() + s * f.sample_size, f.sample_size, v.data.begin() + i * f.sample_size);
+  }
+  if (t.dtype == DType::f32)
+    for (double &x : v.data) x = static_cast<float>(x);
+  return v;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App &app) {
+  auto args = std::make_shared<EvalArgs>();
+  app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
+  app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--batch", args->batch, "samples per step (also fixes a symbolic batch dimension)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--steps", args->steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
+  args->train_flags.add_to(app);
+  return [args] {
+    if (!args->save_model.empty() &&
+        (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
+      CLEAVE_USER_ERROR("--save-model needs an .onnx model, got ", args->model);
+    Graph g = load_model(args->model, args->batch);
+    build_training_graph(g, args->train_flags.options());
+    verify(g);
+    std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
+
+    interp::Values values = interp::initial_values(g);
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      const Tensor &tensor = g.tensor(t);
+      if ((tensor.role == Role::param || tensor.role == Role::optimizer_state) && !values[t])
+        CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
+    }
+    for (int64_t step = 1; step <= args->steps; ++step) {
+      for (const Feed &f : feeds) values[f.tensor] = batch_value(g.tensor(f.tensor), f, step, args->batch);
+      interp::run_graph(g, values, interp::Context{step});
+      std::printf("step %lld loss %.9g\n", static_cast<long long>(step), values[g.loss]->data.at(0));
+      std::fflush(stdout);
+      interp::apply_assigns(g, values);
+    }
+
+    if (!args->save_model.empty()) {
+      std::map<std::string, std::vector<uint8_t>> trained;
+      for (const Assign &a : g.assigns) {
+        const Tensor &dst = g.tensor(a.dst);
+        if (dst.role == Role::param) trained[dst.name] = encode_doubles(dst.dtype, values[a.dst]->data);
+      }
+      save_onnx_with_initializers(args->model, args->save_model, trained);
+      std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace cleave::cli
