@@ -1,1 +1,274 @@
-// placeholder: being written
+// import_onnx: the frontend's pipeline, top to bottom. Loading and checks live in model_loader.cpp, initializer
+// decoding in tensor_proto.cpp, op translation in translate_*.cpp, folding in importer.cpp.
+#include "frontend/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <queue>
+#include <set>
+
+#include "frontend/importer.h"
+#include "frontend/model_loader.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+
+namespace cleave {
+namespace {
+
+/** Node indices of `g` in a topological order (ties broken by file order). `available` are the names defined
+ *  before the graph runs. Throws UserError for undefined inputs, doubly-produced names and cycles. */
+std::vector<int> topo_order(const onnx::GraphProto &g, const std::set<std::string> &available,
+                            const std::vector<std::string> &names) {
+  std::map<std::string, int> producer;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const std::string &out : g.node(i).output()) {
+      if (out.empty()) continue;
+      if (available.count(out))
+        CLEAVE_USER_ERROR("node \"", names[i], "\" (", g.node(i).op_type(), ") output \"", out,
+                          "\" redefines a graph input or initializer");
+      auto [it, fresh] = producer.emplace(out, i);
+      if (!fresh)
+        CLEAVE_USER_ERROR("tensor \"", out, "\" is produced by both node \"", names[it->second], "\" and node \"",
+                          names[i], "\"");
+    }
+  std::vector<std::vector<int>> users(g.node_size());
+  std::vector<int> pending(g.node_size(), 0);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const std::string &in : g.node(i).input()) {
+      if (in.empty() || available.count(in)) continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        CLEAVE_USER_ERROR("node \"", names[i], "\" (", g.node(i).op_type(), "): input \"", in, "\" is not defined");
+      users[it->second].push_back(i);
+      ++pending[i];
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < g.node_size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != g.node_size()) {
+    // Walk producers from a stuck node until one repeats: that node is on a cycle.
+    int at = 0;
+    while (pending[at] == 0) ++at;
+    std::set<int> seen;
+    while (seen.insert(at).second) {
+      for (const std::string &in : g.node(at).input()) {
+        auto it = producer.find(in);
+        if (!in.empty() && !available.count(in) && it != producer.end() && pending[it->second] > 0) {
+          at = it->second;
+          break;
+        }
+      }
+    }
+    CLEAVE_USER_ERROR("the graph has a cycle through node \"", names[at], "\" (", g.node(at).op_type(), ")");
+  }
+  return order;
+}
+
+/** IR op names for the nodes of `g`: the node's name if set and unique, else `<OpType>_<index>`. */
+std::vector<std::string> op_names(const onnx::GraphProto &g, Importer &im, std::set<std::string> &taken,
+                                  const std::string &prefix) {
+  std::vector<std::string> names(g.node_size());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const std::string &n = g.node(i).name();
+    if (!n.empty() && taken.insert(n).second) names[i] = n;
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (!names[i].empty()) continue;
+    std::string base = prefix + g.node(i).op_type() + "_" + std::to_string(i);
+    std::string name = base;
+    for (int k = 1; taken.count(name); ++k) name = base + "." + std::to_string(k);
+    taken.insert(name);
+    names[i] = name;
+  }
+  return names;
+}
+
+/** Tensors that feed a loss op as its target: graph inputs among them get role label. */
+std::set<std::string> label_names(const onnx::GraphProto &g) {
+  std::set<std::string> labels;
+  for (const auto &n : g.node())
+    if ((n.op_type() == "SoftmaxCrossEntropyLoss" || n.op_type() == "NegativeLogLikelihoodLoss") &&
+        (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() > 1)
+      labels.insert(n.input(1));
+  return labels;
+}
+
+void define_initializers(Importer &im, const onnx::GraphProto &g, const std::string &model_dir, bool load_data,
+                         bool as_constants) {
+  if (g.sparse_initializer_size() > 0)
+    throw UserError("sparse initializer \"" + g.sparse_initializer(0).values().name() + "\" is not supported", 2);
+  for (const auto &tp : g.initializer()) {
+    std::string what = "initializer \"" + tp.name() + "\"";
+    if (im.defined(tp.name())) CLEAVE_USER_ERROR(what, " is defined twice");
+    std::optional<DType> dt = dtype_from_onnx(tp.data_type());
+    bool param = !as_constants && dt && is_float(*dt);
+    // Non-float initializers are shapes, indices and the like: always loaded, so they can fold.
+    Tensor t = tensor_from_proto(tp, model_dir, what, load_data || !param);
+    if (param) {
+      t.role = Role::param;
+      im.define_source(std::move(t));
+    } else {
+      im.define_const(std::move(t));
+    }
+  }
+}
+
+void define_inputs(Importer &im, const onnx::GraphProto &g, const ImportOptions &opts,
+                   const std::set<std::string> &labels) {
+  for (const auto &in : g.input()) {
+    if (im.defined(in.name())) continue;  // IR >= 4: an input named like an initializer is that initializer
+    const auto &tt = in.type().tensor_type();
+    DType dt = *dtype_from_onnx(tt.elem_type());  // fix_input_shapes checked it
+    if (auto it = opts.input_values.find(in.name()); it != opts.input_values.end()) {
+      Tensor v = it->second;
+      if (v.dtype != dt)
+        CLEAVE_USER_ERROR("input \"", in.name(), "\" is ", onnx_dtype_name(tt.elem_type()), " but its bound value is ",
+                          dtype_name(v.dtype));
+      if (v.data.size() != static_cast<size_t>(checked_num_elements(v.shape, "input \"" + in.name() + "\"") *
+                                               dtype_size(v.dtype)))
+        CLEAVE_USER_ERROR("input \"", in.name(), "\": bound value has ", v.data.size(), " bytes for shape ",
+                          shape_str(v.shape));
+      v.name = in.name();
+      im.define_const(std::move(v));
+      continue;
+    }
+    Tensor t;
+    t.name = in.name();
+    t.dtype = dt;
+    for (const auto &d : tt.shape().dim()) t.shape.push_back(d.dim_value());
+    t.role = labels.count(t.name) ? Role::label : Role::input;
+    im.define_source(std::move(t));
+  }
+}
+
+void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g,
+                     const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
+  for (int i : topo_order(g, available, names)) {
+    const onnx::NodeProto &node = g.node(i);
+    int64_t opset = model_opset(m, node.domain());
+    std::string label = node_label(names[i], node.op_type(), node.domain(), opset);
+    NodeCtx ctx{node, names[i], node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
+    Translator t = find_translator(node.domain(), node.op_type());
+    CLEAVE_CHECK(t != nullptr, label);  // check_nodes_supported ran first
+    try {
+      t(im, ctx);
+    } catch (const UserError &e) {
+      std::string msg = e.what();
+      // Errors from the IR's shape rules and interpreter name the op; give them the node's label too.
+      if (msg.rfind("node \"", 0) != 0) msg = label + ": " + msg;
+      throw UserError(msg, e.exit_code());
+    }
+  }
+}
+
+/** Names defined in the graph before its nodes run. */
+std::set<std::string> source_names(const onnx::GraphProto &g) {
+  std::set<std::string> s;
+  for (const auto &t : g.initializer()) s.insert(t.name());
+  for (const auto &in : g.input()) s.insert(in.name());
+  return s;
+}
+
+void import_training_info(Importer &im, const onnx::ModelProto &m, const std::string &model_dir,
+                          const ImportOptions &opts, std::set<std::string> &taken_ops) {
+  // The initialization graph is ignored: initial values come from the main graph's initializers.
+  for (int k = 0; k < m.training_info_size(); ++k) {
+    const onnx::TrainingInfoProto &ti = m.training_info(k);
+    const onnx::GraphProto &alg = ti.algorithm();
+    define_initializers(im, alg, model_dir, true, /*as_constants=*/true);
+    std::set<std::string> available;
+    for (const auto &in : alg.input()) {
+      if (!im.defined(in.name())) {
+        Tensor t;
+        t.name = in.name();
+        const auto &tt = in.type().tensor_type();
+        std::optional<DType> dt = dtype_from_onnx(tt.elem_type());
+        if (!dt) throw UserError("training input \"" + in.name() + "\": unsupported element type", 2);
+        t.dtype = *dt;
+        for (const auto &d : tt.shape().dim()) {
+          if (!d.has_dim_value()) CLEAVE_USER_ERROR("training input \"", in.name(), "\": shape is not static");
+          t.shape.push_back(d.dim_value());
+        }
+        im.define_source(std::move(t));
+      }
+    }
+    // Everything the main graph defines is visible to the algorithm.
+    for (const auto &t : im.g.tensors()) available.insert(t.name);
+    for (const auto &s : source_names(alg)) available.insert(s);
+    for (const auto &s : source_names(m.graph())) available.insert(s);
+    for (const auto &n : m.graph().node())
+      for (const auto &o : n.output()) available.insert(o);
+    std::vector<std::string> names = op_names(alg, im, taken_ops, "");
+    translate_nodes(im, m, alg, names, available, Phase::update);
+    for (const auto &b : ti.update_binding()) {
+      if (!im.defined(b.key()) || !im.defined(b.value()))
+        CLEAVE_USER_ERROR("training update binding \"", b.key(), "\" <- \"", b.value(), "\" names an undefined tensor");
+      TensorId dst = im.use(b.key()), src = im.use(b.value());
+      Role r = im.g.tensor(dst).role;
+      if (r != Role::param && r != Role::optimizer_state && r != Role::input)
+        CLEAVE_USER_ERROR("training update binding: \"", b.key(), "\" is not a trainable initializer");
+      im.g.assigns.push_back(Assign{dst, src});
+    }
+  }
+}
+
+Graph import_model(const std::string &path, const ImportOptions &opts) {
+  onnx::ModelProto m = load_model(path);
+  std::string model_dir = std::filesystem::path(path).parent_path().string();
+  if (model_dir.empty()) model_dir = ".";
+  check_model_supported(m, model_dir);
+  check_nodes_supported(m, path);
+  fix_input_shapes(m, opts);
+  std::map<std::string, TensorType> onnx_types = infer_onnx_types(m);
+
+  // Reserve every name in the model so generated names never collide with one defined later.
+  std::set<std::string> tensor_names, node_names;
+  auto reserve = [&](const onnx::GraphProto &g) {
+    for (const auto &n : g.node()) {
+      for (const auto &o : n.output()) tensor_names.insert(o);
+      if (!n.name().empty()) node_names.insert(n.name());
+    }
+    for (const auto &s : source_names(g)) tensor_names.insert(s);
+  };
+  reserve(m.graph());
+  for (const auto &ti : m.training_info()) reserve(ti.algorithm());
+  Importer im(tensor_names, node_names);
+  im.onnx_types = std::move(onnx_types);
+  im.g.name = m.graph().name().empty() ? "main" : m.graph().name();
+
+  const onnx::GraphProto &g = m.graph();
+  define_initializers(im, g, model_dir, opts.load_data, /*as_constants=*/false);
+  define_inputs(im, g, opts, label_names(g));
+  std::set<std::string> taken_ops;
+  std::vector<std::string> names = op_names(g, im, taken_ops, "");
+  translate_nodes(im, m, g, names, source_names(g), Phase::forward);
+  for (const auto &out : g.output()) {
+    if (!im.defined(out.name())) CLEAVE_USER_ERROR("graph output \"", out.name(), "\" is not defined");
+    im.g.outputs.push_back(im.use(out.name()));
+  }
+  if (m.training_info_size() > 0) import_training_info(im, m, model_dir, opts, taken_ops);
+  return std::move(im.g);
+}
+
+}  // namespace
+
+Graph import_onnx(const std::string &path, const ImportOptions &opts) {
+  try {
+    return import_model(path, opts);
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    if (msg.rfind(path + ":", 0) == 0) throw;
+    throw UserError(path + ": " + msg, e.exit_code());
+  }
+}
+
+}  // namespace cleave

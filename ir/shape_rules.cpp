@@ -83,12 +83,6 @@ Types elementwise_grad(const RuleArgs &r) {
   return {dy};
 }
 
-std::vector<int64_t> ints_or(const RuleArgs &r, const std::string &key, size_t n, int64_t def) {
-  std::vector<int64_t> v = r.op.attr_ints(key, std::vector<int64_t>(n, def));
-  if (v.size() != n) r.fail(detail::concat(key, " has ", v.size(), " values, expected ", n));
-  return v;
-}
-
 Types rule_Gemm(const RuleArgs &r) {
   r.need_inputs(2, 3);
   TensorType a = r.type(0, "A"), b = r.type(1, "B");
@@ -702,9 +696,9 @@ std::vector<SliceDim> resolve_slice(const Op &op, const Shape &in) {
     seen[static_cast<size_t>(a)] = true;
     int64_t dim = in[static_cast<size_t>(a)], step = steps[i];
     if (step == 0) fail("steps must be non-zero");
+    // The importer normalised negative (from-the-end) values; what is left is clamped here, with -1 meaning
+    // "before the first element" for a negative step, as ops.def documents.
     int64_t s = starts[i], e = ends[i];
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
     int64_t size;
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);

@@ -39,7 +39,9 @@ int64_t window_output_dim(int64_t in, int64_t kernel, int64_t stride, int64_t pa
 struct SliceDim {
   int64_t start = 0, step = 1, size = 0;
 };
-/** Every dim of Slice/SliceGrad's input `in` resolved (dims not in axes: start 0, step 1, full size); ONNX clamping.
+/** Every dim of Slice/SliceGrad's input `in` resolved (dims not in axes: start 0, step 1, full size). Attributes are
+ *  the IR's normalised ones (no from-the-end negatives); starts/ends are clamped to [0, dim] for a positive step and
+ *  [-1, dim - 1] for a negative one (-1 = before the first element).
  *  UserError naming the op on inconsistent attributes. */
 std::vector<SliceDim> resolve_slice(const Op &op, const Shape &in);
 

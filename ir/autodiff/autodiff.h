@@ -34,7 +34,14 @@ struct TrainOptions {
 /** Turns a forward graph into a training graph: sets g.loss, appends the backward pass for every trainable param
  *  (role param, float, not frozen, reached by the loss) and the optimizer's update ops, with assigns binding the
  *  new values (and the optimizer state, created with role optimizer_state and zero data) to the old ones.
- *  Throws UserError for a missing or non-scalar loss and unknown --freeze names. */
+ *  Frozen params become role constant. Update ops (phase update, one per param, named `<param>.update`, outputs
+ *  `<param>.next`) come in tensor-id order of the params, i.e. the model's initializer order; assigns follow the
+ *  same order (param, then its state). Optimizers: sgd -> SGDUpdate (or MomentumUpdate if a momentum > 0 is given,
+ *  as torch.optim.SGD does), momentum -> MomentumUpdate (momentum 0.9 unless given), adam -> AdamUpdate decoupled=0,
+ *  adamw -> AdamUpdate decoupled=1 (weight_decay 0.01 unless given); defaults are torch.optim's (sgd lr 0.01).
+ *  BatchNormalization's mean/var operands get no gradient (torch keeps them as buffers), so a model that marks them
+ *  param does not train them.
+ *  Throws UserError for a missing or non-scalar loss, unknown --freeze names and invalid hyper-parameters. */
 void build_training_graph(Graph &g, const TrainOptions &opts);
 
 }  // namespace cleave

@@ -110,7 +110,9 @@ TensorId GradContext::sum_to(TensorId x, const Shape &target, const std::string 
   for (size_t d = 0; d < from.size(); ++d)
     if (d < lead || (target[d - lead] == 1 && from[d] != 1)) axes.push_back(static_cast<int64_t>(d));
   if (lead == 0) return reduce_sum(x, axes, true, hint);
-  // Keep dims so the reduction is one op whatever the axes, then drop the leading ones with a Reshape.
+  // Only leading dims reduced (the common bias case): one ReduceSum without keepdims.
+  if (axes.size() == lead) return reduce_sum(x, axes, false, hint);
+  // Otherwise keep dims so the reduction is one op whatever the axes, then drop the leading ones with a Reshape.
   TensorId r = reduce_sum(x, axes, true);
   return reshape(r, target, hint);
 }

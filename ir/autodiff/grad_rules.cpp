@@ -51,14 +51,19 @@ void grad_Sub(GradContext &c, Dx &dx) {
 void grad_Mul(GradContext &c, Dx &dx) {
   for (size_t i = 0; i < 2; ++i)
     if (c.need(i)) {
-      TensorId prod = c.binary(OpKind::Mul, c.dy(0), c.in(1 - i));
-      dx[i] = c.sum_to(prod, c.shape(c.in(i)), c.grad_name(i));
+      const Shape &target = c.shape(c.in(i));
+      TensorId prod = c.binary(OpKind::Mul, c.dy(0), c.in(1 - i), c.shape(c.dy(0)) == target ? c.grad_name(i) : "");
+      dx[i] = c.sum_to(prod, target, c.grad_name(i));
     }
 }
 
 void grad_Div(GradContext &c, Dx &dx) {
   // Y = A / B: dA = dY / B, dB = -dY * Y / B.
-  if (c.need(0)) dx[0] = c.sum_to(c.binary(OpKind::Div, c.dy(0), c.in(1)), c.shape(c.in(0)), c.grad_name(0));
+  if (c.need(0)) {
+    const Shape &target = c.shape(c.in(0));
+    TensorId q = c.binary(OpKind::Div, c.dy(0), c.in(1), c.shape(c.dy(0)) == target ? c.grad_name(0) : "");
+    dx[0] = c.sum_to(q, target, c.grad_name(0));
+  }
   if (c.need(1)) {
     TensorId t = c.binary(OpKind::Div, c.binary(OpKind::Mul, c.dy(0), c.out(0)), c.in(1));
     dx[1] = c.unary(OpKind::Neg, c.sum_to(t, c.shape(c.in(1))), c.grad_name(1));
@@ -70,7 +75,8 @@ void grad_Pow(GradContext &c, Dx &dx) {
   Shape bshape = broadcast_shape(c.shape(a), c.shape(b));
   std::vector<TensorId> g =
       c.emit_multi(OpKind::PowGrad, {c.dy(0), a, b}, {}, {c.need(0), c.need(1)}, {c.dtype(a), c.dtype(b)},
-                   {bshape, bshape}, {"", ""});
+                   {bshape, bshape},
+                   {bshape == c.shape(a) ? c.grad_name(0) : "", bshape == c.shape(b) ? c.grad_name(1) : ""});
   for (size_t i = 0; i < 2; ++i)
     if (c.need(i)) dx[i] = c.sum_to(g[i], c.shape(c.in(i)), c.grad_name(i));
 }
@@ -110,15 +116,18 @@ void grad_SoftmaxCrossEntropyLoss(GradContext &c, Dx &dx) {
   }
   TensorId log_prob = c.out(1);
   std::vector<TensorId> parts;
+  const bool both = c.dy(0) != kNoTensor && c.dy(1) != kNoTensor;
+  const std::string hint = both ? "" : c.grad_name(0);
   if (c.dy(0) != kNoTensor) {
     std::vector<TensorId> ins = {c.dy(0), log_prob, c.in(1)};
     if (c.in(2) != kNoTensor) ins.push_back(c.in(2));
     parts.push_back(c.emit(OpKind::SoftmaxCrossEntropyLossGrad, ins,
-                           copy_attrs(c.fwd(), {"reduction", "ignore_index"}), c.dtype(scores), c.shape(scores)));
+                           copy_attrs(c.fwd(), {"reduction", "ignore_index"}), c.dtype(scores), c.shape(scores),
+                           hint));
   }
   if (c.dy(1) != kNoTensor)  // log_prob = LogSoftmax(scores, axis 1)
     parts.push_back(c.emit(OpKind::LogSoftmaxGrad, {c.dy(1), log_prob}, {{"axis", int64_t{1}}}, c.dtype(scores),
-                           c.shape(scores)));
+                           c.shape(scores), hint));
   dx[0] = parts.size() == 1 ? parts[0] : c.binary(OpKind::Add, parts[0], parts[1], c.grad_name(0));
 }
 
@@ -143,16 +152,20 @@ void grad_MatMul(GradContext &c, Dx &dx) {
   py.push_back(pb.back());
   TensorId dy = c.reshape(c.dy(0), py);
   TensorId ap = c.reshape(a, pa), bp = c.reshape(b, pb);
-  if (c.need(0)) {
-    TensorId t = c.matmul(dy, c.transpose(bp, swap_last_two(pb.size())));
-    t = c.sum_to(t, pa, a1 ? "" : c.grad_name(0));
-    dx[0] = c.reshape(t, sa, c.grad_name(0));
-  }
-  if (c.need(1)) {
-    TensorId t = c.matmul(c.transpose(ap, swap_last_two(pa.size())), dy);
-    t = c.sum_to(t, pb, b1 ? "" : c.grad_name(1));
-    dx[1] = c.reshape(t, sb, c.grad_name(1));
-  }
+  // The hint goes to the last op that is actually emitted.
+  auto finish = [&](TensorId lhs, TensorId rhs, const Shape &promoted, const Shape &target, bool promoted_1d,
+                    const std::string &name) {
+    Shape prod = broadcast_shape(Shape(c.shape(lhs).begin(), c.shape(lhs).end() - 2),
+                                 Shape(c.shape(rhs).begin(), c.shape(rhs).end() - 2));
+    prod.push_back(c.shape(lhs)[c.shape(lhs).size() - 2]);
+    prod.push_back(c.shape(rhs).back());
+    bool summed = prod != promoted;
+    TensorId t = c.matmul(lhs, rhs, !summed && !promoted_1d ? name : "");
+    t = c.sum_to(t, promoted, promoted_1d ? "" : name);
+    return c.reshape(t, target, name);
+  };
+  if (c.need(0)) dx[0] = finish(dy, c.transpose(bp, swap_last_two(pb.size())), pa, sa, a1, c.grad_name(0));
+  if (c.need(1)) dx[1] = finish(c.transpose(ap, swap_last_two(pa.size())), dy, pb, sb, b1, c.grad_name(1));
 }
 
 void grad_Gemm(GradContext &c, Dx &dx) {

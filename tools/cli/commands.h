@@ -29,6 +29,10 @@ struct TrainFlags {
 /** Loads a model: `.onnx` through the frontend, anything else as IR text (parsed and verified). */
 Graph load_model(const std::string &path, std::optional<int64_t> batch);
 
+/** Loads a model and makes it a training graph: a forward model gets autodiff and the optimizer of `flags`; a model
+ *  that already describes its training (ONNX TrainingInfoProto: update ops and assigns) is used as it is. */
+Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags);
+
 Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);

@@ -53,4 +53,17 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch) {
   return g;
 }
 
+Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags) {
+  Graph g = load_model(path, batch);
+  bool has_update = false;
+  for (const Op &op : g.ops()) has_update = has_update || op.phase == Phase::update;
+  if (!has_update) {
+    build_training_graph(g, flags.options());
+  } else if (g.loss == kNoTensor) {
+    CLEAVE_USER_ERROR(path, ": the model's training algorithm has no Gradient node, so it has no loss to report");
+  }
+  verify(g);
+  return g;
+}
+
 }  // namespace cleave::cli

@@ -10,7 +10,7 @@ Command add_describe_command(CLI::App &app) {
   app.add_option("op", *op, "an op kind (e.g. Conv, Gemm, ConvGradFilter) or an ONNX op that imports as one")
       ->required();
   return [op] {
-    std::cout << describe_kind(*op);
+    std::cout << describe::describe_kind(*op);
     return 0;
   };
 }

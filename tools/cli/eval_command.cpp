@@ -114,9 +114,7 @@ Command add_eval_command(CLI::App &app) {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
       CLEAVE_USER_ERROR("--save-model needs an .onnx model, got ", args->model);
-    Graph g = load_model(args->model, args->batch);
-    build_training_graph(g, args->train_flags.options());
-    verify(g);
+    Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
 
     interp::Values values = interp::initial_values(g);
@@ -137,7 +135,8 @@ Command add_eval_command(CLI::App &app) {
       std::map<std::string, std::vector<uint8_t>> trained;
       for (const Assign &a : g.assigns) {
         const Tensor &dst = g.tensor(a.dst);
-        if (dst.role == Role::param) trained[dst.name] = encode_doubles(dst.dtype, values[a.dst]->data);
+        // Optimizer state is ours, not the model's; everything else assigned is an initializer of the model.
+        if (dst.role != Role::optimizer_state) trained[dst.name] = encode_doubles(dst.dtype, values[a.dst]->data);
       }
       save_onnx_with_initializers(args->model, args->save_model, trained);
       std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());

@@ -23,8 +23,8 @@ Command add_ir_command(CLI::App &app) {
   app.add_flag("--train", args->train, "print the training graph (forward, backward, optimizer update)");
   args->train_flags.add_to(app);
   return [args] {
-    Graph g = load_model(args->model, args->batch);
-    if (args->train) build_training_graph(g, args->train_flags.options());
+    Graph g = args->train ? load_training_graph(args->model, args->batch, args->train_flags)
+                          : load_model(args->model, args->batch);
     verify(g);
     std::cout << print_graph(g);
     return 0;

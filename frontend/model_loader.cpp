@@ -1,0 +1,164 @@
+#include "frontend/model_loader.h"
+
+#include <onnx/checker.h>
+#include <onnx/common/file_utils.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "frontend/importer.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+
+namespace cleave {
+namespace {
+
+std::string first_line(const std::string &s) {
+  std::string line = s.substr(0, s.find('\n'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '.' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
+
+/** ai.onnx ops whose behaviour on Cleave's dtypes is the same at every opset from 7 to 17. */
+bool stable_since_opset7(const std::string &op) {
+  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt",
+                                             "Relu", "Sigmoid", "Tanh", "MatMul", "Identity"};
+  return kOps.count(op) != 0;
+}
+
+}  // namespace
+
+std::string node_label(const std::string &name, const std::string &op_type, const std::string &domain, int64_t opset) {
+  std::string d = is_onnx_domain(domain) ? "" : domain + ", ";
+  return "node \"" + name + "\" (" + op_type + ", " + d + "opset " + std::to_string(opset) + ")";
+}
+
+onnx::ModelProto load_model(const std::string &path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) CLEAVE_USER_ERROR(path, ": no such file");
+  onnx::ModelProto m;
+  try {
+    onnx::LoadProtoFromPath(path, m);
+  } catch (const std::exception &e) {
+    CLEAVE_USER_ERROR(path, ": not a valid onnx model (cannot parse the protobuf)");
+  }
+  if (!m.has_graph() || m.ir_version() <= 0)
+    CLEAVE_USER_ERROR(path, ": not a valid onnx model (no graph or ir_version)");
+  return m;
+}
+
+int64_t model_opset(const onnx::ModelProto &m, const std::string &domain) {
+  for (const auto &o : m.opset_import())
+    if (is_onnx_domain(o.domain()) ? is_onnx_domain(domain) : o.domain() == domain) return o.version();
+  return -1;
+}
+
+void check_model_supported(const onnx::ModelProto &m, const std::string &model_dir) {
+  int64_t v = model_opset(m, "");
+  bool has_onnx_nodes = false, all_stable = true;
+  for (const auto &n : m.graph().node()) {
+    if (!is_onnx_domain(n.domain())) continue;
+    has_onnx_nodes = true;
+    all_stable = all_stable && stable_since_opset7(n.op_type());
+  }
+  if (has_onnx_nodes || v >= 0) {
+    bool ok = (v >= 13 && v <= 17) || (v >= 7 && v < 13 && all_stable);
+    if (!ok)
+      throw UserError("ai.onnx opset " + std::to_string(v) + " is not supported (cleave reads opsets 13 to 17)", 2);
+  }
+  int64_t t = model_opset(m, "ai.onnx.preview.training");
+  if (t >= 0 && t != 1)
+    throw UserError("ai.onnx.preview.training opset " + std::to_string(t) + " is not supported (only opset 1)", 2);
+  try {
+    onnx::checker::check_model(m);
+  } catch (const std::exception &e) {
+    CLEAVE_USER_ERROR("onnx checker: ", first_line(e.what()));
+  }
+}
+
+void check_nodes_supported(const onnx::ModelProto &m, const std::string &path) {
+  std::vector<std::string> bad;
+  auto scan = [&](const onnx::GraphProto &g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto &n = g.node(i);
+      if (find_translator(n.domain(), n.op_type())) continue;
+      std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+      std::string domain = is_onnx_domain(n.domain()) ? "ai.onnx" : n.domain();
+      bad.push_back("\"" + name + "\" (" + n.op_type() + ", " + domain + ", opset " +
+                    std::to_string(model_opset(m, n.domain())) + ")");
+    }
+  };
+  scan(m.graph());
+  for (const auto &ti : m.training_info()) scan(ti.algorithm());
+  if (bad.empty()) return;
+  std::ostringstream os;
+  os << path << ": " << bad.size() << " unsupported node" << (bad.size() == 1 ? "" : "s") << ": ";
+  for (size_t i = 0; i < bad.size(); ++i) os << (i ? ", " : "") << bad[i];
+  throw UserError(os.str(), 2);
+}
+
+void fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts) {
+  std::set<std::string> inits;
+  for (const auto &t : m.graph().initializer()) inits.insert(t.name());
+  for (auto &in : *m.mutable_graph()->mutable_input()) {
+    if (inits.count(in.name())) continue;
+    std::string what = "input \"" + in.name() + "\"";
+    if (!in.type().has_tensor_type()) throw UserError(what + ": only tensor inputs are supported", 2);
+    auto *tt = in.mutable_type()->mutable_tensor_type();
+    if (!dtype_from_onnx(tt->elem_type()))
+      throw UserError(what + ": element type " + onnx_dtype_name(tt->elem_type()) + " is not supported", 2);
+    if (opts.input_values.count(in.name())) {
+      // A bound value fixes the shape.
+      const Tensor &v = opts.input_values.at(in.name());
+      tt->mutable_shape()->clear_dim();
+      for (int64_t d : v.shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      continue;
+    }
+    if (!tt->has_shape()) CLEAVE_USER_ERROR(what, ": has no shape; cleave needs static shapes");
+    for (int i = 0; i < tt->shape().dim_size(); ++i) {
+      auto *d = tt->mutable_shape()->mutable_dim(i);
+      if (d->has_dim_value()) {
+        if (d->dim_value() < 0) CLEAVE_USER_ERROR(what, ": dimension ", i, " is negative");
+        continue;
+      }
+      std::string sym = d->has_dim_param() ? "(\"" + d->dim_param() + "\")" : "(unnamed)";
+      if (i == 0 && opts.batch) {
+        d->set_dim_value(*opts.batch);
+        continue;
+      }
+      if (i == 0) CLEAVE_USER_ERROR(what, ": dimension 0 is symbolic ", sym, "; pass --batch N");
+      CLEAVE_USER_ERROR(what, ": dimension ", i, " is symbolic ", sym, "; cleave needs static shapes except the batch");
+    }
+  }
+}
+
+std::map<std::string, TensorType> infer_onnx_types(onnx::ModelProto &m) {
+  try {
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(/*check_type=*/true, /*error_mode=*/1));
+  } catch (const std::exception &e) {
+    CLEAVE_USER_ERROR("onnx shape inference: ", first_line(e.what()));
+  }
+  std::map<std::string, TensorType> types;
+  auto take = [&](const onnx::ValueInfoProto &vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    const auto &tt = vi.type().tensor_type();
+    std::optional<DType> dt = dtype_from_onnx(tt.elem_type());
+    if (!dt) return;
+    TensorType t{*dt, {}};
+    for (const auto &d : tt.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      t.shape.push_back(d.dim_value());
+    }
+    types[vi.name()] = t;
+  };
+  for (const auto &vi : m.graph().value_info()) take(vi);
+  for (const auto &vi : m.graph().output()) take(vi);
+  return types;
+}
+
+}  // namespace cleave

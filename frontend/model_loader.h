@@ -1,0 +1,39 @@
+#pragma once
+// Loading and validating an ONNX model before translation: parse, opset range, onnx's checker, the list of
+// unsupported nodes, static input shapes, ONNX shape inference.
+#include <map>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontend/onnx_import.h"
+#include "ir/shape_rules.h"
+
+namespace cleave {
+
+/** Parses `path`; throws UserError naming the file if it is missing, unreadable or not a ModelProto. */
+onnx::ModelProto load_model(const std::string &path);
+
+/** The opset of `domain` ("" = ai.onnx) the model imports, or -1. */
+int64_t model_opset(const onnx::ModelProto &m, const std::string &domain);
+
+/** Rejects ai.onnx opsets outside 13..17 (exit code 2) and runs onnx's checker (its exceptions become one-line
+ *  UserErrors). Opsets 7..12 are accepted when every ai.onnx node is an op whose semantics have not changed since
+ *  opset 7 (the ONNX gradient tests are written at opset 12). */
+void check_model_supported(const onnx::ModelProto &m, const std::string &model_dir);
+
+/** Throws one UserError (exit code 2) listing every node, in the main graph and in training algorithms, that has no
+ *  translator. `node_names` gives the IR op name of each main-graph node. */
+void check_nodes_supported(const onnx::ModelProto &m, const std::string &path);
+
+/** Gives graph inputs static shapes: a symbolic first dimension becomes opts.batch; any other symbolic or missing
+ *  dimension is an error naming the input. Modifies the model's input types in place (for shape inference). */
+void fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts);
+
+/** Runs ONNX shape inference (strict) and returns the statically known types of every value it inferred. */
+std::map<std::string, TensorType> infer_onnx_types(onnx::ModelProto &m);
+
+/** `node "n" (Op, opset V)`, with the domain named when it is not ai.onnx. */
+std::string node_label(const std::string &name, const std::string &op_type, const std::string &domain, int64_t opset);
+
+}  // namespace cleave

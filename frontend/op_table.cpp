@@ -1,0 +1,42 @@
+// Which ONNX ops Cleave imports, and the translator of each.
+#include <map>
+#include <utility>
+
+#include "frontend/importer.h"
+
+namespace cleave {
+
+Translator find_translator(const std::string &domain, const std::string &op_type) {
+  static const std::map<std::pair<std::string, std::string>, Translator> kTable = [] {
+    std::map<std::pair<std::string, std::string>, Translator> t;
+    for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Exp", "Log", "Erf", "Relu", "Sigmoid",
+                           "Tanh", "Identity"})
+      t[{"", op}] = translate_elementwise;
+    t[{"", "MatMul"}] = t[{"", "Gemm"}] = translate_matmul;
+    t[{"", "Softmax"}] = t[{"", "LogSoftmax"}] = translate_softmax;
+    t[{"", "SoftmaxCrossEntropyLoss"}] = t[{"", "NegativeLogLikelihoodLoss"}] = translate_loss;
+    for (const char *op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) t[{"", op}] = translate_reshape;
+    t[{"", "Transpose"}] = translate_transpose;
+    t[{"", "Concat"}] = translate_concat;
+    t[{"", "Split"}] = translate_split;
+    t[{"", "Slice"}] = translate_slice;
+    t[{"", "Gather"}] = translate_gather;
+    t[{"", "Expand"}] = translate_expand;
+    t[{"", "Constant"}] = t[{"", "ConstantOfShape"}] = translate_constant;
+    t[{"", "Shape"}] = translate_shape;
+    t[{"", "Cast"}] = translate_cast;
+    t[{"", "Conv"}] = translate_conv;
+    t[{"", "MaxPool"}] = t[{"", "AveragePool"}] = t[{"", "GlobalAveragePool"}] = translate_pool;
+    t[{"", "ReduceMean"}] = t[{"", "ReduceSum"}] = translate_reduce;
+    t[{"", "BatchNormalization"}] = translate_batchnorm;
+    t[{"", "Dropout"}] = translate_dropout;
+    const std::string training = "ai.onnx.preview.training";
+    t[{training, "Momentum"}] = t[{training, "Adam"}] = t[{training, "Adagrad"}] = translate_optimizer;
+    t[{training, "Gradient"}] = translate_gradient;
+    return t;
+  }();
+  auto it = kTable.find({domain == "ai.onnx" ? "" : domain, op_type});
+  return it == kTable.end() ? nullptr : it->second;
+}
+
+}  // namespace cleave

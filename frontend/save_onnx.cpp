@@ -1,0 +1,72 @@
+// save_onnx_with_initializers: write a model back with new initializer values (e.g. trained weights).
+#include <onnx/common/file_utils.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+#include "frontend/model_loader.h"
+#include "frontend/onnx_import.h"
+#include "frontend/tensor_proto.h"
+#include "ir/error.h"
+
+namespace cleave {
+
+void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
+                                 const std::map<std::string, std::vector<uint8_t>> &values) {
+  namespace fs = std::filesystem;
+  onnx::ModelProto m = load_model(model_path);
+  std::set<std::string> done;
+  for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
+    auto it = values.find(tp.name());
+    if (it == values.end()) continue;
+    std::optional<DType> dt = dtype_from_onnx(tp.data_type());
+    std::string what = model_path + ": initializer \"" + tp.name() + "\"";
+    if (!dt) CLEAVE_USER_ERROR(what, ": element type ", onnx_dtype_name(tp.data_type()), " is not supported");
+    Shape shape(tp.dims().begin(), tp.dims().end());
+    int64_t nbytes = checked_num_elements(shape, what) * dtype_size(*dt);
+    if (static_cast<int64_t>(it->second.size()) != nbytes)
+      CLEAVE_USER_ERROR(what, ": new value has ", it->second.size(), " bytes, shape ", shape_str(shape), " needs ",
+                        nbytes);
+    tp.clear_float_data();
+    tp.clear_double_data();
+    tp.clear_int32_data();
+    tp.clear_int64_data();
+    tp.clear_external_data();
+    tp.set_data_location(onnx::TensorProto::DEFAULT);
+    tp.set_raw_data(std::string(it->second.begin(), it->second.end()));
+    done.insert(tp.name());
+  }
+  for (const auto &[name, bytes] : values)
+    if (!done.count(name)) CLEAVE_USER_ERROR(model_path, ": no initializer named \"", name, "\"");
+
+  // Other initializers may keep external data relative to the source model's directory.
+  fs::path out(out_path);
+  fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  std::string tmpl = (dir / ("." + out.filename().string() + ".XXXXXX")).string();
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = mkstemp(buf.data());
+  if (fd < 0) CLEAVE_USER_ERROR(out_path, ": cannot create a temporary file in ", dir.string());
+  close(fd);
+  std::string tmp(buf.data());
+  try {
+    {
+      std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
+      if (!m.SerializeToOstream(&os)) CLEAVE_USER_ERROR(out_path, ": writing the model failed");
+      os.close();
+      if (!os) CLEAVE_USER_ERROR(out_path, ": writing the model failed");
+    }
+    std::error_code ec;
+    fs::rename(tmp, out_path, ec);
+    if (ec) CLEAVE_USER_ERROR(out_path, ": cannot rename the temporary file into place: ", ec.message());
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace cleave

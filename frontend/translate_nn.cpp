@@ -1,0 +1,204 @@
+// Convolution, pooling, reductions, normalisation and dropout. auto_pad is resolved to explicit pads and every
+// attribute gets its ONNX default, so IR ops always carry their full attribute set.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "frontend/importer.h"
+#include "ir/error.h"
+
+namespace cleave {
+namespace {
+
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+};
+
+/** Reads kernel/strides/pads/dilations/auto_pad for `spatial` dims of input `in` (N, C, spatial...). */
+Window read_window(const NodeCtx &n, const Shape &in, std::vector<int64_t> kernel, bool has_dilations,
+                   bool ceil_mode) {
+  size_t k = kernel.size();
+  Window w;
+  w.kernel = std::move(kernel);
+  w.strides = n.attrs.opt_ints("strides").value_or(std::vector<int64_t>(k, 1));
+  w.dilations = has_dilations ? n.attrs.opt_ints("dilations").value_or(std::vector<int64_t>(k, 1))
+                              : std::vector<int64_t>(k, 1);
+  w.pads = n.attrs.opt_ints("pads").value_or(std::vector<int64_t>(2 * k, 0));
+  if (w.strides.size() != k) n.fail("attribute \"strides\" needs " + std::to_string(k) + " entries");
+  if (w.dilations.size() != k) n.fail("attribute \"dilations\" needs " + std::to_string(k) + " entries");
+  if (w.pads.size() != 2 * k) n.fail("attribute \"pads\" needs " + std::to_string(2 * k) + " entries");
+  for (size_t i = 0; i < k; ++i) {
+    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0)
+      n.fail("kernel sizes, strides and dilations must be positive");
+    if (w.pads[i] < 0 || w.pads[i + k] < 0) n.fail("pads must not be negative");
+  }
+  std::string auto_pad = n.attrs.get_string("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // ONNX: output = ceil(in / stride); total padding split evenly, the odd one at the end (UPPER) or start (LOWER).
+    for (size_t i = 0; i < k; ++i) {
+      int64_t dim = in[2 + i], s = w.strides[i];
+      int64_t out = (dim + s - 1) / s;
+      int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - dim);
+      int64_t small = total / 2, big = total - small;
+      w.pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+      w.pads[i + k] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    n.fail("attribute \"auto_pad\" has unknown value \"" + auto_pad + "\"");
+  }
+  (void)ceil_mode;
+  return w;
+}
+
+void check_spatial_rank(const NodeCtx &n, const Shape &in) {
+  if (in.size() != 3 && in.size() != 4)
+    throw UserError(n.label + ": only 1-D and 2-D windows are supported, input has rank " + std::to_string(in.size()),
+                    2);
+}
+
+}  // namespace
+
+void translate_conv(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  Shape wshape = im.type_of(n.in(1), n).shape;
+  check_spatial_rank(n, x);
+  if (wshape.size() != x.size())
+    n.fail("weight rank " + std::to_string(wshape.size()) + " does not match input rank " + std::to_string(x.size()));
+  std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
+  if (auto ks = n.attrs.opt_ints("kernel_shape"); ks && *ks != kernel)
+    n.fail("attribute \"kernel_shape\" " + shape_str(*ks) + " does not match the weight's " + shape_str(kernel));
+  Window w = read_window(n, x, kernel, true, false);
+  OpSpec s = same_operands(n, OpKind::Conv);
+  s.attrs["strides"] = w.strides;
+  s.attrs["pads"] = w.pads;
+  s.attrs["dilations"] = w.dilations;
+  s.attrs["group"] = n.attrs.get_int("group", 1);
+  im.emit(s, n.name, n);
+}
+
+void translate_pool(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  if (n.op_type == "GlobalAveragePool") {
+    if (x.size() < 3) n.fail("input must have rank 3 or more");
+    im.emit(same_operands(n, OpKind::GlobalAveragePool), n.name, n);
+    return;
+  }
+  check_spatial_rank(n, x);
+  bool max = n.op_type == "MaxPool";
+  std::vector<int64_t> kernel = n.attrs.req_ints("kernel_shape");
+  if (kernel.size() + 2 != x.size())
+    n.fail("attribute \"kernel_shape\" has " + std::to_string(kernel.size()) + " entries for input rank " +
+           std::to_string(x.size()));
+  int64_t ceil_mode = n.attrs.get_int("ceil_mode", 0);
+  Window w = read_window(n, x, kernel, max, ceil_mode != 0);
+  OpSpec s = same_operands(n, max ? OpKind::MaxPool : OpKind::AveragePool);
+  s.attrs["kernel_shape"] = w.kernel;
+  s.attrs["strides"] = w.strides;
+  s.attrs["pads"] = w.pads;
+  s.attrs["ceil_mode"] = ceil_mode;
+  if (max) {
+    s.attrs["dilations"] = w.dilations;
+    s.attrs["storage_order"] = n.attrs.get_int("storage_order", 0);
+  } else {
+    s.attrs["count_include_pad"] = n.attrs.get_int("count_include_pad", 0);
+  }
+  im.emit(s, n.name, n);
+}
+
+void translate_reduce(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  std::optional<std::vector<int64_t>> axes;
+  if (n.op_type == "ReduceSum") {
+    if (!n.in(1).empty()) axes = const_ints(im, n, 1, "\"axes\"");
+  } else {
+    axes = n.attrs.opt_ints("axes");
+  }
+  int64_t keepdims = n.attrs.get_int("keepdims", 1);
+  if (!axes || axes->empty()) {
+    if (n.attrs.get_int("noop_with_empty_axes", 0) != 0) {
+      OpSpec s = same_operands(n, OpKind::Identity);
+      s.inputs.resize(1);
+      im.emit(s, n.name, n);
+      return;
+    }
+    axes.emplace();
+    for (int64_t i = 0; i < rank; ++i) axes->push_back(i);
+  }
+  for (int64_t &a : *axes) a = norm_axis(n, a, rank);
+  std::sort(axes->begin(), axes->end());
+  if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) n.fail("axes repeat an axis");
+  OpSpec s = same_operands(n, n.op_type == "ReduceSum" ? OpKind::ReduceSum : OpKind::ReduceMean);
+  s.inputs.resize(1);
+  s.attrs["axes"] = *axes;
+  s.attrs["keepdims"] = keepdims;
+  im.emit(s, n.name, n);
+}
+
+void translate_batchnorm(Importer &im, const NodeCtx &n) {
+  OpSpec s = same_operands(n, OpKind::BatchNormalization);
+  s.attrs["epsilon"] = n.attrs.get_float("epsilon", double{1e-5f});
+  s.attrs["momentum"] = n.attrs.get_float("momentum", double{0.9f});
+  // BatchNormalization-9 (opsets < 14) has no training_mode: extra outputs ask for training statistics.
+  int64_t training = n.opset >= 14 ? n.attrs.get_int("training_mode", 0) : (n.num_out() > 1 ? 1 : 0);
+  s.attrs["training_mode"] = training;
+  if (!training) {
+    s.outputs.resize(1);
+    im.emit(s, n.name, n);
+    return;
+  }
+  // Training: the running statistics are bound back to the mean/var inputs after each step, and autodiff needs the
+  // saved statistics, so every output exists.
+  s.foldable = false;
+  s.outputs.resize(5);
+  static const char *kSuffix[] = {"", ".running_mean", ".running_var", ".saved_mean", ".saved_invstd"};
+  for (size_t i = 1; i < 5; ++i)
+    if (s.outputs[i].empty()) s.outputs[i] = im.fresh_tensor_name(n.out(0) + kSuffix[i]);
+  std::vector<TensorId> outs = im.emit(s, n.name, n);
+  for (size_t i = 1; i <= 2; ++i) {
+    TensorId dst = im.use(n.in(2 + i), &n);
+    Role r = im.g.tensor(dst).role;
+    if (r != Role::param && r != Role::optimizer_state && r != Role::input)
+      n.fail("training mode needs input \"" + n.in(2 + i) + "\" to be an initializer or graph input, so the " +
+             "running statistics can be updated");
+    im.g.assigns.push_back(Assign{dst, outs[i]});
+  }
+}
+
+void translate_dropout(Importer &im, const NodeCtx &n) {
+  double ratio = 0.5;
+  if (!n.in(1).empty()) {
+    std::vector<double> r = const_doubles(im, n, 1, "\"ratio\"");
+    if (r.size() != 1) n.fail("input \"ratio\" must be a scalar");
+    ratio = r[0];
+  }
+  int64_t training = 0;
+  if (!n.in(2).empty()) {
+    std::vector<int64_t> t = const_ints(im, n, 2, "\"training_mode\"");
+    if (t.size() != 1) n.fail("input \"training_mode\" must be a scalar");
+    training = t[0] != 0;
+  }
+  if (ratio < 0 || ratio >= 1) n.fail("ratio " + std::to_string(ratio) + " is outside [0, 1)");
+  OpSpec s = same_operands(n, OpKind::Dropout);
+  s.inputs.resize(1);
+  s.attrs["ratio"] = ratio;
+  s.attrs["training_mode"] = training;
+  int64_t seed = 0;
+  if (auto sd = n.attrs.opt_int("seed")) {
+    seed = *sd;
+  } else {
+    // No seed given: derive one from the node's name (FNV-1a), so two dropouts never share a mask pattern and the
+    // result is reproducible.
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : n.name) h = (h ^ c) * 1099511628211ull;
+    seed = static_cast<int64_t>(h & 0x7fffffffffffffffull);
+  }
+  s.attrs["seed"] = seed;
+  s.foldable = training == 0;
+  im.emit(s, n.name, n);
+}
+
+}  // namespace cleave

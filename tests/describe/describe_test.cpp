@@ -1,0 +1,91 @@
+// Every op kind has a description; golden text of to_string for a few ops; derived queries.
+#include <gtest/gtest.h>
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+
+namespace cleave::describe {
+namespace {
+
+TEST(Describe, EveryKindHasADescriptionPerOutput) {
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    OpKind kind = static_cast<OpKind>(k);
+    SCOPED_TRACE(std::string(op_kind_name(kind)));
+    Graph g = example_op(kind);
+    ASSERT_EQ(g.num_ops(), 1);
+    const Op &op = g.op(0);
+    std::vector<Description> ds = describe(g, op);
+    ASSERT_EQ(ds.size(), op.outputs.size());
+    for (size_t i = 0; i < ds.size(); ++i) {
+      const Description &d = ds[i];
+      ASSERT_TRUE(d.body != nullptr);
+      EXPECT_EQ(d.output_slot, static_cast<int>(i));
+      EXPECT_EQ(d.output_shape, g.tensor(op.outputs[i]).shape);
+      EXPECT_EQ(d.output_index.size(), d.output_shape.size());
+      // Output vars cover the output: their extents multiply to at least the output size (injective index).
+      int64_t outs = 1;
+      for (const LoopVar &v : d.vars)
+        if (v.role == VarRole::output) outs *= v.extent;
+      EXPECT_EQ(outs, num_elements(d.output_shape)) << to_string(d);
+      EXPECT_FALSE(to_string(d).empty());
+      EXPECT_GE(flops(d), 0);
+    }
+    EXPECT_FALSE(describe_kind(std::string(op_kind_name(kind))).empty());
+  }
+}
+
+TEST(Describe, ConvGolden) {
+  Graph g = example_op(OpKind::Conv);
+  std::vector<Description> ds = describe(g, g.op(0));
+  EXPECT_EQ(to_string(ds[0]),
+            "Y[b,co,y,x] = sum(ci,ky,kx)(X[b,ci,y*2+ky-1,x*2+kx-1] * W[co,ci,ky,kx]) + B[co]"
+            "  {b=8, co=16, y=8, x=8, ci=3, ky=3, kx=3}");
+  // 2 FLOPs (multiply, add) per point of the 8*16*8*8 x 3*3*3 iteration space, plus the bias add per output.
+  EXPECT_EQ(flops(ds[0]), 2 * 8 * 16 * 8 * 8 * 27 + 8 * 16 * 8 * 8);
+  std::vector<int> split = splittable_vars(ds[0]);
+  EXPECT_EQ(split.size(), 7u);
+  EXPECT_EQ(split_kind(ds[0], ds[0].var("co")), SplitKind::concat);
+  EXPECT_EQ(split_kind(ds[0], ds[0].var("ci")), SplitKind::partial);
+}
+
+TEST(Describe, GemmAndMatMulGolden) {
+  Graph g = example_op(OpKind::Gemm);
+  EXPECT_EQ(to_string(describe(g, g.op(0))[0]),
+            "Y[m,n] = sum(k)(A[m,k] * B[n,k]) + C[n]  {m=4, n=5, k=3}");
+  Graph mm = example_op(OpKind::MatMul);
+  EXPECT_EQ(to_string(describe(mm, mm.op(0))[0]), "Y[b,m,n] = sum(k) A[b,m,k] * B[k,n]  {b=2, m=4, n=5, k=3}");
+}
+
+TEST(Describe, OpaqueDimsAreNotSplittable) {
+  Graph g = example_op(OpKind::Softmax);
+  Description d = describe(g, g.op(0))[0];
+  EXPECT_EQ(to_string(d), "Y[i,j] = softmax_j(X[i,j])  {i=4, j=6} opaque(j)");
+  EXPECT_EQ(split_kind(d, d.var("i")), SplitKind::concat);
+  EXPECT_EQ(split_kind(d, d.var("j")), SplitKind::none);
+  EXPECT_FALSE(is_evaluable(d));
+}
+
+TEST(Describe, WindowsAndTransposedWindowsGolden) {
+  Graph g = example_op(OpKind::ConvGradData);
+  EXPECT_EQ(to_string(describe(g, g.op(0))[0]),
+            "dX[b,ci,y,x] = sum(co,ky,kx) dY[b,co,(y-ky+1)/2,(x-kx+1)/2] * W[co,ci,ky,kx]"
+            "  {b=8, ci=3, y=16, x=16, co=16, ky=3, kx=3}");
+  Graph s = example_op(OpKind::SliceGrad);
+  EXPECT_EQ(to_string(describe(s, s.op(0))[0]), "dX[i,j] = dY[(i-1)/2,j]  {i=8, j=8}");
+  Graph r = example_op(OpKind::Reshape);
+  EXPECT_EQ(to_string(describe(r, r.op(0))[0]), "Y[i,j*16+k*4+l] = X[i,j,k,l]  {i=8, j=16, k=4, l=4}");
+}
+
+TEST(Describe, KindNamesAndAliases) {
+  EXPECT_NE(describe_kind("Flatten").find("Flatten imports as Reshape"), std::string::npos);
+  EXPECT_NE(describe_kind("Conv").find("Y[b,co,y,x]"), std::string::npos);
+  try {
+    describe_kind("Frobnicate");
+    FAIL() << "expected a UserError";
+  } catch (const UserError &e) {
+    EXPECT_STREQ(e.what(), "unknown op kind \"Frobnicate\"");
+  }
+}
+
+}  // namespace
+}  // namespace cleave::describe

@@ -1,0 +1,148 @@
+// Interpreter behaviour that has no torch counterpart: error messages, Dropout's counter-based RNG, dispatch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "ir/rng.h"
+#include "ir/tensor_data.h"
+#include "tests/interp/reference_data.h"
+
+namespace cleave::interp::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+Value filled(Shape shape, double start, DType dtype = DType::f32) {
+  Value v{dtype, shape, {}};
+  for (int64_t i = 0; i < num_elements(shape); ++i) v.data.push_back(start + static_cast<double>(i));
+  return v;
+}
+
+std::string user_error_of(Case &c) {
+  try {
+    c.run();
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(InterpBehaviour, MissingInputIsAUserErrorNamingOpAndTensor) {
+  Case c;
+  TensorId a = c.g.add_tensor("a", DType::f32, {2}, Role::input);  // never fed
+  TensorId b = c.feed_value("b", filled({2}, 1));
+  TensorId y = c.out("y", {2});
+  c.op(OpKind::Add, {a, b}, {y});
+  EXPECT_THAT(user_error_of(c), HasSubstr("op \"Add\" (Add): input \"a\" has no value"));
+}
+
+TEST(InterpBehaviour, AbsentRequiredOperandIsAUserError) {
+  Case c;
+  TensorId x = c.feed_value("x", filled({1, 1, 3}, 0));
+  TensorId y = c.out("y", {1, 1, 3});
+  c.op(OpKind::Conv, {x, kNoTensor}, {y});
+  EXPECT_THAT(user_error_of(c), HasSubstr("op \"Conv\" (Conv): required input 1 is missing"));
+}
+
+TEST(InterpBehaviour, GatherIndexOutOfRangeNamesTheOp) {
+  Case c;
+  TensorId d = c.feed_value("data", filled({3}, 0));
+  TensorId i = c.feed_value("idx", Value{DType::i64, {2}, {1, 3}});
+  TensorId y = c.out("y", {2});
+  c.op(OpKind::Gather, {d, i}, {y}, {{"axis", int64_t{0}}});
+  EXPECT_THAT(user_error_of(c), HasSubstr("op \"Gather\" (Gather): index 3 is out of range [-3, 3)"));
+}
+
+TEST(InterpBehaviour, LossLabelOutOfRangeNamesTheOp) {
+  Case c;
+  TensorId x = c.feed_value("x", filled({2, 3}, 0));
+  TensorId l = c.feed_value("l", Value{DType::i64, {2}, {0, 5}});
+  TensorId y = c.out("y", {});
+  c.op(OpKind::SoftmaxCrossEntropyLoss, {x, l}, {y}, {{"reduction", std::string("mean")}});
+  EXPECT_THAT(user_error_of(c), HasSubstr("(SoftmaxCrossEntropyLoss): label 5 is out of range [0, 3)"));
+}
+
+TEST(InterpBehaviour, F32OutputsAreRoundedIntegersExact) {
+  Case c;
+  TensorId a = c.feed_value("a", Value{DType::f32, {1}, {1.0}});
+  TensorId b = c.feed_value("b", Value{DType::f32, {1}, {3.0}});
+  TensorId ia = c.feed_value("ia", Value{DType::i64, {1}, {(1LL << 52) + 1}});
+  TensorId ib = c.feed_value("ib", Value{DType::i64, {1}, {-2}});
+  TensorId y = c.out("y", {1}), iy = c.out("iy", {1}, DType::i64), q = c.out("q", {1}, DType::i64);
+  c.op(OpKind::Div, {a, b}, {y});
+  c.op(OpKind::Add, {ia, ib}, {iy});
+  c.op(OpKind::Div, {ia, ib}, {q});
+  Values v = c.run();
+  EXPECT_EQ(v[y]->data[0], static_cast<double>(1.0f / 3.0f));
+  EXPECT_EQ(v[iy]->data[0], static_cast<double>((1LL << 52) - 1));
+  EXPECT_EQ(v[q]->data[0], -static_cast<double>((1LL << 51)));  // truncates toward zero (odd / -2)
+}
+
+TEST(InterpBehaviour, DropoutInferenceAndZeroRatioAreIdentity) {
+  for (auto [ratio, training] : {std::pair{0.0, int64_t{1}}, std::pair{0.5, int64_t{0}}}) {
+    Case c;
+    TensorId x = c.feed_value("x", filled({4, 5}, -3));
+    TensorId y = c.out("y", {4, 5}), m = c.out("m", {4, 5}, DType::boolean);
+    c.op(OpKind::Dropout, {x}, {y, m}, {{"ratio", ratio}, {"training_mode", training}, {"seed", int64_t{7}}});
+    Values v = c.run(3);
+    EXPECT_EQ(v[y]->data, v[x]->data);
+    EXPECT_EQ(v[m]->data, std::vector<double>(20, 1.0));
+  }
+}
+
+TEST(InterpBehaviour, DropoutTrainingUsesTheCounterRngAndScales) {
+  const int64_t n = 4000;
+  const double ratio = 0.25;
+  std::vector<int> kept_at_step(3, 0);
+  std::vector<std::vector<double>> masks;
+  for (int64_t step : {1, 2}) {
+    Case c;
+    TensorId x = c.feed_value("x", filled({n}, 1));
+    TensorId dy = c.feed_value("dy", filled({n}, 0.5));
+    TensorId y = c.out("y", {n}), m = c.out("m", {n}, DType::boolean), dx = c.out("dx", {n});
+    c.op(OpKind::Dropout, {x}, {y, m}, {{"ratio", ratio}, {"training_mode", int64_t{1}}, {"seed", int64_t{42}}});
+    c.op(OpKind::DropoutGrad, {dy, m}, {dx}, {{"ratio", ratio}}, Phase::backward);
+    Values v = c.run(step);
+    for (int64_t i = 0; i < n; ++i) {
+      bool keep = dropout_keep(42, step, i, static_cast<float>(ratio));
+      ASSERT_EQ(v[m]->data[i], keep ? 1.0 : 0.0) << i;
+      EXPECT_EQ(v[y]->data[i], keep ? static_cast<double>(static_cast<float>((1.0 + i) / 0.75)) : 0.0) << i;
+      EXPECT_EQ(v[dx]->data[i], keep ? static_cast<double>(static_cast<float>((0.5 + i) / 0.75)) : 0.0) << i;
+      kept_at_step[static_cast<size_t>(step)] += keep;
+    }
+    masks.push_back(v[m]->data);
+  }
+  // ~75% kept (binomial sd ~27), and the step changes the draw.
+  EXPECT_NEAR(kept_at_step[1], 3000, 150);
+  EXPECT_NEAR(kept_at_step[2], 3000, 150);
+  EXPECT_NE(masks[0], masks[1]);
+}
+
+TEST(InterpBehaviour, ConstantsAndParamsComeFromTensorData) {
+  Case c;
+  Tensor t;
+  t.name = "w";
+  t.dtype = DType::f32;
+  t.shape = {3};
+  t.role = Role::constant;
+  t.data = encode_doubles(DType::f32, {1.5, -2, 0.25});
+  TensorId w = c.g.add_tensor(t);
+  TensorId y = c.out("y", {3});
+  c.op(OpKind::Neg, {w}, {y});
+  Values v = c.run();
+  EXPECT_EQ(v[y]->data, (std::vector<double>{-1.5, 2, -0.25}));
+}
+
+TEST(InterpBehaviour, AssignsAreSimultaneous) {
+  Case c;
+  TensorId a = c.feed_value("a", filled({1}, 1), Role::param);
+  TensorId b = c.feed_value("b", filled({1}, 2), Role::param);
+  c.g.assigns = {{a, b}, {b, a}};  // swap
+  Values v = c.run();
+  apply_assigns(c.g, v);
+  EXPECT_EQ(v[a]->data[0], 2);
+  EXPECT_EQ(v[b]->data[0], 1);
+}
+
+}  // namespace
+}  // namespace cleave::interp::testing
