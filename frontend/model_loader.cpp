@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontend/importer.h"
+#include "frontend/node_attrs.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 
@@ -19,6 +20,13 @@ std::string first_line(const std::string &s) {
   std::string line = s.substr(0, s.find('\n'));
   while (!line.empty() && (line.back() == ' ' || line.back() == '.' || line.back() == '\r')) line.pop_back();
   return line;
+}
+
+std::string attr_type_label(int type) {
+  if (!onnx::AttributeProto::AttributeType_IsValid(type)) return "type " + std::to_string(type);
+  std::string n = onnx::AttributeProto::AttributeType_Name(static_cast<onnx::AttributeProto::AttributeType>(type));
+  for (char &c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return n;
 }
 
 bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
@@ -57,7 +65,7 @@ int64_t model_opset(const onnx::ModelProto &m, const std::string &domain) {
   return -1;
 }
 
-void check_model_supported(const onnx::ModelProto &m, const std::string &model_dir) {
+void check_opsets(const onnx::ModelProto &m) {
   int64_t v = model_opset(m, "");
   bool has_onnx_nodes = false, all_stable = true;
   for (const auto &n : m.graph().node()) {
@@ -73,8 +81,60 @@ void check_model_supported(const onnx::ModelProto &m, const std::string &model_d
   int64_t t = model_opset(m, "ai.onnx.preview.training");
   if (t >= 0 && t != 1)
     throw UserError("ai.onnx.preview.training opset " + std::to_string(t) + " is not supported (only opset 1)", 2);
+}
+
+void check_node_attributes(const onnx::ModelProto &m) {
+  const onnx::GraphProto &g = m.graph();
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    int64_t opset = model_opset(m, n.domain());
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), n.domain());
+    if (schema == nullptr) continue;  // onnx's checker reports it
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    NodeAttrs attrs(n, node_label(name, n.op_type(), n.domain(), opset));
+    for (const auto &a : n.attribute()) {
+      auto it = schema->attributes().find(a.name());
+      if (it == schema->attributes().end() || !a.ref_attr_name().empty()) continue;
+      if (a.type() != it->second.type)
+        attrs.fail("attribute \"" + a.name() + "\" must be " + attr_type_label(it->second.type) + ", got " +
+                   attr_type_label(a.type()));
+    }
+    for (const auto &[key, spec] : schema->attributes())
+      if (spec.required && !attrs.has(key)) attrs.fail("missing required attribute \"" + key + "\"");
+  }
+}
+
+void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_dir) {
+  // onnx's checker (given a ModelProto) looks for external data relative to the working directory: give it a copy
+  // whose locations are the checked absolute paths. Our own checks run first, so their messages win.
+  const onnx::ModelProto *m = &model;
+  onnx::ModelProto copy;
+  auto has_external = [](const onnx::GraphProto &g) {
+    for (const auto &t : g.initializer())
+      if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+    return false;
+  };
+  bool any = has_external(model.graph());
+  for (const auto &ti : model.training_info()) any = any || has_external(ti.algorithm()) || has_external(ti.initialization());
+  if (any) {
+    copy = model;
+    auto relocate = [&](onnx::GraphProto *g) {
+      for (auto &t : *g->mutable_initializer()) {
+        if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+        std::string file = external_data_path(t, model_dir, "initializer \"" + t.name() + "\"");
+        for (auto &e : *t.mutable_external_data())
+          if (e.key() == "location") e.set_value(file);
+      }
+    };
+    relocate(copy.mutable_graph());
+    for (auto &ti : *copy.mutable_training_info()) {
+      relocate(ti.mutable_algorithm());
+      relocate(ti.mutable_initialization());
+    }
+    m = &copy;
+  }
   try {
-    onnx::checker::check_model(m);
+    onnx::checker::check_model(*m);
   } catch (const std::exception &e) {
     CLEAVE_USER_ERROR("onnx checker: ", first_line(e.what()));
   }

@@ -17,10 +17,16 @@ onnx::ModelProto load_model(const std::string &path);
 /** The opset of `domain` ("" = ai.onnx) the model imports, or -1. */
 int64_t model_opset(const onnx::ModelProto &m, const std::string &domain);
 
-/** Rejects ai.onnx opsets outside 13..17 (exit code 2) and runs onnx's checker (its exceptions become one-line
- *  UserErrors). Opsets 7..12 are accepted when every ai.onnx node is an op whose semantics have not changed since
- *  opset 7 (the ONNX gradient tests are written at opset 12). */
-void check_model_supported(const onnx::ModelProto &m, const std::string &model_dir);
+/** Rejects ai.onnx opsets outside 13..17 (exit code 2). Opsets 7..12 are accepted when every ai.onnx node is an op
+ *  whose semantics have not changed since opset 7 (the ONNX gradient tests are written at opset 12). */
+void check_opsets(const onnx::ModelProto &m);
+
+/** Checks every main-graph node's attributes against its ONNX schema (types, required ones), with messages naming
+ *  node, op and attribute. Runs before onnx's checker, whose messages are terser. */
+void check_node_attributes(const onnx::ModelProto &m);
+
+/** onnx's checker; its exceptions become one-line UserErrors. External data is checked (not read) first. */
+void run_onnx_checker(const onnx::ModelProto &m, const std::string &model_dir);
 
 /** Throws one UserError (exit code 2) listing every node, in the main graph and in training algorithms, that has no
  *  translator. `node_names` gives the IR op name of each main-graph node. */

@@ -74,7 +74,7 @@ std::vector<int> topo_order(const onnx::GraphProto &g, const std::set<std::strin
 }
 
 /** IR op names for the nodes of `g`: the node's name if set and unique, else `<OpType>_<index>`. */
-std::vector<std::string> op_names(const onnx::GraphProto &g, Importer &im, std::set<std::string> &taken,
+std::vector<std::string> op_names(const onnx::GraphProto &g, std::set<std::string> &taken,
                                   const std::string &prefix) {
   std::vector<std::string> names(g.node_size());
   for (int i = 0; i < g.node_size(); ++i) {
@@ -207,7 +207,7 @@ void import_training_info(Importer &im, const onnx::ModelProto &m, const std::st
     for (const auto &s : source_names(m.graph())) available.insert(s);
     for (const auto &n : m.graph().node())
       for (const auto &o : n.output()) available.insert(o);
-    std::vector<std::string> names = op_names(alg, im, taken_ops, "");
+    std::vector<std::string> names = op_names(alg, taken_ops, "");
     translate_nodes(im, m, alg, names, available, Phase::update);
     for (const auto &b : ti.update_binding()) {
       if (!im.defined(b.key()) || !im.defined(b.value()))
@@ -221,12 +221,29 @@ void import_training_info(Importer &im, const onnx::ModelProto &m, const std::st
   }
 }
 
+/** Rejects duplicate initializers and puts the nodes in topological order (onnx's checker wants them sorted;
+ *  Cleave accepts any order). Errors name the node or tensor. */
+void sort_nodes(onnx::GraphProto *g) {
+  std::set<std::string> sources;
+  for (const auto &t : g->initializer())
+    if (!sources.insert(t.name()).second) CLEAVE_USER_ERROR("initializer \"", t.name(), "\" is defined twice");
+  for (const auto &in : g->input()) sources.insert(in.name());
+  std::set<std::string> taken;
+  std::vector<int> order = topo_order(*g, sources, op_names(*g, taken, ""));
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  for (int i : order) *sorted.Add() = g->node(i);
+  g->mutable_node()->Swap(&sorted);
+}
+
 Graph import_model(const std::string &path, const ImportOptions &opts) {
   onnx::ModelProto m = load_model(path);
   std::string model_dir = std::filesystem::path(path).parent_path().string();
   if (model_dir.empty()) model_dir = ".";
-  check_model_supported(m, model_dir);
+  check_opsets(m);
   check_nodes_supported(m, path);
+  sort_nodes(m.mutable_graph());
+  check_node_attributes(m);
+  run_onnx_checker(m, model_dir);
   fix_input_shapes(m, opts);
   std::map<std::string, TensorType> onnx_types = infer_onnx_types(m);
 
@@ -249,7 +266,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   define_initializers(im, g, model_dir, opts.load_data, /*as_constants=*/false);
   define_inputs(im, g, opts, label_names(g));
   std::set<std::string> taken_ops;
-  std::vector<std::string> names = op_names(g, im, taken_ops, "");
+  std::vector<std::string> names = op_names(g, taken_ops, "");
   translate_nodes(im, m, g, names, source_names(g), Phase::forward);
   for (const auto &out : g.output()) {
     if (!im.defined(out.name())) CLEAVE_USER_ERROR("graph output \"", out.name(), "\" is not defined");

@@ -48,9 +48,9 @@ ExternalRef external_ref(const onnx::TensorProto &tp, const std::string &what) {
   return ref;
 }
 
-/** Reads `nbytes` bytes of external data, checking that the file lies inside model_dir. */
-std::vector<uint8_t> read_external(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
-                                   int64_t nbytes) {
+/** The checked file of `tp`'s external data and its offset: inside model_dir, holding `nbytes` bytes. */
+std::pair<std::filesystem::path, int64_t> locate_external(const onnx::TensorProto &tp, const std::string &model_dir,
+                                                          const std::string &what, int64_t nbytes) {
   ExternalRef ref = external_ref(tp, what);
   if (model_dir.empty()) CLEAVE_USER_ERROR(what, ": external data \"", ref.location, "\" is not allowed here");
   fs::path loc(ref.location);
@@ -76,11 +76,18 @@ std::vector<uint8_t> read_external(const onnx::TensorProto &tp, const std::strin
   if (__builtin_add_overflow(ref.offset, ref.length.value_or(nbytes), &end) || end > size)
     CLEAVE_USER_ERROR(what, ": external data file \"", ref.location, "\" has ", size, " bytes, fewer than offset ",
                       ref.offset, " + length ", ref.length.value_or(nbytes));
+  return {file, ref.offset};
+}
+
+/** Reads `nbytes` bytes of external data, checking that the file lies inside model_dir. */
+std::vector<uint8_t> read_external(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
+                                   int64_t nbytes) {
+  auto [file, offset] = locate_external(tp, model_dir, what, nbytes);
   std::ifstream in(file, std::ios::binary);
   std::vector<uint8_t> bytes(static_cast<size_t>(nbytes));
-  in.seekg(ref.offset);
+  in.seekg(offset);
   in.read(reinterpret_cast<char *>(bytes.data()), nbytes);
-  if (!in) CLEAVE_USER_ERROR(what, ": reading external data file \"", ref.location, "\" failed");
+  if (!in) CLEAVE_USER_ERROR(what, ": reading external data file ", file.string(), " failed");
   return bytes;
 }
 
@@ -137,6 +144,20 @@ std::string onnx_dtype_name(int32_t elem_type) {
     return n;
   }
   return "type " + std::to_string(elem_type);
+}
+
+int64_t tensor_proto_bytes(const onnx::TensorProto &tp, const std::string &what) {
+  std::optional<DType> dt = dtype_from_onnx(tp.data_type());
+  if (!dt) CLEAVE_USER_ERROR(what, ": element type ", onnx_dtype_name(tp.data_type()), " is not supported");
+  Shape shape(tp.dims().begin(), tp.dims().end());
+  int64_t n = checked_num_elements(shape, what), nbytes = 0;
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(*dt)), &nbytes))
+    CLEAVE_USER_ERROR(what, ": byte size of shape ", shape_str(shape), " overflows int64");
+  return nbytes;
+}
+
+std::string external_data_path(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what) {
+  return locate_external(tp, model_dir, what, tensor_proto_bytes(tp, what)).first.string();
 }
 
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,

@@ -27,6 +27,10 @@ std::string onnx_dtype_name(int32_t elem_type);
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
                          bool load_data = true);
 
+/** Checks `tp`'s external data like tensor_from_proto does (inside model_dir, file long enough) without reading it,
+ *  and returns the file's canonical path. */
+std::string external_data_path(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what);
+
 /** Reads a file holding one serialized TensorProto (the conformance data's input_*.pb / output_*.pb). External
  *  data is resolved relative to the file's directory. Throws UserError naming the file. */
 Tensor read_tensor_proto_file(const std::string &path);

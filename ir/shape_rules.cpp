@@ -97,7 +97,12 @@ Types rule_Gemm(const RuleArgs &r) {
   Shape y{m, n};
   if (r.has_in(2)) {
     TensorType c = r.type(2, "C");
-    if (broadcast_shapes(c.shape, y, r.label()) != y)
+    bool ok = c.shape.size() <= 2;
+    for (size_t i = 0; ok && i < c.shape.size(); ++i) {
+      int64_t d = c.shape[c.shape.size() - 1 - i];
+      ok = d == 1 || d == y[1 - i];
+    }
+    if (!ok)
       r.fail(detail::concat("C ", shape_str(c.shape), " does not broadcast to ", shape_str(y)));
   }
   return {{a.dtype, y}};

@@ -7,6 +7,9 @@ and every parameter stays an initializer (named as in the torch module: `net.0.w
   mlp.onnx  x: float32 [N,64]      Linear(64,32) - ReLU - Linear(32,10)
   cnn.onnx  x: float32 [N,1,8,8]   Conv(1,8,3,p1) - BN(8) - ReLU - MaxPool(2) - Conv(8,16,3,p1) - BN(16) - ReLU
                                    - GlobalAveragePool - Flatten - Linear(16,10)
+            The convolutions have no bias: BatchNorm subtracts the batch mean, so a conv bias before it has an exactly
+            zero gradient, and the float rounding noise (~1e-8) left in its place is amplified by Adam into full
+            lr-sized steps whose sign differs between any two implementations: the reference would be meaningless.
   both      y: int64 [N] class labels, output `loss`: float32 scalar (mean reduction)
 
 The batch dimension N is symbolic (dim_param "N"): `cleave --batch` fixes it. The initial weights come from torch's
@@ -37,8 +40,8 @@ def make_net(name):
         return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
     if name == "cnn":
         return nn.Sequential(
-            nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
     raise ValueError(name)
 

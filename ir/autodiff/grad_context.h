@@ -23,7 +23,8 @@ class GradContext {
   const Op &fwd() const { return g_.op(fwd_); }
   TensorId in(size_t i) const { return fwd().input(i); }
   TensorId out(size_t i) const { return fwd().output(i); }
-  const Shape &shape(TensorId t) const { return g_.tensor(t).shape; }
+  /** By value: emitting adds tensors, which would invalidate a reference into the graph's tensor vector. */
+  Shape shape(TensorId t) const { return g_.tensor(t).shape; }
   DType dtype(TensorId t) const { return g_.tensor(t).dtype; }
   /** Gradient of output slot i, or kNoTensor if nothing downstream needs it. */
   TensorId dy(size_t i) const { return i < dy_.size() ? dy_[i] : kNoTensor; }

@@ -155,10 +155,10 @@ void grad_MatMul(GradContext &c, Dx &dx) {
   // The hint goes to the last op that is actually emitted.
   auto finish = [&](TensorId lhs, TensorId rhs, const Shape &promoted, const Shape &target, bool promoted_1d,
                     const std::string &name) {
-    Shape prod = broadcast_shape(Shape(c.shape(lhs).begin(), c.shape(lhs).end() - 2),
-                                 Shape(c.shape(rhs).begin(), c.shape(rhs).end() - 2));
-    prod.push_back(c.shape(lhs)[c.shape(lhs).size() - 2]);
-    prod.push_back(c.shape(rhs).back());
+    const Shape sl = c.shape(lhs), sr = c.shape(rhs);
+    Shape prod = broadcast_shape(Shape(sl.begin(), sl.end() - 2), Shape(sr.begin(), sr.end() - 2));
+    prod.push_back(sl[sl.size() - 2]);
+    prod.push_back(sr.back());
     bool summed = prod != promoted;
     TensorId t = c.matmul(lhs, rhs, !summed && !promoted_1d ? name : "");
     t = c.sum_to(t, promoted, promoted_1d ? "" : name);

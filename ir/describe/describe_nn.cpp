@@ -113,6 +113,12 @@ Descs describe_BatchNormalization(const Graph &g, const Op &op) {
       continue;
     }
     Builder b(g, op, slot, names[slot - 1]);
+    if (!training && slot <= 2) {  // inference mode passes the running statistics through
+      Var c = b.out("c", xs[1]);
+      Operand stat = b.in(slot + 2, slot == 1 ? "input_mean" : "input_var");
+      out.push_back(std::move(b).build({c}, Reduce::none, stat[{c}]));
+      continue;
+    }
     bool mean_like = slot == 1 || slot == 3;
     Var c;
     std::vector<Var> v = stat_vars(b, xs, !mean_like, c);

@@ -115,6 +115,17 @@ class Printer {
   const Description &d_;
 };
 
+/** Operands read with a padding value other than 0 (MaxPool's -inf), once each, in body order. */
+void collect_pads(const ExprPtr &e, std::string &out) {
+  if (!e) return;
+  if (e->kind == Expr::Kind::access && e->pad != 0) {
+    std::string item = e->name + "=" + number(e->pad);
+    if (out.find(item) == std::string::npos) out += (out.empty() ? "" : ",") + item;
+  }
+  for (const ExprPtr &a : e->args) collect_pads(a, out);
+  for (const Index &i : e->index) collect_pads(i.indirect, out);
+}
+
 }  // namespace
 
 std::string to_string(const Affine &a, const std::vector<LoopVar> &vars) {
@@ -155,6 +166,9 @@ std::string to_string(const Description &d) {
   for (const LoopVar &v : d.vars)
     if (v.opaque) opaque += (opaque.empty() ? "" : ",") + v.name;
   if (!opaque.empty()) os << " opaque(" << opaque << ")";
+  std::string pads;
+  collect_pads(d.body, pads);
+  if (!pads.empty()) os << " pad(" << pads << ")";
   return os.str();
 }
 

@@ -49,7 +49,8 @@ Values initial_values(const Graph &g) {
   Values values(static_cast<size_t>(g.num_tensors()));
   for (TensorId id = 0; id < g.num_tensors(); ++id) {
     const Tensor &t = g.tensor(id);
-    if (!t.data.empty()) values[static_cast<size_t>(id)] = value_of(t);
+    // Constants always carry data, even when it is empty because the tensor has no elements.
+    if (!t.data.empty() || t.role == Role::constant) values[static_cast<size_t>(id)] = value_of(t);
   }
   return values;
 }

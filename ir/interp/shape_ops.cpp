@@ -1,4 +1,6 @@
 // Data movement: Reshape, Transpose, Expand, Concat, Split, Slice, Gather, and the gradients SliceGrad, GatherGrad.
+#include <algorithm>
+
 #include "ir/interp/kernels.h"
 
 namespace cleave::interp {
@@ -27,7 +29,15 @@ SliceSpec slice_spec(const KernelArgs &k, const Shape &x) {
     size_t a = static_cast<size_t>(norm_axis(k, axes[i], rank));
     int64_t st = steps[i], b = starts[i], e = ends[i];
     if (st == 0) CLEAVE_USER_ERROR(k.label(), ": step 0");
-    // The importer clamped starts/ends: a positive step has 0 <= b, e <= dim; a negative one -1 <= e, b < dim.
+    // Clamp as the shape rule does (the importer already clamped imported Slices; hand-written IR may not be).
+    int64_t dim = x[a];
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      b = std::clamp<int64_t>(b, -1, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
     int64_t len = st > 0 ? (e - b + st - 1) / st : (b - e + (-st) - 1) / (-st);
     s.start[a] = b;
     s.step[a] = st;

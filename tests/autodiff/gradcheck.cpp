@@ -99,8 +99,11 @@ void check_gradients(GraphBuilder &b, const std::vector<TensorId> &outs, const s
     EXPECT_EQ(op.phase, Phase::backward) << op.name;
     ASSERT_TRUE(op.group >= 0 && op.group < num_fwd_ops) << op.name << " group " << op.group;
     EXPECT_EQ(g.op(op.group).phase, Phase::forward) << op.name;
-    for (TensorId t : op.outputs)
-      if (t != kNoTensor) EXPECT_EQ(g.tensor(t).role, Role::grad) << g.tensor(t).name;
+    for (TensorId t : op.outputs) {
+      if (t != kNoTensor) {
+        EXPECT_EQ(g.tensor(t).role, Role::grad) << g.tensor(t).name;
+      }
+    }
   }
 
   interp::Values base = interp::initial_values(g);

@@ -47,19 +47,19 @@ expect unknown_op 2 '"mystery" (Foo, com.example' -- eval "$m/unknown_op.onnx" $
 expect unknown_op_lists_all 2 '"hard" (Hardmax' -- eval "$m/unknown_op.onnx" $data
 expect wrong_attr_type '*' "transB" -- eval "$m/wrong_attr_type.onnx" $data
 expect missing_attr '*' "axis" -- eval "$m/missing_attr.onnx" $data
-expect external_outside '*' "outside.bin" -- eval "$m/external_outside.onnx" $data
+expect external_outside '*' "outside the model directory" -- eval "$m/external_outside.onnx" $data
 expect external_missing '*' "missing.bin" -- eval "$m/external_missing.onnx" $data
 expect external_short '*' "short.bin" -- eval "$m/external_short.onnx" $data
 expect symbolic_batch '*' "--batch" -- ir "$m/symbolic_batch.onnx"
 expect nonscalar_loss '*' "logits" -- eval "$m/nonscalar_loss.onnx" $data
 expect duplicate_name '*' "logits" -- eval "$m/duplicate_name.onnx" $data
-expect cycle '*' "cycle" -- eval "$m/cycle.onnx" $data
-expect overflow '*' "overflow" -- eval "$m/overflow.onnx" $data
+expect cycle '*' "cycle" -- eval "$m/loop.onnx" $data
+expect overflow '*' "overflows int64" -- eval "$m/huge.onnx" $data
 # Flags and data files.
 expect bad_data_flag '*' "--data" -- eval "$m/good.onnx" --data "x" --batch 2 --save-model "$work/out.onnx"
 expect missing_data '*' '"y"' -- eval "$m/good.onnx" --data "x=$work/x.npy" --batch 2 --save-model "$work/out.onnx"
 expect unknown_data '*' '"z"' -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy,z=$work/x.npy" --batch 2 --save-model "$work/out.onnx"
-expect data_shape '*' "x.npy" -- eval "$m/good.onnx" --data "x=$work/y.npy,y=$work/y.npy" --batch 2 --save-model "$work/out.onnx"
+expect data_shape '*' "y.npy: array of shape [2] cannot feed input \"x\" (needs [samples,4])" -- eval "$m/good.onnx" --data "x=$work/y.npy,y=$work/y.npy" --batch 2 --save-model "$work/out.onnx"
 expect bad_npy '*' "garbage.onnx" -- eval "$m/good.onnx" --data "x=$m/garbage.onnx,y=$work/y.npy" --batch 2 --save-model "$work/out.onnx"
 expect wrong_batch '*' "batch" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 3 --save-model "$work/out.onnx"
 expect unknown_freeze '*' "nope" -- eval "$m/good.onnx" $data --freeze nope

@@ -102,10 +102,10 @@ m = base(nodes=[
     helper.make_node("Relu", ["a"], ["b"], name="relu_b"),
     helper.make_node("ReduceSum", ["b"], ["loss"], name="sum", keepdims=0),
 ])
-save(m, "cycle.onnx")
+save(m, "loop.onnx")
 
-m = base(inputs=[
-    helper.make_tensor_value_info("x", TensorProto.FLOAT, [4294967296, 4294967296, 4]),
-    helper.make_tensor_value_info("y", TensorProto.INT64, [2]),
-])
-save(m, "overflow.onnx")
+m = base(nodes=[
+    helper.make_node("Relu", ["x"], ["r"], name="relu"),
+    helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0),
+], inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [4294967296, 4294967296])])
+save(m, "huge.onnx")

@@ -89,3 +89,43 @@ TEST(Describe, KindNamesAndAliases) {
 
 }  // namespace
 }  // namespace cleave::describe
+
+namespace cleave::describe {
+namespace {
+
+TEST(Describe, PaddingValueOtherThanZeroIsPrinted) {
+  Graph g = example_op(OpKind::MaxPool);
+  EXPECT_EQ(to_string(describe(g, g.op(0))[0]),
+            "Y[b,c,y,x] = max(ky,kx) X[b,c,y*2+ky-1,x*2+kx-1]  {b=8, c=3, y=8, x=8, ky=3, kx=3} pad(X=-inf)");
+}
+
+}  // namespace
+}  // namespace cleave::describe
+
+namespace cleave::describe {
+namespace {
+
+Graph reshape_graph(Shape in, std::vector<int64_t> shape) {
+  Graph g;
+  Op op;
+  op.kind = OpKind::Reshape;
+  op.name = "r";
+  op.attrs["shape"] = shape;
+  op.inputs.push_back(g.add_tensor("X", DType::f32, in, Role::input));
+  op.outputs.push_back(g.add_tensor("Y", DType::f32, Shape(shape.begin(), shape.end()), Role::activation));
+  g.add_op(op);
+  return g;
+}
+
+TEST(Describe, ReshapeRegroupingIsOpaque) {
+  Graph g = reshape_graph({6, 4}, {4, 6});
+  Description d = describe(g, g.op(0))[0];
+  EXPECT_EQ(to_string(d), "Y[i,j] = reshape(X[k,l])  {i=4, j=6, k=6, l=4} opaque(i,j,k,l)");
+  EXPECT_TRUE(splittable_vars(d).empty());
+  // Unit dims are indexed by 0 and do not block the affine groups around them.
+  Graph u = reshape_graph({2, 3, 1, 4}, {6, 1, 4});
+  EXPECT_EQ(to_string(describe(u, u.op(0))[0]), "Y[i*3+j,0,k] = X[i,j,0,k]  {i=2, j=3, k=4}");
+}
+
+}  // namespace
+}  // namespace cleave::describe

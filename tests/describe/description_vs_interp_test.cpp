@@ -205,7 +205,13 @@ TEST(DescriptionVsInterpreter, LossAndNormVariants) {
                             {{"dloss", {}}, {"log_prob", {4, 5}}, {"labels", {4}, DType::i64}},
                             {{"reduction", std::string("sum")}}, {{"dscores"}})), 1);
   std::vector<In> bn{{"X", {3, 2, 4}}, {"scale", {2}}, {"B", {2}}, {"input_mean", {2}}, {"input_var", {2}}};
-  EXPECT_EQ(check_op(one_op(OpKind::BatchNormalization, bn, {{"epsilon", 1e-3}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::BatchNormalization, bn, {{"epsilon", 1e-3}},
+                            {{"Y"}, {"running_mean"}, {"running_var"}})), 3);
+  // Training mode: Y, running_var and saved_invstd are opaque; running_mean and saved_mean are single sums.
+  EXPECT_EQ(check_op(one_op(OpKind::BatchNormalization, bn, {{"momentum", 0.8}, {"training_mode", int64_t{1}}},
+                            {{"Y"}, {"running_mean"}, {"running_var"}, {"saved_mean"}, {"saved_invstd"}})), 2);
+  std::vector<In> bng{{"dY", {3, 2, 4}}, {"X", {3, 2, 4}}, {"scale", {2}}, {"saved_mean", {2}}, {"saved_invstd", {2}}};
+  EXPECT_EQ(check_op(one_op(OpKind::BatchNormalizationGrad, bng, {}, {{"dX"}, {"dscale"}, {"dB"}})), 2);
 }
 
 TEST(DescriptionVsInterpreter, OptimizerVariants) {

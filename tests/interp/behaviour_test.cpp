@@ -133,6 +133,15 @@ TEST(InterpBehaviour, ConstantsAndParamsComeFromTensorData) {
   EXPECT_EQ(v[y]->data, (std::vector<double>{-1.5, 2, -0.25}));
 }
 
+TEST(InterpBehaviour, ZeroElementConstantHasAValue) {
+  Case c;
+  TensorId e = c.g.add_tensor("empty", DType::i64, {0}, Role::constant);
+  Values v = initial_values(c.g);
+  ASSERT_TRUE(v[e].has_value());
+  EXPECT_EQ(v[e]->shape, (Shape{0}));
+  EXPECT_TRUE(v[e]->data.empty());
+}
+
 TEST(InterpBehaviour, AssignsAreSimultaneous) {
   Case c;
   TensorId a = c.feed_value("a", filled({1}, 1), Role::param);

@@ -64,7 +64,7 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
     Shape have(f.array.shape.begin() + (f.array.shape.empty() ? 0 : 1), f.array.shape.end());
     if (f.array.shape.empty() || f.array.shape[0] == 0 || have != sample)
       CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(f.array.shape), " cannot feed input \"", tensor.name,
-                        "\" (needs [samples", sample.empty() ? "" : ",", shape_str(sample).substr(1));
+                        "\" (needs [samples", sample.empty() ? "" : ",", shape_str(sample).substr(1), ")");
     f.sample_size = num_elements(sample);
     feeds.push_back(std::move(f));
   }

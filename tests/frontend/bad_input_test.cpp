@@ -1,0 +1,249 @@
+// Every kind of bad model gives one UserError whose message names the problem.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "tests/frontend/model_builder.h"
+
+namespace cleave {
+namespace {
+
+using test::kF32;
+using test::kI64;
+using test::ModelBuilder;
+
+/** Imports and returns the UserError (message, exit code); fails the test if the import succeeds. */
+std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag, ImportOptions opts = {}) {
+  test::TempDir dir(tag);
+  std::string path = mb.save(dir / "model.onnx");
+  try {
+    import_onnx(path, opts);
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+    EXPECT_NE(msg.find("model.onnx"), std::string::npos) << "does not name the file: " << msg;
+    return {msg, e.exit_code()};
+  }
+  ADD_FAILURE() << "import of " << tag << " succeeded";
+  return {"", 0};
+}
+
+#define EXPECT_HAS(msg, sub) EXPECT_NE((msg).find(sub), std::string::npos) << "message: " << (msg)
+
+TEST(BadInput, UnsupportedNodesAreListedTogether) {
+  ModelBuilder mb(14);
+  mb.add_opset("com.x", 1);
+  mb.input("x", kF32, {2, 3});
+  mb.node("Relu", {"x"}, {"a"}, "ok");
+  mb.node("Floor", {"a"}, {"b"}, "n1");
+  mb.node("Foo", {"b"}, {"y"}, "n2", "com.x");
+  mb.output("y", 2);
+  auto [msg, code] = import_error(mb, "unsupported");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "2 unsupported nodes");
+  EXPECT_HAS(msg, "\"n1\" (Floor, ai.onnx, opset 14)");
+  EXPECT_HAS(msg, "\"n2\" (Foo, com.x, opset 1)");
+  EXPECT_EQ(msg.find("\"ok\""), std::string::npos);
+}
+
+TEST(BadInput, OpsetOutOfRange) {
+  ModelBuilder mb(11);
+  mb.input("x", kF32, {2, 3});
+  mb.node("Softmax", {"x"}, {"y"});
+  mb.output("y", 2);
+  auto [msg, code] = import_error(mb, "opset11");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "opset 11");
+  ModelBuilder mb18(18);
+  mb18.input("x", kF32, {2, 3});
+  mb18.node("Relu", {"x"}, {"y"});
+  mb18.output("y", 2);
+  EXPECT_HAS(import_error(mb18, "opset18").first, "opset 18");
+}
+
+TEST(BadInput, SymbolicBatchNeedsFlag) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {test::kSym, 3});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "batch").first;
+  EXPECT_HAS(msg, "input \"x\"");
+  EXPECT_HAS(msg, "\"batch\"");
+  EXPECT_HAS(msg, "--batch");
+  ModelBuilder inner;
+  inner.input("x", kF32, {2, test::kSym});
+  inner.node("Relu", {"x"}, {"y"});
+  inner.output("y", 2);
+  ImportOptions opts;
+  opts.batch = 4;
+  msg = import_error(inner, "innersym", opts).first;
+  EXPECT_HAS(msg, "input \"x\": dimension 1 is symbolic");
+}
+
+TEST(BadInput, CycleIsRejected) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.node("Add", {"x", "b"}, {"a"}, "first");
+  mb.node("Relu", {"a"}, {"b"}, "second");
+  mb.output("b", 1);
+  std::string msg = import_error(mb, "cycle").first;
+  EXPECT_HAS(msg, "cycle through node \"first\" (Add)");
+}
+
+TEST(BadInput, TwoProducersOfOneName) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.node("Relu", {"x"}, {"a"}, "p1");
+  mb.node("Neg", {"x"}, {"a"}, "p2");
+  mb.output("a", 1);
+  std::string msg = import_error(mb, "dup").first;
+  EXPECT_HAS(msg, "tensor \"a\" is produced by both node \"p1\" and node \"p2\"");
+}
+
+TEST(BadInput, UndefinedInput) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.node("Add", {"x", "nowhere"}, {"y"}, "add");
+  mb.output("y", 1);
+  EXPECT_HAS(import_error(mb, "undef").first, "node \"add\" (Add): input \"nowhere\" is not defined");
+}
+
+TEST(BadInput, DuplicateInitializer) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.init_f("w", {2}, {1, 2});
+  mb.init_f("w", {2}, {3, 4});
+  mb.node("Add", {"x", "w"}, {"y"});
+  mb.output("y", 1);
+  std::string msg = import_error(mb, "dupinit").first;
+  EXPECT_HAS(msg, "initializer \"w\" is defined twice");
+}
+
+TEST(BadInput, InputNamedLikeInitializerIsTheInitializer) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.input("w", kF32, {2});
+  mb.init_f("w", {2}, {1, 2});
+  mb.node("Add", {"x", "w"}, {"y"});
+  mb.output("y", 1);
+  test::TempDir dir("inputinit");
+  Graph g = import_onnx(mb.save(dir / "model.onnx"));
+  EXPECT_EQ(g.tensor(*g.find_tensor("w")).role, Role::param);
+}
+
+TEST(BadInput, AttributeOfWrongType) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {1, 1, 4, 4});
+  mb.init_f("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  auto &n = mb.node("Conv", {"x", "w"}, {"y"}, "c1");
+  test::set_floats(n, "strides", {1.f, 1.f});
+  mb.output("y", 4);
+  std::string msg = import_error(mb, "attrtype").first;
+  EXPECT_HAS(msg, "node \"c1\" (Conv, opset 13): attribute \"strides\" must be ints, got floats");
+}
+
+TEST(BadInput, MissingRequiredAttribute) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.node("Concat", {"x", "x"}, {"y"}, "cat");
+  mb.output("y", 1);
+  std::string msg = import_error(mb, "noattr").first;
+  EXPECT_HAS(msg, "node \"cat\" (Concat, opset 13): missing required attribute \"axis\"");
+}
+
+TEST(BadInput, ElementCountOverflow) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {int64_t{1} << 40, int64_t{1} << 40});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "overflow").first;
+  EXPECT_HAS(msg, "overflows");
+  EXPECT_HAS(msg, "\"x\"");
+}
+
+TEST(BadInput, NonConstantShapeInput) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.input("s", kI64, {2});
+  mb.node("Reshape", {"x", "s"}, {"y"}, "r");
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "dynshape").first;
+  EXPECT_HAS(msg, "node \"r\" (Reshape, opset 13)");
+  EXPECT_HAS(msg, "compile-time constant");
+}
+
+TEST(BadInput, ShapeMismatchNamesTheNode) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.init_i64("s", {2}, {4, 4});
+  mb.node("Reshape", {"x", "s"}, {"y"}, "r");
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "badreshape").first;
+  EXPECT_HAS(msg, "\"r\"");
+}
+
+TEST(BadInput, UnsupportedDtype) {
+  ModelBuilder mb;
+  mb.input("x", onnx::TensorProto::FLOAT16, {2});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 1, onnx::TensorProto::FLOAT16);
+  auto [msg, code] = import_error(mb, "fp16");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "float16");
+}
+
+TEST(BadInput, GarbageAndTruncatedFiles) {
+  test::TempDir dir("garbage");
+  std::string path = (dir / "bad.onnx").string();
+  {
+    std::ofstream os(path, std::ios::binary);
+    os << "\xff\xff\xff\xff this is not a protobuf";
+  }
+  try {
+    import_onnx(path);
+    ADD_FAILURE() << "garbage imported";
+  } catch (const UserError &e) {
+    EXPECT_HAS(std::string(e.what()), path);
+  }
+  // A real model cut in half.
+  ModelBuilder mb;
+  mb.input("x", kF32, {2});
+  mb.init_f("w", {64}, std::vector<float>(64, 1.f));
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 1);
+  std::string bytes;
+  mb.m.SerializeToString(&bytes);
+  std::string cut = (dir / "cut.onnx").string();
+  {
+    std::ofstream os(cut, std::ios::binary);
+    os << bytes.substr(0, bytes.size() / 2);
+  }
+  try {
+    import_onnx(cut);
+    ADD_FAILURE() << "truncated model imported";
+  } catch (const UserError &e) {
+    EXPECT_HAS(std::string(e.what()), cut);
+  }
+  try {
+    import_onnx((dir / "missing.onnx").string());
+    ADD_FAILURE() << "missing file imported";
+  } catch (const UserError &e) {
+    EXPECT_HAS(std::string(e.what()), "missing.onnx");
+  }
+}
+
+TEST(BadInput, BoundValueOfWrongType) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.input("s", kI64, {2});
+  mb.node("Reshape", {"x", "s"}, {"y"});
+  mb.output("y", 2);
+  ImportOptions opts;
+  opts.input_values["s"] = Tensor{"s", DType::i32, {2}, Role::input, std::vector<uint8_t>(8, 0), kNoOp};
+  EXPECT_HAS(import_error(mb, "boundtype", opts).first, "input \"s\"");
+}
+
+}  // namespace
+}  // namespace cleave
