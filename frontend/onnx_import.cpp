@@ -163,7 +163,9 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
       t(im, ctx);
     } catch (const UserError &e) {
       std::string msg = e.what();
-      // Errors from the IR's shape rules and interpreter name the op; give them the node's label too.
+      // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
+      std::string ir_prefix = "op \"" + names[i] + "\" (";
+      if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
       if (msg.rfind("node \"", 0) != 0) msg = label + ": " + msg;
       throw UserError(msg, e.exit_code());
     }
@@ -214,8 +216,8 @@ void import_training_info(Importer &im, const onnx::ModelProto &m, const std::st
         CLEAVE_USER_ERROR("training update binding \"", b.key(), "\" <- \"", b.value(), "\" names an undefined tensor");
       TensorId dst = im.use(b.key()), src = im.use(b.value());
       Role r = im.g.tensor(dst).role;
-      if (r != Role::param && r != Role::optimizer_state && r != Role::input)
-        CLEAVE_USER_ERROR("training update binding: \"", b.key(), "\" is not a trainable initializer");
+      if (r != Role::param && r != Role::optimizer_state && r != Role::input && r != Role::constant)
+        CLEAVE_USER_ERROR("training update binding: \"", b.key(), "\" is not an initializer or input of the model");
       im.g.assigns.push_back(Assign{dst, src});
     }
   }

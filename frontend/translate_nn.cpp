@@ -16,8 +16,7 @@ struct Window {
 };
 
 /** Reads kernel/strides/pads/dilations/auto_pad for `spatial` dims of input `in` (N, C, spatial...). */
-Window read_window(const NodeCtx &n, const Shape &in, std::vector<int64_t> kernel, bool has_dilations,
-                   bool ceil_mode) {
+Window read_window(const NodeCtx &n, const Shape &in, std::vector<int64_t> kernel, bool has_dilations) {
   size_t k = kernel.size();
   Window w;
   w.kernel = std::move(kernel);
@@ -50,7 +49,6 @@ Window read_window(const NodeCtx &n, const Shape &in, std::vector<int64_t> kerne
   } else if (auto_pad != "NOTSET") {
     n.fail("attribute \"auto_pad\" has unknown value \"" + auto_pad + "\"");
   }
-  (void)ceil_mode;
   return w;
 }
 
@@ -71,7 +69,7 @@ void translate_conv(Importer &im, const NodeCtx &n) {
   std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
   if (auto ks = n.attrs.opt_ints("kernel_shape"); ks && *ks != kernel)
     n.fail("attribute \"kernel_shape\" " + shape_str(*ks) + " does not match the weight's " + shape_str(kernel));
-  Window w = read_window(n, x, kernel, true, false);
+  Window w = read_window(n, x, kernel, true);
   OpSpec s = same_operands(n, OpKind::Conv);
   s.attrs["strides"] = w.strides;
   s.attrs["pads"] = w.pads;
@@ -94,7 +92,7 @@ void translate_pool(Importer &im, const NodeCtx &n) {
     n.fail("attribute \"kernel_shape\" has " + std::to_string(kernel.size()) + " entries for input rank " +
            std::to_string(x.size()));
   int64_t ceil_mode = n.attrs.get_int("ceil_mode", 0);
-  Window w = read_window(n, x, kernel, max, ceil_mode != 0);
+  Window w = read_window(n, x, kernel, max);
   OpSpec s = same_operands(n, max ? OpKind::MaxPool : OpKind::AveragePool);
   s.attrs["kernel_shape"] = w.kernel;
   s.attrs["strides"] = w.strides;

@@ -55,6 +55,9 @@ void translate_gradient(Importer &im, const NodeCtx &n) {
     xids.push_back(im.use(x, &n));
   }
   std::map<TensorId, TensorId> grads = append_gradients(im.g, yid, xids);
+  // The differentiated scalar is the training's loss: the one `cleave eval` reports per step.
+  const Tensor &yt = im.g.tensor(yid);
+  if (im.g.loss == kNoTensor && is_float(yt.dtype) && num_elements(yt.shape) == 1) im.g.loss = yid;
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string out = n.out(i);
     if (out.empty()) continue;

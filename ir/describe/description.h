@@ -232,7 +232,8 @@ SplitKind split_kind(const Description &d, int v);
 /** Ids of the vars that may be split. */
 std::vector<int> splittable_vars(const Description &d);
 /** FLOPs of computing the output once: body ops per point of the full iteration space, one combine per reduction
- *  point, post ops per output point; opaque functions count their declared cost. */
+ *  point, post ops per output point; opaque functions count their declared cost. Concat, written as a sum of
+ *  shifted zero-padded reads, counts those adds although a kernel only copies. */
 int64_t flops(const Description &d);
 /** Sum of flops over the descriptions of all outputs. */
 int64_t op_flops(const Graph &g, const Op &op);

@@ -47,9 +47,9 @@ expect unknown_op 2 '"mystery" (Foo, com.example' -- eval "$m/unknown_op.onnx" $
 expect unknown_op_lists_all 2 '"hard" (Hardmax' -- eval "$m/unknown_op.onnx" $data
 expect wrong_attr_type '*' "transB" -- eval "$m/wrong_attr_type.onnx" $data
 expect missing_attr '*' "axis" -- eval "$m/missing_attr.onnx" $data
-expect external_outside '*' "outside the model directory" -- eval "$m/external_outside.onnx" $data
+expect external_outside '*' "lies outside the model's directory" -- eval "$m/external_outside.onnx" $data
 expect external_missing '*' "missing.bin" -- eval "$m/external_missing.onnx" $data
-expect external_short '*' "short.bin" -- eval "$m/external_short.onnx" $data
+expect external_short '*' 'external data file "short.bin" has 20 bytes, fewer than' -- eval "$m/external_short.onnx" $data
 expect symbolic_batch '*' "--batch" -- ir "$m/symbolic_batch.onnx"
 expect nonscalar_loss '*' "logits" -- eval "$m/nonscalar_loss.onnx" $data
 expect duplicate_name '*' "logits" -- eval "$m/duplicate_name.onnx" $data
@@ -64,6 +64,7 @@ expect bad_npy '*' "garbage.onnx" -- eval "$m/good.onnx" --data "x=$m/garbage.on
 expect wrong_batch '*' "batch" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 3 --save-model "$work/out.onnx"
 expect unknown_freeze '*' "nope" -- eval "$m/good.onnx" $data --freeze nope
 expect unknown_loss '*' "nope" -- ir "$m/good.onnx" --train --loss nope
+expect save_dir_missing '*' "--save-model: directory" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 2 --save-model "$work/no/such/dir/out.onnx"
 expect describe_unknown '*' "Nope" -- describe Nope
 
 echo "$failures failures"

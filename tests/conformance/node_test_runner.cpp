@@ -377,7 +377,9 @@ CaseResult run_case(const std::string &root, const std::string &name) {
     bool on;
     ~RemoveScratch() {
       std::error_code ec;
-      if (on) fs::remove(p, ec);
+      if (!on) return;
+      fs::remove(p, ec);
+      fs::remove(p.parent_path(), ec);  // only succeeds once empty
     }
   } remove_scratch{import_path, rewritten};
 

@@ -2,6 +2,7 @@
 // generated per-device programs must reproduce: step k (from 1) feeds samples [(k-1)·B, k·B) modulo the sample
 // count, runs forward/backward/update, prints the loss, then applies the graph's assigns.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "frontend/onnx_import.h"
@@ -114,6 +115,12 @@ Command add_eval_command(CLI::App &app) {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
       CLEAVE_USER_ERROR("--save-model needs an .onnx model, got ", args->model);
+    if (!args->save_model.empty()) {
+      // Fail before training, not after it.
+      std::filesystem::path dir = std::filesystem::path(args->save_model).parent_path();
+      if (!dir.empty() && !std::filesystem::is_directory(dir))
+        CLEAVE_USER_ERROR("--save-model: directory ", dir.string(), " does not exist");
+    }
     Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
 
