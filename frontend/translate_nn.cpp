@@ -53,9 +53,7 @@ Window read_window(const NodeCtx &n, const Shape &in, std::vector<int64_t> kerne
 }
 
 void check_spatial_rank(const NodeCtx &n, const Shape &in) {
-  if (in.size() != 3 && in.size() != 4)
-    throw UserError(n.label + ": only 1-D and 2-D windows are supported, input has rank " + std::to_string(in.size()),
-                    2);
+  if (in.size() < 3) n.fail("input has rank " + std::to_string(in.size()) + "; a window op needs (N, C, spatial...)");
 }
 
 }  // namespace
