@@ -197,7 +197,6 @@ Types rule_Reshape(const RuleArgs &r) {
   int64_t known = 1;
   int infer = -1;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == 0 && i < x.shape.size()) s[i] = x.shape[i];  // ONNX: 0 copies the input dim
     if (s[i] == -1) {
       if (infer >= 0) r.fail("shape has more than one -1");
       infer = static_cast<int>(i);
