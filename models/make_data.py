@@ -1,10 +1,10 @@
 """Writes the 8x8 handwritten digits (sklearn's load_digits, shipped with Debian's python3-sklearn) as .npy files.
 
 Outputs under models/data/:
-  digits_x.npy        float32 [N,1,8,8], pixel values scaled from 0..16 to [0,1]
-  digits_y.npy        int64   [N]
-  digits_{train,test}_{x,y}.npy       the same, split into the first 1500 samples (train) and the rest (test)
-  digits_flat_x.npy, digits_flat_{train,test}_x.npy   float32 [N,64]: the same pixels flattened, for the MLP
+  digits_{train,test}_x.npy   float32 [N,1,8,8], pixel values scaled from 0..16 to [0,1]; train = the first 1500
+                              samples, test = the other 297
+  digits_{train,test}_y.npy   int64   [N]
+  digits_flat_{train,test}_x.npy   float32 [N,64]: the same pixels flattened, for the MLP
 The labels are shared by both layouts (digits_flat_* use digits_*_y.npy).
 """
 import os
@@ -23,13 +23,10 @@ def main(out_dir):
     y = digits.target.astype(np.int64)
     flat = x.reshape(-1, 64)
     arrays = {
-        "digits_x": x,
-        "digits_y": y,
         "digits_train_x": x[:N_TRAIN],
         "digits_train_y": y[:N_TRAIN],
         "digits_test_x": x[N_TRAIN:],
         "digits_test_y": y[N_TRAIN:],
-        "digits_flat_x": flat,
         "digits_flat_train_x": flat[:N_TRAIN],
         "digits_flat_test_x": flat[N_TRAIN:],
     }

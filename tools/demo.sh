@@ -7,4 +7,4 @@ bash tools/build.sh >&2
 build=${CLEAVE_BUILD_DIR:-build}
 "$build/tools/cleave" eval models/cnn.onnx \
   --data x=models/data/digits_train_x.npy,y=models/data/digits_train_y.npy \
-  --batch 16 --steps 20 --optimizer adam --lr 0.01
+  --batch 16 --steps 60 --optimizer adam --lr 0.01
