@@ -36,5 +36,6 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
 Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);
+Command add_plan_command(CLI::App &app);
 
 }  // namespace cleave::cli

@@ -1,0 +1,22 @@
+#pragma once
+// The baseline planners (DESIGN §5): `single` puts everything on device 0; `data` is data parallelism over every
+// device, splitting each op's batch var on a 1-D mesh.
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+
+namespace cleave::plan {
+
+/** Per tensor, the dim that carries the batch, or -1: dim 0 of every input and label, propagated through the ops in
+ *  order (an op's batch var is a var indexing a batch dim of an operand exactly; the output dims it indexes carry the
+ *  batch). */
+std::vector<int> batch_dims(const Graph &g);
+
+/** The plan `planner` ("single" or "data") makes for `g` over `devices` devices. Deterministic. Throws UserError
+ *  for an unknown planner, a device count below 1, or (data) a batch not divisible by the device count. The result
+ *  passes validate_plan. */
+Plan make_plan(const Graph &g, const std::string &planner, int devices);
+
+}  // namespace cleave::plan

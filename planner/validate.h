@@ -1,0 +1,34 @@
+#pragma once
+// Checks a plan against its graph (rules in plan.h) and derives the shardings an op's config implies.
+#include <string>
+#include <vector>
+
+#include "ir/describe/description.h"
+#include "ir/graph.h"
+#include "planner/plan.h"
+
+namespace cleave::plan {
+
+/** The output slot whose description names an op's split vars: 0, or the first present output if 0 is absent. */
+size_t primary_output(const Op &op);
+
+/** Why var `name` cannot be split in description `d` (empty if it can): opaque, internal, a reduction that is not a
+ *  sum, or a sum whose post-processing is not linear in the sum (bias added after the reduction). */
+std::string split_obstacle(const describe::Description &d, const std::string &name);
+
+/** The sharding of output `slot` of `op` under `config` (descs = describe(g, op)). Precondition: the config passed
+ *  config_problems. */
+Sharding implied_sharding(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config,
+                          size_t slot);
+
+/** Problems of an op's config on its own (arity, unknown or unsplittable vars, divisibility, outputs not split into
+ *  even blocks), one line each, naming the op. */
+std::vector<std::string> config_problems(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const ParallelConfig &config, int devices);
+
+/** Every problem of `p` against `g`, one line each, in plan order then graph order (empty = valid). */
+std::vector<std::string> plan_problems(const Graph &g, const Plan &p);
+/** Throws UserError with the first problem (and the count of the others) if the plan is invalid. */
+void validate_plan(const Graph &g, const Plan &p);
+
+}  // namespace cleave::plan

@@ -1,0 +1,64 @@
+// GEMM and strided batched GEMM on OpenBLAS (row-major cblas).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "cleave/rt.h"
+#include "cpu/internal.h"
+
+namespace cleave::rt {
+namespace {
+
+void check_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  if (m < 0 || n < 0 || k < 0) fail("gemm: negative size");
+  // Row-major: stored A is [m, k] (or [k, m] transposed), so its row stride must cover its columns.
+  if (lda < std::max<int64_t>(1, ta ? m : k) || ldb < std::max<int64_t>(1, tb ? k : n) ||
+      ldc < std::max<int64_t>(1, n))
+    fail("gemm: leading dimension smaller than the row length");
+}
+
+}  // namespace
+
+void detail::configure_blas_threads() {
+#if defined(CLEAVE_HAVE_OPENBLAS)
+  // Several ranks per node each starting one BLAS thread per core oversubscribe the node: share the cores, unless
+  // the user chose (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS).
+  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
+  int local = 1;
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"})
+    if (const char *v = std::getenv(name); v && std::atoi(v) > 0) {
+      local = std::atoi(v);
+      break;
+    }
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (local > 1 && cores > 0) openblas_set_num_threads(std::max(1, cores / local));
+#endif
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+          const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  if (beta == 0.0f)  // BLAS may read C when beta is 0; the contract says its old contents are ignored
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= beta;
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+}
+
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                          int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta,
+                          float *c, int64_t ldc, int64_t stride_c, int64_t batch) {
+  if (batch < 0) fail("gemm_strided_batched: negative batch");
+  for (int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,262 @@
+// Data movement: broadcast and its adjoint, transpose, slice, concat/split, and region copy (Tofu's MultiFetch).
+#include <cstring>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt {
+namespace {
+
+int64_t product(const Dims &d) {
+  int64_t p = 1;
+  for (int64_t v : d) p *= v;
+  return p;
+}
+
+/** For each dim of out_shape, the stride of the broadcast input (0 where it is repeated or absent). */
+std::vector<int64_t> broadcast_strides(const Dims &in_shape, const Dims &out_shape) {
+  size_t r = out_shape.size();
+  if (in_shape.size() > r) fail("broadcast: input rank exceeds output rank");
+  std::vector<int64_t> st(r, 0);
+  int64_t s = 1;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    size_t din = in_shape.size() - 1 - i, dout = r - 1 - i;
+    if (in_shape[din] != out_shape[dout] && in_shape[din] != 1)
+      fail("broadcast: dim " + std::to_string(in_shape[din]) + " does not broadcast to " +
+           std::to_string(out_shape[dout]));
+    st[dout] = in_shape[din] == 1 ? 0 : s;
+    s *= in_shape[din];
+  }
+  return st;
+}
+
+/** Calls f(out_flat, in_flat) over out_shape with input strides `st` (an odometer, no divisions). */
+template <typename F>
+void walk(const Dims &out_shape, const std::vector<int64_t> &st, F f) {
+  size_t r = out_shape.size();
+  int64_t n = product(out_shape);
+  std::vector<int64_t> idx(r, 0);
+  int64_t in = 0;
+  for (int64_t o = 0; o < n; ++o) {
+    f(o, in);
+    for (size_t d = r; d-- > 0;) {
+      in += st[d];
+      if (++idx[d] < out_shape[d]) break;
+      in -= st[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/** The number of elements slice() takes on one dim. */
+int64_t slice_len(int64_t start, int64_t end, int64_t step) {
+  if (step == 0) fail("slice: step 0");
+  int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+  return len > 0 ? len : 0;
+}
+
+/** Slice geometry: output shape, input strides per output dim, and the flat input offset of the first element. */
+void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out,
+                    std::vector<int64_t> &st, int64_t &base) {
+  size_t r = shape.size();
+  if (starts.size() != r || ends.size() != r || steps.size() != r) fail("slice: one start/end/step per dim expected");
+  out.assign(r, 0);
+  st.assign(r, 0);
+  base = 0;
+  int64_t s = 1;
+  for (size_t d = r; d-- > 0;) {
+    out[d] = slice_len(starts[d], ends[d], steps[d]);
+    st[d] = s * steps[d];
+    if (out[d] > 0) base += starts[d] * s;
+    s *= shape[d];
+  }
+}
+
+}  // namespace
+
+void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+  walk(out_shape, broadcast_strides(in_shape, out_shape), [&](int64_t o, int64_t i) { y[o] = x[i]; });
+}
+
+void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+  // The adjoint of broadcast(out_shape -> in_shape): accumulate in double, then round once.
+  std::vector<double> acc(static_cast<size_t>(product(out_shape)), 0.0);
+  walk(in_shape, broadcast_strides(out_shape, in_shape), [&](int64_t o, int64_t i) { acc[static_cast<size_t>(i)] += x[o]; });
+  for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<float>(acc[i]);
+}
+
+void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size) {
+  size_t r = shape.size();
+  if (perm.size() != r) fail("transpose: perm rank differs from the shape's");
+  std::vector<int64_t> in_st(r), st(r);
+  Dims out(r);
+  int64_t s = 1;
+  for (size_t d = r; d-- > 0;) {
+    in_st[d] = s;
+    s *= shape[d];
+  }
+  std::vector<bool> seen(r, false);
+  for (size_t d = 0; d < r; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(r) || seen[static_cast<size_t>(perm[d])])
+      fail("transpose: perm is not a permutation");
+    seen[static_cast<size_t>(perm[d])] = true;
+    out[d] = shape[static_cast<size_t>(perm[d])];
+    st[d] = in_st[static_cast<size_t>(perm[d])];
+  }
+  const char *src = reinterpret_cast<const char *>(x);
+  char *dst = reinterpret_cast<char *>(y);
+  walk(out, st, [&](int64_t o, int64_t i) { std::memcpy(dst + o * elem_size, src + i * elem_size, elem_size); });
+}
+
+void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y) {
+  Dims out;
+  std::vector<int64_t> st;
+  int64_t base = 0;
+  slice_geometry(shape, starts, ends, steps, out, st, base);
+  walk(out, st, [&](int64_t o, int64_t i) { y[o] = x[base + i]; });
+}
+
+void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *dy,
+                    float *dx) {
+  Dims out;
+  std::vector<int64_t> st;
+  int64_t base = 0;
+  slice_geometry(shape, starts, ends, steps, out, st, base);
+  std::memset(dx, 0, static_cast<size_t>(product(shape)) * sizeof(float));
+  walk(out, st, [&](int64_t o, int64_t i) { dx[base + i] = dy[o]; });
+}
+
+void concat(const std::vector<const float *> &parts, const std::vector<Dims> &shapes, int64_t axis, float *y) {
+  if (parts.size() != shapes.size() || parts.empty()) fail("concat: one shape per part expected");
+  size_t a = static_cast<size_t>(axis);
+  int64_t outer = 1, inner = 1, total = 0;
+  for (size_t d = 0; d < shapes[0].size(); ++d) {
+    if (d < a) outer *= shapes[0][d];
+    if (d > a) inner *= shapes[0][d];
+  }
+  for (const Dims &s : shapes) total += s.at(a);
+  int64_t off = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    int64_t chunk = shapes[p][a] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y + o * total * inner + off, parts[p] + o * chunk, static_cast<size_t>(chunk) * sizeof(float));
+    off += chunk;
+  }
+}
+
+void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x, const std::vector<float *> &parts) {
+  if (sizes.size() != parts.size()) fail("split: one size per part expected");
+  size_t a = static_cast<size_t>(axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < x_shape.size(); ++d) {
+    if (d < a) outer *= x_shape[d];
+    if (d > a) inner *= x_shape[d];
+  }
+  int64_t off = 0, total = x_shape.at(a);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    int64_t chunk = sizes[p] * inner;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(parts[p] + o * chunk, x + o * total * inner + off, static_cast<size_t>(chunk) * sizeof(float));
+    off += chunk;
+  }
+  if (off != total * inner) fail("split: sizes do not add up to the axis length");
+}
+
+namespace {
+
+/** Calls f(local_row, j) for each index j whose row this shard holds (local_row in [0, dim)). */
+template <typename F>
+void for_each_local_index(const int64_t *indices, int64_t num_indices, int64_t dim, int64_t global_dim,
+                          int64_t index_base, F f) {
+  for (int64_t j = 0; j < num_indices; ++j) {
+    int64_t g = indices[j];
+    if (g < -global_dim || g >= global_dim)
+      fail("gather: index " + std::to_string(g) + " is out of range [" + std::to_string(-global_dim) + ", " +
+           std::to_string(global_dim) + ")");
+    if (g < 0) g += global_dim;
+    int64_t local = g - index_base;
+    f(local >= 0 && local < dim ? local : -1, j);
+  }
+}
+
+void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) fail("gather: axis out of range");
+  outer = inner = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) < axis) outer *= shape[d];
+    if (static_cast<int64_t>(d) > axis) inner *= shape[d];
+  }
+  dim = shape[static_cast<size_t>(axis)];
+}
+
+}  // namespace
+
+void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
+            float *y, int64_t global_dim, int64_t index_base) {
+  int64_t outer, dim, inner;
+  gather_view(data_shape, axis, outer, dim, inner);
+  for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
+    for (int64_t o = 0; o < outer; ++o) {
+      float *dst = y + (o * num_indices + j) * inner;
+      if (row < 0) std::memset(dst, 0, static_cast<size_t>(inner) * sizeof(float));
+      else std::memcpy(dst, data + (o * dim + row) * inner, static_cast<size_t>(inner) * sizeof(float));
+    }
+  });
+}
+
+void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
+                     const float *dy, float *ddata, int64_t global_dim, int64_t index_base) {
+  int64_t outer, dim, inner;
+  gather_view(data_shape, axis, outer, dim, inner);
+  std::memset(ddata, 0, static_cast<size_t>(outer * dim * inner) * sizeof(float));
+  for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
+    if (row < 0) return;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) ddata[(o * dim + row) * inner + i] += dy[(o * num_indices + j) * inner + i];
+  });
+}
+
+void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size) {
+  size_t r = dst_shape.size();
+  char *out = static_cast<char *>(dst);
+  for (const Box &b : boxes) {
+    if (b.src_shape.size() != r || b.src_start.size() != r || b.extent.size() != r || b.dst_start.size() != r)
+      fail("region_copy: a box's rank differs from the destination's");
+    for (size_t d = 0; d < r; ++d)
+      if (b.extent[d] < 0 || b.src_start[d] < 0 || b.src_start[d] + b.extent[d] > b.src_shape[d] ||
+          b.dst_start[d] < 0 || b.dst_start[d] + b.extent[d] > dst_shape[d])
+        fail("region_copy: box dim " + std::to_string(d) + " lies outside its source or the destination");
+    if (r == 0) {
+      std::memcpy(out, b.src, elem_size);
+      continue;
+    }
+    // Copy contiguous runs of the innermost dim; walk the outer dims with an odometer.
+    std::vector<int64_t> sst(r), dst_st(r);
+    int64_t ss = 1, ds = 1;
+    for (size_t d = r; d-- > 0;) {
+      sst[d] = ss;
+      dst_st[d] = ds;
+      ss *= b.src_shape[d];
+      ds *= dst_shape[d];
+    }
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < r; ++d) rows *= b.extent[d];
+    if (rows == 0 || b.extent[r - 1] == 0) continue;
+    size_t run = static_cast<size_t>(b.extent[r - 1]) * elem_size;
+    std::vector<int64_t> idx(r, 0);
+    const char *src = static_cast<const char *>(b.src);
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t so = 0, dof = 0;
+      for (size_t d = 0; d < r; ++d) {
+        so += (b.src_start[d] + idx[d]) * sst[d];
+        dof += (b.dst_start[d] + idx[d]) * dst_st[d];
+      }
+      std::memcpy(out + dof * static_cast<int64_t>(elem_size), src + so * static_cast<int64_t>(elem_size), run);
+      for (size_t d = r - 1; d-- > 0;)
+        if (++idx[d] < b.extent[d]) break;
+        else idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,130 @@
+// Softmax / log-softmax and their gradients; SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss with weights,
+// ignore_index and reductions, forward and backward. Row sums accumulate in double.
+#include <cmath>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt {
+namespace {
+
+/** Weight of position i: weights[label] (1 without weights), 0 where the label is ignore_index. */
+double position_weight(const LossShape &s, const int64_t *labels, const float *weights, int64_t i) {
+  int64_t l = labels[i];
+  if (s.has_ignore_index && l == s.ignore_index) return 0.0;
+  if (l < 0 || l >= s.c)
+    fail("loss: label " + std::to_string(l) + " is out of range [0, " + std::to_string(s.c) + ")");
+  return weights ? weights[l] : 1.0;
+}
+
+/** loss from log-probabilities laid out as [n, c, d]. */
+void loss_from_log_prob(const LossShape &s, const float *logp, const int64_t *labels, const float *weights,
+                        float *loss) {
+  double sum = 0, wsum = 0;
+  for (int64_t i = 0; i < s.n * s.d; ++i) {
+    double w = position_weight(s, labels, weights, i);
+    int64_t n = i / s.d, d = i % s.d;
+    double term = w != 0 ? -w * logp[(n * s.c + labels[i]) * s.d + d] : 0.0;
+    if (s.reduction == Reduction::none) loss[i] = static_cast<float>(term);
+    sum += term;
+    wsum += w;
+  }
+  if (s.reduction == Reduction::sum) loss[0] = static_cast<float>(sum);
+  // mean: 0/0 = nan when every position is ignored, as in ONNX and torch.
+  if (s.reduction == Reduction::mean) loss[0] = static_cast<float>(sum / (s.mean_divisor > 0 ? s.mean_divisor : wsum));
+}
+
+/** d(loss)/d(term i) times the position's weight. */
+std::vector<double> upstream(const LossShape &s, const float *dloss, const int64_t *labels, const float *weights) {
+  std::vector<double> g(static_cast<size_t>(s.n * s.d));
+  double wsum = s.reduction == Reduction::mean && s.mean_divisor <= 0 ? loss_weight_total(s, labels, weights) : 0;
+  for (int64_t i = 0; i < s.n * s.d; ++i) {
+    double w = position_weight(s, labels, weights, i);
+    double up = s.reduction == Reduction::none ? dloss[i]
+                : s.reduction == Reduction::sum ? dloss[0]
+                                                : dloss[0] / (s.mean_divisor > 0 ? s.mean_divisor : wsum);
+    g[static_cast<size_t>(i)] = w * up;
+  }
+  return g;
+}
+
+}  // namespace
+
+void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y, bool log) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float *px = x + o * dim * inner + i;
+      float *py = y + o * dim * inner + i;
+      double mx = -INFINITY;
+      for (int64_t a = 0; a < dim; ++a) mx = std::max(mx, static_cast<double>(px[a * inner]));
+      double sum = 0;
+      for (int64_t a = 0; a < dim; ++a) sum += std::exp(px[a * inner] - mx);
+      double lse = mx + std::log(sum);
+      for (int64_t a = 0; a < dim; ++a)
+        py[a * inner] = static_cast<float>(log ? px[a * inner] - lse : std::exp(px[a * inner] - lse));
+    }
+}
+
+void softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx,
+                      bool log) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t base = o * dim * inner + i;
+      double acc = 0;  // log: sum dY; softmax: sum dY * Y
+      for (int64_t a = 0; a < dim; ++a) acc += log ? dy[base + a * inner] : dy[base + a * inner] * y[base + a * inner];
+      for (int64_t a = 0; a < dim; ++a) {
+        int64_t e = base + a * inner;
+        dx[e] = static_cast<float>(log ? dy[e] - std::exp(static_cast<double>(y[e])) * acc : y[e] * (dy[e] - acc));
+      }
+    }
+}
+
+double loss_weight_total(const LossShape &s, const int64_t *labels, const float *weights) {
+  double total = 0;
+  for (int64_t i = 0; i < s.n * s.d; ++i) total += position_weight(s, labels, weights, i);
+  return total;
+}
+
+void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
+                                   const float *weights, float *loss, float *log_prob) {
+  std::vector<float> own;
+  if (!log_prob) {
+    own.resize(static_cast<size_t>(s.n * s.c * s.d));
+    log_prob = own.data();
+  }
+  softmax_forward(s.n, s.c, s.d, scores, log_prob, true);
+  loss_from_log_prob(s, log_prob, labels, weights, loss);
+}
+
+void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, const float *log_prob,
+                                    const int64_t *labels, const float *weights, float *dscores) {
+  std::vector<double> g = upstream(s, dloss, labels, weights);
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t d = 0; d < s.d; ++d) {
+      double gi = g[static_cast<size_t>(n * s.d + d)];
+      for (int64_t c = 0; c < s.c; ++c) {
+        int64_t e = (n * s.c + c) * s.d + d;
+        // An ignored position (gi = 0) has a zero gradient even where its log_prob is -inf.
+        dscores[e] = gi == 0 ? 0.0f
+                             : static_cast<float>(gi * (std::exp(static_cast<double>(log_prob[e])) -
+                                                        (c == labels[n * s.d + d] ? 1.0 : 0.0)));
+      }
+    }
+}
+
+void nll_forward(const LossShape &s, const float *input, const int64_t *labels, const float *weights, float *loss) {
+  loss_from_log_prob(s, input, labels, weights, loss);
+}
+
+void nll_backward(const LossShape &s, const float *dloss, const int64_t *labels, const float *weights,
+                  float *dinput) {
+  std::vector<double> g = upstream(s, dloss, labels, weights);
+  for (int64_t e = 0; e < s.n * s.c * s.d; ++e) dinput[e] = 0.0f;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t d = 0; d < s.d; ++d) {
+      double gi = g[static_cast<size_t>(n * s.d + d)];
+      if (gi != 0) dinput[(n * s.c + labels[n * s.d + d]) * s.d + d] = static_cast<float>(-gi);
+    }
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,154 @@
+// MPI communication: cached communicators for ordered device groups, collectives, grouped send/recv.
+#include <mpi.h>
+
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "cleave/rt.h"
+#include "cpu/internal.h"
+
+namespace cleave::rt {
+namespace {
+
+/** Cached groups, keyed by their ordered rank list (std::map: no hashing, stable teardown order). */
+std::map<std::vector<int>, std::unique_ptr<Comm>> &comm_cache() {
+  static std::map<std::vector<int>, std::unique_ptr<Comm>> cache;
+  return cache;
+}
+
+MPI_Comm handle_of(const Comm &c) {
+  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::group");
+  return *static_cast<MPI_Comm *>(c.handle);
+}
+
+/** MPI counts are int: a larger message is a bug of the caller's chunking, reported rather than truncated. */
+int as_count(int64_t count, const char *what) {
+  if (count < 0 || count > INT_MAX)
+    fail(std::string(what) + ": count " + std::to_string(count) + " is outside [0, INT_MAX]");
+  return static_cast<int>(count);
+}
+
+/** The communicator for point-to-point transfers: a duplicate of world (so its messages never match another
+ *  library's), created by init() because duplicating is collective over every rank. */
+MPI_Comm g_p2p = MPI_COMM_NULL;
+
+MPI_Comm p2p_comm() {
+  if (g_p2p == MPI_COMM_NULL) fail("send_recv before cleave::rt::init");
+  return g_p2p;
+}
+
+/** A tag per member list (FNV-1a, in MPI's guaranteed tag range), so that creations of different groups that
+ *  overlap in time on some rank cannot be confused. */
+int creation_tag(const std::vector<int> &ranks) {
+  uint32_t h = 2166136261u;
+  for (int r : ranks) h = (h ^ static_cast<uint32_t>(r)) * 16777619u;
+  return static_cast<int>(h % 32767u);
+}
+
+}  // namespace
+
+void detail::init_communication() {
+  CLEAVE_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &g_p2p);
+  CLEAVE_MPI(MPI_Comm_set_errhandler, g_p2p, MPI_ERRORS_RETURN);
+}
+
+void detail::release_communicators() {
+  if (g_p2p != MPI_COMM_NULL) MPI_Comm_free(&g_p2p);
+  for (auto &[ranks, comm] : comm_cache()) {
+    MPI_Comm *h = static_cast<MPI_Comm *>(comm->handle);
+    if (*h != MPI_COMM_NULL) MPI_Comm_free(h);
+    delete h;
+  }
+  comm_cache().clear();
+}
+
+const Comm &group(const std::vector<int> &ranks) {
+  auto it = comm_cache().find(ranks);
+  if (it != comm_cache().end()) return *it->second;
+  const Context &ctx = context();
+  auto comm = std::make_unique<Comm>();
+  comm->ranks = ranks;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= ctx.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
+    for (size_t j = 0; j < i; ++j)
+      if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
+    if (ranks[i] == ctx.rank) comm->index = static_cast<int>(i);
+  }
+  if (comm->index < 0) fail("this rank is not a member of the group it asked for");
+  MPI_Group world_group, sub_group;
+  CLEAVE_MPI(MPI_Comm_group, MPI_COMM_WORLD, &world_group);
+  CLEAVE_MPI(MPI_Group_incl, world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
+  auto *h = new MPI_Comm;
+  detail::CommWatch watch("group creation", ranks);
+  // Collective over the members only, so groups can be created lazily by the ranks that use them.
+  CLEAVE_MPI(MPI_Comm_create_group, MPI_COMM_WORLD, sub_group, creation_tag(ranks), h);
+  CLEAVE_MPI(MPI_Comm_set_errhandler, *h, MPI_ERRORS_RETURN);
+  CLEAVE_MPI(MPI_Group_free, &sub_group);
+  CLEAVE_MPI(MPI_Group_free, &world_group);
+  int check = -1;
+  CLEAVE_MPI(MPI_Comm_rank, *h, &check);
+  if (check != comm->index) fail("communicator rank order differs from the group order");
+  comm->handle = h;
+  const Comm &ref = *comm;
+  comm_cache().emplace(ranks, std::move(comm));
+  return ref;
+}
+
+void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+  detail::CommWatch watch("all_reduce_sum", c.ranks);
+  const void *s = send == recv ? MPI_IN_PLACE : send;
+  CLEAVE_MPI(MPI_Allreduce, s, recv, as_count(count, "all_reduce_sum"), MPI_FLOAT, MPI_SUM, handle_of(c));
+}
+
+void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
+  detail::CommWatch watch("all_gather", c.ranks);
+  int n = as_count(count, "all_gather");
+  CLEAVE_MPI(MPI_Allgather, send, n, MPI_FLOAT, recv, n, MPI_FLOAT, handle_of(c));
+}
+
+void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+  detail::CommWatch watch("reduce_scatter_sum", c.ranks);
+  CLEAVE_MPI(MPI_Reduce_scatter_block, send, recv, as_count(count, "reduce_scatter_sum"), MPI_FLOAT, MPI_SUM,
+             handle_of(c));
+}
+
+void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {
+  detail::CommWatch watch("all_to_all", c.ranks);
+  int n = as_count(count, "all_to_all");
+  CLEAVE_MPI(MPI_Alltoall, send, n, MPI_FLOAT, recv, n, MPI_FLOAT, handle_of(c));
+}
+
+void broadcast(const Comm &c, float *buf, int64_t count, int root) {
+  detail::CommWatch watch("broadcast", c.ranks);
+  if (root < 0 || root >= c.size()) fail("broadcast root " + std::to_string(root) + " is not a group index");
+  CLEAVE_MPI(MPI_Bcast, buf, as_count(count, "broadcast"), MPI_FLOAT, root, handle_of(c));
+}
+
+void send_recv(const std::vector<Transfer> &transfers) {
+  const Context &ctx = context();
+  MPI_Comm comm = p2p_comm();
+  std::vector<MPI_Request> requests(transfers.size(), MPI_REQUEST_NULL);
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    const Transfer &t = transfers[i];
+    if (t.peer < 0 || t.peer >= ctx.world) fail("send_recv peer " + std::to_string(t.peer) + " is not a rank");
+    int n = as_count(t.bytes, "send_recv");
+    if (t.dir == Transfer::send)
+      CLEAVE_MPI(MPI_Isend, t.ptr, n, MPI_BYTE, t.peer, 0, comm, &requests[i]);
+    else
+      CLEAVE_MPI(MPI_Irecv, t.ptr, n, MPI_BYTE, t.peer, 0, comm, &requests[i]);
+  }
+  if (requests.empty()) return;
+  std::vector<int> peers;
+  for (const Transfer &t : transfers) peers.push_back(t.peer);
+  detail::CommWatch watch("send_recv", peers);
+  CLEAVE_MPI(MPI_Waitall, static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+}
+
+void barrier() {
+  detail::CommWatch watch("barrier", {});
+  CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,177 @@
+// BatchNormalization (training and inference) and its gradient; sum/mean reductions over axes. Per-channel
+// statistics accumulate in double so results do not drift with the batch size.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt {
+
+void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              float eps, float momentum, float *y, float *running_mean, float *running_var,
+                              float *saved_mean, float *saved_invstd) {
+  double count = static_cast<double>(n * d);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) sum += x[(i * c + ch) * d + j];
+    double mean = sum / count, sq = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        double e = x[(i * c + ch) * d + j] - mean;
+        sq += e * e;
+      }
+    double var = sq / count;  // biased, as ONNX's reference (and the normalisation torch applies)
+    double invstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+      }
+    double mom = momentum;
+    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+  }
+}
+
+void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              const float *mean, const float *var, float eps, float *y) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double invstd = 1.0 / std::sqrt(static_cast<double>(var[ch]) + static_cast<double>(eps));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        y[e] = static_cast<float>(scale[ch] * (x[e] - mean[ch]) * invstd + bias[ch]);
+      }
+  }
+}
+
+void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
+                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias) {
+  // xhat = (x - mean) * invstd; dB = sum dY; dscale = sum dY * xhat; dX = scale * invstd / M * (M dY - dB - xhat dscale)
+  double m = static_cast<double>(n * d);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = saved_mean[ch], invstd = saved_invstd[ch];
+    double db = 0, ds = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        db += dy[e];
+        ds += dy[e] * (x[e] - mean) * invstd;
+      }
+    if (dx)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < d; ++j) {
+          int64_t e = (i * c + ch) * d + j;
+          double xhat = (x[e] - mean) * invstd;
+          dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+        }
+    if (dscale) dscale[ch] = static_cast<float>(ds);
+    if (dbias) dbias[ch] = static_cast<float>(db);
+  }
+}
+
+void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *shift, float *stats) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double s = shift ? shift[ch] : 0.0, sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        double e = x[(i * c + ch) * d + j] - s;
+        sum += e;
+        sq += e * e;
+      }
+    stats[ch] = static_cast<float>(sum);
+    stats[c + ch] = static_cast<float>(sq);
+  }
+}
+
+void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                         const float *bias, const float *stats, const float *shift, int64_t count,
+                                         float eps, float momentum, float *y, float *running_mean, float *running_var,
+                                         float *saved_mean, float *saved_invstd) {
+  if (count <= 0) fail("batch_norm_train_forward_from_stats: count must be positive");
+  double m = static_cast<double>(count), mom = momentum;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double centred_mean = stats[ch] / m;
+    double mean = centred_mean + (shift ? shift[ch] : 0.0);
+    double var = std::max(0.0, stats[c + ch] / m - centred_mean * centred_mean);
+    double invstd = 1.0 / std::sqrt(var + static_cast<double>(eps));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+      }
+    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+  }
+}
+
+void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                      const float *saved_mean, const float *saved_invstd, float *sums) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double db = 0, ds = 0, mean = saved_mean[ch], invstd = saved_invstd[ch];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        db += dy[e];
+        ds += dy[e] * (x[e] - mean) * invstd;
+      }
+    sums[ch] = static_cast<float>(db);
+    sums[c + ch] = static_cast<float>(ds);
+  }
+}
+
+void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                        const float *scale, const float *saved_mean, const float *saved_invstd,
+                                        const float *sums, int64_t count, float *dx) {
+  double m = static_cast<double>(count);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double mean = saved_mean[ch], invstd = saved_invstd[ch], db = sums[ch], ds = sums[c + ch];
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        int64_t e = (i * c + ch) * d + j;
+        double xhat = (x[e] - mean) * invstd;
+        dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+      }
+  }
+}
+
+void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {
+  size_t rank = x_shape.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(rank)) fail("reduce: axis " + std::to_string(a) + " out of range");
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  // Output strides over the input's dims (0 on reduced dims), so each input element knows its output slot.
+  std::vector<int64_t> ostride(rank, 0);
+  int64_t ny = 1, nx = 1;
+  for (size_t d = rank; d-- > 0;) {
+    nx *= x_shape[d];
+    if (!reduced[d]) {
+      ostride[d] = ny;
+      ny *= x_shape[d];
+    }
+  }
+  std::vector<double> acc(static_cast<size_t>(ny), 0.0);
+  std::vector<int64_t> idx(rank, 0);
+  int64_t o = 0;
+  for (int64_t f = 0; f < nx; ++f) {
+    acc[static_cast<size_t>(o)] += x[f];
+    for (size_t d = rank; d-- > 0;) {
+      o += ostride[d];
+      if (++idx[d] < x_shape[d]) break;
+      o -= ostride[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+  double div = mean && ny > 0 ? static_cast<double>(nx / ny) : 1.0;
+  for (int64_t i = 0; i < ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,28 @@
+#pragma once
+// Counter-based RNG for Dropout (DESIGN §3): the draw for an element depends only on (seed, step, global element
+// index), never on how the tensor is split or in which order elements are visited. Header-only and free of
+// dependencies so the runtime's backends can carry a byte-identical copy.
+#include <cstdint>
+
+namespace cleave {
+
+/** splitmix64's finaliser: a bijective 64-bit mix. */
+inline constexpr uint64_t rng_mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/** Uniform in [0, 1) with 24 random bits (exactly representable in float32). */
+inline constexpr float rng_uniform(uint64_t seed, int64_t step, int64_t index) {
+  uint64_t h = rng_mix64(seed ^ rng_mix64(static_cast<uint64_t>(step) ^ rng_mix64(static_cast<uint64_t>(index))));
+  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/** Dropout keeps element `index` iff its draw is at least `ratio`. */
+inline constexpr bool dropout_keep(uint64_t seed, int64_t step, int64_t index, float ratio) {
+  return rng_uniform(seed, step, index) >= ratio;
+}
+
+}  // namespace cleave

@@ -1,0 +1,353 @@
+#pragma once
+// The Cleave runtime API (DESIGN §7): the only interface generated per-rank programs call. It includes nothing of the
+// compiler's, so a bundle builds with only MPI, BLAS and its copy of runtime/.
+//
+// Conventions for every function below:
+//  - Tensors are float32 (labels/indices int64), dense and row-major, passed as raw pointers with explicit shapes.
+//  - Output buffers are written, never accumulated into, unless the function says so; they must not alias inputs
+//    unless the function says so.
+//  - Sizes are int64_t element counts. A precondition violated by the caller is a bug in generated code: the runtime
+//    reports it through fail(), which aborts the whole MPI job with a message naming the rank.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cleave/rng.h"
+
+#if defined(__CUDACC__)
+#define CLEAVE_HD __host__ __device__
+#else
+#define CLEAVE_HD
+#endif
+
+namespace cleave::rt {
+
+using Dims = std::vector<int64_t>;
+
+// ---------------------------------------------------------------- context, errors, logging (context.cpp)
+
+struct Context {
+  int rank = 0;           // MPI_COMM_WORLD rank
+  int world = 1;          // MPI_COMM_WORLD size
+  std::string launcher;   // where the launch environment came from: "ompi", "slurm", "env" or "none" (logging only)
+  int launcher_rank = -1; // the rank the launcher's variables claim (OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK)
+  int launcher_world = -1;  // likewise the size (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS, WORLD_SIZE)
+};
+
+/** Calls MPI_Init (once), makes MPI errors return codes (so CLEAVE_MPI can report them) and reads the launcher's
+ *  variables for logging. Returns the process-wide context. */
+const Context &init(int *argc, char ***argv);
+/** The context; fail()s if init() was not called. */
+const Context &context();
+/** Frees cached communicators and calls MPI_Finalize. */
+void finalize();
+
+/** Prints `cleave rank R: <msg>` to stderr and aborts the whole job (MPI_Abort, exit code 1). Usable before init. */
+[[noreturn]] void fail(const std::string &msg);
+/** The check behind CLEAVE_MPI: on a code other than MPI_SUCCESS prints
+ *  `cleave rank R: MPI_Xxx failed at file:line: <MPI error string>` and aborts the job. */
+void check_mpi(int code, const char *call, const char *file, int line);
+#define CLEAVE_MPI(fn, ...) ::cleave::rt::check_mpi(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+
+/** On rank 0 only: prints `step <k> loss <value>` (value with %.9g, as `cleave eval`) to stdout and flushes. */
+void log_loss(int64_t step, float loss);
+/** On rank 0 only: prints `cleave: <msg>` to stderr. */
+void log_info(const std::string &msg);
+
+// ---------------------------------------------------------------- arena (context.cpp)
+
+/** One aligned allocation; the codegen's memory plan assigns every buffer a byte offset into it. */
+class Arena {
+ public:
+  Arena() = default;
+  /** Allocates `bytes` (zero-filled) aligned to `align` (a power of two >= alignof(max_align_t)). */
+  explicit Arena(size_t bytes, size_t align = 64);
+  ~Arena();
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+  Arena(Arena &&other) noexcept;
+  Arena &operator=(Arena &&other) noexcept;
+
+  /** The byte at `offset`; fail()s if offset + bytes exceeds the arena. */
+  void *at(size_t offset, size_t bytes = 0) const;
+  float *f32(size_t offset, size_t count = 0) const { return static_cast<float *>(at(offset, count * 4)); }
+  int64_t *i64(size_t offset, size_t count = 0) const { return static_cast<int64_t *>(at(offset, count * 8)); }
+  size_t size() const { return size_; }
+
+ private:
+  void *base_ = nullptr;
+  size_t size_ = 0;
+};
+
+// ---------------------------------------------------------------- GEMM (gemm.cpp)
+
+/** C = alpha * op(A) * op(B) + beta * C with op(A) [m, k], op(B) [k, n], C [m, n]; lda/ldb/ldc are the row strides
+ *  of A, B, C as stored (row-major). beta = 0 ignores C's old contents (even NaN). */
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/** `batch` independent GEMMs; matrix i starts at a + i * stride_a (likewise b, c). A stride of 0 broadcasts. */
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                          int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta,
+                          float *c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+// ---------------------------------------------------------------- convolution (conv.cpp)
+
+/** X [n, c, x...], W [m, c/group, k...], Y [n, m, y...]; pads = begins then ends (ONNX order). The caller gives y
+ *  (it must equal floor((x + pb + pe - d*(k-1) - 1) / s) + 1). */
+struct ConvShape {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  Dims x, w, y, strides, pads, dilations;  // w: the kernel's spatial dims
+};
+/** Y = conv(X, W) + B (B [m] may be null). */
+void conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y);
+/** dX = conv_transpose(dY, W). */
+void conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx);
+/** dW = correlation of dY with X. */
+void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw);
+/** dB[m] = sum of dY over n and the spatial dims. */
+void conv_backward_bias(const ConvShape &s, const float *dy, float *db);
+
+// ---------------------------------------------------------------- pooling (pool.cpp)
+
+/** X [nc, x...] and Y [nc, y...] (nc = N * C). y is given by the caller (ceil_mode decided there); window positions
+ *  beyond the padded input are skipped. */
+struct PoolShape {
+  int64_t nc = 0;
+  Dims x, y, kernel, strides, pads, dilations;  // pads: begins then ends
+  bool count_include_pad = false;               // average pooling only
+};
+/** Y = max over each window; indices (may be null) = flat index into X including the nc offset (ONNX's Indices with
+ *  storage_order 0). A window with no element of X fail()s. */
+void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices);
+/** dX: each dY goes to its window's first maximum in X. */
+void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx);
+void avg_pool_forward(const PoolShape &s, const float *x, float *y);
+void avg_pool_backward(const PoolShape &s, const float *dy, float *dx);
+/** Y[i] = mean of X[i, :spatial]. */
+void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y);
+void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx);
+
+// ---------------------------------------------------------------- normalisation and reductions (norm.cpp)
+
+/** Training-mode BatchNormalization over X [n, c, d] (d = product of spatial dims): batch mean and biased variance;
+ *  running_mean/var (in/out, may be null) take ONNX's update running = momentum * running + (1 - momentum) * batch;
+ *  saved_mean/saved_invstd (may be null) receive the batch mean and 1/sqrt(var + eps). */
+void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              float eps, float momentum, float *y, float *running_mean, float *running_var,
+                              float *saved_mean, float *saved_invstd);
+/** Inference mode: normalises with the running statistics. */
+void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              const float *mean, const float *var, float eps, float *y);
+/** Gradient of the training-mode forward; dx, dscale, dbias may each be null. */
+void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
+                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
+// BatchNormalization with the batch split over ranks: each rank computes partial sums of its shard, the caller
+// all-reduces them (all_reduce_sum over the group sharing the channels) and finishes with the global count
+// M = (total samples) * d. With one rank these equal the functions above up to float rounding.
+/** stats [2c] = per channel sum of (x - shift) then sum of (x - shift)^2; shift [c] (may be null = 0) must be the same
+ *  on every rank (e.g. the running mean: it keeps the variance free of cancellation). */
+void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *shift, float *stats);
+/** The training forward from all-reduced stats over `count` = M elements per channel; outputs as
+ *  batch_norm_train_forward. */
+void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                         const float *bias, const float *stats, const float *shift, int64_t count,
+                                         float eps, float momentum, float *y, float *running_mean, float *running_var,
+                                         float *saved_mean, float *saved_invstd);
+/** sums [2c] = per channel sum of dY (dbias), then sum of dY * xhat (dscale): all-reduced, they are dB and dscale. */
+void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                      const float *saved_mean, const float *saved_invstd, float *sums);
+/** dX of the shard from the all-reduced sums and the global count M. */
+void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                        const float *scale, const float *saved_mean, const float *saved_invstd,
+                                        const float *sums, int64_t count, float *dx);
+/** Y = sum (or mean) of X over `axes` (sorted, distinct); Y holds the kept dims in order (keepdims does not change
+ *  the data layout). */
+void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean);
+
+// ---------------------------------------------------------------- softmax and losses (loss.cpp)
+
+/** Softmax (or log-softmax) of X viewed as [outer, dim, inner] along the middle axis. */
+void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y, bool log);
+/** dX from dY and the forward's output Y: softmax Y*(dY - sum dY*Y); log-softmax dY - exp(Y)*sum dY. */
+void softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx, bool log);
+
+enum class Reduction { none, sum, mean };
+/** A loss over input [n, c, d] (class axis 1, d = product of trailing dims) and labels [n, d]. */
+struct LossShape {
+  int64_t n = 0, c = 0, d = 1;
+  Reduction reduction = Reduction::mean;
+  bool has_ignore_index = false;
+  int64_t ignore_index = -100;
+  /** For mean: the divisor when > 0 (the global weight total when the batch is split over ranks); else the local
+   *  sum of the weights of non-ignored positions. */
+  double mean_divisor = 0;
+};
+/** SoftmaxCrossEntropyLoss: loss ([n, d] for none, else a scalar); log_prob [n, c, d] may be null. weights [c] may
+ *  be null. A label outside [0, c) that is not ignore_index fail()s. */
+void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
+                                   const float *weights, float *loss, float *log_prob);
+/** dscores from dloss (shaped like loss) and the forward's log_prob. */
+void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, const float *log_prob,
+                                    const int64_t *labels, const float *weights, float *dscores);
+/** NegativeLogLikelihoodLoss over log-probabilities `input` [n, c, d]. */
+void nll_forward(const LossShape &s, const float *input, const int64_t *labels, const float *weights, float *loss);
+void nll_backward(const LossShape &s, const float *dloss, const int64_t *labels, const float *weights,
+                  float *dinput);
+/** The sum of weights over non-ignored positions (what mean divides by), for summing across ranks. */
+double loss_weight_total(const LossShape &s, const int64_t *labels, const float *weights);
+
+// ---------------------------------------------------------------- layout ops (layout.cpp)
+
+/** Y (out_shape) = X (in_shape) broadcast numpy-style (in_shape right-aligned, size-1 dims repeated). */
+void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
+/** Y = sum of X (in_shape) down to out_shape: the adjoint of broadcast (gradients of broadcast operands). */
+void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
+/** Y[i_perm[0], ...] = X[i...]: Y's dim d is X's dim perm[d]. */
+void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size = 4);
+/** Y = X[starts[d] : ends[d] : steps[d]] on every dim (one entry per dim, already clamped; steps may be negative). */
+void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y);
+/** dX = zeros with dY written where slice() read. */
+void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *dy,
+                    float *dx);
+/** Y = concatenation of the parts along `axis`; every part has y_shape except on axis. */
+void concat(const std::vector<const float *> &parts, const std::vector<Dims> &shapes, int64_t axis, float *y);
+/** The inverse of concat: parts[i] receives its extent of X along `axis`. */
+void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x, const std::vector<float *> &parts);
+
+/** Gather along `axis` (ONNX Gather) from a shard of the data: the local data (data_shape) holds rows
+ *  [index_base, index_base + data_shape[axis]) of a whole of global_dim rows on that axis. Y has shape
+ *  data_shape[:axis] + [num_indices] + data_shape[axis+1:]. Negative indices wrap by global_dim; an index outside
+ *  [-global_dim, global_dim) fail()s; rows held by another shard read as zeros (sum the shards' outputs). */
+void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
+            float *y, int64_t global_dim, int64_t index_base = 0);
+/** The adjoint: ddata (data_shape, zeroed first) += dY scattered to the local rows; repeated indices accumulate. */
+void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
+                     const float *dy, float *ddata, int64_t global_dim, int64_t index_base = 0);
+
+/** One box of a region copy: the hyper-rectangle [src_start, src_start + extent) of a source buffer of src_shape
+ *  goes to [dst_start, dst_start + extent) of the destination. */
+struct Box {
+  const void *src = nullptr;
+  Dims src_shape, src_start, extent, dst_start;
+};
+/** Tofu's MultiFetch: gathers several strided boxes (of equal rank to dst_shape) into one destination buffer in one
+ *  call. Boxes must lie inside their source and the destination; elem_size is the element size in bytes. */
+void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size = 4);
+
+// ---------------------------------------------------------------- elementwise (header-only, backend-independent)
+
+/** out[i] = f(ins[i]...) for i in [0, n). f is a generated fused functor marked CLEAVE_HD so both backends run the
+ *  same body; out may alias an input. */
+template <typename F, typename... In>
+void map(int64_t n, F f, float *out, const In *...ins) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(ins[i]...);
+}
+/** f(i) for i in [0, n): for functors with several outputs or that index their operands themselves. */
+template <typename F>
+void map_index(int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+// ---------------------------------------------------------------- optimizers and dropout (optim.cpp)
+
+/** torch.optim.SGD: p' = p - lr * (g + wd * p). p_out may alias p. */
+void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out);
+/** torch.optim.SGD with momentum (dampening 0): b' = mu * b + (g + wd * p); p' = p - lr * (nesterov ? g' + mu b' : b').
+ *  Outputs may alias their inputs. */
+void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
+                   float weight_decay, bool nesterov, float *p_out, float *b_out);
+/** torch.optim.Adam (decoupled = false) / AdamW (true) at step t >= 1. Outputs may alias their inputs. */
+void adam_step(int64_t n, const float *p, const float *g, const float *m, const float *v, float lr, float beta1,
+               float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
+               float *v_out);
+
+/** ai.onnx.preview.training Momentum for one tensor (R = lr, T = update count): g' = norm * x + g;
+ *  v' = alpha * v + (T > 0 ? beta : 1) * g'; x' = x - lr * v' (standard) or x - lr * (g' + alpha * v') (nesterov). */
+void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *v, float lr, int64_t t, float alpha,
+                        float beta, float norm_coefficient, bool nesterov, float *x_out, float *v_out);
+/** ai.onnx.preview.training Adam for one tensor; bias correction only when T > 0. */
+void onnx_adam_step(int64_t n, const float *x, const float *g, const float *v, const float *h, float lr, int64_t t,
+                    float alpha, float beta, float epsilon, float norm_coefficient, float norm_coefficient_post,
+                    float *x_out, float *v_out, float *h_out);
+/** ai.onnx.preview.training Adagrad for one tensor: lr' = lr / (1 + T * decay_factor). */
+void onnx_adagrad_step(int64_t n, const float *x, const float *g, const float *h, float lr, int64_t t,
+                       float decay_factor, float epsilon, float norm_coefficient, float *x_out, float *h_out);
+
+/** Training-mode Dropout of a shard: element (i...) of the local [shape] tensor is global element
+ *  sum((global_offset[d] + i[d]) * global_strides[d]); it is kept iff dropout_keep(seed, step, that index, ratio),
+ *  and scaled by 1/(1-ratio). mask (may be null) gets 1 or 0. Results do not depend on the split. */
+void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
+                     int64_t step, float ratio, const float *x, float *y, uint8_t *mask);
+/** dX = mask ? dY / (1 - ratio) : 0. */
+void dropout_backward(int64_t n, float ratio, const float *dy, const uint8_t *mask, float *dx);
+
+// ---------------------------------------------------------------- MPI communication (mpi.cpp)
+
+/** An ordered device group: member i of `ranks` has rank i in the communicator. */
+struct Comm {
+  std::vector<int> ranks;  // world ranks, in group order
+  int index = -1;          // this process's position in ranks
+  void *handle = nullptr;  // the MPI_Comm (opaque here so rt.h does not need mpi.h)
+  int size() const { return static_cast<int>(ranks.size()); }
+};
+/** The communicator of `ranks` (distinct world ranks), created on first use and cached. Creation is collective over
+ *  the members only (this process must be one); members must create groups that share ranks in the same order, so
+ *  generated programs create all their groups at startup, in plan order. */
+const Comm &group(const std::vector<int> &ranks);
+
+/** recv = elementwise sum over the group of send (count floats). send == recv is in place. */
+void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count);
+/** recv [size * count] = concatenation of every member's send [count], in group order. */
+void all_gather(const Comm &c, const float *send, float *recv, int64_t count);
+/** Member i receives into recv [count] block i of the sum over the group of send [size * count]. */
+void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count);
+/** Member i sends block j of send [size * count] to member j, which stores it as block i of recv. */
+void all_to_all(const Comm &c, const float *send, float *recv, int64_t count);
+/** buf [count] of member `root` (a group index) is copied to every member. */
+void broadcast(const Comm &c, float *buf, int64_t count, int root);
+
+/** One transfer of a grouped send/recv. peer is a world rank; bytes are sent as raw bytes. */
+struct Transfer {
+  enum Dir { send, recv } dir = send;
+  int peer = 0;
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+};
+/** Posts every transfer, then waits for all of them: the generic lowering of derived communication. Transfers
+ *  between the same pair of ranks match in the order they are listed on each side. */
+void send_recv(const std::vector<Transfer> &transfers);
+/** Blocks until every world rank arrives. */
+void barrier();
+
+// ---------------------------------------------------------------- files (io.cpp)
+
+/** A .npy array (little-endian f4/f8/i4/i8, C order) opened for sample-wise reading; dim 0 indexes samples. */
+struct NpyFile {
+  std::string path;
+  char kind = 'f';       // 'f' or 'i'
+  int elem_size = 4;     // bytes per element in the file
+  Dims shape;
+  int64_t data_offset = 0;  // byte offset of the data in the file
+  int64_t sample_elems = 1;  // elements per sample
+};
+/** Parses the header; fail()s naming the file on anything else than the formats above. */
+NpyFile npy_open(const std::string &path);
+/** Reads samples (first + i) mod shape[0] for i in [0, count) into dst (count * sample_elems values), converting to
+ *  float. Only those samples are read from disk. */
+void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
+/** As above, converting integer files to int64 (labels). */
+void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
+
+/** A named buffer of a checkpoint. */
+struct NamedBuffer {
+  std::string name;
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+};
+/** Writes the buffers (names, sizes, raw bytes) to `path` (a raw little-endian format owned by this file). */
+void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers);
+/** Reads `path` into the buffers; fail()s naming the buffer if a name is missing or its size differs. */
+void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &buffers);
+
+}  // namespace cleave::rt

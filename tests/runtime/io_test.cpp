@@ -1,0 +1,106 @@
+// Files and process plumbing of the runtime: the rng.h copy, .npy sample reading (files written by numpy),
+// checkpoints, the arena, and the loss log line.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt::testing {
+namespace {
+
+std::string slurp(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string temp_dir() {
+  std::string dir = std::string(CLEAVE_BINARY_DIR) + "/tests/runtime/io_test_tmp";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(RuntimeFiles, RngHeaderIsAByteIdenticalCopyOfTheIrOne) {
+  std::string ir = slurp(std::string(CLEAVE_SOURCE_DIR) + "/ir/rng.h");
+  std::string rt = slurp(std::string(CLEAVE_SOURCE_DIR) + "/runtime/include/cleave/rng.h");
+  ASSERT_FALSE(ir.empty());
+  EXPECT_EQ(ir, rt) << "runtime/include/cleave/rng.h must be a byte-identical copy of ir/rng.h";
+}
+
+TEST(RuntimeFiles, NpyReadsOnlyTheRequestedSamplesWrappingAround) {
+  std::string dir = temp_dir();
+  // numpy writes the files: 7 samples of [2, 3] float32 (value = flat index / 4) and int64 labels 10 * i.
+  std::string cmd = "/usr/bin/python3 -c \"import numpy as np; "
+                    "np.save('" + dir + "/x.npy', (np.arange(42).reshape(7, 2, 3) / 4).astype(np.float32)); "
+                    "np.save('" + dir + "/y.npy', np.arange(7, dtype=np.int64) * 10); "
+                    "np.save('" + dir + "/d.npy', np.arange(10, dtype=np.float64).reshape(5, 2))\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  NpyFile x = npy_open(dir + "/x.npy");
+  EXPECT_EQ(x.shape, (Dims{7, 2, 3}));
+  EXPECT_EQ(x.sample_elems, 6);
+  std::vector<float> buf(4 * 6);
+  npy_read_samples(x, 5, 4, buf.data());  // samples 5, 6, 0, 1
+  const int64_t expect_samples[] = {5, 6, 0, 1};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) EXPECT_EQ(buf[static_cast<size_t>(i * 6 + j)], (expect_samples[i] * 6 + j) / 4.0f);
+  NpyFile y = npy_open(dir + "/y.npy");
+  std::vector<int64_t> labels(3);
+  npy_read_samples(y, 13, 3, labels.data());  // samples 6, 0, 1
+  EXPECT_EQ(labels, (std::vector<int64_t>{60, 0, 10}));
+  NpyFile d = npy_open(dir + "/d.npy");
+  std::vector<float> dv(2);
+  npy_read_samples(d, 3, 1, dv.data());
+  EXPECT_EQ(dv, (std::vector<float>{6, 7}));
+}
+
+TEST(RuntimeFiles, CheckpointRoundTripsNamedBuffers) {
+  std::string path = temp_dir() + "/ck.bin";
+  std::vector<float> w = {1.5f, -2.0f, 3.25f};
+  std::vector<int64_t> steps = {7};
+  checkpoint_save(path, {{"w", w.data(), 12}, {"step", steps.data(), 8}});
+  std::vector<float> w2(3, 0);
+  std::vector<int64_t> s2(1, 0);
+  checkpoint_load(path, {{"step", s2.data(), 8}, {"w", w2.data(), 12}});  // order need not match
+  EXPECT_EQ(w2, w);
+  EXPECT_EQ(s2, steps);
+}
+
+TEST(RuntimeFiles, ArenaHandsOutAlignedZeroedOffsets) {
+  Arena a(1000, 128);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.at(0)) % 128, 0u);
+  float *f = a.f32(256, 10);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(f[i], 0.0f);
+  EXPECT_EQ(static_cast<char *>(a.at(256)), reinterpret_cast<char *>(f));
+}
+
+TEST(RuntimeFiles, LossLineHasTheEvalFormat) {
+  ::testing::internal::CaptureStdout();
+  log_loss(3, 0.1f);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "step 3 loss 0.100000001\n");
+}
+
+TEST(RuntimeFilesDeathTest, BadNpyAbortsNamingTheFile) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // OpenBLAS has started threads
+  std::string path = temp_dir() + "/bad.npy";
+  std::ofstream(path) << "not numpy";
+  EXPECT_EXIT(npy_open(path), ::testing::ExitedWithCode(1), "cleave rank -?[0-9]+: .*bad.npy: not a .npy file");
+}
+
+TEST(RuntimeFilesDeathTest, CheckpointSizeMismatchNamesTheBuffer) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string path = temp_dir() + "/ck2.bin";
+  std::vector<float> w = {1, 2, 3};
+  checkpoint_save(path, {{"w", w.data(), 12}});
+  EXPECT_EXIT(checkpoint_load(path, {{"w", w.data(), 8}}), ::testing::ExitedWithCode(1),
+              "buffer \"w\" has 12 bytes, expected 8");
+}
+
+}  // namespace
+}  // namespace cleave::rt::testing

@@ -1,0 +1,113 @@
+// The header-only elementwise map with a CLEAVE_HD functor (what generated fused code calls) against a chain of
+// interpreter ops, and Gather / GatherGrad (whole and row-sharded) against the interpreter.
+#include "tests/runtime/one_op.h"
+
+namespace cleave::rt::testing {
+namespace {
+
+/** A fused chain as the codegen would emit it: y = relu(a * b + c), dx-style second output via map_index. */
+struct MulAddRelu {
+  CLEAVE_HD float operator()(float a, float b, float c) const {
+    float v = a * b + c;
+    return v > 0 ? v : 0;
+  }
+};
+
+TEST(RuntimeKernels, MapRunsAFusedFunctorLikeTheOpChain) {
+  Shape s{3, 7};
+  std::mt19937 rng(21);
+  auto a = random_data(rng, 21), b = random_data(rng, 21), c = random_data(rng, 21);
+  OneOp mul;
+  mul.in(s, a);
+  mul.in(s, b);
+  mul.out(s);
+  auto ab = mul.run(OpKind::Mul);
+  OneOp add;
+  add.in(s, ab[0]);
+  add.in(s, c);
+  add.out(s);
+  auto abc = add.run(OpKind::Add);
+  OneOp relu;
+  relu.in(s, abc[0]);
+  relu.out(s);
+  auto ref = relu.run(OpKind::Relu);
+  auto fa = to_f32(a), fb = to_f32(b), fc = to_f32(c);
+  std::vector<float> y(21, NAN);
+  map(21, MulAddRelu{}, y.data(), fa.data(), fb.data(), fc.data());
+  // The interpreter rounds after each op, as the fused float code does (a*b rounded, then +c): equal up to FMA.
+  EXPECT_LE(max_error(y, ref[0]), 1e-7);
+  int positive = 0;
+  for (float v : y) positive += v > 0;
+  EXPECT_GT(positive, 0);
+  EXPECT_LT(positive, 21);
+  // map_index: ReluGrad as an indexed functor with its own operands.
+  auto dyd = random_data(rng, 21);
+  OneOp grad;
+  grad.in(s, dyd);
+  grad.in(s, abc[0]);
+  grad.out(s);
+  auto rg = grad.run(OpKind::ReluGrad);
+  auto fdy = to_f32(dyd), fx = to_f32(abc[0]);
+  std::vector<float> dx(21, NAN);
+  const float *pdy = fdy.data(), *px = fx.data();
+  float *pdx = dx.data();
+  map_index(21, [=](int64_t i) { pdx[i] = px[i] > 0 ? pdy[i] : 0.0f; });
+  EXPECT_LE(max_error(dx, rg[0]), 0.0);
+}
+
+KernelCase gather_case(Shape data, int64_t axis, std::vector<double> indices) {
+  return {"GATHER(data=" + dims_str(data) + ",axis=" + std::to_string(axis) + ",n=" + std::to_string(indices.size()) +
+              ")",
+          0.0, [=] {
+            std::mt19937 rng(static_cast<unsigned>(count(data) + axis));
+            auto dd = random_data(rng, count(data));
+            Shape y = data;
+            y[static_cast<size_t>(axis)] = static_cast<int64_t>(indices.size());
+            auto dyd = random_data(rng, count(y));
+            int64_t nidx = static_cast<int64_t>(indices.size()), dim = data[static_cast<size_t>(axis)];
+            OneOp f;
+            f.in(data, dd);
+            f.in({nidx}, indices, DType::i64);
+            f.out(y);
+            auto ref = f.run(OpKind::Gather, {{"axis", axis}});
+            OneOp b;
+            b.in(y, dyd);
+            b.in({nidx}, indices, DType::i64);
+            b.out(data);
+            auto rb = b.run(OpKind::GatherGrad, {{"axis", axis}});
+            auto fd = to_f32(dd), fdy = to_f32(dyd);
+            auto idx = to_i64(indices);
+            std::vector<float> fy(static_cast<size_t>(count(y)), NAN), fdd(static_cast<size_t>(count(data)), NAN);
+            gather(data, axis, idx.data(), nidx, fd.data(), fy.data(), dim);
+            gather_backward(data, axis, idx.data(), nidx, fdy.data(), fdd.data(), dim);
+            double err = std::max(max_error(fy, ref[0]), max_error(fdd, rb[0]));
+            // Row shards [0, h) and [h, dim): the outputs sum to the whole; the gradients concatenate to it.
+            int64_t h = dim / 2;
+            std::vector<float> sum(fy.size(), 0.0f), dcat;
+            for (auto [base, rows] : {std::pair<int64_t, int64_t>{0, h}, {h, dim - h}}) {
+              Dims shard = data;
+              shard[static_cast<size_t>(axis)] = rows;
+              std::vector<float> part(static_cast<size_t>(count(shard))), out(fy.size()), dpart(part.size());
+              Dims starts(data.size(), 0), steps(data.size(), 1), ends = data;
+              starts[static_cast<size_t>(axis)] = base;
+              ends[static_cast<size_t>(axis)] = base + rows;
+              slice(data, starts, ends, steps, fd.data(), part.data());
+              gather(shard, axis, idx.data(), nidx, part.data(), out.data(), dim, base);
+              for (size_t i = 0; i < sum.size(); ++i) sum[i] += out[i];
+              gather_backward(shard, axis, idx.data(), nidx, fdy.data(), dpart.data(), dim, base);
+              std::vector<float> full(fdd.size(), 0.0f);
+              slice_backward(data, starts, ends, steps, dpart.data(), full.data());
+              if (dcat.empty()) dcat = full;
+              else for (size_t i = 0; i < dcat.size(); ++i) dcat[i] += full[i];
+            }
+            return std::max({err, max_error(sum, ref[0]), max_error(dcat, rb[0])});
+          }};
+}
+
+TEST(RuntimeKernels, Gather) {
+  run_cases({gather_case({6, 4}, 0, {5, 0, -1, 2, 2, 3}), gather_case({3, 5, 2}, 1, {4, -5, 1}),
+             gather_case({2, 3, 4}, 2, {3, 3, 0, -2, 1})});
+}
+
+}  // namespace
+}  // namespace cleave::rt::testing

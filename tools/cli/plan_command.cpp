@@ -1,0 +1,81 @@
+// `cleave plan`: the plan of a model's training graph, as canonical text (planner/plan.h).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "planner/make_plan.h"
+#include "tools/cli/commands.h"
+
+namespace cleave::cli {
+namespace {
+
+struct PlanArgs {
+  std::string model;
+  std::optional<int64_t> batch;
+  int devices = 1;
+  std::string planner = "data";
+  std::string out;
+  TrainFlags train_flags;
+};
+
+/** Writes `text` to `path` through a temporary file in the same directory and a rename, so a failure leaves
+ *  neither a partial file nor the temporary behind. */
+void write_atomically(const std::string &path, const std::string &text) {
+  std::filesystem::path target(path);
+  std::filesystem::path dir = target.parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    CLEAVE_USER_ERROR("-o: directory ", dir.string(), " does not exist");
+  std::filesystem::path tmp = target;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (f) f << text;
+    if (!f || !f.flush()) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      CLEAVE_USER_ERROR("-o: cannot write ", path);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, target, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    CLEAVE_USER_ERROR("-o: cannot write ", path);
+  }
+}
+
+}  // namespace
+
+Command add_plan_command(CLI::App &app) {
+  auto args = std::make_shared<PlanArgs>();
+  app.footer(
+      "Print the plan of a model's training graph: per tensor its sharding, per op its parallel config "
+      "(planner/plan.h documents the format). Planners: single (everything on device 0), data (data "
+      "parallelism: the batch split over every device, weight gradients partial, params replicated)");
+  app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
+  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--planner", args->planner, "single | data (default data)")
+      ->check(CLI::IsMember({"single", "data"}));
+  app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(CLI::PositiveNumber);
+  app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
+  args->train_flags.add_to(app);
+  return [args] {
+    Graph g = load_training_graph(args->model, args->batch, args->train_flags);
+    verify(g);
+    std::string text = plan::print_plan(plan::make_plan(g, args->planner, args->devices));
+    if (args->out.empty()) {
+      std::cout << text;
+    } else {
+      write_atomically(args->out, text);
+      std::fprintf(stderr, "wrote the %s plan over %d devices to %s\n", args->planner.c_str(), args->devices,
+                   args->out.c_str());
+    }
+    return 0;
+  };
+}
+
+}  // namespace cleave::cli
