@@ -37,5 +37,7 @@ Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);
 Command add_plan_command(CLI::App &app);
+Command add_compile_command(CLI::App &app);
+Command add_run_command(CLI::App &app);
 
 }  // namespace cleave::cli

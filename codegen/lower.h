@@ -1,0 +1,99 @@
+#pragma once
+// Per-rank lowering (DESIGN §6): from a graph and a validated plan to, for every rank, the straight-line program of
+// one training step (data reads, communication, kernels, loss logging, assigns) over buffers placed in one arena by
+// a static memory plan.
+//
+// Communication is derived from needed vs owned boxes: a partial tensor is all-reduced over the ranks that hold its
+// partial sums right after it is produced (it is then replicated); an op's input box is the local shard when that
+// covers it, else it is assembled from the owners' shards by one grouped send/recv per op (exactly the overlapping
+// boxes move). Every rank walks the graph's op order, so communication calls appear in the same global order on
+// every rank (no deadlock, send/recv pairs match in order).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+#include "planner/region.h"
+
+namespace cleave::codegen {
+
+/** A buffer of one rank's arena. */
+struct Buffer {
+  std::string label;  // for comments: the tensor name, or what the temporary is for
+  DType dtype = DType::f32;
+  int64_t elems = 0;
+  /** Lives across steps (params, optimizer state, constants): never reused. */
+  bool persistent = false;
+  /** Instruction range in which it is live (set by liveness). */
+  int first = -1, last = -1;
+  int64_t offset = 0;
+  int64_t bytes() const;
+};
+
+/** One statement of a rank's step. `code` refers to buffer b as `$b$` (replaced by a typed pointer at emission). */
+struct Instr {
+  std::string code;
+  std::vector<int> buffers;
+};
+
+/** A tensor shard a rank holds in a persistent buffer (weights file and --save-model). */
+struct PersistentShard {
+  TensorId tensor = kNoTensor;
+  int buffer = -1;
+  plan::Box box;
+};
+
+/** A graph input/label shard read from .npy each step. */
+struct DataShard {
+  TensorId tensor = kNoTensor;
+  int buffer = -1;
+  int64_t first_sample = 0;  // within the batch
+  int64_t samples = 0;
+};
+
+struct RankProgram {
+  int rank = 0;
+  std::vector<Buffer> buffers;
+  std::vector<Instr> step;  // the step body, in order
+  std::vector<PersistentShard> persistent;
+  std::vector<DataShard> data;
+  /** Indices into Lowered::groups of the groups this rank belongs to, in creation order. */
+  std::vector<int> groups;
+  /** Persistent shards (indices into `persistent`) written for --save-model: assigned tensors other than optimizer
+   *  state. */
+  std::vector<int> saved;
+  int64_t arena_bytes = 0;
+};
+
+struct Lowered {
+  int devices = 1;
+  int64_t batch = 0;
+  /** Every communicator group used, in order of first use (creation order on every rank). */
+  std::vector<std::vector<int>> groups;
+  std::vector<RankProgram> ranks;
+};
+
+/** Lowers `g` under `p` (which must pass validate_plan). Throws UserError for what codegen cannot lower yet:
+ *  `op "X" (Kind): splitting var v is not supported by codegen yet`, or an op kind it has no kernel for. */
+Lowered lower(const Graph &g, const plan::Plan &p);
+
+/** The code of op `op`'s kernel on local shapes: `ins`/`outs` are pointer expressions (empty for absent operands),
+ *  `in_shapes`/`out_shapes` the local shapes. Throws UserError for an unsupported kind. (kernels.cpp) */
+std::string kernel_code(const Graph &g, const Op &op, const std::vector<std::string> &ins,
+                        const std::vector<Shape> &in_shapes, const std::vector<std::string> &outs,
+                        const std::vector<Shape> &out_shapes);
+
+/** Whether the kind's kernel run on a shard whose reduction var is split yields the partial sum of the whole. */
+bool partial_ok(OpKind kind);
+/** Whether the kind's kernel is only correct on whole tensors (no var may be split). */
+bool needs_whole(OpKind kind);
+/** Window kinds: the spatial dims (>= 2) of every operand must be whole (no halo/pad adjustment yet). */
+bool is_window(OpKind kind);
+
+/** C++ literal of a float, exact ("0x1.99999ap-4f"). */
+std::string float_literal(double v);
+/** "{1, 2, 3}". */
+std::string dims_literal(const std::vector<int64_t> &d);
+
+}  // namespace cleave::codegen

@@ -1,0 +1,94 @@
+"""`cleave run` on compiled bundles reproduces `cleave eval` (the reference interpreter, itself checked against
+torch by tests/e2e): per-step losses within relative 1e-5 and --save-model weights within 1e-5 * max|w|, for the
+`single` plan on 1 rank and the `data` plan on 2 (and 4) ranks, for models/mlp.onnx and models/cnn.onnx with SGD and
+Adam. Usage: run_matches_eval.py CLEAVE SOURCE_DIR [WORK_DIR]."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+CLEAVE, SRC = sys.argv[1], sys.argv[2]
+# The main build's runtime library, so bundles compile only their rank sources (else each builds its runtime copy).
+RUNTIME_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(CLEAVE))), "runtime")
+RUNTIME_FLAGS = ["--runtime-dir", RUNTIME_DIR] if os.path.exists(os.path.join(RUNTIME_DIR, "libcleave_rt_cpu.a")) else []
+CASES = [
+    ("mlp", "models/data/digits_flat_train_x.npy"),
+    ("cnn", "models/data/digits_train_x.npy"),
+]
+OPTS = [["--optimizer", "sgd", "--lr", "0.1"], ["--optimizer", "adam", "--lr", "0.01"]]
+PLANS = [("single", 1), ("data", 2), ("data", 4)]
+STEPS, BATCH = 8, 16
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def losses(out):
+    vals = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "step" and parts[2] == "loss":
+            assert int(parts[1]) == len(vals) + 1, line
+            vals.append(float(parts[3]))
+    return vals
+
+
+def weights(path):
+    m = onnx.load(path)
+    return {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
+
+
+def main():
+    problems = []
+    checked = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, x in CASES:
+            onnx_path = os.path.join(SRC, "models", model + ".onnx")
+            data = f"x={os.path.join(SRC, x)},y={os.path.join(SRC, 'models/data/digits_train_y.npy')}"
+            for opt in OPTS:
+                tag = f"{model}/{opt[1]}"
+                ref_model = os.path.join(tmp, f"{model}_{opt[1]}_eval.onnx")
+                ref = losses(sh([CLEAVE, "eval", onnx_path, "--data", data, "--batch", str(BATCH), "--steps",
+                                 str(STEPS), "--save-model", ref_model] + opt))
+                assert len(ref) == STEPS, ref
+                ref_w = weights(ref_model)
+                for planner, n in PLANS:
+                    bundle = os.path.join(tmp, f"{model}_{opt[1]}_{planner}{n}")
+                    sh([CLEAVE, "compile", onnx_path, "--devices", str(n), "--planner", planner, "--batch",
+                        str(BATCH), "-o", bundle] + opt)
+                    saved = bundle + "_trained.onnx"
+                    got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
+                                    + RUNTIME_FLAGS))
+                    where = f"{tag} {planner} on {n} rank(s)"
+                    if len(got) != STEPS:
+                        problems.append(f"{where}: {len(got)} loss lines, want {STEPS}")
+                        continue
+                    worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
+                    if worst > 1e-5:
+                        problems.append(f"{where}: losses {got} vs eval {ref} (worst rel {worst:.3g})")
+                    got_w = weights(saved)
+                    for name, w in ref_w.items():
+                        if np.issubdtype(w.dtype, np.floating):
+                            tol = 1e-5 * max(1.0, float(np.abs(w).max()))
+                            diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
+                            if diff > tol:
+                                problems.append(f"{where}: {name} differs by {diff:.3g} (tol {tol:.3g})")
+                    print(f"{where}: worst loss rel diff {worst:.3g}, final loss {got[-1]:.9g}", flush=True)
+                    checked += 1
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print(f"ok: {checked} bundles match cleave eval")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

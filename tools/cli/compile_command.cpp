@@ -1,0 +1,88 @@
+// `cleave compile`: a model's training graph and a plan -> a bundle (DESIGN §6) of one program per rank.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "codegen/bundle.h"
+#include "codegen/lower.h"
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "planner/make_plan.h"
+#include "planner/validate.h"
+#include "tools/cli/commands.h"
+
+namespace cleave::cli {
+namespace {
+
+struct CompileArgs {
+  std::string model;
+  int devices = 1;
+  std::string planner;
+  std::string plan_file;
+  std::optional<int64_t> batch;
+  std::string out;
+  TrainFlags train_flags;
+};
+
+}  // namespace
+
+Command add_compile_command(CLI::App &app) {
+  auto args = std::make_shared<CompileArgs>();
+  app.footer("Compile a model's training graph under a plan (--planner, or a plan file with --plan) into a bundle: "
+             "plan.txt, src/rank_<r>.cpp, CMakeLists.txt, runtime/, weights/, launch/, manifest.json. "
+             "Run it with `cleave run DIR`.");
+  app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
+  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
+  auto *planner = app.add_option("--planner", args->planner, "single | data (default data)")
+                      ->check(CLI::IsMember({"single", "data"}));
+  app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
+  app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
+  args->train_flags.add_to(app);
+  return [args] {
+    namespace fs = std::filesystem;
+    Graph g = load_training_graph(args->model, args->batch, args->train_flags);
+    verify(g);
+    plan::Plan p;
+    if (!args->plan_file.empty()) {
+      std::ifstream f(args->plan_file);
+      if (!f) CLEAVE_USER_ERROR(args->plan_file, ": cannot open plan file");
+      std::stringstream ss;
+      ss << f.rdbuf();
+      p = plan::parse_plan(ss.str(), args->plan_file);
+      if (p.devices != args->devices && args->devices != 1)
+        CLEAVE_USER_ERROR(args->plan_file, ": the plan is for ", p.devices, " devices, --devices says ",
+                          args->devices);
+    } else {
+      p = plan::make_plan(g, args->planner.empty() ? "data" : args->planner, args->devices);
+    }
+    plan::validate_plan(g, p);
+    codegen::Lowered lowered = codegen::lower(g, p);
+
+    fs::path target = fs::path(args->out);
+    fs::path parent = target.parent_path();
+    if (!parent.empty() && !fs::is_directory(parent))
+      CLEAVE_USER_ERROR("-o: directory ", parent.string(), " does not exist");
+    fs::path tmp = target;
+    tmp += ".tmp." + std::to_string(::getpid());
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    try {
+      fs::create_directories(tmp);
+      codegen::write_bundle(g, p, lowered, tmp.string(), fs::absolute(args->model).lexically_normal().string());
+      fs::remove_all(target);
+      fs::rename(tmp, target);
+    } catch (...) {
+      fs::remove_all(tmp, ec);
+      throw;
+    }
+    std::fprintf(stderr, "wrote a bundle for %d rank%s to %s\n", p.devices, p.devices == 1 ? "" : "s",
+                 args->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace cleave::cli
