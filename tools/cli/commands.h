@@ -35,6 +35,8 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
 
 Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);
+/** `cleave test`: forward passes only, the classifier's accuracy on labelled samples. */
+Command add_test_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);
 Command add_plan_command(CLI::App &app);
 Command add_compile_command(CLI::App &app);

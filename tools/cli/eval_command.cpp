@@ -1,6 +1,7 @@
 // `cleave eval`: trains a model on the reference interpreter. The step loop here is the specification the
 // generated per-device programs must reproduce: step k (from 1) feeds samples [(k-1)·B, k·B) modulo the sample
 // count, runs forward/backward/update, prints the loss, then applies the graph's assigns.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -148,6 +149,50 @@ Command add_eval_command(CLI::App &app) {
       save_onnx_with_initializers(args->model, args->save_model, trained);
       std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());
     }
+    return 0;
+  };
+}
+
+Command add_test_command(CLI::App &app) {
+  auto args = std::make_shared<EvalArgs>();
+  app.add_option("model", args->model, "model file (.onnx, e.g. one written by --save-model)")->required();
+  app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--batch", args->batch, "samples per forward pass (also fixes a symbolic batch dimension)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  return [args] {
+    Graph g = load_model(args->model, args->batch);
+    // The classifier's scores are what its loss op reads: input 0 of the (only) SCE or NLL loss.
+    TensorId scores = kNoTensor, labels = kNoTensor;
+    for (const Op &op : g.ops()) {
+      if (op.kind != OpKind::SoftmaxCrossEntropyLoss && op.kind != OpKind::NegativeLogLikelihoodLoss) continue;
+      if (scores != kNoTensor) CLEAVE_USER_ERROR(args->model, ": several loss ops; cannot tell which scores to test");
+      scores = op.inputs[0];
+      labels = op.inputs[1];
+    }
+    if (scores == kNoTensor)
+      CLEAVE_USER_ERROR(args->model, ": no SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss op to read scores from");
+    const Shape &s = g.tensor(scores).shape;
+    if (s.size() != 2) CLEAVE_USER_ERROR(args->model, ": scores \"", g.tensor(scores).name, "\" are not [batch, classes]");
+    std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
+    int64_t samples = feeds.front().array.shape[0];
+    int64_t batches = (samples + args->batch - 1) / args->batch, correct = 0;
+    interp::Values values = interp::initial_values(g);
+    for (int64_t step = 1; step <= batches; ++step) {
+      for (const Feed &f : feeds) values[f.tensor] = batch_value(g.tensor(f.tensor), f, step, args->batch);
+      interp::run_graph(g, values, interp::Context{step});
+      const std::vector<double> &sc = values[scores]->data, &lab = values[labels]->data;
+      // The last batch wraps around to the first samples to stay full; only the samples not seen yet count.
+      int64_t fresh = std::min(args->batch, samples - (step - 1) * args->batch);
+      for (int64_t i = 0; i < fresh; ++i) {
+        auto row = sc.begin() + i * s[1];
+        correct += std::max_element(row, row + s[1]) - row == static_cast<int64_t>(lab[i]);
+      }
+    }
+    std::printf("accuracy %.6f (%lld of %lld)\n", static_cast<double>(correct) / samples, static_cast<long long>(correct),
+                static_cast<long long>(samples));
     return 0;
   };
 }

@@ -16,6 +16,8 @@ int main(int argc, char **argv) {
   };
   add(cleave::cli::add_ir_command, "ir", "Print a model's IR (the forward graph, or with --train the training graph)");
   add(cleave::cli::add_eval_command, "eval", "Train a model on the reference interpreter, printing the loss per step");
+  add(cleave::cli::add_test_command, "test",
+      "Accuracy of a classifier on labelled samples (forward passes on the reference interpreter)");
   add(cleave::cli::add_describe_command, "describe", "Print an op kind's index-expression description");
   add(cleave::cli::add_compile_command, "compile", "Compile a model's training graph under a plan into a bundle of per-rank programs");
   add(cleave::cli::add_run_command, "run", "Build a bundle and train with it under mpirun, printing the loss per step");
