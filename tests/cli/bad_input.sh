@@ -65,6 +65,7 @@ expect wrong_batch '*' "batch" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$w
 expect unknown_freeze '*' "nope" -- eval "$m/good.onnx" $data --freeze nope
 expect unknown_loss '*' "nope" -- ir "$m/good.onnx" --train --loss nope
 expect save_dir_missing '*' "--save-model: directory" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 2 --save-model "$work/no/such/dir/out.onnx"
+expect test_no_loss_op '*' "no SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss op" -- test "$m/nonscalar_loss.onnx" --data "x=$work/x.npy" --batch 2
 expect describe_unknown '*' "Nope" -- describe Nope
 
 echo "$failures failures"
