@@ -8,13 +8,12 @@ import sys
 import tempfile
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_check import losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
-# The main build's runtime library, so bundles compile only their rank sources (else each builds its runtime copy).
-RUNTIME_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(CLEAVE))), "runtime")
-RUNTIME_FLAGS = ["--runtime-dir", RUNTIME_DIR] if os.path.exists(os.path.join(RUNTIME_DIR, "libcleave_rt_cpu.a")) else []
+RUNTIME_FLAGS = runtime_flags(CLEAVE)
 CASES = [
     ("mlp", "models/data/digits_flat_train_x.npy"),
     ("cnn", "models/data/digits_train_x.npy"),
@@ -29,21 +28,6 @@ def sh(cmd):
     if r.returncode != 0:
         raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     return r.stdout
-
-
-def losses(out):
-    vals = []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "step" and parts[2] == "loss":
-            assert int(parts[1]) == len(vals) + 1, line
-            vals.append(float(parts[3]))
-    return vals
-
-
-def weights(path):
-    m = onnx.load(path)
-    return {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
 
 
 def main():

@@ -26,6 +26,14 @@ struct EvalArgs {
   TrainFlags train_flags;
 };
 
+/** --data and --batch, as eval and test read them. */
+void add_data_flags(CLI::App &app, EvalArgs &args, const char *batch_help) {
+  app.add_option("--data", args.data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--batch", args.batch, batch_help)->required()->check(CLI::PositiveNumber);
+}
+
 /** name=path pairs of --data, in flag order. */
 std::map<std::string, std::string> parse_data_flag(const std::vector<std::string> &items) {
   std::map<std::string, std::string> out;
@@ -103,12 +111,7 @@ interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t 
 Command add_eval_command(CLI::App &app) {
   auto args = std::make_shared<EvalArgs>();
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
-      ->required()
-      ->delimiter(',');
-  app.add_option("--batch", args->batch, "samples per step (also fixes a symbolic batch dimension)")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  add_data_flags(app, *args, "samples per step (also fixes a symbolic batch dimension)");
   app.add_option("--steps", args->steps, "training steps")->check(CLI::PositiveNumber);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   args->train_flags.add_to(app);
@@ -156,12 +159,7 @@ Command add_eval_command(CLI::App &app) {
 Command add_test_command(CLI::App &app) {
   auto args = std::make_shared<EvalArgs>();
   app.add_option("model", args->model, "model file (.onnx, e.g. one written by --save-model)")->required();
-  app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
-      ->required()
-      ->delimiter(',');
-  app.add_option("--batch", args->batch, "samples per forward pass (also fixes a symbolic batch dimension)")
-      ->required()
-      ->check(CLI::PositiveNumber);
+  add_data_flags(app, *args, "samples per forward pass (also fixes a symbolic batch dimension)");
   return [args] {
     Graph g = load_model(args->model, args->batch);
     // The classifier's scores are what its loss op reads: input 0 of the (only) SCE or NLL loss.

@@ -12,12 +12,12 @@ import sys
 import tempfile
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bundle_check import losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
-RUNTIME_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(CLEAVE))), "runtime")
-RUNTIME_FLAGS = ["--runtime-dir", RUNTIME_DIR] if os.path.exists(os.path.join(RUNTIME_DIR, "libcleave_rt_cpu.a")) else []
+RUNTIME_FLAGS = runtime_flags(CLEAVE)
 DATA_X = {"mlp": "models/data/digits_flat_train_x.npy", "cnn": "models/data/digits_train_x.npy"}
 OPT = ["--optimizer", "sgd", "--lr", "0.1"]
 STEPS, BATCH = 8, 16
@@ -34,19 +34,6 @@ def sh(cmd):
         last = (r.stderr.strip().splitlines() or ["(no stderr)"])[-1]
         raise Refused(f"exit {r.returncode} from `{' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd[:2]))} ...`: {last}")
     return r.stdout
-
-
-def losses(out):
-    vals = []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 4 and parts[0] == "step" and parts[2] == "loss":
-            vals.append(float(parts[3]))
-    return vals
-
-
-def weights(path):
-    return {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
 
 
 def peaks(bundle):
