@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "ir/interp/kernels.h"
+#include "ir/shape_rules.h"
 
 namespace cleave::interp {
 
@@ -31,16 +32,7 @@ std::vector<int64_t> strides_of(const Shape &shape) {
 }
 
 Shape broadcast_shape(const KernelArgs &k, const Shape &a, const Shape &b) {
-  size_t r = std::max(a.size(), b.size());
-  Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1)
-      CLEAVE_USER_ERROR(k.label(), ": shapes ", shape_str(a), " and ", shape_str(b), " do not broadcast");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
+  return broadcast_shapes(a, b, k.label());
 }
 
 std::vector<int64_t> broadcast_index_map(const Shape &in_shape, const Shape &out_shape) {
