@@ -6,6 +6,7 @@
 #include <optional>
 #include <tuple>
 
+#include "codegen/kernels.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/validate.h"
@@ -217,7 +218,6 @@ class Lowerer {
     CLEAVE_CHECK(cit != config_.end(), "op ", op.name, " has no config");
     const plan::ParallelConfig &config = cit->second;
     bool split = std::any_of(config.vars.begin(), config.vars.end(), [](const auto &v) { return !v.empty(); });
-    std::vector<describe::Description> descs = describe::describe(g_, op);
 
     struct Need {
       std::vector<std::optional<Box>> in;
@@ -238,7 +238,6 @@ class Lowerer {
         CLEAVE_CHECK(sh.devices == config.devices, "op ", op.name, ": output group differs from the op's");
         n.out.push_back(plan::shard_region(g_.tensor(t).shape, sh, static_cast<int64_t>(i)));
       }
-      if (split) check_split(op, config, descs, n.in, n.out);
       needs[r] = std::move(n);
     }
 
@@ -341,86 +340,51 @@ class Lowerer {
     }
 
     // The kernel on each rank of the group, on its shard shapes.
-    for (const auto &[r, need] : needs) {
-      std::vector<std::string> ins, outs;
-      std::vector<Shape> in_shapes, out_shapes;
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      int r = config.devices[i];
+      const Need &need = needs[r];
+      KernelCall call;
+      call.g = &g_;
+      call.op = &op;
+      call.config = &config;
+      call.index = static_cast<int64_t>(i);
+      call.comm = [this](const std::vector<int> &ranks) { return "G" + std::to_string(group_id(ranks)); };
       std::vector<int> used;
       for (size_t s = 0; s < op.inputs.size(); ++s) {
         int b = in_bufs[r][s];
-        ins.push_back(b < 0 ? "" : ref(b));
-        in_shapes.push_back(b < 0 ? Shape{} : box_shape(*need.in[s]));
+        call.ins.push_back(b < 0 ? "" : ref(b));
+        call.in_shapes.push_back(b < 0 ? Shape{} : box_shape(*need.in[s]));
+        call.in_boxes.push_back(b < 0 ? Box{} : *need.in[s]);
         if (b >= 0) used.push_back(b);
       }
       for (size_t s = 0; s < op.outputs.size(); ++s) {
         TensorId t = op.outputs[s];
         if (t == kNoTensor) {
-          outs.emplace_back();
-          out_shapes.emplace_back();
+          call.outs.emplace_back();
+          call.out_shapes.emplace_back();
+          call.out_boxes.emplace_back();
           continue;
         }
         int b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(need.out[s])), false);
         tensor_buf_[r][t] = b;
         owned_[t].push_back({r, need.out[s]});
-        outs.push_back(ref(b));
-        out_shapes.push_back(box_shape(need.out[s]));
+        call.outs.push_back(ref(b));
+        call.out_shapes.push_back(box_shape(need.out[s]));
+        call.out_boxes.push_back(need.out[s]);
         used.push_back(b);
       }
-      std::string code = "// " + op.name + " (" + std::string(op_kind_name(op.kind)) + ")\n" +
-                         kernel_code(g_, op, ins, in_shapes, outs, out_shapes);
+      if (split) {
+        for (TensorId t : op.outputs)
+          if (t != kNoTensor)
+            for (const auto &a : sharding(t).axes)
+              if (a.kind == plan::AxisSharding::Kind::partial && !partial_ok(op.kind)) unsupported_split(op, config);
+        check_kernel_split(call);
+      }
+      std::string code = "// " + op.name + " (" + std::string(op_kind_name(op.kind)) + ")\n" + kernel_code(call);
       emit(r, code, used);
     }
     for (TensorId t : op.outputs)
       if (t != kNoTensor) reduce_partial(t);
-  }
-
-  void check_split(const Op &op, const plan::ParallelConfig &config, const std::vector<describe::Description> &descs,
-                   const std::vector<std::optional<Box>> &in, const std::vector<Box> &out) {
-    if (needs_whole(op.kind)) unsupported_split(op, config);
-    for (size_t s = 0; s < op.outputs.size(); ++s) {
-      TensorId t = op.outputs[s];
-      if (t == kNoTensor) continue;
-      for (const auto &a : sharding(t).axes)
-        if (a.kind == plan::AxisSharding::Kind::partial && !partial_ok(op.kind)) unsupported_split(op, config);
-    }
-    if (is_window(op.kind)) {
-      auto whole_spatial = [&](const Box &b, const Shape &shape) {
-        for (size_t d = 2; d < b.size(); ++d)
-          if (b[d].begin != 0 || b[d].end != shape[d]) return false;
-        return true;
-      };
-      for (size_t s = 0; s < op.inputs.size(); ++s)
-        if (op.inputs[s] != kNoTensor && in[s] && !whole_spatial(*in[s], g_.tensor(op.inputs[s]).shape))
-          unsupported_split(op, config);
-      for (size_t s = 0; s < op.outputs.size(); ++s)
-        if (op.outputs[s] != kNoTensor && !whole_spatial(out[s], g_.tensor(op.outputs[s]).shape))
-          unsupported_split(op, config);
-      if (op.kind == OpKind::Conv || op.kind == OpKind::ConvGradData || op.kind == OpKind::ConvGradFilter)
-        if (op.attr_int("group", 1) != 1) unsupported_split(op, config);
-      if (op.kind == OpKind::MaxPool && op.output(1) != kNoTensor) unsupported_split(op, config);
-    }
-    if (op.kind == OpKind::Reshape) {
-      // A block of rows stays a block of rows only when both boxes are the same contiguous element range.
-      auto range = [](const Box &b, const Shape &shape, int64_t &lo, int64_t &hi) {
-        int64_t stride = 1;
-        lo = 0;
-        hi = 0;
-        bool inner_full = true;
-        for (size_t d = shape.size(); d-- > 0;) {
-          if (!inner_full && b[d].size() != 1) return false;
-          lo += b[d].begin * stride;
-          hi += (b[d].end - 1) * stride;
-          if (b[d].begin != 0 || b[d].end != shape[d]) inner_full = false;
-          stride *= shape[d];
-        }
-        hi += 1;
-        return true;
-      };
-      int64_t a0, a1, b0, b1;
-      if (!range(*in[0], g_.tensor(op.inputs[0]).shape, a0, a1) ||
-          !range(out[0], g_.tensor(op.outputs[0]).shape, b0, b1) || a0 != b0 || a1 != b1)
-        unsupported_split(op, config);
-    }
-    (void)descs;
   }
 
   void finish_step() {

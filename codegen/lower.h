@@ -78,18 +78,8 @@ struct Lowered {
  *  `op "X" (Kind): splitting var v is not supported by codegen yet`, or an op kind it has no kernel for. */
 Lowered lower(const Graph &g, const plan::Plan &p);
 
-/** The code of op `op`'s kernel on local shapes: `ins`/`outs` are pointer expressions (empty for absent operands),
- *  `in_shapes`/`out_shapes` the local shapes. Throws UserError for an unsupported kind. (kernels.cpp) */
-std::string kernel_code(const Graph &g, const Op &op, const std::vector<std::string> &ins,
-                        const std::vector<Shape> &in_shapes, const std::vector<std::string> &outs,
-                        const std::vector<Shape> &out_shapes);
-
 /** Whether the kind's kernel run on a shard whose reduction var is split yields the partial sum of the whole. */
 bool partial_ok(OpKind kind);
-/** Whether the kind's kernel is only correct on whole tensors (no var may be split). */
-bool needs_whole(OpKind kind);
-/** Window kinds: the spatial dims (>= 2) of every operand must be whole (no halo/pad adjustment yet). */
-bool is_window(OpKind kind);
 
 /** C++ literal of a float, exact ("0x1.99999ap-4f"). */
 std::string float_literal(double v);

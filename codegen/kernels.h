@@ -1,0 +1,69 @@
+#pragma once
+// Kernel emission: the runtime calls one rank makes for one op on its shards. One file per op family, as XLA's SPMD
+// partitioner keeps one handler per family:
+//   kernels.cpp         dispatch, elementwise, layout, GEMM, reductions, optimizer updates
+//   kernels_window.cpp  Conv, pools and their gradients (spatial splits with halos)
+//   kernels_norm.cpp    BatchNormalization, softmax and the losses (splits that need statistics from other ranks)
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+#include "planner/region.h"
+
+namespace cleave::codegen {
+
+/** Everything a kernel emitter may need about one rank's part of one op. */
+struct KernelCall {
+  const Graph *g = nullptr;
+  const Op *op = nullptr;
+  const plan::ParallelConfig *config = nullptr;
+  /** This rank's index in config->devices. */
+  int64_t index = 0;
+  /** Pointer expressions per input/output slot (empty for absent operands). */
+  std::vector<std::string> ins, outs;
+  /** Local shapes per slot (empty for absent operands). */
+  std::vector<Shape> in_shapes, out_shapes;
+  /** The global boxes those local buffers hold, per slot (empty for absent operands). A window kernel derives its
+   *  local padding from them: the box of an input is clipped to the tensor, the output's box is what it computes. */
+  std::vector<plan::Box> in_boxes, out_boxes;
+  /** Registers a communicator over `ranks` (ordered) and returns the expression naming it ("G3"). Every rank of the
+   *  group must call it for the same op in the same order. */
+  std::function<std::string(const std::vector<int> &ranks)> comm;
+
+  const Graph &graph() const { return *g; }
+  const Op &node() const { return *op; }
+  /** Ranks that share this rank's mesh coordinates except along `axis`, ordered by that coordinate. */
+  std::vector<int> axis_group(size_t axis) const;
+  /** The mesh axes along which `var` is split. */
+  std::vector<size_t> axes_splitting(const std::string &var) const;
+};
+
+/** The code of the op's kernel on this rank. Throws UserError for a kind or split codegen cannot emit yet. */
+std::string kernel_code(const KernelCall &call);
+/** Throws UserError (`op "X" (Kind): splitting var v is not supported by codegen yet`) when the kernel cannot run
+ *  this rank's part of a split op. Only called when some var of the op is split. */
+void check_kernel_split(const KernelCall &call);
+
+/** Window family (kernels_window.cpp); the emitter is only called for kinds the predicate accepts. */
+bool is_window_kind(OpKind kind);
+std::string window_kernel_code(const KernelCall &call);
+void check_window_split(const KernelCall &call);
+
+/** Norm/softmax/loss family (kernels_norm.cpp). */
+bool is_norm_kind(OpKind kind);
+std::string norm_kernel_code(const KernelCall &call);
+void check_norm_split(const KernelCall &call);
+
+/** Helpers shared by the kernel files. */
+namespace kernel_util {
+std::string num(int64_t v);
+int64_t prod(const Shape &s, size_t from = 0, size_t to = SIZE_MAX);
+Shape tail(const Shape &s, size_t from);
+std::string or_null(const std::string &p);
+std::string copy_bytes(const std::string &dst, const std::string &src, int64_t bytes);
+[[noreturn]] void unsupported_split(const KernelCall &call);
+}  // namespace kernel_util
+
+}  // namespace cleave::codegen
