@@ -116,11 +116,21 @@ std::string bundle_cmake(int ranks) {
       "set(CMAKE_CXX_STANDARD 20)\n"
       "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n"
       "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n"
-      "set(CLEAVE_BACKEND cpu CACHE STRING \"runtime backend: cpu\")\n"
-      "if(NOT CLEAVE_BACKEND STREQUAL \"cpu\")\n"
-      "  message(FATAL_ERROR \"this bundle supports CLEAVE_BACKEND=cpu only\")\n"
+      "set(CLEAVE_BACKEND cpu CACHE STRING \"runtime backend: cpu or cuda\")\n"
+      "set_property(CACHE CLEAVE_BACKEND PROPERTY STRINGS cpu cuda)\n"
+      "if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
+      "  # The rank programs' fused functors are CLEAVE_HD (__host__ __device__) lambdas: compiled by nvcc.\n"
+      "  if(NOT CLEAVE_RUNTIME_DIR AND NOT EXISTS \"${CMAKE_CURRENT_SOURCE_DIR}/runtime/cuda\")\n"
+      "    message(FATAL_ERROR \"CLEAVE_BACKEND=cuda: this bundle's runtime has no cuda backend (runtime/cuda is missing)\")\n"
+      "  endif()\n"
+      "  if(NOT CMAKE_CUDA_ARCHITECTURES)\n    set(CMAKE_CUDA_ARCHITECTURES 80 90)\n  endif()\n"
+      "  enable_language(CUDA)\n"
+      "  set(CMAKE_CUDA_STANDARD 20)\n"
+      "elseif(NOT CLEAVE_BACKEND STREQUAL \"cpu\")\n"
+      "  message(FATAL_ERROR \"CLEAVE_BACKEND=${CLEAVE_BACKEND}: expected cpu or cuda\")\n"
       "endif()\n"
-      "# CLEAVE_RUNTIME_DIR: a prebuilt runtime (a directory holding libcleave_rt_cpu.a) and its headers in\n"
+      "set(cleave_rt cleave_rt_${CLEAVE_BACKEND})\n"
+      "# CLEAVE_RUNTIME_DIR: a prebuilt runtime (a directory holding libcleave_rt_<backend>.a) and its headers in\n"
       "# CLEAVE_RUNTIME_INCLUDE (default: this bundle's runtime/include); else the bundled runtime/ is built.\n"
       "set(CLEAVE_RUNTIME_DIR \"\" CACHE PATH \"prebuilt runtime library directory\")\n"
       "set(CLEAVE_RUNTIME_INCLUDE \"${CMAKE_CURRENT_SOURCE_DIR}/runtime/include\" CACHE PATH \"runtime headers\")\n"
@@ -128,17 +138,24 @@ std::string bundle_cmake(int ranks) {
       "  find_package(MPI REQUIRED COMPONENTS CXX)\n"
       "  find_package(Threads REQUIRED)\n"
       "  find_library(CLEAVE_OPENBLAS_LIBRARY NAMES openblas)\n"
-      "  add_library(cleave_rt_cpu STATIC IMPORTED)\n"
-      "  set_target_properties(cleave_rt_cpu PROPERTIES IMPORTED_LOCATION \"${CLEAVE_RUNTIME_DIR}/libcleave_rt_cpu.a\")\n"
-      "  target_include_directories(cleave_rt_cpu INTERFACE \"${CLEAVE_RUNTIME_INCLUDE}\")\n"
-      "  target_link_libraries(cleave_rt_cpu INTERFACE MPI::MPI_CXX Threads::Threads ${CLEAVE_OPENBLAS_LIBRARY})\n"
+      "  add_library(${cleave_rt} STATIC IMPORTED)\n"
+      "  set_target_properties(${cleave_rt} PROPERTIES IMPORTED_LOCATION \"${CLEAVE_RUNTIME_DIR}/lib${cleave_rt}.a\")\n"
+      "  target_include_directories(${cleave_rt} INTERFACE \"${CLEAVE_RUNTIME_INCLUDE}\")\n"
+      "  target_link_libraries(${cleave_rt} INTERFACE MPI::MPI_CXX Threads::Threads ${CLEAVE_OPENBLAS_LIBRARY})\n"
       "else()\n"
       "  add_subdirectory(runtime)\n"
       "endif()\n";
   for (int r = 0; r < ranks; ++r) {
     std::string n = "rank_" + std::to_string(r);
-    s += "add_executable(" + n + " src/" + n + ".cpp)\ntarget_link_libraries(" + n + " PRIVATE cleave_rt_cpu)\n";
+    s += "add_executable(" + n + " src/" + n + ".cpp)\ntarget_link_libraries(" + n + " PRIVATE ${cleave_rt})\n";
   }
+  s += "if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
+       "  file(GLOB cleave_rank_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/rank_*.cpp)\n"
+       "  set_source_files_properties(${cleave_rank_sources} PROPERTIES LANGUAGE CUDA)\n"
+       "  foreach(r RANGE " + std::to_string(ranks - 1) + ")\n"
+       "    target_compile_options(rank_${r} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)\n"
+       "  endforeach()\n"
+       "endif()\n";
   return s;
 }
 
@@ -227,6 +244,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   s += "  char *base = static_cast<char *>(arena.at(0, " + std::to_string(prog.arena_bytes) + "));\n";
   for (size_t b = 0; b < prog.buffers.size(); ++b) {
     const Buffer &buf = prog.buffers[b];
+    if (buf.first < 0) continue;  // fused away
     s += "  auto *b" + std::to_string(b) + " = reinterpret_cast<" + c_type(buf.dtype) + " *>(base + " +
          std::to_string(buf.offset) + ");  // " + comment_safe(buf.label) + " [" + std::to_string(buf.elems) + "]\n";
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "codegen/fuse.h"
 #include "codegen/kernels.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
@@ -77,27 +78,34 @@ namespace {
 using namespace kernel_util;
 
 /** Broadcasts operand `i` to the output shape if its shape differs (into a local vector named t<i>). */
-std::string bcast(const std::string &ptr, const Shape &in, const Shape &out, const std::string &tmp, std::string &code) {
+/** Broadcasts an operand to the output shape into a scratch buffer if its shape differs. */
+std::string bcast(const KernelCall &call, const std::string &ptr, const Shape &in, const Shape &out,
+                  std::string &code) {
   if (in == out) return ptr;
-  code += "std::vector<float> " + tmp + "(" + num(prod(out)) + ");\nrt::broadcast(" + dims_literal(in) + ", " +
-          dims_literal(out) + ", " + ptr + ", " + tmp + ".data());\n";
-  return tmp + ".data()";
+  std::string tmp = call.scratch(prod(out));
+  code += "rt::broadcast(" + dims_literal(in) + ", " + dims_literal(out) + ", " + ptr + ", " + tmp + ");\n";
+  return tmp;
 }
 
-std::string unary(const std::string &expr, const std::vector<std::string> &ins, const std::vector<std::string> &outs,
-                  const std::vector<Shape> &out_shapes) {
-  return "rt::map(" + num(prod(out_shapes[0])) + ", [] CLEAVE_HD (float a) { return " + expr + "; }, " + outs[0] +
-         ", " + ins[0] + ");";
+/** A one-input map; recorded in `call.map` so lowering can fuse it with its neighbours. */
+std::string unary(const KernelCall &call, const std::string &expr) {
+  MapSpec spec = elementwise(prod(call.out_shapes[0]), expr, {call.ins[0]}, call.outs[0]);
+  call.map = spec;
+  return map_code(spec);
 }
 
-std::string binary(const std::string &expr, const std::vector<std::string> &ins, const std::vector<Shape> &in_shapes,
-                   const std::vector<std::string> &outs, const std::vector<Shape> &out_shapes) {
-  std::string code = "{\n";
-  std::string a = bcast(ins[0], in_shapes[0], out_shapes[0], "ta", code);
-  std::string b = bcast(ins[1], in_shapes[1], out_shapes[0], "tb", code);
-  code += "rt::map(" + num(prod(out_shapes[0])) + ", [] CLEAVE_HD (float a, float b) { return " + expr + "; }, " +
-          outs[0] + ", static_cast<const float *>(" + a + "), static_cast<const float *>(" + b + "));\n}";
-  return code;
+/** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). */
+std::string binary(const KernelCall &call, const std::string &expr) {
+  const Shape &y = call.out_shapes[0];
+  if (call.in_shapes[0] == y && call.in_shapes[1] == y) {
+    MapSpec spec = elementwise(prod(y), expr, {call.ins[0], call.ins[1]}, call.outs[0]);
+    call.map = spec;
+    return map_code(spec);
+  }
+  std::string code;
+  std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);
+  std::string b = bcast(call, call.ins[1], call.in_shapes[1], y, code);
+  return code + map_code(elementwise(prod(y), expr, {a, b}, call.outs[0]));
 }
 
 }  // namespace
@@ -141,27 +149,27 @@ std::string kernel_code(const KernelCall &call) {
   auto in = [&](size_t i) -> const std::string & { return ins.at(i); };
   auto out = [&](size_t i) -> const std::string & { return outs.at(i); };
   switch (op.kind) {
-    case OpKind::Relu: return unary("a > 0.0f ? a : 0.0f", ins, outs, out_shapes);
-    case OpKind::Neg: return unary("-a", ins, outs, out_shapes);
-    case OpKind::Exp: return unary("std::exp(a)", ins, outs, out_shapes);
-    case OpKind::Log: return unary("std::log(a)", ins, outs, out_shapes);
-    case OpKind::Sqrt: return unary("std::sqrt(a)", ins, outs, out_shapes);
-    case OpKind::Erf: return unary("std::erf(a)", ins, outs, out_shapes);
-    case OpKind::Sigmoid: return unary("1.0f / (1.0f + std::exp(-a))", ins, outs, out_shapes);
-    case OpKind::Tanh: return unary("std::tanh(a)", ins, outs, out_shapes);
+    case OpKind::Relu: return unary(call, "a > 0.0f ? a : 0.0f");
+    case OpKind::Neg: return unary(call, "-a");
+    case OpKind::Exp: return unary(call, "std::exp(a)");
+    case OpKind::Log: return unary(call, "std::log(a)");
+    case OpKind::Sqrt: return unary(call, "std::sqrt(a)");
+    case OpKind::Erf: return unary(call, "std::erf(a)");
+    case OpKind::Sigmoid: return unary(call, "1.0f / (1.0f + std::exp(-a))");
+    case OpKind::Tanh: return unary(call, "std::tanh(a)");
     case OpKind::Identity:
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
-    case OpKind::Add: return binary("a + b", ins, in_shapes, outs, out_shapes);
-    case OpKind::Sub: return binary("a - b", ins, in_shapes, outs, out_shapes);
-    case OpKind::Mul: return binary("a * b", ins, in_shapes, outs, out_shapes);
-    case OpKind::Div: return binary("a / b", ins, in_shapes, outs, out_shapes);
-    case OpKind::Pow: return binary("std::pow(a, b)", ins, in_shapes, outs, out_shapes);
-    case OpKind::ReluGrad: return binary("b > 0.0f ? a : 0.0f", ins, in_shapes, outs, out_shapes);
-    case OpKind::SigmoidGrad: return binary("a * b * (1.0f - b)", ins, in_shapes, outs, out_shapes);
-    case OpKind::TanhGrad: return binary("a * (1.0f - b * b)", ins, in_shapes, outs, out_shapes);
-    case OpKind::SqrtGrad: return binary("a * 0.5f / b", ins, in_shapes, outs, out_shapes);
+    case OpKind::Add: return binary(call, "a + b");
+    case OpKind::Sub: return binary(call, "a - b");
+    case OpKind::Mul: return binary(call, "a * b");
+    case OpKind::Div: return binary(call, "a / b");
+    case OpKind::Pow: return binary(call, "std::pow(a, b)");
+    case OpKind::ReluGrad: return binary(call, "b > 0.0f ? a : 0.0f");
+    case OpKind::SigmoidGrad: return binary(call, "a * b * (1.0f - b)");
+    case OpKind::TanhGrad: return binary(call, "a * (1.0f - b * b)");
+    case OpKind::SqrtGrad: return binary(call, "a * 0.5f / b");
     case OpKind::ErfGrad:
-      return binary("a * 1.12837916709551257f * std::exp(-b * b)", ins, in_shapes, outs, out_shapes);
+      return binary(call, "a * 1.12837916709551257f * std::exp(-b * b)");
     case OpKind::Reshape:
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
     case OpKind::Expand:

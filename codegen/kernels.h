@@ -5,9 +5,11 @@
 //   kernels_window.cpp  Conv, pools and their gradients (spatial splits with halos)
 //   kernels_norm.cpp    BatchNormalization, softmax and the losses (splits that need statistics from other ranks)
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "codegen/fuse.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/region.h"
@@ -31,6 +33,11 @@ struct KernelCall {
   /** Registers a communicator over `ranks` (ordered) and returns the expression naming it ("G3"). Every rank of the
    *  group must call it for the same op in the same order. */
   std::function<std::string(const std::vector<int> &ranks)> comm;
+  /** An arena buffer of `elems` floats live during this kernel only (e.g. a broadcast operand); returns its pointer
+   *  expression. */
+  std::function<std::string(int64_t elems)> scratch;
+  /** Set by the emitter when the kernel is exactly one plain rt::map (no broadcast): lowering may fuse it. */
+  mutable std::optional<MapSpec> map;
 
   const Graph &graph() const { return *g; }
   const Op &node() const { return *op; }

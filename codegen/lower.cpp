@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
+#include "codegen/collectives.h"
 #include "codegen/kernels.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
@@ -37,18 +39,6 @@ Shape box_shape(const Box &b) {
   return s;
 }
 
-Box intersect(const Box &a, const Box &b) {
-  Box r(a.size());
-  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
-  return r;
-}
-
-bool contains(const Box &outer, const Box &inner) {
-  for (size_t d = 0; d < outer.size(); ++d)
-    if (inner[d].begin < outer[d].begin || inner[d].end > outer[d].end) return false;
-  return true;
-}
-
 std::vector<int64_t> starts_rel(const Box &b, const Box &origin) {
   std::vector<int64_t> s;
   for (size_t d = 0; d < b.size(); ++d) s.push_back(b[d].begin - origin[d].begin);
@@ -59,12 +49,21 @@ std::string ref(int buffer) { return "$" + std::to_string(buffer) + "$"; }
 
 /** A region_copy of box `part` (global coordinates) from a source buffer holding `src_box` to a destination holding
  *  `dst_box`. */
-std::string copy_code(int src, const Box &src_box, int dst, const Box &dst_box, const Box &part, int elem_size) {
-  if (part.empty()) return "std::memcpy(" + ref(dst) + ", " + ref(src) + ", " + std::to_string(elem_size) + ");";
-  return "rt::region_copy({rt::Box{" + ref(src) + ", " + dims_literal(box_shape(src_box)) + ", " +
+std::string at(int buffer, int64_t offset) {
+  return offset == 0 ? ref(buffer) : "(" + ref(buffer) + " + " + std::to_string(offset) + ")";
+}
+
+std::string copy_code_at(const std::string &src, const Box &src_box, const std::string &dst, const Box &dst_box,
+                         const Box &part, int elem_size) {
+  if (part.empty()) return "std::memcpy(" + dst + ", " + src + ", " + std::to_string(elem_size) + ");";
+  return "rt::region_copy({rt::Box{" + src + ", " + dims_literal(box_shape(src_box)) + ", " +
          dims_literal(starts_rel(part, src_box)) + ", " + dims_literal(box_shape(part)) + ", " +
-         dims_literal(starts_rel(part, dst_box)) + "}}, " + ref(dst) + ", " + dims_literal(box_shape(dst_box)) + ", " +
+         dims_literal(starts_rel(part, dst_box)) + "}}, " + dst + ", " + dims_literal(box_shape(dst_box)) + ", " +
          std::to_string(elem_size) + ");";
+}
+
+std::string copy_code(int src, const Box &src_box, int dst, const Box &dst_box, const Box &part, int elem_size) {
+  return copy_code_at(ref(src), src_box, ref(dst), dst_box, part, elem_size);
 }
 
 [[noreturn]] void unsupported_split(const Op &op, const plan::ParallelConfig &config) {
@@ -105,6 +104,11 @@ class Lowerer {
         out_.batch = tensor.shape[0];
       }
     }
+    last_map_.resize(out_.ranks.size());
+    readers_.assign(static_cast<size_t>(g_.num_tensors()), 0);
+    for (OpId o = 0; o < g_.num_ops(); ++o)
+      for (TensorId t : g_.op(o).inputs)
+        if (t != kNoTensor) ++readers_[t];
     assigned_dst_.assign(static_cast<size_t>(g_.num_tensors()), false);
     assigned_src_.assign(static_cast<size_t>(g_.num_tensors()), false);
     for (const Assign &a : g_.assigns) {
@@ -186,21 +190,51 @@ class Lowerer {
     return id;
   }
 
-  /** All-reduces a just-produced partial tensor over each partial mesh axis. */
-  void reduce_partial(TensorId t) {
+  /** Groups of the sharding's devices whose mesh coordinates differ only along `axis`, each ordered by it. */
+  static std::vector<std::vector<int>> axis_groups(const plan::Sharding &s, size_t axis) {
+    std::map<std::vector<int64_t>, std::vector<int>> groups;
+    for (size_t i = 0; i < s.devices.size(); ++i) {
+      auto c = plan::mesh_coords(s.mesh, static_cast<int64_t>(i));
+      c[axis] = 0;
+      groups[c].push_back(s.devices[i]);
+    }
+    std::vector<std::vector<int>> out;
+    for (auto &[key, members] : groups) out.push_back(std::move(members));
+    return out;
+  }
+
+  const Owned *owned_by(TensorId t, int r) const {
+    auto it = owned_.find(t);
+    if (it == owned_.end()) return nullptr;
+    for (const auto &ow : it->second)
+      if (ow.rank == r) return &ow;
+    return nullptr;
+  }
+
+  /** Reduces a partial tensor before its first read. `wants` are the boxes the next reader's ranks need: when the
+   *  members of a partial group need disjoint equal blocks that tile their shard, the sum is reduce-scattered into
+   *  those blocks (each rank then owns only its block); otherwise it is all-reduced (replicated). Deferring the
+   *  reduction to the first read is what lets a partial result that is only read in blocks never travel whole. */
+  void resolve_partial(TensorId t, const std::map<int, Box> &wants) {
+    pending_partial_.erase(t);
     const plan::Sharding &s = sharding(t);
+    const Tensor &tensor = g_.tensor(t);
+    int partial_axes = 0;
+    for (const auto &a : s.axes) partial_axes += a.kind == plan::AxisSharding::Kind::partial;
     for (size_t axis = 0; axis < s.axes.size(); ++axis) {
       if (s.axes[axis].kind != plan::AxisSharding::Kind::partial) continue;
-      // Groups: devices whose coordinates differ only along `axis`, ordered by that coordinate.
-      std::map<std::vector<int64_t>, std::vector<int>> groups;
-      for (size_t i = 0; i < s.devices.size(); ++i) {
-        auto c = plan::mesh_coords(s.mesh, static_cast<int64_t>(i));
-        c[axis] = 0;
-        groups[c].push_back(s.devices[i]);
-      }
-      for (const auto &[key, members] : groups) {
+      for (const auto &members : axis_groups(s, axis)) {
         if (members.size() < 2) continue;
         int gid = group_id(members);
+        const Box whole = owned_by(t, members[0])->box;
+        std::vector<Box> blocks;
+        for (int r : members)
+          if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
+        if (partial_axes == 1 && tensor.dtype == DType::f32 && blocks.size() == members.size() &&
+            tiles(blocks, whole)) {
+          reduce_scatter(t, gid, members, blocks, whole);
+          continue;
+        }
         for (int r : members) {
           int b = tensor_buf_[r][t];
           emit(r,
@@ -209,6 +243,116 @@ class Lowerer {
                {b});
         }
       }
+    }
+  }
+
+  void reduce_scatter(TensorId t, int gid, const std::vector<int> &members, const std::vector<Box> &blocks,
+                      const Box &whole) {
+    const Tensor &tensor = g_.tensor(t);
+    int64_t count = box_elems(blocks[0]);
+    bool in_order = concatenates(blocks, whole);
+    for (size_t m = 0; m < members.size(); ++m) {
+      int r = members[m];
+      int full = tensor_buf_[r][t];
+      int send = full;
+      if (!in_order) {
+        send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_elems(whole), false);
+        for (size_t k = 0; k < members.size(); ++k)
+          emit(r, copy_code_at(ref(full), whole, at(send, static_cast<int64_t>(k) * count), blocks[k], blocks[k], 4),
+               {full, send});
+      }
+      int mine = new_buffer(r, tensor.name, tensor.dtype, count, false);
+      emit(r,
+           "rt::reduce_scatter_sum(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(mine) + ", " +
+               std::to_string(count) + ");",
+           {send, mine});
+      tensor_buf_[r][t] = mine;
+      for (auto &ow : owned_[t])
+        if (ow.rank == r) ow.box = blocks[m];
+    }
+  }
+
+  /** Collectives for input slot `s` of `op`: the ranks that must assemble the same box from shards that tile it
+   *  all-gather it; ranks that exchange equal blocks pairwise all-to-all. Fills `in_bufs` for the ranks served. */
+  void collective_inputs(const Op &op, size_t s, const std::map<int, Box> &wants,
+                         std::map<int, std::vector<int>> &in_bufs) {
+    TensorId t = op.inputs[s];
+    const Tensor &tensor = g_.tensor(t);
+    if (tensor.dtype != DType::f32) return;
+    // Ranks that need communication: not served by their own shard, not already assembled this step.
+    std::vector<int> ranks;
+    for (const auto &[r, want] : wants) {
+      const Owned *mine = owned_by(t, r);
+      if (mine && box_contains(mine->box, want)) continue;
+      if (assembled_.count(std::make_tuple(r, t, plan::box_str(want)))) continue;
+      if (std::count_if(owned_[t].begin(), owned_[t].end(), [&](const Owned &ow) { return ow.rank == r; }) != 1)
+        continue;
+      ranks.push_back(r);
+    }
+    // All-gather: per distinct wanted box, its ranks' shards tile it.
+    std::map<std::string, std::vector<int>> by_box;
+    for (int r : ranks) by_box[plan::box_str(wants.at(r))].push_back(r);
+    std::set<int> served;
+    for (const auto &[key, members] : by_box) {
+      const Box &want = wants.at(members[0]);
+      std::vector<Box> blocks;
+      for (int r : members) blocks.push_back(owned_by(t, r)->box);
+      if (!tiles(blocks, want)) continue;
+      int gid = group_id(members);
+      int64_t count = box_elems(blocks[0]);
+      bool in_order = concatenates(blocks, want);
+      for (int r : members) {
+        int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_elems(want), false);
+        int recv = in_order ? dst : new_buffer(r, tensor.name + " (all-gather)", tensor.dtype, box_elems(want), false);
+        int src = tensor_buf_[r][t];
+        emit(r,
+             "rt::all_gather(G" + std::to_string(gid) + ", " + ref(src) + ", " + ref(recv) + ", " +
+                 std::to_string(count) + ");",
+             {src, recv});
+        if (!in_order)
+          for (size_t k = 0; k < members.size(); ++k)
+            emit(r, copy_code_at(at(recv, static_cast<int64_t>(k) * count), blocks[k], ref(dst), want, blocks[k], 4),
+                 {recv, dst});
+        assembled_[std::make_tuple(r, t, plan::box_str(want))] = dst;
+        in_bufs[r][s] = dst;
+        served.insert(r);
+      }
+    }
+    // All-to-all among the rest.
+    std::vector<int> rest;
+    for (int r : ranks)
+      if (!served.count(r)) rest.push_back(r);
+    std::vector<Box> owned, wanted;
+    for (int r : rest) {
+      owned.push_back(owned_by(t, r)->box);
+      wanted.push_back(wants.at(r));
+    }
+    if (!all_to_all_pattern(owned, wanted)) return;
+    int gid = group_id(rest);
+    int64_t count = box_elems(box_intersect(owned[0], wanted[0]));
+    int64_t n = static_cast<int64_t>(rest.size());
+    for (size_t i = 0; i < rest.size(); ++i) {
+      int r = rest[i];
+      int src = tensor_buf_[r][t];
+      int send = new_buffer(r, tensor.name + " (all-to-all send)", tensor.dtype, n * count, false);
+      int recv = new_buffer(r, tensor.name + " (all-to-all recv)", tensor.dtype, n * count, false);
+      int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_elems(wanted[i]), false);
+      for (size_t j = 0; j < rest.size(); ++j) {
+        Box part = box_intersect(owned[i], wanted[j]);
+        emit(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),
+             {src, send});
+      }
+      emit(r,
+           "rt::all_to_all(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(recv) + ", " +
+               std::to_string(count) + ");",
+           {send, recv});
+      for (size_t j = 0; j < rest.size(); ++j) {
+        Box part = box_intersect(owned[j], wanted[i]);
+        emit(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, 4),
+             {recv, dst});
+      }
+      assembled_[std::make_tuple(r, t, plan::box_str(wanted[i]))] = dst;
+      in_bufs[r][s] = dst;
     }
   }
 
@@ -247,11 +391,21 @@ class Lowerer {
     std::vector<std::vector<int>> pack_bufs(out_.ranks.size()), unpack_bufs(out_.ranks.size()),
         transfer_bufs(out_.ranks.size());
     std::map<int, std::vector<int>> in_bufs;  // rank -> buffer per input slot (-1 absent)
+    for (const auto &[r, need] : needs) in_bufs[r].assign(op.inputs.size(), -1);
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      TensorId t = op.inputs[s];
+      if (t == kNoTensor) continue;
+      std::map<int, Box> wants;
+      for (const auto &[r, need] : needs)
+        if (need.in[s]) wants[r] = *need.in[s];
+      if (pending_partial_.count(t)) resolve_partial(t, wants);
+      collective_inputs(op, s, wants, in_bufs);
+    }
     for (const auto &[r, need] : needs) {
-      std::vector<int> bufs(op.inputs.size(), -1);
+      std::vector<int> &bufs = in_bufs[r];
       for (size_t s = 0; s < op.inputs.size(); ++s) {
         TensorId t = op.inputs[s];
-        if (t == kNoTensor) continue;
+        if (t == kNoTensor || bufs[s] >= 0) continue;
         const Tensor &tensor = g_.tensor(t);
         if (!need.in[s]) {
           if (!split) CLEAVE_CHECK(false, "op ", op.name, " reads nothing of input ", s);
@@ -277,7 +431,7 @@ class Lowerer {
         bufs[s] = dst;
         assembled_[key] = dst;
         int es = dtype_size(tensor.dtype);
-        if (mine && contains(mine->box, want)) {
+        if (mine && box_contains(mine->box, want)) {
           unpacks[r].push_back(copy_code(tensor_buf_[r][t], mine->box, dst, want, want, es));
           unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
           continue;
@@ -285,7 +439,7 @@ class Lowerer {
         // One holder per distinct owned block: ourselves if we hold it, else the first in group order.
         std::vector<const Owned *> chosen;
         for (const auto &ow : owners) {
-          if (box_empty(intersect(ow.box, want)) && !want.empty()) continue;
+          if (box_empty(box_intersect(ow.box, want)) && !want.empty()) continue;
           auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
           if (same == chosen.end())
             chosen.push_back(&ow);
@@ -293,7 +447,7 @@ class Lowerer {
             *same = &ow;
         }
         for (const Owned *ow : chosen) {
-          Box part = want.empty() ? Box{} : intersect(ow->box, want);
+          Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
           if (ow->rank == r) {
             unpacks[r].push_back(copy_code(tensor_buf_[r][t], ow->box, dst, want, part, es));
             unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
@@ -325,7 +479,6 @@ class Lowerer {
           unpack_bufs[r].insert(unpack_bufs[r].end(), {rbuf, dst});
         }
       }
-      in_bufs[r] = bufs;
     }
     for (size_t r = 0; r < out_.ranks.size(); ++r) {
       int rr = static_cast<int>(r);
@@ -380,14 +533,62 @@ class Lowerer {
               if (a.kind == plan::AxisSharding::Kind::partial && !partial_ok(op.kind)) unsupported_split(op, config);
         check_kernel_split(call);
       }
-      std::string code = "// " + op.name + " (" + std::string(op_kind_name(op.kind)) + ")\n" + kernel_code(call);
-      emit(r, code, used);
+      call.scratch = [this, r, &used, &op](int64_t elems) {
+        int b = new_buffer(r, op.name + " (scratch)", DType::f32, elems, false);
+        used.push_back(b);
+        return ref(b);
+      };
+      std::string label = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
+      std::string code = kernel_code(call);
+      if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
+        emit(r, "// " + label + "\n" + code, used);
+        if (call.map && op.outputs.size() == 1)
+          last_map_[r] = PendingMap{static_cast<int>(out_.ranks[r].step.size()) - 1, label, *call.map,
+                                    op.outputs[0], tensor_buf_[r][op.outputs[0]]};
+        else
+          last_map_[r].reset();
+      }
     }
     for (TensorId t : op.outputs)
-      if (t != kNoTensor) reduce_partial(t);
+      if (t != kNoTensor && is_partial(sharding(t))) pending_partial_.insert(t);
+  }
+
+  /** Fuses op `o`'s map into the map just emitted on rank r when it reads that map's result and nothing else reads
+   *  it: the result is then never stored (its buffer stays unreferenced and takes no arena space). */
+  bool fuse_into_previous(int r, OpId o, const std::string &label, const MapSpec &spec, const std::vector<int> &used) {
+    std::optional<PendingMap> &prev = last_map_[r];
+    std::vector<Instr> &step = out_.ranks[r].step;
+    if (!prev || prev->instr != static_cast<int>(step.size()) - 1 || prev->spec.n != spec.n) return false;
+    TensorId t = prev->tensor;
+    if (readers_[t] != 1 || t == g_.loss || assigned_dst_[t] || assigned_src_[t] || is_partial(sharding(t)) ||
+        std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end())
+      return false;
+    const Op &op = g_.op(o);
+    if (std::count(op.inputs.begin(), op.inputs.end(), t) != 1) return false;
+    if (std::find(spec.ins.begin(), spec.ins.end(), ref(prev->buffer)) == spec.ins.end()) return false;
+    MapSpec fused = fuse(prev->spec, spec);
+    Instr &instr = step.back();
+    std::vector<int> buffers;
+    for (int b : instr.buffers)
+      if (b != prev->buffer) buffers.push_back(b);
+    for (int b : used)
+      if (b != prev->buffer && std::find(buffers.begin(), buffers.end(), b) == buffers.end()) buffers.push_back(b);
+    prev->label += " + " + label;
+    instr = {"// fused: " + prev->label + "\n" + map_code(fused), buffers};
+    prev->spec = fused;
+    prev->tensor = op.outputs[0];
+    prev->buffer = tensor_buf_[r][op.outputs[0]];
+    return true;
+  }
+
+  static bool is_partial(const plan::Sharding &s) {
+    return std::any_of(s.axes.begin(), s.axes.end(),
+                       [](const auto &a) { return a.kind == plan::AxisSharding::Kind::partial; });
   }
 
   void finish_step() {
+    // Partial tensors nobody read (the loss, assigned results) are all-reduced, in tensor order.
+    for (TensorId t : std::vector<TensorId>(pending_partial_.begin(), pending_partial_.end())) resolve_partial(t, {});
     // The loss, logged by rank 0.
     if (g_.loss != kNoTensor) {
       int b = tensor_buf_[0][g_.loss];
@@ -404,7 +605,7 @@ class Lowerer {
         const Owned *have = nullptr;
         for (const auto &ow : owned_[a.src])
           if (ow.rank == r) have = &ow;
-        if (src < 0 || !have || !contains(have->box, box))
+        if (src < 0 || !have || !box_contains(have->box, box))
           CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
                             "\" is not held where the tensor lives (assign across shardings is not supported yet)");
         int dst = tensor_buf_[r][a.dst];
@@ -423,7 +624,7 @@ class Lowerer {
         buf.last = std::max(buf.last, i);
       }
     for (Buffer &buf : prog.buffers) {
-      if (buf.persistent || buf.first < 0) {
+      if (buf.persistent) {
         buf.first = 0;
         buf.last = end;
       }
@@ -432,6 +633,7 @@ class Lowerer {
     int64_t peak = 0;
     for (int b = 0; b < static_cast<int>(prog.buffers.size()); ++b) {
       Buffer &buf = prog.buffers[b];
+      if (buf.first < 0) continue;  // never referenced (a fused intermediate): no storage
       int64_t size = (buf.bytes() + 63) / 64 * 64;
       std::vector<std::pair<int64_t, int64_t>> busy;
       for (int o : placed) {
@@ -462,6 +664,19 @@ class Lowerer {
   std::vector<bool> assigned_dst_, assigned_src_;
   /** (rank, tensor, needed box) -> the buffer it was assembled into this step. */
   std::map<std::tuple<int, TensorId, std::string>, int> assembled_;
+  /** The last map emitted on each rank, while it may still absorb the next op. */
+  struct PendingMap {
+    int instr = -1;
+    std::string label;
+    MapSpec spec;
+    TensorId tensor = kNoTensor;
+    int buffer = -1;
+  };
+  std::vector<std::optional<PendingMap>> last_map_;
+  /** Number of (op, input slot) reads of each tensor. */
+  std::vector<int> readers_;
+  /** Partial tensors produced and not reduced yet. */
+  std::set<TensorId> pending_partial_;
 };
 
 }  // namespace

@@ -26,4 +26,12 @@ PY
 then
   echo "FAIL: standalone bundle losses differ"; cat "$tmp/run.txt" "$tmp/eval.txt"; exit 1
 fi
+# Backends: cuda is refused with a reason while the bundled runtime has no cuda/ backend; unknown names are refused.
+for backend in cuda tpu; do
+  if cmake -S "$tmp/shipped" -B "$tmp/build-$backend" -G Ninja -DCLEAVE_BACKEND=$backend > "$tmp/$backend.txt" 2>&1; then
+    echo "FAIL: CLEAVE_BACKEND=$backend configured"; exit 1
+  fi
+done
+grep -q "CLEAVE_BACKEND=cuda: this bundle's runtime has no cuda backend" "$tmp/cuda.txt" || { cat "$tmp/cuda.txt"; exit 1; }
+grep -q "CLEAVE_BACKEND=tpu: expected cpu or cuda" "$tmp/tpu.txt" || { cat "$tmp/tpu.txt"; exit 1; }
 echo "ok: standalone bundle built with its own runtime and trained like cleave eval"

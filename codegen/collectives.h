@@ -1,0 +1,29 @@
+#pragma once
+// Collective recognition (DESIGN §4): communication is derived as "who needs which box of whom"; these predicates
+// say when such a pattern is exactly a collective, so lowering can call all-gather / reduce-scatter / all-to-all
+// instead of the generic grouped send/recv.
+#include <cstdint>
+#include <vector>
+
+#include "planner/region.h"
+
+namespace cleave::codegen {
+
+using plan::Box;
+
+Box box_intersect(const Box &a, const Box &b);
+bool box_contains(const Box &outer, const Box &inner);
+int64_t box_elems(const Box &b);
+
+/** `blocks` are non-empty, of one size, inside `whole`, pairwise disjoint, and cover it. */
+bool tiles(const std::vector<Box> &blocks, const Box &whole);
+
+/** `blocks`, in order, are consecutive row-major element ranges of `whole` starting at its first element: a buffer
+ *  holding `whole` is the concatenation of buffers holding the blocks. */
+bool concatenates(const std::vector<Box> &blocks, const Box &whole);
+
+/** All-to-all: member i owns owned[i] and needs wanted[i]; every owned[i] ∩ wanted[j] is non-empty and of one size,
+ *  the owned boxes are pairwise disjoint, and each wanted[j] is covered by its parts. */
+bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted);
+
+}  // namespace cleave::codegen

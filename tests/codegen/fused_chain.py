@@ -1,0 +1,84 @@
+"""Fused elementwise functors compute what the unfused ops do: a tiny MLP whose activation is an elementwise chain
+(h * sigmoid(h), then tanh, then * 0.5 + 1) is exported by torch, compiled for 1 rank (single) and 2 ranks (data),
+and `cleave run` must reproduce `cleave eval` (the reference interpreter, which runs every op on its own): per-step
+losses within relative 1e-5 and final weights within 1e-5 * max|w|. The generated code must contain fused functors,
+so the check cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_check import losses, runtime_flags, weights  # noqa: E402
+
+CLEAVE, SRC = sys.argv[1], sys.argv[2]
+STEPS, BATCH = 4, 16
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(64, 32), nn.Linear(32, 10)
+
+    def forward(self, x, y):
+        h = self.fc1(x)
+        a = torch.tanh(h * torch.sigmoid(h)) * 0.5 + 1.0
+        return F.cross_entropy(self.fc2(a), y)
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def main():
+    torch.manual_seed(0)
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "chain.onnx")
+        torch.onnx.export(Net(), (torch.zeros(BATCH, 64), torch.zeros(BATCH, dtype=torch.int64)), model,
+                          input_names=["x", "y"], output_names=["loss"], training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=15)
+        data = (f"x={SRC}/models/data/digits_flat_train_x.npy,y={SRC}/models/data/digits_train_y.npy")
+        opt = ["--optimizer", "sgd", "--lr", "0.1"]
+        ref_model = os.path.join(tmp, "eval.onnx")
+        ref = losses(sh([CLEAVE, "eval", model, "--data", data, "--batch", str(BATCH), "--steps", str(STEPS),
+                         "--save-model", ref_model] + opt))
+        ref_w = weights(ref_model)
+        for planner, n in [("single", 1), ("data", 2)]:
+            bundle = os.path.join(tmp, f"{planner}{n}")
+            sh([CLEAVE, "compile", model, "--devices", str(n), "--planner", planner, "--batch", str(BATCH), "-o",
+                bundle] + opt)
+            src = open(os.path.join(bundle, "src", "rank_0.cpp")).read()
+            fused = src.count("// fused:")
+            if fused == 0:
+                problems.append(f"{planner}{n}: no fused functor in rank_0.cpp")
+            saved = os.path.join(tmp, f"{planner}{n}.onnx")
+            got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
+                            + runtime_flags(CLEAVE)))
+            worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref)) if len(got) == STEPS else float("inf")
+            if worst > 1e-5:
+                problems.append(f"{planner}{n}: losses {got} vs eval {ref}")
+            got_w = weights(saved)
+            for name, w in ref_w.items():
+                if np.issubdtype(w.dtype, np.floating):
+                    diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
+                    if diff > 1e-5 * max(1.0, float(np.abs(w).max())):
+                        problems.append(f"{planner}{n}: {name} differs by {diff:.3g}")
+            print(f"{planner} on {n} rank(s): {fused} fused functors, worst loss rel diff {worst:.3g}", flush=True)
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
