@@ -18,6 +18,9 @@ bool partial_ok(OpKind kind) {
     case OpKind::Conv:
     case OpKind::ConvGradData:
     case OpKind::ConvGradFilter:
+    // A plain-mean or sum loss split on its positions: each rank's share of the global mean or sum.
+    case OpKind::SoftmaxCrossEntropyLoss:
+    case OpKind::NegativeLogLikelihoodLoss:
       return true;
     default:
       return false;

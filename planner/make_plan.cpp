@@ -100,7 +100,8 @@ Plan data_plan(const Graph &g, int devices) {
     int v = batch_var(op, d, batch);
     if (v < 0) return c;
     ParallelConfig split{all, mesh, {d.vars[static_cast<size_t>(v)].name}};
-    // Opaque or max-reduced batch vars, and splits the outputs' shardings cannot state, stay replicated.
+    // Synced batch vars (BatchNorm, weighted-mean losses) split like any other, their kernels all-reducing the
+    // statistics; opaque or max-reduced ones, and splits the outputs' shardings cannot state, stay replicated.
     return config_problems(g, op, descs, split, devices).empty() ? split : c;
   };
   auto source = [&](TensorId t) {

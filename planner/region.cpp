@@ -120,14 +120,14 @@ class Analyzer {
   Analyzer(const Description &d, const std::vector<Interval> &ranges) : d_(d), ranges_(ranges) {
     CLEAVE_CHECK(ranges.size() == d.vars.size(), "var ranges of ", d.output_name);
     for (size_t i = 0; i < d.vars.size(); ++i)
-      if (d.vars[i].opaque) ranges_[i] = {0, d.vars[i].extent};
+      if (d.vars[i].opaque && !d.vars[i].synced) ranges_[i] = {0, d.vars[i].extent};
     for (const describe::OperandInfo &o : d.operands) region_.operands.push_back({o.slot, o.name, {}});
     seen_.assign(region_.operands.size(), false);
   }
 
   OpRegion run() {
     for (size_t i = 0; i < d_.vars.size(); ++i)
-      if (d_.vars[i].role == VarRole::reduction && ranges_[i] != Interval{0, d_.vars[i].extent})
+      if (d_.vars[i].role == VarRole::reduction && !d_.vars[i].synced && ranges_[i] != Interval{0, d_.vars[i].extent})
         region_.partial = true;
     for (size_t k = 0; k < d_.output_index.size(); ++k) {
       std::optional<Range> r = affine_range(d_.output_index[k], 1, 0, d_.output_shape[k] - 1);

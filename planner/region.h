@@ -66,7 +66,9 @@ struct OpRegion {
 };
 
 /** The regions of description `d` with its vars restricted to `ranges` (one per var; opaque and internal vars always
- *  take their whole extent, since an opaque computation needs all of that dim). */
+ *  take their whole extent, since an opaque computation needs all of that dim, unless they are synced: a synced
+ *  var's kernel reads only its block and exchanges statistics instead; nor does a synced reduction var make the
+ *  output partial). */
 OpRegion op_region(const describe::Description &d, const std::vector<Interval> &ranges);
 
 /** What the device at `index` of `config`'s group reads of each input of `op` (indexed by input slot) to compute all

@@ -128,6 +128,8 @@ std::string split_obstacle(const Description &d, const std::string &name) {
   int v = d.var(name);
   CLEAVE_CHECK(v >= 0, "no var ", name, " in ", d.output_name);
   const describe::LoopVar &lv = d.vars[static_cast<size_t>(v)];
+  // The kernel of a synced var synchronises its shards itself: whatever the var's role, the split is sound.
+  if (lv.synced) return {};
   if (lv.role == VarRole::internal) return "it is consumed whole by an opaque function in output " + d.output_name;
   if (lv.opaque) return "it is opaque in output " + d.output_name;
   if (lv.role == VarRole::reduction) {
@@ -148,7 +150,9 @@ Sharding implied_sharding(const Op &op, const std::vector<Description> &descs, c
   for (const std::string &name : config.vars) {
     AxisSharding a;
     int v = name.empty() ? -1 : d.var(name);
-    if (v >= 0 && d.vars[static_cast<size_t>(v)].role == VarRole::reduction) {
+    // A synced reduction var leaves the output whole (the kernel all-reduces); a synced output var splits it.
+    const describe::LoopVar *lv = v >= 0 ? &d.vars[static_cast<size_t>(v)] : nullptr;
+    if (lv && lv->role == VarRole::reduction && !lv->synced) {
       a.kind = AxisSharding::Kind::partial;
     } else if (v >= 0) {
       for (size_t k = 0; k < d.output_index.size(); ++k)

@@ -13,7 +13,8 @@ namespace cleave::plan {
 size_t primary_output(const Op &op);
 
 /** Why var `name` cannot be split in description `d` (empty if it can): opaque, internal, a reduction that is not a
- *  sum, or a sum whose post-processing is not linear in the sum (bias added after the reduction). */
+ *  sum, or a sum whose post-processing is not linear in the sum (bias added after the reduction). A synced var
+ *  (ir/describe/description.h) can always be split: its kernel synchronises the shards. */
 std::string split_obstacle(const describe::Description &d, const std::string &name);
 
 /** The sharding of output `slot` of `op` under `config` (descs = describe(g, op)). Precondition: the config passed

@@ -1,6 +1,9 @@
 // Descriptions of BatchNormalization, Dropout, the losses, and the elementwise and normalisation gradients.
 // Statistics over several dims (batch mean/variance, softmax denominators, weighted-mean losses) need two passes,
-// which one index expression cannot say: those dims are opaque and the computation an opaque function.
+// which one index expression cannot say: those dims are opaque and the computation an opaque function. Where the
+// statistic is a sum that ranks can all-reduce (BatchNorm's per-channel sums, a loss's total weight), the dims are
+// also synced: data parallelism splits them and the kernel synchronises (codegen/kernels_norm.cpp). A softmax
+// denominator is not: its class axis stays whole.
 #include <cmath>
 
 #include "ir/describe/ops_util.h"
@@ -8,21 +11,29 @@
 namespace cleave::describe {
 namespace {
 
-/** Vars b, c and spatial dims of an [N, C, ...] tensor; spatial ones opaque if asked. */
-std::vector<Var> nc_vars(Builder &b, const Shape &s, bool opaque_non_channel) {
-  std::vector<Var> v{b.out("b", s[0], opaque_non_channel), b.out("c", s[1])};
+/** Vars b, c and spatial dims of an [N, C, ...] tensor; the non-channel ones opaque and synced (batch statistics)
+ *  if asked. */
+std::vector<Var> nc_vars(Builder &b, const Shape &s, bool stats_over_non_channel) {
+  auto var = [&](const std::string &name, int64_t extent) {
+    Var v = b.out(name, extent, stats_over_non_channel);
+    return stats_over_non_channel ? b.synced(v) : v;
+  };
+  std::vector<Var> v{var("b", s[0]), b.out("c", s[1])};
   std::vector<std::string> names = s.size() > 2 ? spatial_names(s.size() - 2) : std::vector<std::string>{};
-  for (size_t d = 2; d < s.size(); ++d) v.push_back(b.out(names[d - 2], s[d], opaque_non_channel));
+  for (size_t d = 2; d < s.size(); ++d) v.push_back(var(names[d - 2], s[d]));
   return v;
 }
 
-/** Channel statistic [C] of an [N, C, ...] tensor: c is an output var, the others reduction or internal vars. */
+/** Channel statistic [C] of an [N, C, ...] tensor: c is an output var, the others synced reduction or internal
+ *  vars (a split batch all-reduces the statistic, so it comes out whole, never partial). */
 std::vector<Var> stat_vars(Builder &b, const Shape &s, bool internal, Var &c) {
   c = b.out("c", s[1]);
+  auto var = [&](const std::string &name, int64_t extent) {
+    return b.synced(internal ? b.internal(name, extent) : b.sum(name, extent));
+  };
   std::vector<std::string> names = s.size() > 2 ? spatial_names(s.size() - 2) : std::vector<std::string>{};
-  std::vector<Var> v{internal ? b.internal("b", s[0]) : b.sum("b", s[0]), c};
-  for (size_t d = 2; d < s.size(); ++d)
-    v.push_back(internal ? b.internal(names[d - 2], s[d]) : b.sum(names[d - 2], s[d]));
+  std::vector<Var> v{var("b", s[0]), c};
+  for (size_t d = 2; d < s.size(); ++d) v.push_back(var(names[d - 2], s[d]));
   return v;
 }
 
@@ -30,12 +41,12 @@ int64_t non_channel_count(const Shape &s) { return num_elements(s) / s[1]; }
 
 std::string reduction_of(const Op &op) { return op.has_attr("reduction") ? op.attr_string("reduction") : "mean"; }
 
-/** Vars n, d1.. of a per-element loss shape [N, d...]. */
+/** Vars n, d1.. of a per-element loss shape [N, d...]; internal ones (a weighted mean's total weight) are synced. */
 std::vector<Var> loss_vars(Builder &b, const Shape &per, bool output, bool internal) {
   std::vector<Var> v;
   for (size_t d = 0; d < per.size(); ++d) {
     std::string name = d == 0 ? "n" : "d" + std::to_string(d);
-    v.push_back(internal ? b.internal(name, per[d]) : output ? b.out(name, per[d]) : b.sum(name, per[d]));
+    v.push_back(internal ? b.synced(b.internal(name, per[d])) : output ? b.out(name, per[d]) : b.sum(name, per[d]));
   }
   return v;
 }
@@ -270,8 +281,13 @@ Descs loss_grad(const Graph &g, const Op &op, const char *xname, const char *lna
   Shape per = in_shape(g, op, 2);
   std::string red = reduction_of(op);
   bool wmean = red == "mean" && weighted(op, 3);
-  std::vector<Var> v{b.out("n", xs[0], wmean), b.out("c", xs[1])};
-  for (size_t d = 2; d < xs.size(); ++d) v.push_back(b.out("d" + std::to_string(d - 1), xs[d], wmean));
+  // A weighted mean divides by the total weight of all labels: opaque, and synced (the kernel all-reduces it).
+  auto pos = [&](const std::string &name, int64_t extent) {
+    Var p = b.out(name, extent, wmean);
+    return wmean ? b.synced(p) : p;
+  };
+  std::vector<Var> v{pos("n", xs[0]), b.out("c", xs[1])};
+  for (size_t d = 2; d < xs.size(); ++d) v.push_back(pos("d" + std::to_string(d - 1), xs[d]));
   std::vector<Var> nv{v[0]};
   for (size_t d = 2; d < v.size(); ++d) nv.push_back(v[d]);
   Operand dloss = b.in(0, "dloss"), x = b.in(1, xname), labels = b.in(2, lname);

@@ -169,6 +169,11 @@ Var Builder::sum(const std::string &name, int64_t extent, bool opaque) {
   return Var{static_cast<int>(d_.vars.size()) - 1};
 }
 
+Var Builder::synced(Var v) {
+  d_.vars.at(static_cast<size_t>(v.id)).synced = true;
+  return v;
+}
+
 Var Builder::internal(const std::string &name, int64_t extent) {
   d_.vars.push_back({name, extent, VarRole::internal, true});
   return Var{static_cast<int>(d_.vars.size()) - 1};
@@ -206,6 +211,7 @@ Description Builder::build(std::vector<Affine> index, Reduce reduce, const E &bo
 
 SplitKind split_kind(const Description &d, int v) {
   const LoopVar &lv = d.vars.at(static_cast<size_t>(v));
+  if (lv.synced) return SplitKind::synced;
   if (lv.opaque) return SplitKind::none;
   if (lv.role == VarRole::output) return SplitKind::concat;
   // Only sums combine partial results by addition; a max/argmax/mean reduction is not split.

@@ -11,6 +11,12 @@
 // more than one pass over a dim (Softmax, BatchNorm statistics, weighted-mean losses) are described honestly, via an
 // opaque function call over that dim.
 //
+// A var may further be marked synced (Builder::synced): the op's kernel can still split it, by exchanging per-shard
+// statistics with the other ranks that split it (BatchNorm's batch sums and sums of squares, a weighted-mean loss's
+// weight total). Splitting a synced var splits the outputs it indexes, like an output var, and leaves every other
+// output whole on each rank (replicated, never partial): the kernel all-reduces what it needs before finishing. The
+// evaluator and FLOP count ignore the mark; region analysis gives a synced var its block, not its whole extent.
+//
 // Semantics of a Description d with output O:
 //   for every value of the output vars:  O[d.output_index] = post(reduce over the reduction vars of body)
 // where reduce is sum / max / argmax (flat index into the first access's tensor) / mean (over the points where every
@@ -169,10 +175,13 @@ struct LoopVar {
   int64_t extent = 1;
   VarRole role = VarRole::output;
   bool opaque = false;
+  /** Splittable by a kernel that synchronises over the ranks splitting it (see the header comment). */
+  bool synced = false;
 };
 
-/** How splitting a var over devices splits the output. */
-enum class SplitKind : uint8_t { none, concat, partial };
+/** How splitting a var over devices splits the output; synced: the kernel synchronises (the output is split if the
+ *  var indexes it, else whole). */
+enum class SplitKind : uint8_t { none, concat, partial, synced };
 
 struct OperandInfo {
   int slot = -1;
@@ -205,6 +214,8 @@ class Builder {
   Var sum(const std::string &name, int64_t extent, bool opaque = false);
   /** A dim an opaque function consumes whole (e.g. the class dim of a loss). */
   Var internal(const std::string &name, int64_t extent);
+  /** Marks `v` synced (splittable with synchronisation inside the kernel) and returns it. */
+  Var synced(Var v);
   /** Operand at input slot `slot`, printed as `name`. */
   Operand in(int slot, const std::string &name);
   /** Output shape (from the graph). */
@@ -223,11 +234,13 @@ class Builder {
  *  attributes are inconsistent. */
 std::vector<Description> describe(const Graph &g, const Op &op);
 
-/** One line: `Y[m,n] = sum(k) A[m,k] * B[k,n]  {m=4, n=5, k=3}` plus ` opaque(c)` where vars are opaque. */
+/** One line: `Y[m,n] = sum(k) A[m,k] * B[k,n]  {m=4, n=5, k=3}` plus ` opaque(c)` where vars are opaque and
+ *  ` synced(b)` where they are synced. */
 std::string to_string(const Description &d);
 std::string to_string(const Affine &a, const std::vector<LoopVar> &vars);
 
-/** How splitting var `v` splits the output: concat (output var), partial (reduction var) or none (opaque). */
+/** How splitting var `v` splits the output: synced (marked so), concat (output var), partial (reduction var) or none
+ *  (opaque). */
 SplitKind split_kind(const Description &d, int v);
 /** Ids of the vars that may be split. */
 std::vector<int> splittable_vars(const Description &d);

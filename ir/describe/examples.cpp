@@ -249,7 +249,9 @@ std::string describe_kind(const std::string &name) {
     std::string splits;
     for (int v : splittable_vars(d))
       splits += (splits.empty() ? "" : ", ") + d.vars[static_cast<size_t>(v)].name +
-                (split_kind(d, v) == SplitKind::concat ? " (concat)" : " (partial)");
+                (split_kind(d, v) == SplitKind::concat    ? " (concat)"
+                 : split_kind(d, v) == SplitKind::partial ? " (partial)"
+                                                          : " (synced)");
     os << "  splittable: " << (splits.empty() ? "none" : splits) << "; flops: " << flops(d) << "\n";
   }
   return os.str();

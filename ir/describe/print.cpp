@@ -166,6 +166,10 @@ std::string to_string(const Description &d) {
   for (const LoopVar &v : d.vars)
     if (v.opaque) opaque += (opaque.empty() ? "" : ",") + v.name;
   if (!opaque.empty()) os << " opaque(" << opaque << ")";
+  std::string synced;
+  for (const LoopVar &v : d.vars)
+    if (v.synced) synced += (synced.empty() ? "" : ",") + v.name;
+  if (!synced.empty()) os << " synced(" << synced << ")";
   std::string pads;
   collect_pads(d.body, pads);
   if (!pads.empty()) os << " pad(" << pads << ")";

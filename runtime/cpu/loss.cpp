@@ -85,6 +85,13 @@ double loss_weight_total(const LossShape &s, const int64_t *labels, const float 
   return total;
 }
 
+double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights) {
+  // Totals are sums of class weights (integers without weights): a float all-reduce keeps them to rounding.
+  float total = static_cast<float>(loss_weight_total(s, labels, weights));
+  all_reduce_sum(g, &total, &total, 1);
+  return total;
+}
+
 void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
                                    const float *weights, float *loss, float *log_prob) {
   std::vector<float> own;

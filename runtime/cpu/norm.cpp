@@ -1,5 +1,5 @@
-// BatchNormalization (training and inference) and its gradient; sum/mean reductions over axes. Per-channel
-// statistics accumulate in double so results do not drift with the batch size.
+// BatchNormalization (training and inference) and its gradient, whole or with the batch split over ranks; sum/mean
+// reductions over axes. Per-channel statistics accumulate in double so results do not drift with the batch size.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -139,6 +139,33 @@ void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const f
         dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
       }
   }
+}
+
+void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
+                                     const float *scale, const float *bias, float eps, float momentum, float *y,
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd) {
+  if (count <= 0) fail("batch_norm_train_forward_synced: count must be positive");
+  std::vector<float> stats(static_cast<size_t>(2 * c)), mean(static_cast<size_t>(c));
+  batch_norm_partial_stats(n, c, d, x, nullptr, stats.data());
+  all_reduce_sum(g, stats.data(), stats.data(), c);
+  // Every member computes the same mean from the same all-reduced sums, so the shift agrees across ranks.
+  for (int64_t ch = 0; ch < c; ++ch)
+    mean[static_cast<size_t>(ch)] = static_cast<float>(stats[static_cast<size_t>(ch)] / static_cast<double>(count));
+  batch_norm_partial_stats(n, c, d, x, mean.data(), stats.data());
+  all_reduce_sum(g, stats.data(), stats.data(), 2 * c);
+  batch_norm_train_forward_from_stats(n, c, d, x, scale, bias, stats.data(), mean.data(), count, eps, momentum, y,
+                                      running_mean, running_var, saved_mean, saved_invstd);
+}
+
+void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
+                                const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
+                                float *dx, float *dscale, float *dbias) {
+  std::vector<float> sums(static_cast<size_t>(2 * c));
+  batch_norm_backward_partial_sums(n, c, d, dy, x, saved_mean, saved_invstd, sums.data());
+  all_reduce_sum(g, sums.data(), sums.data(), 2 * c);
+  if (dx) batch_norm_backward_data_from_sums(n, c, d, dy, x, scale, saved_mean, saved_invstd, sums.data(), count, dx);
+  if (dbias) std::copy(sums.begin(), sums.begin() + c, dbias);
+  if (dscale) std::copy(sums.begin() + c, sums.end(), dscale);
 }
 
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {

@@ -3,6 +3,7 @@
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "ir/parser.h"
 
 namespace cleave::describe {
 namespace {
@@ -63,6 +64,52 @@ TEST(Describe, OpaqueDimsAreNotSplittable) {
   EXPECT_EQ(split_kind(d, d.var("i")), SplitKind::concat);
   EXPECT_EQ(split_kind(d, d.var("j")), SplitKind::none);
   EXPECT_FALSE(is_evaluable(d));
+}
+
+TEST(Describe, BatchStatisticsAreSynced) {
+  // BatchNorm's batch and spatial dims are opaque (statistics need all of them) but synced: splittable, the kernel
+  // all-reducing the per-channel sums; the channel stays an ordinary var.
+  Graph g = example_op(OpKind::BatchNormalization);
+  std::vector<Description> ds = describe(g, g.op(0));
+  EXPECT_EQ(to_string(ds[0]), "Y[b,c,y,x] = normalize_b_spatial(X[b,c,y,x]) * scale[c] + B[c]  {b=8, c=3, y=16, x=16} "
+                              "opaque(b,y,x) synced(b,y,x)");
+  EXPECT_EQ(split_kind(ds[0], ds[0].var("b")), SplitKind::synced);
+  EXPECT_EQ(split_kind(ds[0], ds[0].var("c")), SplitKind::concat);
+  for (const Description &d : ds)  // the statistics too: they come out whole, not partial
+    EXPECT_EQ(split_kind(d, d.var("b")), SplitKind::synced) << d.output_name;
+  Graph gg = example_op(OpKind::BatchNormalizationGrad);
+  for (const Description &d : describe(gg, gg.op(0))) EXPECT_EQ(split_kind(d, d.var("b")), SplitKind::synced);
+  // A plain mean loss is a partial sum over n (no mark); its class dim stays internal.
+  Graph l = example_op(OpKind::SoftmaxCrossEntropyLoss);
+  Description loss = describe(l, l.op(0))[0];
+  EXPECT_EQ(split_kind(loss, loss.var("n")), SplitKind::partial);
+  EXPECT_EQ(split_kind(loss, loss.var("c")), SplitKind::none);
+  EXPECT_FALSE(loss.vars[static_cast<size_t>(loss.var("n"))].synced);
+}
+
+TEST(Describe, WeightedMeanLossPositionsAreSynced) {
+  // ignore_index makes the mean a weighted one (divided by the count of kept labels): n is internal and synced in
+  // the loss, an opaque synced output var in its gradient; the class var is never synced.
+  Graph g = parse_graph(R"(graph wl
+tensor s f32[6,5] input
+tensor y i64[6] label
+tensor w f32[5] constant
+tensor loss f32[] activation
+tensor lp f32[6,5] activation
+tensor dl f32[] constant
+tensor ds f32[6,5] grad
+op sce SoftmaxCrossEntropyLoss forward (s, y, w) -> (loss, lp) {ignore_index=1, reduction="mean"}
+op sceg SoftmaxCrossEntropyLossGrad backward (dl, lp, y, w) -> (ds) {ignore_index=1, reduction="mean"}
+)");
+  std::vector<Description> f = describe(g, g.op(0));
+  EXPECT_EQ(f[0].vars[static_cast<size_t>(f[0].var("n"))].role, VarRole::internal);
+  EXPECT_EQ(split_kind(f[0], f[0].var("n")), SplitKind::synced);
+  EXPECT_EQ(split_kind(f[0], f[0].var("c")), SplitKind::none);
+  EXPECT_EQ(split_kind(f[1], f[1].var("n")), SplitKind::concat);  // log_prob: row-wise, nothing to synchronise
+  Description b = describe(g, g.op(1))[0];
+  EXPECT_EQ(split_kind(b, b.var("n")), SplitKind::synced);
+  EXPECT_EQ(split_kind(b, b.var("c")), SplitKind::concat);
+  EXPECT_NE(to_string(b).find(" opaque(n) synced(n)"), std::string::npos) << to_string(b);
 }
 
 TEST(Describe, WindowsAndTransposedWindowsGolden) {

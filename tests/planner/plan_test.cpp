@@ -244,14 +244,86 @@ TEST(Planners, GoldenDataPlans) {
   Plan pc = make_plan(cnn, "data", 2);
   check_data_rules(cnn, pc, 2);
   check_golden("cnn_data_2.plan", print_plan(pc));
-  // Conv and Gemm weight gradients are partial; BatchNormalization's batch dim is opaque (its statistics need the
-  // whole batch), so its op and its scale/bias gradients stay replicated.
+  // Conv and Gemm weight gradients are partial. BatchNormalization's batch dim is synced: the op and its gradient
+  // split the batch and all-reduce the statistics, so its scale/bias gradients and running statistics come out whole.
   for (const char *grad : {"net.0.weight.grad", "net.4.weight.grad", "net.9.weight.grad", "net.9.bias.grad"})
     EXPECT_EQ(pc.tensors[static_cast<size_t>(*cnn.find_tensor(grad))].sharding.axes[0].kind,
               AxisSharding::Kind::partial)
         << grad;
-  EXPECT_EQ(pc.tensors[static_cast<size_t>(*cnn.find_tensor("net.1.weight.grad"))].sharding.axes[0].kind,
+  for (const char *t : {"net.1.weight.grad", "net.5.bias.grad", "/net/net.1/BatchNormalization_output_0.saved_mean"})
+    EXPECT_EQ(pc.tensors[static_cast<size_t>(*cnn.find_tensor(t))].sharding.axes[0].kind,
+              AxisSharding::Kind::replicate)
+        << t;
+  EXPECT_EQ(pc.tensors[static_cast<size_t>(*cnn.find_tensor("/net/net.1/BatchNormalization_output_0"))].sharding.axes[0],
+            (AxisSharding{AxisSharding::Kind::split, 0}));
+  // No op of the CNN is left replicated but the optimizer updates: the data plan is data-parallel throughout.
+  for (const Op &op : cnn.ops()) {
+    const ParallelConfig &c = pc.ops[static_cast<size_t>(*cnn.find_op(op.name))].config;
+    if (op.phase == Phase::update) continue;
+    EXPECT_NE(c.vars[0], "") << op.name;
+  }
+}
+
+/** The data plan of `g` on 2 devices, by op name: its split var. */
+std::string data_var(const Graph &g, const Plan &p, const std::string &op) {
+  return p.ops[static_cast<size_t>(*g.find_op(op))].config.vars.at(0);
+}
+
+TEST(Planners, DataSplitsBatchNormAndLossesOnTheBatch) {
+  Graph cnn = training_graph("cnn.onnx", 16);
+  Plan p = make_plan(cnn, "data", 2);
+  for (const char *op : {"/net/net.1/BatchNormalization", "/net/net.5/BatchNormalization.grad"})
+    EXPECT_EQ(data_var(cnn, p, op), "b") << op;
+  for (const char *op : {"/SoftmaxCrossEntropyLoss", "/SoftmaxCrossEntropyLoss.grad"})
+    EXPECT_EQ(data_var(cnn, p, op), "n") << op;
+  // torch exports ignore_index=-100, so the CNN's loss is a weighted mean: whole on every rank (synced).
+  EXPECT_EQ(p.tensors[static_cast<size_t>(*cnn.find_tensor("loss"))].sharding.axes[0].kind,
             AxisSharding::Kind::replicate);
+
+  // A weighted mean (ignore_index and class weights) divides by the total weight of the kept labels: its positions
+  // are synced, so the loss comes out whole and its gradient split; softmax splits on its non-axis var.
+  Graph g = parse_graph(R"(graph wl
+tensor x f32[8,5] input
+tensor y i64[8] label
+tensor w f32[5] constant = [0.5,1,1.5,2,2.5]
+tensor s f32[8,5] activation
+tensor loss f32[] activation
+tensor dl f32[] constant = [1]
+tensor plain f32[] activation
+tensor ds f32[8,5] grad
+op sm LogSoftmax forward (x) -> (s) {axis=1}
+op sce NegativeLogLikelihoodLoss forward (s, y, w) -> (loss) {ignore_index=1, reduction="mean"}
+op sceg NegativeLogLikelihoodLossGrad backward (dl, s, y, w) -> (ds) {ignore_index=1, reduction="mean"}
+op plainmean NegativeLogLikelihoodLoss forward (s, y) -> (plain) {reduction="mean"}
+)");
+  verify(g);
+  Plan w = make_plan(g, "data", 2);
+  EXPECT_EQ(data_var(g, w, "sm"), "i");
+  EXPECT_EQ(data_var(g, w, "sce"), "n");
+  EXPECT_EQ(data_var(g, w, "sceg"), "n");
+  EXPECT_EQ(w.tensors[static_cast<size_t>(*g.find_tensor("loss"))].sharding.axes[0].kind, AxisSharding::Kind::replicate);
+  EXPECT_EQ(w.tensors[static_cast<size_t>(*g.find_tensor("ds"))].sharding.axes[0],
+            (AxisSharding{AxisSharding::Kind::split, 0}));
+  // A plain mean (no weights, no ignore_index) is an ordinary partial sum over the batch halves.
+  EXPECT_EQ(data_var(g, w, "plainmean"), "n");
+  EXPECT_EQ(w.tensors[static_cast<size_t>(*g.find_tensor("plain"))].sharding.axes[0].kind,
+            AxisSharding::Kind::partial);
+}
+
+TEST(PlanValidate, SyncedVarsSplitButOpaqueOnesDoNot) {
+  Graph g = describe::example_op(OpKind::BatchNormalization);
+  const Op &op = g.op(0);
+  std::vector<describe::Description> descs = describe::describe(g, op);
+  // Splitting the synced batch var: Y split(0), the four statistics whole.
+  ParallelConfig b{{0, 1}, {2}, {"b"}};
+  EXPECT_EQ(config_problems(g, op, descs, b, 2), std::vector<std::string>{});
+  EXPECT_EQ(implied_sharding(op, descs, b, 0).axes[0], (AxisSharding{AxisSharding::Kind::split, 0}));
+  for (size_t k = 1; k <= 4; ++k) EXPECT_EQ(implied_sharding(op, descs, b, k).axes[0].kind, AxisSharding::Kind::replicate);
+  // Softmax's axis is opaque but not synced: still refused.
+  Graph s = describe::example_op(OpKind::Softmax);
+  std::vector<describe::Description> sd = describe::describe(s, s.op(0));
+  EXPECT_EQ(config_problems(s, s.op(0), sd, ParallelConfig{{0, 1}, {2}, {"j"}}, 2),
+            std::vector<std::string>{"op \"Softmax\": var \"j\" cannot be split: it is opaque in output Y"});
 }
 
 TEST(Planners, DeterministicAndValid) {

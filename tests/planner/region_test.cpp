@@ -82,7 +82,9 @@ OpRegion brute_force(const Description &d, const std::vector<Interval> &ranges) 
     ++vals[k];
   }
   for (size_t i = 0; i < d.vars.size(); ++i)
-    if (d.vars[i].role == describe::VarRole::reduction && ranges[i] != Interval{0, d.vars[i].extent}) r.partial = true;
+    // A synced reduction var is all-reduced inside the kernel: restricting it leaves the output whole.
+    if (d.vars[i].role == describe::VarRole::reduction && !d.vars[i].synced && ranges[i] != Interval{0, d.vars[i].extent})
+      r.partial = true;
   return r;
 }
 
@@ -267,6 +269,23 @@ op conv Conv forward (x, w) -> (y) {dilations=[1,1], group=1, pads=[1,1,1,1], st
   r = op_region(d, ranges);
   EXPECT_TRUE(r.partial);
   EXPECT_EQ(box_str(r.operands[1].box), "[0,4)x[0,1)x[0,3)x[0,3)");
+}
+
+TEST(Region, SyncedBatchOfBatchNormReadsOnlyItsShard) {
+  // BatchNormalization split on its synced batch var b: device 1 reads and writes batch rows [4,8) only, and its
+  // statistics are whole outputs (the kernel all-reduces), not partial sums.
+  Graph g = describe::example_op(OpKind::BatchNormalization);
+  std::vector<Description> ds = describe::describe(g, g.op(0));
+  ParallelConfig c{{0, 1}, {2}, {"b"}};
+  OpRegion y = op_region(ds[0], var_ranges(ds[0], c, 1));
+  EXPECT_EQ(box_str(y.output), "[4,8)x[0,3)x[0,16)x[0,16)");
+  EXPECT_EQ(box_str(y.operands[0].box), "[4,8)x[0,3)x[0,16)x[0,16)");
+  for (size_t k = 1; k <= 4; ++k) {
+    OpRegion st = op_region(ds[k], var_ranges(ds[k], c, 1));
+    EXPECT_EQ(box_str(st.output), "[0,3)") << ds[k].output_name;
+    EXPECT_EQ(box_str(st.operands[0].box), "[4,8)x[0,3)x[0,16)x[0,16)") << ds[k].output_name;
+    EXPECT_FALSE(st.partial) << ds[k].output_name;
+  }
 }
 
 TEST(Region, InputRegionsCoverEveryOutput) {

@@ -161,6 +161,17 @@ void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const flo
 void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
                                         const float *scale, const float *saved_mean, const float *saved_invstd,
                                         const float *sums, int64_t count, float *dx);
+struct Comm;
+// The same with the all-reduces done over `g` (the ranks that split the batch and spatial dims; every member calls
+// it): `count` is M over all of them. The forward all-reduces the sums, then the sums about the global mean (two
+// passes, like the whole-batch forward, so the variance has no cancellation); every rank gets the whole statistics
+// (running_mean/var, saved_*, dscale, dbias), equal to the whole-batch ones up to float rounding.
+void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
+                                     const float *scale, const float *bias, float eps, float momentum, float *y,
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd);
+void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
+                                const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
+                                float *dx, float *dscale, float *dbias);
 /** Y = sum (or mean) of X over `axes` (sorted, distinct); Y holds the kept dims in order (keepdims does not change
  *  the data layout). */
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean);
@@ -196,6 +207,9 @@ void nll_backward(const LossShape &s, const float *dloss, const int64_t *labels,
                   float *dinput);
 /** The sum of weights over non-ignored positions (what mean divides by), for summing across ranks. */
 double loss_weight_total(const LossShape &s, const int64_t *labels, const float *weights);
+/** loss_weight_total summed over the ranks of `g` (every member calls it): the mean_divisor of a weighted-mean loss
+ *  whose positions are split over them. */
+double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights);
 
 // ---------------------------------------------------------------- layout ops (layout.cpp)
 
