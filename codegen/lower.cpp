@@ -408,7 +408,9 @@ class Lowerer {
         if (t == kNoTensor || bufs[s] >= 0) continue;
         const Tensor &tensor = g_.tensor(t);
         if (!need.in[s]) {
-          if (!split) CLEAVE_CHECK(false, "op ", op.name, " reads nothing of input ", s);
+          // An operand the op never reads (NegativeLogLikelihoodLossGrad's input: only its shape matters) stays
+          // absent; one that only this shard does not read cannot be handed to the kernel.
+          if (!reads_slot_unsplit(op, s)) continue;
           unsupported_split(op, config);
         }
         const Box &want = *need.in[s];
@@ -579,6 +581,15 @@ class Lowerer {
     prev->tensor = op.outputs[0];
     prev->buffer = tensor_buf_[r][op.outputs[0]];
     return true;
+  }
+
+  /** Whether the op reads anything of input `slot` when nothing is split. */
+  bool reads_slot_unsplit(const Op &op, size_t slot) const {
+    plan::ParallelConfig whole;
+    whole.devices = {0};
+    whole.mesh = {1};
+    whole.vars = {""};
+    return plan::op_input_regions(g_, op, whole, 0)[slot].has_value();
   }
 
   static bool is_partial(const plan::Sharding &s) {

@@ -3,11 +3,10 @@ weight of every rank's labels, which the split loss kernels all-reduce (ir/descr
 Two small models built here with onnx.helper, Linear(64,10) then
   sce: SoftmaxCrossEntropyLoss(weights, ignore_index=3, mean)
   lsm: LogSoftmax(axis 1) - SoftmaxCrossEntropyLoss(weights, ignore_index=3, mean)  (log-softmax split on the batch)
+  nll: LogSoftmax(axis 1) - NegativeLogLikelihoodLoss(weights, ignore_index=3, mean)
 trained with SGD on the digits data (batch 16, so each step ignores the batch's 3s), `cleave run` of the `data`
 plan on 2 and 4 ranks == `cleave eval` (the reference interpreter): per-step losses within relative 1e-5 and the
 saved weights within 1e-5 * max|w|. Also checks the plan splits the loss and its gradient on the batch.
-(NegativeLogLikelihoodLoss is not compiled here: its gradient reads nothing of its input, which codegen/lower.cpp
-refuses for every plan, split or not.)
 Usage: weighted_loss.py CLEAVE SOURCE_DIR."""
 import os
 import subprocess
@@ -45,8 +44,9 @@ def make_model(kind, path):
     if kind == "sce":
         nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y", "class_w"], ["loss"], **attrs))
     else:
+        loss = "SoftmaxCrossEntropyLoss" if kind == "lsm" else "NegativeLogLikelihoodLoss"
         nodes.append(helper.make_node("LogSoftmax", ["logits"], ["logp"], axis=1))
-        nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", ["logp", "y", "class_w"], ["loss"], **attrs))
+        nodes.append(helper.make_node(loss, ["logp", "y", "class_w"], ["loss"], **attrs))
     graph = helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64]),
                                             helper.make_tensor_value_info("y", TensorProto.INT64, ["N"])],
                               [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
@@ -64,7 +64,7 @@ def main():
     data = f"x={x},y={y}"
     problems, checked = [], 0
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, ranks in (("sce", 2), ("lsm", 4)):
+        for kind, ranks in (("sce", 2), ("lsm", 4), ("nll", 2)):
             model = os.path.join(tmp, kind + ".onnx")
             make_model(kind, model)
             plan = sh([CLEAVE, "plan", model, "--planner", "data", "--devices", str(ranks), "--batch", str(BATCH)]
