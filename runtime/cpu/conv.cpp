@@ -1,4 +1,4 @@
-// N-d convolution (groups, strides, asymmetric pads, dilations) by im2col + GEMM, and its gradients.
+// N-d convolution (groups, strides, asymmetric and negative pads, dilations) by im2col + GEMM, and its gradients.
 #include <algorithm>
 #include <vector>
 
@@ -29,7 +29,9 @@ Geometry make_geometry(const ConvShape &s) {
     fail("conv: group " + std::to_string(s.group) + " does not divide channels " + std::to_string(s.c) + " -> " +
          std::to_string(s.m));
   for (size_t d = 0; d < sp; ++d) {
-    int64_t expect = (s.x[d] + s.pads[d] + s.pads[d + sp] - s.dilations[d] * (s.w[d] - 1) - 1) / s.strides[d] + 1;
+    // Floor division: the local pads of a block may be negative (rt.h).
+    int64_t span = s.x[d] + s.pads[d] + s.pads[d + sp] - s.dilations[d] * (s.w[d] - 1) - 1;
+    int64_t expect = (span >= 0 ? span / s.strides[d] : -((-span + s.strides[d] - 1) / s.strides[d])) + 1;
     if (s.y[d] != expect)
       fail("conv: output dim " + std::to_string(d) + " is " + std::to_string(s.y[d]) + ", expected " +
            std::to_string(expect));

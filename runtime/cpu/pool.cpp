@@ -1,6 +1,8 @@
 // Max, average and global-average pooling (N-d) and their gradients. Output sizes come from the caller (ceil_mode
-// decided there), so a window may run past the padded input: such positions are skipped.
+// decided there), so a window may run past the padded input: such positions are skipped. The kernels also run on
+// spatial blocks of a larger op (PoolShape's block fields): the same global windows, read from or written to blocks.
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "cleave/rt.h"
@@ -8,18 +10,25 @@
 namespace cleave::rt {
 namespace {
 
-/** taps[yf * nk + kf] = flat spatial index into X, or -1 outside the unpadded input; count[yf] = the averaging
- *  divisor of window yf (positions inside the padded input with count_include_pad, else inside X). */
+/** taps[yf * nk + kf] = flat spatial index into the X block, or -1 outside the input tensor or the block;
+ *  count[yf] = the averaging divisor of window yf (positions inside the padded input with count_include_pad, else
+ *  inside the whole input). `missing`: some tap inside the input lies outside the X block. */
 struct Windows {
   int64_t nx = 1, ny = 1, nk = 1;
   std::vector<int64_t> taps, count;
+  bool missing = false;
 };
+
+/** v[d], or `whole` when v is empty (a whole op). */
+int64_t or_whole(const Dims &v, size_t d, int64_t whole) { return v.empty() ? whole : v[d]; }
 
 Windows make_windows(const PoolShape &s) {
   size_t sp = s.x.size();
   if (sp == 0 || s.y.size() != sp || s.kernel.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
       s.pads.size() != 2 * sp)
     fail("pool: spatial ranks of x, y, kernel, strides, dilations and pads (2 per dim) disagree");
+  for (const Dims *v : {&s.x_begin, &s.y_begin, &s.x_full, &s.dx_begin, &s.dx})
+    if (!v->empty() && v->size() != sp) fail("pool: a spatial block field has the wrong rank");
   Windows w;
   for (size_t d = 0; d < sp; ++d) {
     w.nx *= s.x[d];
@@ -32,15 +41,19 @@ Windows make_windows(const PoolShape &s) {
   for (int64_t yf = 0; yf < w.ny; ++yf) {
     std::fill(ki.begin(), ki.end(), 0);
     for (int64_t kf = 0; kf < w.nk; ++kf) {
-      bool inside = true, in_padded = true;
+      bool inside = true, in_padded = true, local = true;
       int64_t off = 0;
       for (size_t d = 0; d < sp; ++d) {
-        int64_t xd = yi[d] * s.strides[d] + ki[d] * s.dilations[d] - s.pads[d];
-        inside = inside && xd >= 0 && xd < s.x[d];
-        in_padded = in_padded && xd < s.x[d] + s.pads[d + sp];
-        off = off * s.x[d] + xd;
+        int64_t full = or_whole(s.x_full, d, s.x[d]);
+        int64_t xd = (or_whole(s.y_begin, d, 0) + yi[d]) * s.strides[d] + ki[d] * s.dilations[d] - s.pads[d];
+        inside = inside && xd >= 0 && xd < full;
+        in_padded = in_padded && xd < full + s.pads[d + sp];
+        int64_t xl = xd - or_whole(s.x_begin, d, 0);
+        local = local && xl >= 0 && xl < s.x[d];
+        off = off * s.x[d] + xl;
       }
-      if (inside) w.taps[static_cast<size_t>(yf * w.nk + kf)] = off;
+      if (inside && local) w.taps[static_cast<size_t>(yf * w.nk + kf)] = off;
+      if (inside && !local) w.missing = true;
       w.count[static_cast<size_t>(yf)] += s.count_include_pad ? in_padded : inside;
       for (size_t d = sp; d-- > 0;)
         if (++ki[d] < s.kernel[d]) break;
@@ -53,6 +66,10 @@ Windows make_windows(const PoolShape &s) {
   return w;
 }
 
+void require_whole_windows(const Windows &w, const char *kernel) {
+  if (w.missing) fail(std::string(kernel) + ": the X block lacks part of a window");
+}
+
 /** The first maximum of window yf over plane x, or -1 if the window holds no element. */
 int64_t argmax(const Windows &w, int64_t yf, const float *x) {
   int64_t best = -1;
@@ -62,10 +79,35 @@ int64_t argmax(const Windows &w, int64_t yf, const float *x) {
   return best;
 }
 
+/** to_dx[i] = the flat index into the dX block of flat index i of the X block, or -1 outside it. */
+std::vector<int64_t> x_to_dx(const PoolShape &s) {
+  size_t sp = s.x.size();
+  int64_t nx = 1;
+  for (int64_t v : s.x) nx *= v;
+  std::vector<int64_t> out(static_cast<size_t>(nx), -1), xi(sp, 0);
+  for (int64_t i = 0; i < nx; ++i) {
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < sp; ++d) {
+      int64_t rel = or_whole(s.x_begin, d, 0) + xi[d] - s.dx_begin[d];
+      inside = inside && rel >= 0 && rel < s.dx[d];
+      off = off * s.dx[d] + rel;
+    }
+    if (inside) out[static_cast<size_t>(i)] = off;
+    for (size_t d = sp; d-- > 0;)
+      if (++xi[d] < s.x[d]) break;
+      else xi[d] = 0;
+  }
+  return out;
+}
+
 }  // namespace
 
 void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices) {
   Windows w = make_windows(s);
+  require_whole_windows(w, "max_pool_forward");
+  if (indices && !(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty()))
+    fail("max_pool_forward: indices of a spatial block are not supported");
   for (int64_t p = 0; p < s.nc; ++p)
     for (int64_t yf = 0; yf < w.ny; ++yf) {
       int64_t best = argmax(w, yf, x + p * w.nx);
@@ -77,16 +119,33 @@ void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *ind
 
 void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx) {
   Windows w = make_windows(s);
-  std::fill(dx, dx + s.nc * w.nx, 0.0f);
+  require_whole_windows(w, "max_pool_backward");
+  if (s.dx.empty() != s.dx_begin.empty()) fail("max_pool_backward: dx and dx_begin must be given together");
+  if (s.dx.empty()) {
+    std::fill(dx, dx + s.nc * w.nx, 0.0f);
+    for (int64_t p = 0; p < s.nc; ++p)
+      for (int64_t yf = 0; yf < w.ny; ++yf) {
+        int64_t best = argmax(w, yf, x + p * w.nx);
+        if (best >= 0) dx[p * w.nx + best] += dy[p * w.ny + yf];
+      }
+    return;
+  }
+  // A block of dX: the same windows and maxima, keeping the gradient that lands inside the block.
+  std::vector<int64_t> to_dx = x_to_dx(s);
+  int64_t ndx = 1;
+  for (int64_t v : s.dx) ndx *= v;
+  std::fill(dx, dx + s.nc * ndx, 0.0f);
   for (int64_t p = 0; p < s.nc; ++p)
     for (int64_t yf = 0; yf < w.ny; ++yf) {
       int64_t best = argmax(w, yf, x + p * w.nx);
-      if (best >= 0) dx[p * w.nx + best] += dy[p * w.ny + yf];
+      if (best >= 0 && to_dx[static_cast<size_t>(best)] >= 0)
+        dx[p * ndx + to_dx[static_cast<size_t>(best)]] += dy[p * w.ny + yf];
     }
 }
 
 void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
   Windows w = make_windows(s);
+  require_whole_windows(w, "avg_pool_forward");
   for (int64_t p = 0; p < s.nc; ++p)
     for (int64_t yf = 0; yf < w.ny; ++yf) {
       const int64_t *tap = &w.taps[static_cast<size_t>(yf * w.nk)];
@@ -112,17 +171,19 @@ void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
     }
 }
 
-void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y) {
+void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y, int64_t divisor) {
+  double div = static_cast<double>(divisor > 0 ? divisor : spatial);
   for (int64_t p = 0; p < nc; ++p) {
     double sum = 0;
     for (int64_t i = 0; i < spatial; ++i) sum += x[p * spatial + i];
-    y[p] = static_cast<float>(sum / static_cast<double>(spatial));
+    y[p] = static_cast<float>(sum / div);
   }
 }
 
-void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx) {
+void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor) {
+  float div = static_cast<float>(divisor > 0 ? divisor : spatial);
   for (int64_t p = 0; p < nc; ++p)
-    for (int64_t i = 0; i < spatial; ++i) dx[p * spatial + i] = dy[p] / static_cast<float>(spatial);
+    for (int64_t i = 0; i < spatial; ++i) dx[p * spatial + i] = dy[p] / div;
 }
 
 }  // namespace cleave::rt

@@ -51,8 +51,9 @@ out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --plan "$tmp/garbage.plan" --devi
 rc=$?
 check "malformed plan is refused with its line (rc=$rc)" "[ $rc -ne 0 ] && echo \"\$out\" | grep -q 'garbage.plan:2'"
 
-# Splits that are valid plans but that codegen cannot lower yet: a global average pool split on a
-# spatial var (its partial means do not sum to the mean), a conv split on a spatial var (needs halos and adjusted pads).
+# A split that is a valid plan but that codegen cannot lower yet: a global average pool split on its reduced spatial
+# var (a partial output of a kind lower.cpp does not all-reduce). A conv split on a spatial var compiles (halo rows,
+# local pads; trained against 1 rank by hand_plans.sh).
 "$CLEAVE" plan "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 | sed \
   -e 's|^op /net/net.7/GlobalAveragePool devices=\[0,1\] mesh=\[2\] \[b\]|op /net/net.7/GlobalAveragePool devices=[0,1] mesh=[2] [y]|' \
   -e 's|^tensor /net/net.7/GlobalAveragePool_output_0 devices=\[0,1\] mesh=\[2\] \[split(0)\]|tensor /net/net.7/GlobalAveragePool_output_0 devices=[0,1] mesh=[2] [partial]|' \
@@ -65,10 +66,10 @@ check "pooling split on its reduced spatial var: rc=$rc, message: $out" \
   -e 's|^op /net/net.0/Conv devices=\[0,1\] mesh=\[2\] \[b\]|op /net/net.0/Conv devices=[0,1] mesh=[2] [y]|' \
   -e 's|^tensor /net/net.0/Conv_output_0 devices=\[0,1\] mesh=\[2\] \[split(0)\]|tensor /net/net.0/Conv_output_0 devices=[0,1] mesh=[2] [split(2)]|' \
   > "$tmp/conv_split.plan"
-out=$("$CLEAVE" compile "$SRC/models/cnn.onnx" --plan "$tmp/conv_split.plan" --devices 2 --batch 16 -o "$tmp/bad" 2>&1)
+out=$("$CLEAVE" compile "$SRC/models/cnn.onnx" --plan "$tmp/conv_split.plan" --devices 2 --batch 16 \
+  -o "$tmp/conv_split" 2>&1)
 rc=$?
-check "spatial conv split: rc=$rc, message: $out" \
-  "[ $rc -eq 1 ] && echo \"\$out\" | grep -q 'op \"/net/net.0/Conv\" (Conv): splitting var y is not supported by codegen yet'"
+check "spatial conv split compiles: rc=$rc, message: $out" "[ $rc -eq 0 ] && [ -d '$tmp/conv_split' ]"
 check "nothing left after the codegen errors" "[ ! -e '$tmp/bad' ]"
 
 # cleave run on something that is not a bundle.

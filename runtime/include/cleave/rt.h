@@ -94,7 +94,10 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 // ---------------------------------------------------------------- convolution (conv.cpp)
 
 /** X [n, c, x...], W [m, c/group, k...], Y [n, m, y...]; pads = begins then ends (ONNX order). The caller gives y
- *  (it must equal floor((x + pb + pe - d*(k-1) - 1) / s) + 1). */
+ *  (it must equal floor((x + pb + pe - d*(k-1) - 1) / s) + 1). Pads may be asymmetric and negative: a spatial block
+ *  of a larger convolution (codegen's halo splits) is the convolution of the local blocks of X, W and Y with local
+ *  pads, the window of local output o at local tap k reading local input o*s + k*d - pb; reads outside the local X
+ *  are padding (forward), or land outside the local dX block and are dropped (conv_backward_data). */
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, group = 1;
   Dims x, w, y, strides, pads, dilations;  // w: the kernel's spatial dims
@@ -111,22 +114,31 @@ void conv_backward_bias(const ConvShape &s, const float *dy, float *db);
 // ---------------------------------------------------------------- pooling (pool.cpp)
 
 /** X [nc, x...] and Y [nc, y...] (nc = N * C). y is given by the caller (ceil_mode decided there); window positions
- *  beyond the padded input are skipped. */
+ *  beyond the padded input are skipped.
+ *  Spatial blocks (codegen's halo splits): the buffers may hold blocks of the whole op's tensors. x_begin / y_begin
+ *  are the global spatial positions of the first element held of X (dX for avg_pool_backward) and of Y (or dY),
+ *  x_full the whole input's spatial extent, which pads and the averaging divisors refer to (empty: 0, 0 and x).
+ *  The windows are the global ones at outputs y_begin + [0, y). The forward kernels need every in-tensor tap of
+ *  them inside the X block (else fail()); avg_pool_backward writes its dX block only. max_pool_backward reads whole
+ *  windows from X and writes the dX block at dx_begin of extent dx (empty: the X block). */
 struct PoolShape {
   int64_t nc = 0;
   Dims x, y, kernel, strides, pads, dilations;  // pads: begins then ends
   bool count_include_pad = false;               // average pooling only
+  Dims x_begin, y_begin, x_full, dx_begin, dx;  // spatial blocks; all empty for a whole op
 };
 /** Y = max over each window; indices (may be null) = flat index into X including the nc offset (ONNX's Indices with
- *  storage_order 0). A window with no element of X fail()s. */
+ *  storage_order 0; whole ops only). A window with no element of X fail()s. */
 void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices);
 /** dX: each dY goes to its window's first maximum in X. */
 void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx);
 void avg_pool_forward(const PoolShape &s, const float *x, float *y);
 void avg_pool_backward(const PoolShape &s, const float *dy, float *dx);
-/** Y[i] = mean of X[i, :spatial]. */
-void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y);
-void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx);
+/** Y[i] = sum of X[i, :spatial] / divisor (0: spatial). A block of the spatial dims with the whole op's divisor gives
+ *  partial means that add up to the mean. */
+void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y, int64_t divisor = 0);
+/** dX[i, :spatial] = dY[i] / divisor (0: spatial). */
+void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor = 0);
 
 // ---------------------------------------------------------------- normalisation and reductions (norm.cpp)
 
