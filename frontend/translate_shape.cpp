@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "frontend/importer.h"
@@ -291,6 +292,13 @@ void translate_constant(Importer &im, const NodeCtx &n) {
 void translate_shape(Importer &im, const NodeCtx &n) {
   Shape in = im.type_of(n.in(0), n).shape;
   auto rank = static_cast<int64_t>(in.size());
+  if (n.op_type == "Size") {
+    Tensor t{n.out(0), DType::i64, {}, Role::constant, {}};
+    t.data = encode_ints(DType::i64, {checked_num_elements(in, n.label + ": input shape")});
+    if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+    im.define_const(std::move(t));
+    return;
+  }
   // Shape-15 start/end: clamp like Slice.
   int64_t start = n.attrs.get_int("start", 0), end = n.attrs.get_int("end", rank);
   if (start < 0) start += rank;
@@ -308,28 +316,61 @@ void translate_shape(Importer &im, const NodeCtx &n) {
   im.define_const(std::move(t));
 }
 
+void translate_range(Importer &im, const NodeCtx &n) {
+  // Shapes are static, so Range's length must be known: its inputs must be compile-time constants.
+  TensorType st = im.type_of(n.in(0), n);
+  double start = 0, limit = 0, delta = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    static const char *kNames[] = {"\"start\"", "\"limit\"", "\"delta\""};
+    if (!n.in(i).empty() && im.defined(n.in(i)) && !im.known_value(n.in(i)))
+      throw UserError(n.label + ": input " + kNames[i] + " is not known at compile time; Range's length would be " +
+                          "data-dependent, which static shapes cannot express",
+                      2);
+    std::vector<double> v = const_doubles(im, n, i, kNames[i]);
+    if (v.size() != 1) n.fail(std::string("input ") + kNames[i] + " must be a scalar");
+    (i == 0 ? start : i == 1 ? limit : delta) = v[0];
+  }
+  if (delta == 0) n.fail("delta is 0");
+  double len = std::ceil((limit - start) / delta);
+  if (len > 1e9) n.fail("Range of " + std::to_string(len) + " elements is too long");
+  int64_t count = len > 0 ? static_cast<int64_t>(len) : 0;
+  std::vector<double> values;
+  // ONNX: element i = start + i * delta, computed in the input type (integers stay exact).
+  for (int64_t i = 0; i < count; ++i) values.push_back(start + static_cast<double>(i) * delta);
+  Tensor t{n.out(0), st.dtype, {count}, Role::constant, {}};
+  t.data = is_float(st.dtype) ? encode_doubles(st.dtype, values)
+                              : encode_ints(st.dtype, std::vector<int64_t>(values.begin(), values.end()));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
 void translate_cast(Importer &im, const NodeCtx &n) {
-  int64_t to = n.attrs.req_int("to");
-  std::optional<DType> dt = dtype_from_onnx(static_cast<int32_t>(to));
-  if (!dt) throw UserError(n.label + ": cast to " + onnx_dtype_name(static_cast<int32_t>(to)) + " is not supported", 2);
+  // CastLike takes its target type from its second input.
+  DType target;
+  if (n.op_type == "CastLike") {
+    target = im.type_of(n.in(1), n).dtype;
+  } else {
+    int64_t to = n.attrs.req_int("to");
+    std::optional<DType> dt = dtype_from_onnx(static_cast<int32_t>(to));
+    if (!dt)
+      throw UserError(n.label + ": cast to " + onnx_dtype_name(static_cast<int32_t>(to)) + " is not supported", 2);
+    target = *dt;
+  }
   TensorType in = im.type_of(n.in(0), n);
   if (const Tensor *v = im.known_value(n.in(0)); v && im.is_const(n.in(0))) {
     Tensor t;
     t.name = n.out(0);
-    t.dtype = *dt;
+    t.dtype = target;
     t.shape = v->shape;
     // Integer targets truncate toward zero (ONNX Cast); encode_* do exactly that.
-    t.data = is_float(v->dtype) ? encode_doubles(*dt, data_as_doubles(*v)) : encode_ints(*dt, data_as_ints(*v));
+    t.data = is_float(v->dtype) ? encode_doubles(target, data_as_doubles(*v)) : encode_ints(target, data_as_ints(*v));
     if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
     im.define_const(std::move(t));
     return;
   }
-  if (in.dtype != *dt)
-    throw UserError(n.label + ": cast from " + std::string(dtype_name(in.dtype)) + " to " +
-                        std::string(dtype_name(*dt)) + " of a value not known at compile time is not supported",
-                    2);
-  OpSpec s = same_operands(n, OpKind::Identity);
+  OpSpec s = same_operands(n, in.dtype == target ? OpKind::Identity : OpKind::Cast);
   s.inputs.resize(1);
+  if (in.dtype != target) s.attrs["to"] = std::string(dtype_name(target));
   im.emit(s, n.name, n);
 }
 
