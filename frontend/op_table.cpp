@@ -26,6 +26,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Constant"}] = t[{"", "ConstantOfShape"}] = translate_constant;
     t[{"", "Shape"}] = t[{"", "Size"}] = translate_shape;
     t[{"", "Range"}] = translate_range;
+    t[{"", "Trilu"}] = translate_trilu;
     t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
     t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;

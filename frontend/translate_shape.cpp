@@ -317,15 +317,12 @@ void translate_shape(Importer &im, const NodeCtx &n) {
 }
 
 void translate_range(Importer &im, const NodeCtx &n) {
-  // Shapes are static, so Range's length must be known: its inputs must be compile-time constants.
+  // Shapes are static, so Range's length must be known: its inputs must be compile-time constants (the usual
+  // "must be a compile-time constant" error otherwise).
   TensorType st = im.type_of(n.in(0), n);
   double start = 0, limit = 0, delta = 0;
   for (size_t i = 0; i < 3; ++i) {
     static const char *kNames[] = {"\"start\"", "\"limit\"", "\"delta\""};
-    if (!n.in(i).empty() && im.defined(n.in(i)) && !im.known_value(n.in(i)))
-      throw UserError(n.label + ": input " + kNames[i] + " is not known at compile time; Range's length would be " +
-                          "data-dependent, which static shapes cannot express",
-                      2);
     std::vector<double> v = const_doubles(im, n, i, kNames[i]);
     if (v.size() != 1) n.fail(std::string("input ") + kNames[i] + " must be a scalar");
     (i == 0 ? start : i == 1 ? limit : delta) = v[0];
@@ -340,6 +337,35 @@ void translate_range(Importer &im, const NodeCtx &n) {
   Tensor t{n.out(0), st.dtype, {count}, Role::constant, {}};
   t.data = is_float(st.dtype) ? encode_doubles(st.dtype, values)
                               : encode_ints(st.dtype, std::vector<int64_t>(values.begin(), values.end()));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
+void translate_trilu(Importer &im, const NodeCtx &n) {
+  // torch exports causal masks as Trilu of a constant (torch.triu(torch.ones(T, T))): fold it. A Trilu of run-time
+  // values would need a kernel of its own.
+  const_doubles(im, n, 0, "\"input\"");  // the standard error when the input is not known at compile time
+  const Tensor *x = im.known_value(n.in(0));
+  if (!im.is_const(n.in(0)))
+    throw UserError(n.label + ": Trilu of a trainable initializer is not supported (only of constants)", 2);
+  if (x->shape.size() < 2) n.fail("input must have rank >= 2, got " + shape_str(x->shape));
+  int64_t k = 0;
+  if (!n.in(1).empty()) {
+    std::vector<int64_t> kv = const_ints(im, n, 1, "\"k\"");
+    if (kv.size() != 1) n.fail("input \"k\" must be a scalar");
+    k = kv[0];
+  }
+  bool upper = n.attrs.get_int("upper", 1) != 0;
+  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+  Tensor t = *x;
+  t.name = n.out(0);
+  std::vector<double> v = data_as_doubles(*x);
+  for (size_t e = 0; e < v.size(); ++e) {
+    int64_t j = static_cast<int64_t>(e) % cols, i = static_cast<int64_t>(e) / cols % rows;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (!keep) v[e] = 0;
+  }
+  t.data = is_float(t.dtype) ? encode_doubles(t.dtype, v) : encode_ints(t.dtype, std::vector<int64_t>(v.begin(), v.end()));
   if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
   im.define_const(std::move(t));
 }

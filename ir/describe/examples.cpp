@@ -227,7 +227,7 @@ std::string describe_kind(const std::string &name) {
       kind = k;
       note = detail::concat(name, " imports as ", op_kind_name(k), "\n");
     }
-  for (const char *folded : {"Constant", "ConstantOfShape", "Shape", "Size", "Range"})
+  for (const char *folded : {"Constant", "ConstantOfShape", "Shape", "Size", "Range", "Trilu"})
     if (!kind && name == folded)
       CLEAVE_USER_ERROR("op \"", name, "\" is folded into constants at import and has no description");
   if (!kind) CLEAVE_USER_ERROR("unknown op kind \"", name, "\"");

@@ -5,9 +5,9 @@ Usage (CTest): /usr/bin/python3 tests/e2e/cnn_zoo_blocks.py <cleave-binary> <sou
 
 Covered: Conv + BatchNorm2d (training statistics) + ReLU; AvgPool2d with ceil_mode and count_include_pad=False
 (AveragePool ceil_mode: 16 -> 9, one window more than floor mode); AvgPool2d with padding and
-count_include_pad=True (exported as Pad + AveragePool); MaxPool2d ceil_mode; an Inception-style branch concat (torch.cat); AdaptiveAvgPool2d to 1x1 (GlobalAveragePool)
-and to 2x2 (AveragePool); torch.flatten; Dropout (p 0: torch's RNG is not Cleave's). Exit 0 on success, 1 with one
-line per problem otherwise.
+count_include_pad=True (exported as Pad + AveragePool); MaxPool2d ceil_mode; an Inception-style branch concat
+(torch.cat); AdaptiveAvgPool2d to 1x1 (GlobalAveragePool) and to 2x2 (AveragePool); torch.flatten; Dropout (p 0:
+torch's RNG is not Cleave's). Exit 0 on success, 1 with one line per problem otherwise.
 """
 import copy
 import os

@@ -5,9 +5,9 @@ Usage (CTest): /usr/bin/python3 tests/e2e/tiny_transformer.py <cleave-binary> <s
 The model (vocab 32, d 16, 2 heads, seq 8, 2 layers, 4 classes) exercises what torch exports for Transformers:
   layer 1: token + position nn.Embedding (Gather), LayerNorm, attention written with torch.matmul/softmax and an
            int64 padding mask applied by masked_fill (Equal, Cast, Where), GELU (the Erf chain), residuals;
-  layer 2: nn.TransformerEncoderLayer(batch_first=True, activation="gelu") with src_key_padding_mask (its mask
-           arithmetic: ConstantOfShape, Equal, Where, Expand, Cast on shape values folded at import, Where on the
-           mask at run time);
+  layer 2: nn.TransformerEncoderLayer(batch_first=True, activation="gelu") with a causal src_mask (Trilu of a
+           constant, folded at import) and src_key_padding_mask (ConstantOfShape, Equal, Where, Expand, Cast on
+           shape values folded at import; Or, Where on the masks at run time);
   head:    the first token's state, a Linear, cross-entropy.
 It is exported at opset 14 (LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div) and at opset 17
 (LayerNormalization), both with training=TRAINING and do_constant_folding=False, and dropout 0 (torch's dropout RNG
@@ -68,7 +68,8 @@ class TinyEncoder(nn.Module):
         pos = torch.arange(SEQ).unsqueeze(0)
         h = self.ln(self.tok(ids) + self.pos(pos))
         h = self.block(h, mask)
-        h = self.layer(h, src_key_padding_mask=mask == 0)
+        causal = torch.triu(torch.ones(SEQ, SEQ, dtype=torch.bool), 1)
+        h = self.layer(h, src_mask=causal, src_key_padding_mask=mask == 0)
         return F.cross_entropy(self.head(h[:, 0]), y)
 
 
