@@ -21,6 +21,7 @@ bool partial_ok(OpKind kind) {
     // A plain-mean or sum loss split on its positions: each rank's share of the global mean or sum.
     case OpKind::SoftmaxCrossEntropyLoss:
     case OpKind::NegativeLogLikelihoodLoss:
+    case OpKind::LayerNormalizationGrad:  // dscale/dB are sums over the rows; dX is never partial (rows are outputs)
       return true;
     default:
       return false;
@@ -109,6 +110,86 @@ std::string binary(const KernelCall &call, const std::string &expr) {
   std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);
   std::string b = bcast(call, call.ins[1], call.in_shapes[1], y, code);
   return code + map_code(elementwise(prod(y), expr, {a, b}, call.outs[0]));
+}
+
+const char *c_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f64: return "double";
+    case DType::i64: return "int64_t";
+    case DType::i32: return "int32_t";
+    case DType::boolean: return "uint8_t";
+  }
+  return "float";
+}
+
+/** An elementwise op over operands of any dtype: each input is broadcast to the output's local shape (into a typed
+ *  temporary if needed) and bound to a pointer p<i>, the output to y, then `body` (a statement on index i) runs in
+ *  an rt::map_index functor. */
+std::string indexed(const KernelCall &call, const std::string &body) {
+  const Graph &g = call.graph();
+  const Op &op = call.node();
+  const Shape &ys = call.out_shapes[0];
+  std::string code = "{\n";
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const char *t = c_type(g.tensor(op.inputs[i]).dtype);
+    std::string p = "p" + num(static_cast<int64_t>(i));
+    if (call.in_shapes[i] == ys) {
+      code += "const " + std::string(t) + " *" + p + " = " + call.ins[i] + ";\n";
+    } else {
+      int64_t size = dtype_size(g.tensor(op.inputs[i]).dtype);
+      std::string tmp = "reinterpret_cast<" + std::string(t) + " *>(" + call.scratch((prod(ys) * size + 3) / 4) + ")";
+      code += "rt::broadcast_bytes(" + dims_literal(call.in_shapes[i]) + ", " + dims_literal(ys) + ", " +
+              call.ins[i] + ", " + tmp + ", sizeof(" + t + "));\nconst " + t + " *" + p + " = " + tmp + ";\n";
+    }
+  }
+  code += c_type(g.tensor(op.outputs[0]).dtype) + std::string(" *y = ") + call.outs[0] + ";\n";
+  code += "rt::map_index(" + num(prod(ys)) + ", [=] CLEAVE_HD (int64_t i) { " + body + " });\n}";
+  return code;
+}
+
+/** Max/Min over every input; NaN wins, as in the interpreter. */
+std::string select_body(size_t n, const char *cmp) {
+  std::string b = "auto m = p0[i]; ";
+  for (size_t i = 1; i < n; ++i) {
+    std::string p = "p" + num(static_cast<int64_t>(i)) + "[i]";
+    b += "if (" + p + " != " + p + " || " + p + " " + cmp + " m) m = " + p + "; ";
+  }
+  return b + "y[i] = m;";
+}
+
+/** Pad on a shard: output index o reads X[o - pad_begin], so the local pads follow from the two boxes (negative
+ *  values crop). */
+std::string pad_code(const KernelCall &call) {
+  const Op &op = call.node();
+  std::vector<int64_t> pads = op.attr_ints("pads");
+  size_t r = call.in_shapes[0].size();
+  std::vector<int64_t> local(2 * r);
+  for (size_t d = 0; d < r; ++d) {
+    const plan::Interval &ib = call.in_boxes[0][d], &ob = call.out_boxes[0][d];
+    local[d] = pads[d] + ib.begin - ob.begin;
+    local[d + r] = ob.size() - call.in_shapes[0][d] - local[d];
+  }
+  return "rt::pad_constant(" + dims_literal(call.in_shapes[0]) + ", " + dims_literal(local) + ", " +
+         float_literal(op.attr_float("value", 0.0)) + ", " + call.ins[0] + ", " + call.outs[0] + ");";
+}
+
+/** LayerNormalization(Grad): rows = the local leading dims, each row one whole set of normalised dims. */
+std::string layer_norm_code(const KernelCall &call) {
+  const Op &op = call.node();
+  bool grad = op.kind == OpKind::LayerNormalizationGrad;
+  const Shape &xs = call.in_shapes[grad ? 1 : 0];
+  auto axis = static_cast<size_t>(op.attr_int("axis"));
+  std::string rows = num(prod(xs, 0, axis)), inner = num(prod(xs, axis));
+  auto opt_out = [&](size_t i) { return i < call.outs.size() ? or_null(call.outs[i]) : std::string("nullptr"); };
+  if (!grad)
+    return "rt::layer_norm_forward(" + rows + ", " + inner + ", " + call.ins[0] + ", " + call.ins[1] + ", " +
+           (call.ins.size() > 2 ? or_null(call.ins[2]) : std::string("nullptr")) + ", " +
+           float_literal(op.attr_float("epsilon", 1e-5)) + ", " + call.outs[0] + ", " + opt_out(1) + ", " +
+           opt_out(2) + ");";
+  return "rt::layer_norm_backward(" + rows + ", " + inner + ", " + call.ins[0] + ", " + call.ins[1] + ", " +
+         call.ins[2] + ", " + call.ins[3] + ", " + call.ins[4] + ", " + opt_out(0) + ", " + opt_out(1) + ", " +
+         opt_out(2) + ");";
 }
 
 }  // namespace
@@ -223,6 +304,32 @@ std::string kernel_code(const KernelCall &call) {
              float_literal(op.attr_float("beta2", 0.999)) + ", " + float_literal(op.attr_float("eps", 1e-8)) + ", " +
              float_literal(op.attr_float("weight_decay", 0.0)) + ", " + (op.attr_int("decoupled", 0) ? "true" : "false") +
              ", step, " + out(0) + ", " + out(1) + ", " + out(2) + ");";
+    case OpKind::Reciprocal: return unary(call, "1.0f / a");
+    case OpKind::Where: return indexed(call, "y[i] = p0[i] ? p1[i] : p2[i];");
+    case OpKind::Cast: {
+      DType to = g.tensor(op.outputs[0]).dtype;
+      if (to == DType::boolean) return indexed(call, "y[i] = p0[i] != 0;");
+      return indexed(call, "y[i] = static_cast<" + std::string(c_type(to)) + ">(p0[i]);");
+    }
+    case OpKind::Equal: return indexed(call, "y[i] = p0[i] == p1[i];");
+    case OpKind::Less: return indexed(call, "y[i] = p0[i] < p1[i];");
+    case OpKind::Greater: return indexed(call, "y[i] = p0[i] > p1[i];");
+    case OpKind::LessOrEqual: return indexed(call, "y[i] = p0[i] <= p1[i];");
+    case OpKind::GreaterOrEqual: return indexed(call, "y[i] = p0[i] >= p1[i];");
+    case OpKind::Not: return indexed(call, "y[i] = !p0[i];");
+    case OpKind::And: return indexed(call, "y[i] = p0[i] && p1[i];");
+    case OpKind::Or: return indexed(call, "y[i] = p0[i] || p1[i];");
+    case OpKind::Xor: return indexed(call, "y[i] = (p0[i] != 0) != (p1[i] != 0);");
+    case OpKind::Max: return indexed(call, select_body(op.inputs.size(), ">"));
+    case OpKind::Min: return indexed(call, select_body(op.inputs.size(), "<"));
+    case OpKind::Pad: return pad_code(call);
+    case OpKind::ReduceMax:
+    case OpKind::ReduceMin:
+      return "rt::reduce_max(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +
+             ", " + out(0) + ", " + (op.kind == OpKind::ReduceMin ? "true" : "false") + ");";
+    case OpKind::LayerNormalization:
+    case OpKind::LayerNormalizationGrad:
+      return layer_norm_code(call);
     default:
       CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): op kind not supported by codegen yet");
   }

@@ -109,7 +109,7 @@ using Translator = void (*)(Importer &, const NodeCtx &);
 /** The translator of (domain, op_type), or nullptr if unsupported. Domain "" is ai.onnx. */
 Translator find_translator(const std::string &domain, const std::string &op_type);
 
-void translate_elementwise(Importer &, const NodeCtx &);  // Add..Tanh, Identity
+void translate_elementwise(Importer &, const NodeCtx &);  // Add..Tanh, Identity, Where, comparisons, logic, Max/Min
 void translate_matmul(Importer &, const NodeCtx &);        // MatMul, Gemm
 void translate_softmax(Importer &, const NodeCtx &);       // Softmax, LogSoftmax
 void translate_loss(Importer &, const NodeCtx &);          // SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss
@@ -121,11 +121,15 @@ void translate_slice(Importer &, const NodeCtx &);
 void translate_gather(Importer &, const NodeCtx &);
 void translate_expand(Importer &, const NodeCtx &);
 void translate_constant(Importer &, const NodeCtx &);      // Constant, ConstantOfShape
-void translate_shape(Importer &, const NodeCtx &);
-void translate_cast(Importer &, const NodeCtx &);
+void translate_shape(Importer &, const NodeCtx &);         // Shape, Size (folded into constants)
+void translate_range(Importer &, const NodeCtx &);         // folded into a constant
+void translate_trilu(Importer &, const NodeCtx &);         // of constants only: folded
+void translate_cast(Importer &, const NodeCtx &);          // Cast, CastLike
+void translate_pad(Importer &, const NodeCtx &);
 void translate_conv(Importer &, const NodeCtx &);
 void translate_pool(Importer &, const NodeCtx &);          // MaxPool, AveragePool, GlobalAveragePool
-void translate_reduce(Importer &, const NodeCtx &);        // ReduceMean, ReduceSum
+void translate_reduce(Importer &, const NodeCtx &);        // ReduceMean, ReduceSum, ReduceMax, ReduceMin
+void translate_layer_norm(Importer &, const NodeCtx &);
 void translate_batchnorm(Importer &, const NodeCtx &);
 void translate_dropout(Importer &, const NodeCtx &);
 void translate_optimizer(Importer &, const NodeCtx &);     // Momentum, Adam, Adagrad

@@ -10,7 +10,8 @@ Translator find_translator(const std::string &domain, const std::string &op_type
   static const std::map<std::pair<std::string, std::string>, Translator> kTable = [] {
     std::map<std::pair<std::string, std::string>, Translator> t;
     for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Exp", "Log", "Erf", "Relu", "Sigmoid",
-                           "Tanh", "Identity"})
+                           "Tanh", "Identity", "Reciprocal", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+                           "GreaterOrEqual", "Not", "And", "Or", "Xor", "Max", "Min"})
       t[{"", op}] = translate_elementwise;
     t[{"", "MatMul"}] = t[{"", "Gemm"}] = translate_matmul;
     t[{"", "Softmax"}] = t[{"", "LogSoftmax"}] = translate_softmax;
@@ -23,11 +24,15 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Gather"}] = translate_gather;
     t[{"", "Expand"}] = translate_expand;
     t[{"", "Constant"}] = t[{"", "ConstantOfShape"}] = translate_constant;
-    t[{"", "Shape"}] = translate_shape;
-    t[{"", "Cast"}] = translate_cast;
+    t[{"", "Shape"}] = t[{"", "Size"}] = translate_shape;
+    t[{"", "Range"}] = translate_range;
+    t[{"", "Trilu"}] = translate_trilu;
+    t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
+    t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;
     t[{"", "MaxPool"}] = t[{"", "AveragePool"}] = t[{"", "GlobalAveragePool"}] = translate_pool;
-    t[{"", "ReduceMean"}] = t[{"", "ReduceSum"}] = translate_reduce;
+    for (const char *op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) t[{"", op}] = translate_reduce;
+    t[{"", "LayerNormalization"}] = translate_layer_norm;
     t[{"", "BatchNormalization"}] = translate_batchnorm;
     t[{"", "Dropout"}] = translate_dropout;
     const std::string training = "ai.onnx.preview.training";

@@ -127,7 +127,7 @@ void translate_reduce(Importer &im, const NodeCtx &n) {
   for (int64_t &a : *axes) a = norm_axis(n, a, rank);
   std::sort(axes->begin(), axes->end());
   if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) n.fail("axes repeat an axis");
-  OpSpec s = same_operands(n, n.op_type == "ReduceSum" ? OpKind::ReduceSum : OpKind::ReduceMean);
+  OpSpec s = same_operands(n, *parse_op_kind(n.op_type));
   s.inputs.resize(1);
   s.attrs["axes"] = *axes;
   s.attrs["keepdims"] = keepdims;
@@ -194,6 +194,42 @@ void translate_dropout(Importer &im, const NodeCtx &n) {
   }
   s.attrs["seed"] = seed;
   s.foldable = training == 0;
+  im.emit(s, n.name, n);
+}
+
+}  // namespace cleave
+
+namespace cleave {
+
+void translate_pad(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  std::string mode = n.attrs.get_string("mode", "constant");
+  if (mode != "constant")
+    throw UserError(n.label + ": mode \"" + mode + "\" is not supported (only constant padding)", 2);
+  std::vector<int64_t> pads = const_ints(im, n, 1, "\"pads\"");
+  if (pads.size() != 2 * x.size())
+    n.fail("pads has " + std::to_string(pads.size()) + " values for input rank " + std::to_string(x.size()));
+  double value = 0.0;
+  if (!n.in(2).empty()) {
+    std::vector<double> v = const_doubles(im, n, 2, "\"constant_value\"");
+    if (v.size() != 1) n.fail("input \"constant_value\" must be a scalar");
+    value = v[0];
+  }
+  OpSpec s = same_operands(n, OpKind::Pad);
+  s.inputs.resize(1);
+  s.attrs["pads"] = pads;
+  s.attrs["value"] = value;
+  im.emit(s, n.name, n);
+}
+
+void translate_layer_norm(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  int64_t stash = n.attrs.get_int("stash_type", 1);
+  if (stash != 1)
+    throw UserError(n.label + ": stash_type " + std::to_string(stash) + " is not supported (only 1, float32)", 2);
+  OpSpec s = same_operands(n, OpKind::LayerNormalization);
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", -1), rank);
+  s.attrs["epsilon"] = n.attrs.get_float("epsilon", double{1e-5f});
   im.emit(s, n.name, n);
 }
 

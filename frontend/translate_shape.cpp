@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "frontend/importer.h"
@@ -291,6 +292,13 @@ void translate_constant(Importer &im, const NodeCtx &n) {
 void translate_shape(Importer &im, const NodeCtx &n) {
   Shape in = im.type_of(n.in(0), n).shape;
   auto rank = static_cast<int64_t>(in.size());
+  if (n.op_type == "Size") {
+    Tensor t{n.out(0), DType::i64, {}, Role::constant, {}};
+    t.data = encode_ints(DType::i64, {checked_num_elements(in, n.label + ": input shape")});
+    if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+    im.define_const(std::move(t));
+    return;
+  }
   // Shape-15 start/end: clamp like Slice.
   int64_t start = n.attrs.get_int("start", 0), end = n.attrs.get_int("end", rank);
   if (start < 0) start += rank;
@@ -308,28 +316,87 @@ void translate_shape(Importer &im, const NodeCtx &n) {
   im.define_const(std::move(t));
 }
 
+void translate_range(Importer &im, const NodeCtx &n) {
+  // Shapes are static, so Range's length must be known: its inputs must be compile-time constants (the usual
+  // "must be a compile-time constant" error otherwise).
+  TensorType st = im.type_of(n.in(0), n);
+  double start = 0, limit = 0, delta = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    static const char *kNames[] = {"\"start\"", "\"limit\"", "\"delta\""};
+    std::vector<double> v = const_doubles(im, n, i, kNames[i]);
+    if (v.size() != 1) n.fail(std::string("input ") + kNames[i] + " must be a scalar");
+    (i == 0 ? start : i == 1 ? limit : delta) = v[0];
+  }
+  if (delta == 0) n.fail("delta is 0");
+  double len = std::ceil((limit - start) / delta);
+  if (len > 1e9) n.fail("Range of " + std::to_string(len) + " elements is too long");
+  int64_t count = len > 0 ? static_cast<int64_t>(len) : 0;
+  std::vector<double> values;
+  // ONNX: element i = start + i * delta, computed in the input type (integers stay exact).
+  for (int64_t i = 0; i < count; ++i) values.push_back(start + static_cast<double>(i) * delta);
+  Tensor t{n.out(0), st.dtype, {count}, Role::constant, {}};
+  t.data = is_float(st.dtype) ? encode_doubles(st.dtype, values)
+                              : encode_ints(st.dtype, std::vector<int64_t>(values.begin(), values.end()));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
+void translate_trilu(Importer &im, const NodeCtx &n) {
+  // torch exports causal masks as Trilu of a constant (torch.triu(torch.ones(T, T))): fold it. A Trilu of run-time
+  // values would need a kernel of its own.
+  const_doubles(im, n, 0, "\"input\"");  // the standard error when the input is not known at compile time
+  const Tensor *x = im.known_value(n.in(0));
+  if (!im.is_const(n.in(0)))
+    throw UserError(n.label + ": Trilu of a trainable initializer is not supported (only of constants)", 2);
+  if (x->shape.size() < 2) n.fail("input must have rank >= 2, got " + shape_str(x->shape));
+  int64_t k = 0;
+  if (!n.in(1).empty()) {
+    std::vector<int64_t> kv = const_ints(im, n, 1, "\"k\"");
+    if (kv.size() != 1) n.fail("input \"k\" must be a scalar");
+    k = kv[0];
+  }
+  bool upper = n.attrs.get_int("upper", 1) != 0;
+  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+  Tensor t = *x;
+  t.name = n.out(0);
+  std::vector<double> v = data_as_doubles(*x);
+  for (size_t e = 0; e < v.size(); ++e) {
+    int64_t j = static_cast<int64_t>(e) % cols, i = static_cast<int64_t>(e) / cols % rows;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (!keep) v[e] = 0;
+  }
+  t.data = is_float(t.dtype) ? encode_doubles(t.dtype, v) : encode_ints(t.dtype, std::vector<int64_t>(v.begin(), v.end()));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
 void translate_cast(Importer &im, const NodeCtx &n) {
-  int64_t to = n.attrs.req_int("to");
-  std::optional<DType> dt = dtype_from_onnx(static_cast<int32_t>(to));
-  if (!dt) throw UserError(n.label + ": cast to " + onnx_dtype_name(static_cast<int32_t>(to)) + " is not supported", 2);
+  // CastLike takes its target type from its second input.
+  DType target;
+  if (n.op_type == "CastLike") {
+    target = im.type_of(n.in(1), n).dtype;
+  } else {
+    int64_t to = n.attrs.req_int("to");
+    std::optional<DType> dt = dtype_from_onnx(static_cast<int32_t>(to));
+    if (!dt)
+      throw UserError(n.label + ": cast to " + onnx_dtype_name(static_cast<int32_t>(to)) + " is not supported", 2);
+    target = *dt;
+  }
   TensorType in = im.type_of(n.in(0), n);
   if (const Tensor *v = im.known_value(n.in(0)); v && im.is_const(n.in(0))) {
     Tensor t;
     t.name = n.out(0);
-    t.dtype = *dt;
+    t.dtype = target;
     t.shape = v->shape;
     // Integer targets truncate toward zero (ONNX Cast); encode_* do exactly that.
-    t.data = is_float(v->dtype) ? encode_doubles(*dt, data_as_doubles(*v)) : encode_ints(*dt, data_as_ints(*v));
+    t.data = is_float(v->dtype) ? encode_doubles(target, data_as_doubles(*v)) : encode_ints(target, data_as_ints(*v));
     if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
     im.define_const(std::move(t));
     return;
   }
-  if (in.dtype != *dt)
-    throw UserError(n.label + ": cast from " + std::string(dtype_name(in.dtype)) + " to " +
-                        std::string(dtype_name(*dt)) + " of a value not known at compile time is not supported",
-                    2);
-  OpSpec s = same_operands(n, OpKind::Identity);
+  OpSpec s = same_operands(n, in.dtype == target ? OpKind::Identity : OpKind::Cast);
   s.inputs.resize(1);
+  if (in.dtype != target) s.attrs["to"] = std::string(dtype_name(target));
   im.emit(s, n.name, n);
 }
 

@@ -443,6 +443,124 @@ Types rule_Dropout(const RuleArgs &r) {
   return {x, {DType::boolean, x.shape}};
 }
 
+Types rule_Reciprocal(const RuleArgs &r) { return unary(r); }
+
+Types rule_Where(const RuleArgs &r) {
+  r.need_inputs(3, 3);
+  TensorType c = r.type(0, "C"), x = r.type(1, "X"), y = r.type(2, "Y");
+  if (c.dtype != DType::boolean) r.fail(detail::concat("C must be a bool tensor, got ", dtype_name(c.dtype)));
+  if (x.dtype != y.dtype)
+    r.fail(detail::concat("X (", dtype_name(x.dtype), ") and Y (", dtype_name(y.dtype), ") differ in dtype"));
+  Shape s = broadcast_shapes(broadcast_shapes(c.shape, x.shape, r.label()), y.shape, r.label());
+  return {{x.dtype, s}};
+}
+
+Types rule_Cast(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  std::optional<DType> to = parse_dtype(r.op.attr_string("to"));
+  if (!to) r.fail("attribute to \"" + r.op.attr_string("to") + "\" is not a dtype");
+  return {{*to, x.shape}};
+}
+
+/** Comparisons: operands of one dtype, broadcast; the result is bool. */
+Types compare(const RuleArgs &r) {
+  Types t = binary_broadcast(r);
+  t[0].dtype = DType::boolean;
+  return t;
+}
+Types rule_Equal(const RuleArgs &r) { return compare(r); }
+Types rule_Less(const RuleArgs &r) { return compare(r); }
+Types rule_Greater(const RuleArgs &r) { return compare(r); }
+Types rule_LessOrEqual(const RuleArgs &r) { return compare(r); }
+Types rule_GreaterOrEqual(const RuleArgs &r) { return compare(r); }
+
+Types rule_Not(const RuleArgs &r) {
+  Types t = unary(r);
+  if (t[0].dtype != DType::boolean) r.fail(detail::concat("X must be a bool tensor, got ", dtype_name(t[0].dtype)));
+  return t;
+}
+Types logical(const RuleArgs &r) {
+  Types t = binary_broadcast(r);
+  if (t[0].dtype != DType::boolean)
+    r.fail(detail::concat("A and B must be bool tensors, got ", dtype_name(t[0].dtype)));
+  return t;
+}
+Types rule_And(const RuleArgs &r) { return logical(r); }
+Types rule_Or(const RuleArgs &r) { return logical(r); }
+Types rule_Xor(const RuleArgs &r) { return logical(r); }
+
+/** Max/Min: one or more operands of one dtype, all broadcast together. */
+Types variadic_broadcast(const RuleArgs &r) {
+  if (r.op.inputs.empty()) r.fail("expects at least one input");
+  TensorType first = r.type(0, "X");
+  Shape s = first.shape;
+  for (size_t i = 1; i < r.op.inputs.size(); ++i) {
+    TensorType t = r.type(i, "X");
+    if (t.dtype != first.dtype)
+      r.fail(detail::concat("input ", i, " (", dtype_name(t.dtype), ") differs in dtype from input 0 (",
+                            dtype_name(first.dtype), ")"));
+    s = broadcast_shapes(s, t.shape, r.label());
+  }
+  return {{first.dtype, s}};
+}
+Types rule_Max(const RuleArgs &r) { return variadic_broadcast(r); }
+Types rule_Min(const RuleArgs &r) { return variadic_broadcast(r); }
+
+Types rule_Pad(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  std::vector<int64_t> pads = r.op.attr_ints("pads");
+  size_t n = x.shape.size();
+  if (pads.size() != 2 * n) r.fail(detail::concat("pads has ", pads.size(), " values for rank ", n, ", expected ", 2 * n));
+  Shape y(n);
+  for (size_t d = 0; d < n; ++d) {
+    y[d] = x.shape[d] + pads[d] + pads[d + n];
+    if (y[d] < 0) r.fail(detail::concat("pads ", shape_str(pads), " crop dim ", d, " of X ", shape_str(x.shape), " below 0"));
+  }
+  return {{x.dtype, y}};
+}
+
+Types rule_ReduceMax(const RuleArgs &r) { return reduce(r); }
+Types rule_ReduceMin(const RuleArgs &r) { return reduce(r); }
+
+/** LayerNormalization's normalised dims [axis, rank) and the statistics' shape (those dims as 1). */
+Shape layer_norm_stat_shape(const RuleArgs &r, const TensorType &x, const TensorType &scale, int64_t &axis) {
+  r.need_float(x, "X");
+  axis = r.axis("axis", x.shape.size());
+  Shape norm(x.shape.begin() + axis, x.shape.end());
+  if (scale.shape != norm)
+    r.fail(detail::concat("scale ", shape_str(scale.shape), " must have the normalised shape ", shape_str(norm)));
+  Shape stat(x.shape.begin(), x.shape.begin() + axis);
+  stat.resize(x.shape.size(), 1);
+  return stat;
+}
+
+Types rule_LayerNormalization(const RuleArgs &r) {
+  r.need_inputs(2, 3);
+  TensorType x = r.type(0, "X"), scale = r.type(1, "scale");
+  int64_t axis = 0;
+  Shape stat = layer_norm_stat_shape(r, x, scale, axis);
+  if (r.has_in(2) && r.type(2, "B").shape != scale.shape)
+    r.fail(detail::concat("B ", shape_str(r.type(2, "B").shape), " must have scale's shape ", shape_str(scale.shape)));
+  // ONNX computes the statistics in stash_type (float32 by default); the importer only accepts that default.
+  return {x, {DType::f32, stat}, {DType::f32, stat}};
+}
+
+Types rule_LayerNormalizationGrad(const RuleArgs &r) {
+  r.need_inputs(5, 5);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X"), scale = r.type(2, "scale");
+  r.need_same_shape(dy, "dY", x, "X");
+  int64_t axis = 0;
+  Shape stat = layer_norm_stat_shape(r, x, scale, axis);
+  for (size_t i = 3; i <= 4; ++i) {
+    TensorType s = r.type(i, i == 3 ? "mean" : "invstd");
+    if (s.shape != stat)
+      r.fail(detail::concat(i == 3 ? "mean " : "invstd ", shape_str(s.shape), " must have shape ", shape_str(stat)));
+  }
+  return {dy, scale, scale};
+}
+
 Types rule_ReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_SigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_TanhGrad(const RuleArgs &r) { return elementwise_grad(r); }

@@ -350,14 +350,105 @@ void grad_Dropout(GradContext &c, Dx &dx) {
                  c.grad_name(0));
 }
 
+// ---- masks, selections, padding, layer norm ----
+
+void grad_Reciprocal(GradContext &c, Dx &dx) {
+  // Y = 1 / X: dX = -dY * Y * Y.
+  TensorId t = c.binary(OpKind::Mul, c.binary(OpKind::Mul, c.dy(0), c.out(0)), c.out(0));
+  dx[0] = c.unary(OpKind::Neg, t, c.grad_name(0));
+}
+
+void grad_Where(GradContext &c, Dx &dx) {
+  // The selected operand gets dY, the other zeros; each is summed back over its broadcast dims.
+  TensorId dy = c.dy(0), zero = c.constant(0.0, c.dtype(dy));
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!c.need(i)) continue;
+    const Shape target = c.shape(c.in(i));
+    std::vector<TensorId> ins = i == 1 ? std::vector<TensorId>{c.in(0), dy, zero} : std::vector<TensorId>{c.in(0), zero, dy};
+    TensorId sel = c.emit(OpKind::Where, ins, {}, c.dtype(dy), c.shape(dy), target == c.shape(dy) ? c.grad_name(i) : "");
+    dx[i] = c.sum_to(sel, target, c.grad_name(i));
+  }
+}
+
+void grad_Cast(GradContext &c, Dx &dx) {
+  // Only float-to-float casts carry a gradient (integer and bool outputs are never differentiated).
+  if (c.dy(0) == kNoTensor) return;
+  DType from = c.dtype(c.in(0));
+  dx[0] = c.emit(OpKind::Cast, {c.dy(0)}, {{"to", std::string(dtype_name(from))}}, from, c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+void grad_max_min(GradContext &c, Dx &dx) {
+  // Each input equal to the result gets dY; ties share it evenly, as torch.maximum/minimum do.
+  size_t n = c.fwd().inputs.size();
+  TensorId y = c.out(0), dy = c.dy(0);
+  DType dt = c.dtype(y);
+  const Shape ys = c.shape(y);
+  AttrMap to = {{"to", std::string(dtype_name(dt))}};
+  std::vector<TensorId> masks(n);
+  TensorId count = kNoTensor;
+  for (size_t i = 0; i < n; ++i) {
+    masks[i] = c.emit(OpKind::Equal, {c.in(i), y}, {}, DType::boolean, ys);
+    TensorId f = c.emit(OpKind::Cast, {masks[i]}, to, dt, ys);
+    count = count == kNoTensor ? f : c.binary(OpKind::Add, count, f);
+  }
+  TensorId share = c.binary(OpKind::Div, dy, count), zero = c.constant(0.0, dt);
+  for (size_t i = 0; i < n; ++i) {
+    if (!c.need(i)) continue;
+    const Shape target = c.shape(c.in(i));
+    TensorId sel = c.emit(OpKind::Where, {masks[i], share, zero}, {}, dt, ys, target == ys ? c.grad_name(i) : "");
+    dx[i] = c.sum_to(sel, target, c.grad_name(i));
+  }
+}
+
+void grad_reduce_extreme(GradContext &c, Dx &dx) {
+  // dY goes to the elements equal to the result, split evenly among ties (torch.amax/amin).
+  TensorId x = c.in(0);
+  const Shape xs = c.shape(x);
+  DType dt = c.dtype(x);
+  std::vector<int64_t> axes = c.fwd().attr_ints("axes");
+  Shape kept = xs;
+  for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
+  TensorId y = c.reshape(c.out(0), kept), dy = c.reshape(c.dy(0), kept);
+  TensorId mask = c.emit(OpKind::Equal, {x, y}, {}, DType::boolean, xs);
+  TensorId hits = c.emit(OpKind::Cast, {mask}, {{"to", std::string(dtype_name(dt))}}, dt, xs);
+  TensorId share = c.binary(OpKind::Div, dy, c.reduce_sum(hits, axes, true));
+  dx[0] = c.emit(OpKind::Where, {mask, share, c.constant(0.0, dt)}, {}, dt, xs, c.grad_name(0));
+}
+
+void grad_Pad(GradContext &c, Dx &dx) {
+  // Constant padding's adjoint is padding by the negated amounts: crop what was added, zero-fill what was cropped.
+  std::vector<int64_t> pads = c.fwd().attr_ints("pads");
+  for (int64_t &p : pads) p = -p;
+  dx[0] = c.emit(OpKind::Pad, {c.dy(0)}, {{"pads", pads}, {"value", 0.0}}, c.dtype(c.in(0)), c.shape(c.in(0)),
+                 c.grad_name(0));
+}
+
+void grad_LayerNormalization(GradContext &c, Dx &dx) {
+  if (c.dy(1) != kNoTensor || c.dy(2) != kNoTensor)
+    CLEAVE_USER_ERROR("op \"", c.fwd().name, "\" (LayerNormalization): the loss depends on its mean or invstd output, ",
+                      "whose gradient is not supported");
+  TensorId x = c.in(0), scale = c.in(1);
+  int64_t axis = c.fwd().attr_int("axis");
+  Shape stat = c.shape(x);
+  for (size_t d = static_cast<size_t>(axis); d < stat.size(); ++d) stat[d] = 1;
+  TensorId mean = ensure_output(c, 1, "mean", DType::f32, stat);
+  TensorId invstd = ensure_output(c, 2, "invstd", DType::f32, stat);
+  DType dt = c.dtype(x);
+  std::vector<TensorId> g = c.emit_multi(
+      OpKind::LayerNormalizationGrad, {c.dy(0), x, scale, mean, invstd}, {{"axis", axis}},
+      {c.need(0), c.need(1), c.need(2)}, {dt, dt, dt}, {c.shape(x), c.shape(scale), c.shape(scale)},
+      {c.grad_name(0), c.grad_name(1), c.need(2) ? c.grad_name(2) : ""});
+  for (size_t i = 0; i < 3; ++i) dx[i] = g[i];
+}
+
 // ---- the table ----
 
 constexpr GradRule rule(GradFn fn) { return {Differentiability::differentiable, fn}; }
 constexpr GradRule kNoRule = {Differentiability::no_rule, nullptr};
 
 // One named entry per kind of ops.def; the table below is generated from ops.def, so a new kind fails to compile
-// until it gets an entry here. (No forward kind is non-differentiable today: integer operands such as Gather's
-// indices or the loss labels are skipped by dtype.)
+// until it gets an entry here. (Integer operands such as Gather's indices or the loss labels are skipped by dtype.)
 constexpr GradRule kRule_Gemm = rule(grad_Gemm);
 constexpr GradRule kRule_MatMul = rule(grad_MatMul);
 constexpr GradRule kRule_Add = rule(grad_Add);
@@ -393,6 +484,26 @@ constexpr GradRule kRule_ReduceMean = rule(grad_reduce<true>);
 constexpr GradRule kRule_ReduceSum = rule(grad_reduce<false>);
 constexpr GradRule kRule_BatchNormalization = rule(grad_BatchNormalization);
 constexpr GradRule kRule_Dropout = rule(grad_Dropout);
+constexpr GradRule kRule_Reciprocal = rule(grad_Reciprocal);
+constexpr GradRule kRule_Where = rule(grad_Where);
+constexpr GradRule kRule_Cast = rule(grad_Cast);
+// Comparisons and logic produce bools: nothing flows back through them.
+constexpr GradRule kNonDifferentiable = {Differentiability::non_differentiable, nullptr};
+constexpr GradRule kRule_Equal = kNonDifferentiable;
+constexpr GradRule kRule_Less = kNonDifferentiable;
+constexpr GradRule kRule_Greater = kNonDifferentiable;
+constexpr GradRule kRule_LessOrEqual = kNonDifferentiable;
+constexpr GradRule kRule_GreaterOrEqual = kNonDifferentiable;
+constexpr GradRule kRule_Not = kNonDifferentiable;
+constexpr GradRule kRule_And = kNonDifferentiable;
+constexpr GradRule kRule_Or = kNonDifferentiable;
+constexpr GradRule kRule_Xor = kNonDifferentiable;
+constexpr GradRule kRule_Max = rule(grad_max_min);
+constexpr GradRule kRule_Min = rule(grad_max_min);
+constexpr GradRule kRule_Pad = rule(grad_Pad);
+constexpr GradRule kRule_ReduceMax = rule(grad_reduce_extreme);
+constexpr GradRule kRule_ReduceMin = rule(grad_reduce_extreme);
+constexpr GradRule kRule_LayerNormalization = rule(grad_LayerNormalization);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -413,6 +524,7 @@ constexpr GradRule kRule_BatchNormalizationGrad = kNoRule;
 constexpr GradRule kRule_DropoutGrad = kNoRule;
 constexpr GradRule kRule_SliceGrad = kNoRule;
 constexpr GradRule kRule_GatherGrad = kNoRule;
+constexpr GradRule kRule_LayerNormalizationGrad = kNoRule;
 // Update kinds: the optimizer step is not differentiated.
 constexpr GradRule kRule_SGDUpdate = kNoRule;
 constexpr GradRule kRule_MomentumUpdate = kNoRule;
@@ -426,7 +538,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 60, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 79, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

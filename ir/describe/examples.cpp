@@ -135,6 +135,29 @@ Graph example_op(OpKind kind) {
     case K::Dropout:
       return Example(kind).in("X", m2).attr("ratio", 0.5).attr("training_mode", int64_t{1}).attr("seed", int64_t{0})
           .out("Y").out("mask").build(fwd);
+    case K::Reciprocal: return Example(kind).in("X", m2).out("Y").build(fwd);
+    case K::Where:
+      return Example(kind).in("C", m2, DType::boolean).in("X", {6}).in("Y", {4, 1}).out("Z").build(fwd);
+    case K::Cast: return Example(kind).in("X", m2).attr("to", std::string("f64")).out("Y").build(fwd);
+    case K::Equal: case K::Less: case K::Greater: case K::LessOrEqual: case K::GreaterOrEqual:
+      return Example(kind).in("A", m2).in("B", {6}).out("C").build(fwd);
+    case K::Not: return Example(kind).in("X", m2, DType::boolean).out("Y").build(fwd);
+    case K::And: case K::Or: case K::Xor:
+      return Example(kind).in("A", m2, DType::boolean).in("B", {6}, DType::boolean).out("C").build(fwd);
+    case K::Max: case K::Min: return Example(kind).in("X0", m2).in("X1", {6}).in("X2", {4, 1}).out("Y").build(fwd);
+    case K::Pad:
+      return Example(kind).in("X", m2).attr("pads", std::vector<int64_t>{1, 0, 2, -1}).attr("value", 0.5)
+          .out("Y").build(fwd);
+    case K::ReduceMax: case K::ReduceMin:
+      return Example(kind).in("X", {2, 3, 4}).attr("axes", std::vector<int64_t>{1}).attr("keepdims", int64_t{1})
+          .out("Y").build(fwd);
+    case K::LayerNormalization:
+      return Example(kind).in("X", {2, 3, 4}).in("scale", {4}, DType::f32, Role::param)
+          .in("B", {4}, DType::f32, Role::param).attr("axis", int64_t{2}).attr("epsilon", 1e-5)
+          .out("Y").out("mean").out("invstd").build(fwd);
+    case K::LayerNormalizationGrad:
+      return Example(kind).in("dY", {2, 3, 4}).in("X", {2, 3, 4}).in("scale", {4}).in("mean", {2, 3, 1})
+          .in("invstd", {2, 3, 1}).attr("axis", int64_t{2}).out("dX").out("dscale").out("dB").build(bwd);
     case K::ReluGrad: case K::ErfGrad: return Example(kind).in("dY", m2).in("X", m2).out("dX").build(bwd);
     case K::SigmoidGrad: case K::TanhGrad: case K::SqrtGrad:
       return Example(kind).in("dY", m2).in("Y", m2).out("dX").build(bwd);
@@ -195,6 +218,7 @@ std::string describe_kind(const std::string &name) {
   // ONNX op types that the importer maps onto another IR kind.
   static const std::pair<const char *, OpKind> kAliases[] = {
       {"Flatten", OpKind::Reshape}, {"Squeeze", OpKind::Reshape}, {"Unsqueeze", OpKind::Reshape},
+      {"CastLike", OpKind::Cast},
   };
   std::optional<OpKind> kind = parse_op_kind(name);
   std::string note;
@@ -203,7 +227,7 @@ std::string describe_kind(const std::string &name) {
       kind = k;
       note = detail::concat(name, " imports as ", op_kind_name(k), "\n");
     }
-  for (const char *folded : {"Constant", "ConstantOfShape", "Shape"})
+  for (const char *folded : {"Constant", "ConstantOfShape", "Shape", "Size", "Range", "Trilu"})
     if (!kind && name == folded)
       CLEAVE_USER_ERROR("op \"", name, "\" is folded into constants at import and has no description");
   if (!kind) CLEAVE_USER_ERROR("unknown op kind \"", name, "\"");

@@ -58,6 +58,9 @@ interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt199
         int64_t dim = op.kind == OpKind::Gather ? g.tensor(op.inputs[0]).shape[static_cast<size_t>(axis)]
                                                 : g.tensor(op.outputs[0]).shape[static_cast<size_t>(axis)];
         x = integer(-dim, dim - 1);
+      } else if (op.kind == OpKind::Cast || op.kind == OpKind::Equal || op.kind == OpKind::Less ||
+                 op.kind == OpKind::Greater || op.kind == OpKind::LessOrEqual || op.kind == OpKind::GreaterOrEqual) {
+        x = integer(-2, 2);  // small values, so equal pairs occur
       } else if (t.shape.empty()) {  // T of the training ops
         x = 3;
       } else {  // class labels: input 1 of the losses, input 2 of their gradients
@@ -126,7 +129,7 @@ TEST(DescriptionVsInterpreter, EveryEvaluableExample) {
     if (check_op(example_op(kind)) > 0) ++kinds;
   }
   // Kinds with no evaluable output: Softmax, LogSoftmax, their gradients, MaxPoolGrad and Dropout (training).
-  EXPECT_GE(kinds, 52);
+  EXPECT_GE(kinds, 71);
 }
 
 using V = std::vector<int64_t>;
@@ -212,6 +215,38 @@ TEST(DescriptionVsInterpreter, LossAndNormVariants) {
                             {{"Y"}, {"running_mean"}, {"running_var"}, {"saved_mean"}, {"saved_invstd"}})), 2);
   std::vector<In> bng{{"dY", {3, 2, 4}}, {"X", {3, 2, 4}}, {"scale", {2}}, {"saved_mean", {2}}, {"saved_invstd", {2}}};
   EXPECT_EQ(check_op(one_op(OpKind::BatchNormalizationGrad, bng, {}, {{"dX"}, {"dscale"}, {"dB"}})), 2);
+}
+
+TEST(DescriptionVsInterpreter, MaskAndSelectionVariants) {
+  const DType b = DType::boolean;
+  EXPECT_EQ(check_op(one_op(OpKind::Where, {{"C", {3, 1, 4}, b}, {"X", {2, 4}}, {"Y", {}}}, {}, {{"Z"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Cast, {{"X", {2, 3}}}, {{"to", std::string("bool")}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Cast, {{"X", {2, 3}, b}}, {{"to", std::string("f32")}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Cast, {{"X", {2, 3}, DType::i64}}, {{"to", std::string("f32")}}, {{"Y"}})), 1);
+  // Float to integer truncates: opaque, so nothing evaluable.
+  EXPECT_EQ(check_op(one_op(OpKind::Cast, {{"X", {2, 3}}}, {{"to", std::string("i64")}}, {{"Y"}})), 0);
+  for (OpKind k : {OpKind::Equal, OpKind::Less, OpKind::Greater, OpKind::LessOrEqual, OpKind::GreaterOrEqual})
+    EXPECT_EQ(check_op(one_op(k, {{"A", {3, 1}, DType::i64}, {"B", {1, 4}, DType::i64}}, {}, {{"C"}})), 1)
+        << op_kind_name(k);
+  for (OpKind k : {OpKind::And, OpKind::Or, OpKind::Xor})
+    EXPECT_EQ(check_op(one_op(k, {{"A", {2, 3}, b}, {"B", {3}, b}}, {}, {{"C"}})), 1) << op_kind_name(k);
+  EXPECT_EQ(check_op(one_op(OpKind::Max, {{"X0", {2, 3}}}, {}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Min, {{"X0", {2, 1}}, {"X1", {3}}}, {}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::ReduceMin, {{"X", {2, 3, 4}}}, {{"axes", V{0, 2}}, {"keepdims", int64_t{0}}},
+                            {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::ReduceMax, {{"X", {2, 3, 4}}}, {{"axes", V{0, 1, 2}}, {"keepdims", int64_t{1}}},
+                            {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Pad, {{"X", {3, 4, 2}}}, {{"pads", V{0, -1, 2, 1, 2, -1}}, {"value", -3.0}},
+                            {{"Y"}})), 1);
+}
+
+TEST(DescriptionVsInterpreter, LayerNormVariants) {
+  // Y is opaque over the normalised dims; mean (a sum) and the parameter gradients (sums over rows) are evaluable.
+  EXPECT_EQ(check_op(one_op(OpKind::LayerNormalization, {{"X", {2, 3, 4}}, {"scale", {3, 4}}},
+                            {{"axis", int64_t{1}}, {"epsilon", 1e-3}}, {{"Y"}, {"mean"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::LayerNormalizationGrad,
+                            {{"dY", {5, 3}}, {"X", {5, 3}}, {"scale", {3}}, {"mean", {5, 1}}, {"invstd", {5, 1}}},
+                            {{"axis", int64_t{1}}}, {{"dX"}, {"dscale"}})), 1);
 }
 
 TEST(DescriptionVsInterpreter, OptimizerVariants) {

@@ -188,6 +188,20 @@ void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t
  *  the data layout). */
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean);
 
+/** Y = max (or min) of X over `axes` (sorted, distinct), laid out as reduce(); NaN propagates. */
+void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min);
+
+// ---------------------------------------------------------------- layer normalisation (layer_norm.cpp)
+
+/** LayerNormalization of X viewed as [outer, inner] over each row (inner = the normalised trailing dims), biased
+ *  variance: Y = (x - mean) * invstd * scale + bias (bias may be null). mean/invstd [outer] may be null. */
+void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
+                        float *y, float *mean, float *invstd);
+/** Its gradient from the forward's mean/invstd: dx [outer, inner], dscale/dbias [inner] summed over this shard's
+ *  rows (partial sums when the rows are split); each may be null. */
+void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
+                         const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
+
 // ---------------------------------------------------------------- softmax and losses (loss.cpp)
 
 /** Softmax (or log-softmax) of X viewed as [outer, dim, inner] along the middle axis. */
@@ -229,6 +243,10 @@ double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t
 void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
 /** Y = sum of X (in_shape) down to out_shape: the adjoint of broadcast (gradients of broadcast operands). */
 void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
+/** broadcast() for elements of any size (masks, int64 indices): elem_size bytes per element. */
+void broadcast_bytes(const Dims &in_shape, const Dims &out_shape, const void *x, void *y, size_t elem_size);
+/** Y = X padded by pads (all begins, then all ends; negative values crop) with `value` outside X (constant Pad). */
+void pad_constant(const Dims &x_shape, const Dims &pads, float value, const float *x, float *y);
 /** Y[i_perm[0], ...] = X[i...]: Y's dim d is X's dim perm[d]. */
 void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size = 4);
 /** Y = X[starts[d] : ends[d] : steps[d]] on every dim (one entry per dim, already clamped; steps may be negative). */

@@ -1,0 +1,56 @@
+// LayerNormalization over rows of [outer, inner] and its gradient; statistics accumulate in double.
+#include <cmath>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt {
+
+void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
+                        float *y, float *mean, float *invstd) {
+  if (inner <= 0) fail("layer_norm_forward: empty normalised dims");
+  for (int64_t r = 0; r < outer; ++r) {
+    const float *row = x + r * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) sum += row[i];
+    double m = sum / static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) sq += (row[i] - m) * (row[i] - m);
+    double is = 1.0 / std::sqrt(sq / static_cast<double>(inner) + static_cast<double>(eps));
+    // Normalise with the rounded statistics the backward pass will read, so both passes agree.
+    float mf = static_cast<float>(m), isf = static_cast<float>(is);
+    for (int64_t i = 0; i < inner; ++i)
+      y[r * inner + i] = (row[i] - mf) * isf * scale[i] + (bias ? bias[i] : 0.0f);
+    if (mean) mean[r] = mf;
+    if (invstd) invstd[r] = isf;
+  }
+}
+
+void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
+                         const float *mean, const float *invstd, float *dx, float *dscale, float *dbias) {
+  std::vector<double> ds(dscale ? static_cast<size_t>(inner) : 0, 0.0), db(dbias ? static_cast<size_t>(inner) : 0, 0.0);
+  const double n = static_cast<double>(inner);
+  for (int64_t r = 0; r < outer; ++r) {
+    const float *xr = x + r * inner, *dyr = dy + r * inner;
+    double sg = 0, sgx = 0;
+    for (int64_t i = 0; i < inner; ++i) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      sg += g;
+      sgx += g * xhat;
+      if (dscale) ds[static_cast<size_t>(i)] += dyr[i] * xhat;
+      if (dbias) db[static_cast<size_t>(i)] += dyr[i];
+    }
+    if (!dx) continue;
+    for (int64_t i = 0; i < inner; ++i) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      dx[r * inner + i] = static_cast<float>(invstd[r] * (g - sg / n - xhat * sgx / n));
+    }
+  }
+  for (int64_t i = 0; i < inner; ++i) {
+    if (dscale) dscale[i] = static_cast<float>(ds[static_cast<size_t>(i)]);
+    if (dbias) dbias[i] = static_cast<float>(db[static_cast<size_t>(i)]);
+  }
+}
+
+}  // namespace cleave::rt

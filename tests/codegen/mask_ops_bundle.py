@@ -1,0 +1,96 @@
+"""`cleave run` on bundles of a small torch-exported model built from the mask, selection, padding and layer-norm
+kinds reproduces `cleave eval` (losses within relative 1e-5, weights within 1e-5 * max|w|) with the `single` plan on
+1 rank and the `data` plan on 2 ranks. The model stays 2-D (Gemm, no batched MatMul) so that only these kinds'
+kernels are under test. Usage: mask_ops_bundle.py CLEAVE SOURCE_DIR."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_check import losses, runtime_flags, weights  # noqa: E402
+
+CLEAVE, SRC = sys.argv[1], sys.argv[2]
+STEPS, BATCH = 4, 8
+
+
+class MaskNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(64, 32)
+        self.ln = nn.LayerNorm(32)
+        self.l2 = nn.Linear(34, 10)
+
+    def forward(self, x, mask, y):
+        h = F.gelu(self.ln(self.l1(x / 16.0)))
+        h = h.masked_fill(mask == 0, -0.5)                                 # Equal, Where
+        h = torch.maximum(h, 0.5 * h) + torch.minimum(h, 0.25 - h)         # Max, Min
+        h = h * (h > 0.1).float()                                          # Greater, Cast
+        h = h * torch.reciprocal(2 + torch.sigmoid(h.amax(dim=1, keepdim=True) - h.amin(dim=1, keepdim=True)))
+        h = F.pad(h, (1, 1), value=0.5)                                    # Pad
+        return F.cross_entropy(self.l2(h), y)
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def main():
+    torch.manual_seed(0)
+    xs = np.load(os.path.join(SRC, "models/data/digits_flat_train_x.npy"))[: STEPS * BATCH].astype(np.float32)
+    ys = np.load(os.path.join(SRC, "models/data/digits_train_y.npy"))[: STEPS * BATCH].astype(np.int64)
+    mask = (np.random.default_rng(0).random((len(xs), 32)) > 0.2).astype(np.int64)
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"x": xs, "mask": mask, "y": ys}
+        for name, arr in files.items():
+            np.save(os.path.join(tmp, name + ".npy"), arr)
+        data = ",".join(f"{k}={os.path.join(tmp, k + '.npy')}" for k in files)
+        model = os.path.join(tmp, "masknet.onnx")
+        args = tuple(torch.from_numpy(a[:BATCH]) for a in (xs, mask, ys))
+        torch.onnx.export(MaskNet(), args, model, opset_version=17, input_names=["x", "mask", "y"],
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        opt = ["--optimizer", "sgd", "--lr", "0.1"]
+        ref_model = os.path.join(tmp, "eval.onnx")
+        ref = losses(sh([CLEAVE, "eval", model, "--data", data, "--batch", str(BATCH), "--steps", str(STEPS),
+                         "--save-model", ref_model] + opt))
+        ref_w = weights(ref_model)
+        for planner, n in (("single", 1), ("data", 2)):
+            bundle = os.path.join(tmp, f"{planner}{n}")
+            sh([CLEAVE, "compile", model, "--devices", str(n), "--planner", planner, "--batch", str(BATCH), "-o",
+                bundle] + opt)
+            saved = bundle + "_trained.onnx"
+            got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
+                            + runtime_flags(CLEAVE)))
+            where = f"{planner} on {n} rank(s)"
+            if len(got) != STEPS:
+                problems.append(f"{where}: {len(got)} loss lines, want {STEPS}")
+                continue
+            worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
+            if worst > 1e-5:
+                problems.append(f"{where}: losses {got} vs eval {ref} (worst rel {worst:.3g})")
+            got_w = weights(saved)
+            for name, w in ref_w.items():
+                if np.issubdtype(w.dtype, np.floating):
+                    tol = 1e-5 * max(1.0, float(np.abs(w).max()))
+                    diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
+                    if diff > tol:
+                        problems.append(f"{where}: {name} differs by {diff:.3g} (tol {tol:.3g})")
+            print(f"{where}: worst loss rel diff {worst:.3g}, losses {got}", flush=True)
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print("ok: bundles match cleave eval")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+// Bad or unsupported uses of the mask, padding, range and layer-norm ops give one clear error naming the node.
+#include <gtest/gtest.h>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "tests/frontend/model_builder.h"
+
+namespace cleave {
+namespace {
+
+using test::kF32;
+using test::kI64;
+using test::ModelBuilder;
+
+std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag) {
+  test::TempDir dir(tag);
+  std::string path = mb.save(dir / "model.onnx");
+  try {
+    import_onnx(path, {});
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+    return {msg, e.exit_code()};
+  }
+  ADD_FAILURE() << "import of " << tag << " succeeded";
+  return {"", 0};
+}
+
+#define EXPECT_HAS(msg, sub) EXPECT_NE((msg).find(sub), std::string::npos) << "message: " << (msg)
+
+TEST(BadInputMasks, PadModesOtherThanConstantAreUnsupported) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.init_i64("p", {4}, {0, 1, 0, 1});
+  auto &n = mb.node("Pad", {"x", "p"}, {"y"}, "pad1");
+  auto *a = n.add_attribute();
+  a->set_name("mode");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("reflect");
+  mb.output("y", 2);
+  auto [msg, code] = import_error(mb, "padreflect");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "node \"pad1\" (Pad, opset 13)");
+  EXPECT_HAS(msg, "\"reflect\"");
+}
+
+TEST(BadInputMasks, PadsMustBeConstant) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.input("p", kI64, {4});
+  mb.node("Pad", {"x", "p"}, {"y"}, "pad2");
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "paddyn").first;
+  EXPECT_HAS(msg, "node \"pad2\"");
+  EXPECT_HAS(msg, "compile-time constant");
+}
+
+TEST(BadInputMasks, RangeNeedsConstants) {
+  ModelBuilder mb;
+  mb.input("s", kI64, {});
+  mb.init_i64("l", {}, {5});
+  mb.init_i64("d", {}, {1});
+  mb.node("Range", {"s", "l", "d"}, {"y"}, "rng");
+  mb.output("y", 1, kI64);
+  std::string msg = import_error(mb, "rangedyn").first;
+  EXPECT_HAS(msg, "node \"rng\" (Range, opset 13)");
+  EXPECT_HAS(msg, "\"start\"");
+  EXPECT_HAS(msg, "compile-time constant");
+}
+
+TEST(BadInputMasks, RangeWithZeroDelta) {
+  ModelBuilder mb;
+  mb.init_i64("s", {}, {0});
+  mb.init_i64("l", {}, {5});
+  mb.init_i64("d", {}, {0});
+  mb.node("Range", {"s", "l", "d"}, {"y"}, "rng0");
+  mb.output("y", 1, kI64);
+  std::string msg = import_error(mb, "range0").first;
+  EXPECT_HAS(msg, "node \"rng0\"");
+  EXPECT_HAS(msg, "delta is 0");
+}
+
+TEST(BadInputMasks, TriluOfRuntimeValuesOrParams) {
+  ModelBuilder mb(14);
+  mb.input("x", kF32, {3, 3});
+  mb.node("Trilu", {"x"}, {"y"}, "tri");
+  mb.output("y", 2);
+  std::string msg = import_error(mb, "trilu").first;
+  EXPECT_HAS(msg, "node \"tri\" (Trilu, opset 14)");
+  EXPECT_HAS(msg, "compile-time constant");
+  ModelBuilder pm(14);
+  pm.init_f("w", {2, 2}, {1, 2, 3, 4});
+  pm.node("Trilu", {"w"}, {"y"}, "tri2");
+  pm.output("y", 2);
+  auto [m2, code] = import_error(pm, "triluparam");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(m2, "trainable initializer");
+}
+
+TEST(BadInputMasks, LayerNormStashTypeAndScaleShape) {
+  ModelBuilder mb(17);
+  mb.input("x", kF32, {2, 4});
+  mb.init_f("s", {4}, {1, 1, 1, 1});
+  auto &n = mb.node("LayerNormalization", {"x", "s"}, {"y"}, "ln");
+  auto *a = n.add_attribute();
+  a->set_name("stash_type");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(11);
+  mb.output("y", 2);
+  auto [msg, code] = import_error(mb, "lnstash");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "node \"ln\" (LayerNormalization, opset 17)");
+  EXPECT_HAS(msg, "stash_type");
+  ModelBuilder bad(17);
+  bad.input("x", kF32, {2, 4});
+  bad.init_f("s", {2}, {1, 1});
+  bad.node("LayerNormalization", {"x", "s"}, {"y"}, "ln2");
+  bad.output("y", 2);
+  std::string m2 = import_error(bad, "lnscale").first;
+  EXPECT_HAS(m2, "\"ln2\"");
+}
+
+}  // namespace
+}  // namespace cleave
