@@ -104,8 +104,6 @@ OpKind activation_kind(const NodeCtx &n, const std::string &name) {
   unsupported(n, "activation \"" + name + "\" (only Sigmoid, Tanh and Relu)");
 }
 
-std::string shape_text(const Shape &s) { return shape_str(s); }
-
 }  // namespace
 
 void translate_lstm(Importer &im, const NodeCtx &n) {
@@ -128,21 +126,21 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
   if (layout != 0 && layout != 1) n.fail("attribute \"layout\" must be 0 or 1, got " + std::to_string(layout));
 
   Shape x = im.type_of(n.in(0), n).shape, w = im.type_of(n.in(1), n).shape, r = im.type_of(n.in(2), n).shape;
-  if (x.size() != 3) n.fail("input X has shape " + shape_text(x) + "; expected rank 3");
+  if (x.size() != 3) n.fail("input X has shape " + shape_str(x) + "; expected rank 3");
   int64_t seq = layout == 0 ? x[0] : x[1], batch = layout == 0 ? x[1] : x[0], in_size = x[2];
   if (r.size() != 3 || r[0] != dirs || r[1] != 4 * r[2])
-    n.fail("input R has shape " + shape_text(r) + "; expected [" + std::to_string(dirs) + ", 4*hidden, hidden]");
+    n.fail("input R has shape " + shape_str(r) + "; expected [" + std::to_string(dirs) + ", 4*hidden, hidden]");
   int64_t hidden = r[2];
   if (n.attrs.get_int("hidden_size", hidden) != hidden)
     n.fail("attribute \"hidden_size\" " + std::to_string(n.attrs.get_int("hidden_size", hidden)) +
-           " does not match R's shape " + shape_text(r));
+           " does not match R's shape " + shape_str(r));
   if (w != Shape{dirs, 4 * hidden, in_size})
-    n.fail("input W has shape " + shape_text(w) + "; expected " + shape_text({dirs, 4 * hidden, in_size}));
+    n.fail("input W has shape " + shape_str(w) + "; expected " + shape_str({dirs, 4 * hidden, in_size}));
   if (seq < 1) n.fail("X has no timesteps");
   auto check_shape = [&](size_t i, const Shape &want, const std::string &what) {
     if (n.in(i).empty()) return;
     Shape s = im.type_of(n.in(i), n).shape;
-    if (s != want) n.fail("input " + what + " has shape " + shape_text(s) + "; expected " + shape_text(want));
+    if (s != want) n.fail("input " + what + " has shape " + shape_str(s) + "; expected " + shape_str(want));
   };
   Shape state = layout == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
   check_shape(3, {dirs, 8 * hidden}, "B");

@@ -3,6 +3,8 @@ gradients): small torch models using them are exported (training mode, no consta
 `single` plan on 1 rank and the `data` plan on 2 ranks reproduces `cleave eval` (the reference interpreter): per-step
 losses within relative 1e-5 and --save-model weights within 1e-5 * max|w|, SGD lr 0.1, batch 8, 4 steps. The dropout
 masks are drawn from each element's global index, so the 2-rank run must draw the same ones as the interpreter.
+SplitAxis also runs a hand-edited data plan in which Split, Slice (step 2), SliceGrad and Concat's gradient Slices are
+split along the axis they cut (each rank's local geometry then comes from its boxes).
 Usage: layout_ops_match_eval.py CLEAVE SOURCE_DIR."""
 import os
 import subprocess
@@ -64,7 +66,45 @@ class BatchedMatMul(nn.Module):
         return F.cross_entropy(self.out(torch.tanh(h).flatten(1)), y)
 
 
-MODELS = [("dropout_mlp", DropoutMlp), ("slice_concat", SliceConcat), ("batched_matmul", BatchedMatMul)]
+class SplitAxis(nn.Module):
+    """Even widths, so Split/Slice can be split along dim 1 on 2 ranks (see AXIS_OPS)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(6, 8), nn.Linear(8, CLASSES)
+
+    def forward(self, x, y):
+        h = torch.tanh(self.a(x))
+        p, q = torch.split(h, [4, 4], dim=1)
+        return F.cross_entropy(self.b(torch.cat([p * q, h[:, 0:8:2]], dim=1)), y)
+
+
+MODELS = [("dropout_mlp", DropoutMlp), ("slice_concat", SliceConcat), ("batched_matmul", BatchedMatMul),
+          ("split_axis", SplitAxis)]
+# Edits of split_axis's data plan: these ops split their var j (dim 1) and these tensors are split(1).
+AXIS_OPS = ["/Split", "/Slice", "/Concat.grad", "/Concat.grad.1", "/Slice.grad"]
+AXIS_TENSORS = ["/Split_output_0", "/Split_output_1", "/Slice_output_0", "/Slice_output_0.grad", "/Tanh_output_0.grad",
+                "/Mul_output_0.grad"]
+
+
+def axis_plan(data_plan, path):
+    """Writes the data plan with AXIS_OPS/AXIS_TENSORS switched to dim 1; every name must be found."""
+    out, seen = [], set()
+    for line in data_plan.splitlines():
+        w = line.split()
+        if w and w[0] == "op" and w[1] in AXIS_OPS:
+            assert line.endswith("[i]"), line
+            line = line[:-len("[i]")] + "[j]"
+            seen.add(w[1])
+        if w and w[0] == "tensor" and w[1] in AXIS_TENSORS:
+            assert line.endswith("[split(0)]"), line
+            line = line[:-len("[split(0)]")] + "[split(1)]"
+            seen.add(w[1])
+        out.append(line)
+    missing = set(AXIS_OPS + AXIS_TENSORS) - seen
+    assert not missing, f"not in the data plan: {sorted(missing)}"
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def sh(cmd):
@@ -100,12 +140,19 @@ def main():
                 problems.append(f"{name}: cleave eval failed: {e}")
                 continue
             ref_w = weights(ref_path)
-            for planner, n in [("single", 1), ("data", 2)]:
+            plans = [("single", 1), ("data", 2)] + ([("axis", 2)] if name == "split_axis" else [])
+            for planner, n in plans:
                 where = f"{name} {planner} on {n} rank(s)"
                 bundle = os.path.join(tmp, f"{name}_{planner}{n}")
                 saved = bundle + "_trained.onnx"
                 try:
-                    sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(n), "-o", bundle] + opt)
+                    if planner == "axis":
+                        plan = bundle + ".plan"
+                        axis_plan(sh([CLEAVE, "plan", path, "--planner", "data", "--devices", "2"] + opt), plan)
+                        how = ["--plan", plan]
+                    else:
+                        how = ["--planner", planner]
+                    sh([CLEAVE, "compile", path, "--devices", str(n), "-o", bundle] + how + opt)
                     got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model",
                                      saved] + runtime_flags(CLEAVE)))
                 except RuntimeError as e:

@@ -122,6 +122,23 @@ TEST(ImportLstm, SequenceLensMatchRunningEachRowOnItsPrefix) {
   }
 }
 
+TEST(ImportLstm, ReverseIsForwardOnTimeReversedInput) {
+  const int64_t seq = 3;
+  std::vector<float> x = random_floats(seq * kB * kI, 8), flipped;
+  for (int64_t t = seq; t-- > 0;) flipped.insert(flipped.end(), x.begin() + t * kB * kI, x.begin() + (t + 1) * kB * kI);
+  ModelBuilder rev = lstm_model(seq);
+  test::set_string(*rev.g().mutable_node(0), "direction", "reverse");
+  auto r = run(import(rev, "lstm_rev"), x, {seq, kB, kI});
+  auto f = run(import(lstm_model(seq), "lstm_fwd"), flipped, {seq, kB, kI});
+  for (int64_t t = 0; t < seq; ++t)
+    for (int64_t i = 0; i < kB * kH; ++i)
+      EXPECT_NEAR(r[0][static_cast<size_t>(t * kB * kH + i)], f[0][static_cast<size_t>((seq - 1 - t) * kB * kH + i)],
+                  1e-6)
+          << "Y[" << t << "]";
+  for (size_t o = 1; o <= 2; ++o)
+    for (size_t i = 0; i < r[o].size(); ++i) EXPECT_NEAR(r[o][i], f[o][i], 1e-6) << (o == 1 ? "Y_h" : "Y_c");
+}
+
 std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag) {
   try {
     import(mb, tag);
@@ -165,6 +182,17 @@ TEST(ImportLstm, BadAttributesAndShapesNameTheNode) {
   auto [hmsg, hcode] = import_error(hs, "lstm_hidden");
   EXPECT_EQ(hcode, 1);
   EXPECT_HAS(hmsg, "attribute \"hidden_size\" 5 does not match R's shape [1,16,4]");
+
+  ModelBuilder lay = lstm_model(2);
+  test::set_int(*lay.g().mutable_node(0), "layout", 2);
+  auto [lmsg, lcode] = import_error(lay, "lstm_layout");
+  EXPECT_EQ(lcode, 1);
+  EXPECT_HAS(lmsg, "node \"l\" (LSTM, opset 14): attribute \"layout\" must be 0 or 1, got 2");
+
+  std::vector<int32_t> lens{2, 3, 1};
+  auto [smsg, scode] = import_error(lstm_model(2, &lens), "lstm_lens_range");
+  EXPECT_EQ(scode, 1);
+  EXPECT_HAS(smsg, "node \"l\" (LSTM, opset 14): sequence_lens holds 3, outside [0, 2]");
 }
 
 }  // namespace
