@@ -294,6 +294,15 @@ std::string kernel_code(const KernelCall &call) {
   const std::vector<Shape> &in_shapes = call.in_shapes, &out_shapes = call.out_shapes;
   auto in = [&](size_t i) -> const std::string & { return ins.at(i); };
   auto out = [&](size_t i) -> const std::string & { return outs.at(i); };
+  // The runtime's layout kernels move float32 (integer tensors of this kind fold at import).
+  if (op.kind == OpKind::Concat || op.kind == OpKind::Split || op.kind == OpKind::Slice ||
+      op.kind == OpKind::SliceGrad || op.kind == OpKind::Gather || op.kind == OpKind::GatherGrad ||
+      op.kind == OpKind::MatMul) {
+    DType dt = g.tensor(op.outputs[0]).dtype;
+    if (dt != DType::f32)
+      CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", dtype_name(dt),
+                        " data is not supported by codegen yet");
+  }
   switch (op.kind) {
     case OpKind::Relu: return unary("a > 0.0f ? a : 0.0f", ins, outs, out_shapes);
     case OpKind::Neg: return unary("-a", ins, outs, out_shapes);
@@ -399,9 +408,6 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::GatherGrad: {
       bool fwd = op.kind == OpKind::Gather;
       const Tensor &data = g.tensor(fwd ? op.inputs[0] : op.outputs[0]);
-      if (data.dtype != DType::f32)
-        CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", dtype_name(data.dtype),
-                          " data is not supported by codegen yet");
       size_t axis = static_cast<size_t>(op.attr_int("axis", 0));
       const Shape &local = fwd ? in_shapes[0] : out_shapes[0];
       int64_t base = (fwd ? call.in_boxes[0] : call.out_boxes[0])[axis].begin;
