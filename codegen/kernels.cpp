@@ -22,6 +22,7 @@ bool partial_ok(OpKind kind) {
     case OpKind::SoftmaxCrossEntropyLoss:
     case OpKind::NegativeLogLikelihoodLoss:
     case OpKind::LayerNormalizationGrad:  // dscale/dB are sums over the rows; dX is never partial (rows are outputs)
+    case OpKind::GatherGrad:  // a split over the indices sums each rank's scatter
       return true;
     default:
       return false;
@@ -192,6 +193,108 @@ std::string layer_norm_code(const KernelCall &call) {
          opt_out(2) + ");";
 }
 
+/** Row-major strides of `s`. */
+Shape strides_of(const Shape &s) {
+  Shape st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+/** Per-dim start and step of a Slice/SliceGrad over the dense tensor `full` (dims not in `axes`: 0 and 1). */
+struct SliceAttrs {
+  Shape starts, steps;
+};
+SliceAttrs slice_attrs(const Op &op, const Shape &full) {
+  SliceAttrs a{Shape(full.size(), 0), Shape(full.size(), 1)};
+  const std::vector<int64_t> &axes = op.attr_ints("axes"), &starts = op.attr_ints("starts");
+  std::vector<int64_t> steps = op.attr_ints("steps", std::vector<int64_t>(axes.size(), 1));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    a.starts[static_cast<size_t>(axes[i])] = starts[i];
+    a.steps[static_cast<size_t>(axes[i])] = steps[i];
+  }
+  return a;
+}
+
+/** The local form of a slice: the elements i in `strided_box` of the sliced side sit at start + step * i of the
+ *  dense side, whose buffer holds `dense_box`. Gives local starts/ends per dim; false if an element lies outside the
+ *  buffer. */
+bool local_slice(const SliceAttrs &a, const plan::Box &strided_box, const plan::Box &dense_box, Shape &starts,
+                 Shape &ends) {
+  starts.clear();
+  ends.clear();
+  for (size_t d = 0; d < a.starts.size(); ++d) {
+    int64_t count = strided_box[d].size(), step = a.steps[d];
+    int64_t s = a.starts[d] + step * strided_box[d].begin - dense_box[d].begin;
+    int64_t last = s + step * (count - 1);
+    if (count > 0 && (std::min(s, last) < 0 || std::max(s, last) >= dense_box[d].size())) return false;
+    starts.push_back(s);
+    ends.push_back(s + step * count);
+  }
+  return true;
+}
+
+/** The number of elements of the strided sequence (start, step, len) that fall in [lo, hi), and the position of the
+ *  first one (len if none). */
+std::pair<int64_t, int64_t> hits_in(int64_t start, int64_t step, int64_t len, int64_t lo, int64_t hi) {
+  int64_t n = 0, first = len;
+  for (int64_t i = 0; i < len; ++i) {
+    int64_t p = start + step * i;
+    if (p < lo || p >= hi) continue;
+    if (n++ == 0) first = i;
+  }
+  return {n, first};
+}
+
+/** An int64 view of an indices operand: the pointer itself, or a converted copy named `tmp` (i32 indices). */
+std::string int64_indices(const std::string &ptr, DType dtype, int64_t n, const std::string &tmp, std::string &code) {
+  if (dtype == DType::i64) return ptr;
+  code += "std::vector<int64_t> " + tmp + "(" + ptr + ", " + ptr + " + " + num(n) + ");\n";
+  return tmp + ".data()";
+}
+
+std::string parts_shapes(const std::vector<Shape> &shapes, size_t from, size_t to) {
+  std::string s = "{";
+  for (size_t i = from; i < to; ++i) s += (i > from ? ", " : "") + std::string("rt::Dims") + dims_literal(shapes[i]);
+  return s + "}";
+}
+
+/** numpy matmul on local shapes: 1-D operands promoted, batch dims broadcast. One GEMM when the batch folds into the
+ *  rows (B without batch dims), one strided-batched GEMM when each operand's batch is whole or absent, else a loop
+ *  over the broadcast batch index. */
+std::string matmul_code(const KernelCall &call) {
+  const Shape &sa = call.in_shapes[0], &sb = call.in_shapes[1];
+  const std::string &a = call.ins[0], &b = call.ins[1], &y = call.outs[0];
+  Shape pa = sa.size() == 1 ? Shape{1, sa[0]} : sa, pb = sb.size() == 1 ? Shape{sb[0], 1} : sb;
+  int64_t m = pa[pa.size() - 2], k = pa.back(), n = pb.back();
+  Shape ba(pa.begin(), pa.end() - 2), bb(pb.begin(), pb.end() - 2);
+  size_t rank = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), rank - ba.size(), 1);
+  bb.insert(bb.begin(), rank - bb.size(), 1);
+  Shape by(rank);
+  for (size_t d = 0; d < rank; ++d) by[d] = std::max(ba[d], bb[d]);
+  int64_t batch = prod(by), batch_a = prod(ba), batch_b = prod(bb);
+  auto gemm = [&](int64_t rows, const std::string &pa_, const std::string &pb_, const std::string &py_) {
+    return "rt::gemm(false, false, " + num(rows) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + pa_ + ", " + num(k) +
+           ", " + pb_ + ", " + num(n) + ", 0.0f, " + py_ + ", " + num(n) + ");";
+  };
+  if (batch_b == 1) return gemm(batch * m, a, b, y);  // A's batch and rows are one [batch * m, k] matrix
+  if ((batch_a == 1 || ba == by) && (batch_b == 1 || bb == by))
+    return "rt::gemm_strided_batched(false, false, " + num(m) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + a + ", " +
+           num(k) + ", " + num(batch_a == 1 ? 0 : m * k) + ", " + b + ", " + num(n) + ", " +
+           num(batch_b == 1 ? 0 : k * n) + ", 0.0f, " + y + ", " + num(n) + ", " + num(m * n) + ", " + num(batch) + ");";
+  // General broadcast: walk the output batch index, mapping it to each operand's (size-1 dims read index 0).
+  Shape sta = strides_of(ba), stb = strides_of(bb);
+  for (size_t d = 0; d < rank; ++d) {
+    if (ba[d] == 1) sta[d] = 0;
+    if (bb[d] == 1) stb[d] = 0;
+  }
+  return "{\nconst int64_t dims[] = " + dims_literal(by) + ", sa[] = " + dims_literal(sta) + ", sb[] = " +
+         dims_literal(stb) + ";\nfor (int64_t i = 0; i < " + num(batch) +
+         "; ++i) {\n  int64_t r = i, oa = 0, ob = 0;\n  for (int d = " + num(static_cast<int64_t>(rank)) +
+         "; d-- > 0;) {\n    oa += (r % dims[d]) * sa[d];\n    ob += (r % dims[d]) * sb[d];\n    r /= dims[d];\n  }\n  " +
+         gemm(m, a + " + oa * " + num(m * k), b + " + ob * " + num(k * n), y + " + i * " + num(m * n)) + "\n}\n}";
+}
+
 }  // namespace
 
 void check_kernel_split(const KernelCall &call) {
@@ -199,6 +302,42 @@ void check_kernel_split(const KernelCall &call) {
   const Op &op = call.node();
   if (is_window_kind(op.kind)) check_window_split(call);
   if (is_norm_kind(op.kind)) check_norm_split(call);
+  // Slice, SliceGrad, Split and Concat derive their local geometry from the boxes (kernel_code); a box the local
+  // kernel cannot express (an element outside the local buffer, a part missing) is refused here.
+  if (op.kind == OpKind::Slice || op.kind == OpKind::SliceGrad) {
+    bool fwd = op.kind == OpKind::Slice;
+    const plan::Box &strided = fwd ? call.out_boxes[0] : call.in_boxes[0];
+    const plan::Box &dense = fwd ? call.in_boxes[0] : call.out_boxes[0];
+    const Shape &full = g.tensor(fwd ? op.inputs[0] : op.outputs[0]).shape;
+    const Shape &sliced = g.tensor(fwd ? op.outputs[0] : op.inputs[0]).shape;
+    SliceAttrs a = slice_attrs(op, full);
+    Shape starts, ends;
+    if (!local_slice(a, strided, dense, starts, ends)) unsupported_split(call);
+    // SliceGrad writes zeros wherever no local dY lands: every slice element inside the dX box must be local.
+    if (!fwd)
+      for (size_t d = 0; d < full.size(); ++d) {
+        auto [hits, first] = hits_in(a.starts[d], a.steps[d], sliced[d], dense[d].begin, dense[d].end);
+        if (hits != strided[d].size() || (hits > 0 && first != strided[d].begin)) unsupported_split(call);
+      }
+  }
+  if (op.kind == OpKind::Concat) {
+    size_t axis = static_cast<size_t>(op.attr_int("axis"));
+    const plan::Box &out = call.out_boxes[0];
+    int64_t offset = 0, total = 0;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Shape &s = g.tensor(op.inputs[i]).shape;
+      // Input i covers [offset, offset + s[axis]) of the output; locally it must hold exactly its overlap.
+      int64_t lo = std::max(out[axis].begin, offset), hi = std::min(out[axis].end, offset + s[axis]);
+      const plan::Box &b = call.in_boxes[i];
+      if (hi > lo ? b[axis].begin != lo - offset || b[axis].end != hi - offset : b[axis].size() != 0)
+        unsupported_split(call);
+      total += std::max<int64_t>(0, hi - lo);
+      for (size_t d = 0; d < out.size(); ++d)
+        if (d != axis && b[d] != out[d]) unsupported_split(call);
+      offset += s[axis];
+    }
+    if (total != out[axis].size()) unsupported_split(call);
+  }
   if (op.kind == OpKind::Reshape) {
     // A block of rows stays a block of rows only when both boxes are the same contiguous element range.
     auto range = [](const plan::Box &b, const Shape &shape, int64_t &lo, int64_t &hi) {
@@ -216,6 +355,21 @@ void check_kernel_split(const KernelCall &call) {
       hi += 1;
       return true;
     };
+    // Or when the reshape only drops or inserts size-1 dims: the local boxes then hold the same elements in the same
+    // order (e.g. a Squeeze of a batch-split [T, 1, B, H]).
+    auto non_unit = [](const plan::Box &b, const Shape &shape, Shape &dims) {
+      plan::Box r;
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1) {
+          r.push_back(b[d]);
+          dims.push_back(shape[d]);
+        }
+      return r;
+    };
+    Shape in_dims, out_dims;
+    plan::Box in_box = non_unit(call.in_boxes[0], g.tensor(op.inputs[0]).shape, in_dims);
+    plan::Box out_box = non_unit(call.out_boxes[0], g.tensor(op.outputs[0]).shape, out_dims);
+    if (in_dims == out_dims && in_box == out_box) return;
     int64_t a0, a1, b0, b1;
     if (!range(call.in_boxes[0], g.tensor(op.inputs[0]).shape, a0, a1) ||
         !range(call.out_boxes[0], g.tensor(op.outputs[0]).shape, b0, b1) || a0 != b0 || a1 != b1)
@@ -232,6 +386,15 @@ std::string kernel_code(const KernelCall &call) {
   const std::vector<Shape> &in_shapes = call.in_shapes, &out_shapes = call.out_shapes;
   auto in = [&](size_t i) -> const std::string & { return ins.at(i); };
   auto out = [&](size_t i) -> const std::string & { return outs.at(i); };
+  // The runtime's layout kernels move float32 (integer tensors of this kind fold at import).
+  if (op.kind == OpKind::Concat || op.kind == OpKind::Split || op.kind == OpKind::Slice ||
+      op.kind == OpKind::SliceGrad || op.kind == OpKind::Gather || op.kind == OpKind::GatherGrad ||
+      op.kind == OpKind::MatMul) {
+    DType dt = g.tensor(op.outputs[0]).dtype;
+    if (dt != DType::f32)
+      CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", dtype_name(dt),
+                        " data is not supported by codegen yet");
+  }
   switch (op.kind) {
     case OpKind::Relu: return unary(call, "a > 0.0f ? a : 0.0f");
     case OpKind::Neg: return unary(call, "-a");
@@ -278,13 +441,95 @@ std::string kernel_code(const KernelCall &call) {
               num(y[1]) + ");";
       return code;
     }
-    case OpKind::MatMul: {
-      const Shape &a = in_shapes[0], &b = in_shapes[1], &y = out_shapes[0];
-      if (a.size() != 2 || b.size() != 2)
-        CLEAVE_USER_ERROR("op \"", op.name, "\" (MatMul): only 2-D MatMul is supported by codegen yet");
-      return "rt::gemm(false, false, " + num(y[0]) + ", " + num(y[1]) + ", " + num(a[1]) + ", 1.0f, " + in(0) + ", " +
-             num(a[1]) + ", " + in(1) + ", " + num(b[1]) + ", 0.0f, " + out(0) + ", " + num(y[1]) + ");";
+    case OpKind::MatMul: return matmul_code(call);
+    case OpKind::Concat: {
+      std::string parts = "{";
+      for (size_t i = 0; i < ins.size(); ++i) parts += (i ? ", " : "") + std::string("static_cast<const float *>(") + in(i) + ")";
+      return "rt::concat(" + parts + "}, " + parts_shapes(in_shapes, 0, in_shapes.size()) + ", " +
+             num(op.attr_int("axis")) + ", " + out(0) + ");";
     }
+    case OpKind::Split: {
+      size_t axis = static_cast<size_t>(op.attr_int("axis", 0));
+      const plan::Box &ib = call.in_boxes[0];
+      // Each output is the local slice [offset of its part + its box] of the local input (plain rt::split when the
+      // parts tile the local input along the axis).
+      bool tiles = true;
+      int64_t offset = 0, at = ib[axis].begin;
+      std::string slices;
+      for (size_t o = 0; o < outs.size(); ++o) {
+        const plan::Box &ob = call.out_boxes[o];
+        Shape starts, ends;
+        for (size_t d = 0; d < ob.size(); ++d) {
+          int64_t s = ob[d].begin + (d == axis ? offset : 0) - ib[d].begin;
+          if (s < 0 || s + ob[d].size() > ib[d].size()) unsupported_split(call);
+          starts.push_back(s);
+          ends.push_back(s + ob[d].size());
+          if (d != axis && ob[d] != ib[d]) tiles = false;
+        }
+        if (ob[axis].begin + offset != at) tiles = false;
+        at = ob[axis].end + offset;
+        offset += g.tensor(op.outputs[o]).shape[axis];
+        slices += "rt::slice(" + dims_literal(in_shapes[0]) + ", " + dims_literal(starts) + ", " + dims_literal(ends) +
+                  ", " + dims_literal(Shape(starts.size(), 1)) + ", " + in(0) + ", " + out(o) + ");\n";
+      }
+      if (!tiles || at != ib[axis].end) return "{\n" + slices + "}";
+      Shape sizes;
+      std::string parts = "{";
+      for (size_t o = 0; o < outs.size(); ++o) {
+        sizes.push_back(out_shapes[o][axis]);
+        parts += (o ? ", " : "") + out(o);
+      }
+      return "rt::split(" + dims_literal(in_shapes[0]) + ", " + num(static_cast<int64_t>(axis)) + ", " +
+             dims_literal(sizes) + ", " + in(0) + ", " + parts + "});";
+    }
+    case OpKind::Slice:
+    case OpKind::SliceGrad: {
+      bool fwd = op.kind == OpKind::Slice;
+      const Shape &full = g.tensor(fwd ? op.inputs[0] : op.outputs[0]).shape;
+      SliceAttrs a = slice_attrs(op, full);
+      Shape starts, ends;
+      if (!local_slice(a, fwd ? call.out_boxes[0] : call.in_boxes[0], fwd ? call.in_boxes[0] : call.out_boxes[0],
+                       starts, ends))
+        unsupported_split(call);
+      const Shape &dense = fwd ? in_shapes[0] : out_shapes[0];
+      return std::string(fwd ? "rt::slice(" : "rt::slice_backward(") + dims_literal(dense) + ", " +
+             dims_literal(starts) + ", " + dims_literal(ends) + ", " + dims_literal(a.steps) + ", " + in(0) + ", " +
+             out(0) + ");";
+    }
+    case OpKind::Gather:
+    case OpKind::GatherGrad: {
+      bool fwd = op.kind == OpKind::Gather;
+      const Tensor &data = g.tensor(fwd ? op.inputs[0] : op.outputs[0]);
+      size_t axis = static_cast<size_t>(op.attr_int("axis", 0));
+      const Shape &local = fwd ? in_shapes[0] : out_shapes[0];
+      int64_t base = (fwd ? call.in_boxes[0] : call.out_boxes[0])[axis].begin;
+      std::string code = "{\n";
+      int64_t n = prod(in_shapes[1]);
+      std::string idx = int64_indices(in(1), g.tensor(op.inputs[1]).dtype, n, "idx", code);
+      code += std::string(fwd ? "rt::gather(" : "rt::gather_backward(") + dims_literal(local) + ", " +
+              num(static_cast<int64_t>(axis)) + ", " + idx + ", " + num(n) + ", " + in(0) + ", " + out(0) + ", " +
+              num(data.shape[axis]) + ", " + num(base) + ");\n}";
+      return code;
+    }
+    case OpKind::Dropout: {
+      const Shape &x = in_shapes[0];
+      bool mask = outs.size() > 1 && !outs[1].empty();
+      if (op.attr_int("training_mode", 0) == 0) {
+        std::string code = copy_bytes(out(0), in(0), prod(x) * 4);
+        if (mask) code += "\nstd::memset(" + out(1) + ", 1, " + num(prod(x)) + ");";
+        return code;
+      }
+      // The mask of element i is drawn from its global index, so every split draws the whole tensor's mask.
+      Shape offset;
+      for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
+      return "rt::dropout_forward(" + dims_literal(x) + ", " + dims_literal(offset) + ", " +
+             dims_literal(strides_of(g.tensor(op.outputs[0]).shape)) + ", " +
+             num(op.attr_int("seed", 0)) + "ull, step, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
+             ", " + out(0) + ", " + (mask ? out(1) : "nullptr") + ");";
+    }
+    case OpKind::DropoutGrad:
+      return "rt::dropout_backward(" + num(prod(out_shapes[0])) + ", " + float_literal(op.attr_float("ratio", 0.5)) +
+             ", " + in(0) + ", " + in(1) + ", " + out(0) + ");";
     case OpKind::ReduceSum:
     case OpKind::ReduceMean:
       return "rt::reduce(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +

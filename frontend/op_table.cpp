@@ -6,6 +6,9 @@
 
 namespace cleave {
 
+/** LSTM, unrolled per timestep (translate_rnn.cpp). */
+void translate_lstm(Importer &, const NodeCtx &);
+
 Translator find_translator(const std::string &domain, const std::string &op_type) {
   static const std::map<std::pair<std::string, std::string>, Translator> kTable = [] {
     std::map<std::pair<std::string, std::string>, Translator> t;
@@ -35,6 +38,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "LayerNormalization"}] = translate_layer_norm;
     t[{"", "BatchNormalization"}] = translate_batchnorm;
     t[{"", "Dropout"}] = translate_dropout;
+    t[{"", "LSTM"}] = translate_lstm;
     const std::string training = "ai.onnx.preview.training";
     t[{training, "Momentum"}] = t[{training, "Adam"}] = t[{training, "Adagrad"}] = translate_optimizer;
     t[{training, "Gradient"}] = translate_gradient;

@@ -40,6 +40,11 @@ struct Op {
   AttrMap attrs;
   Phase phase = Phase::forward;
   OpId group = kNoOp;
+  /** Set on the per-timestep ops a frontend unrolled from one recurrent node (frontend/translate_rnn.cpp): the
+   *  node's name and the 0-based timestep (in processing order), so a coarsening pass can merge the same op of every
+   *  timestep. Empty scope (step -1): not unrolled. Printed as `unroll=SCOPE t=K`. */
+  std::string unroll_scope;
+  int64_t unroll_step = -1;
 
   bool has_attr(const std::string &key) const { return attrs.count(key) != 0; }
   /** Typed getters: throw InternalError if the attribute is missing or of another type (the frontend and the

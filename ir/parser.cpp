@@ -310,6 +310,18 @@ class GraphParser {
       p.expect("=");
       group = p.name("a group op name");
     }
+    t = p.peek_token();
+    if (t.kind == Token::word && t.text == "unroll") {
+      p.next();
+      p.expect("=");
+      op.unroll_scope = p.name("an unroll scope name");
+      if (p.word("'t=' after the unroll scope") != "t") p.fail("expected 't=' after the unroll scope");
+      p.expect("=");
+      std::string w = p.word("a timestep");
+      auto step = to_int(w);
+      if (!step || *step < 0) p.fail("bad timestep '" + w + "'");
+      op.unroll_step = *step;
+    }
     op.inputs = operands(p);
     p.expect("->");
     op.outputs = operands(p);

@@ -95,6 +95,7 @@ std::string print_op(const Graph &g, const Op &op) {
                   std::string(phase_name(op.phase));
   OpId self = g.find_op(op.name).value_or(kNoOp);
   if (op.group != self && op.group != kNoOp) s += " group=" + print_name(g.op(op.group).name);
+  if (!op.unroll_scope.empty()) s += " unroll=" + print_name(op.unroll_scope) + " t=" + std::to_string(op.unroll_step);
   s += " " + operand_list(g, op.inputs) + " -> " + operand_list(g, op.outputs);
   if (!op.attrs.empty()) {
     s += " {";

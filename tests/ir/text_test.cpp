@@ -82,6 +82,28 @@ TEST(IrText, AttributeTypesRoundTrip) {
   EXPECT_EQ(back.op(0).attrs, g.op(0).attrs);
 }
 
+TEST(IrText, UnrollTagRoundTrips) {
+  // The per-timestep ops of an unrolled recurrent node carry their scope and timestep; a backward op keeps its group.
+  const char *text = R"(graph g
+tensor x f32[2] input
+tensor a f32[2] activation
+tensor b f32[2] activation
+tensor b.grad f32[2] grad
+op /lstm/LSTM/t0/i Sigmoid forward unroll=/lstm/LSTM t=0 (x) -> (a)
+op "my rnn/t1/i" Tanh forward unroll="my rnn" t=1 (a) -> (b)
+op g1 SigmoidGrad backward group=/lstm/LSTM/t0/i (b, a) -> (b.grad)
+)";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(print_graph(g), text);
+  EXPECT_EQ(g.op(0).unroll_scope, "/lstm/LSTM");
+  EXPECT_EQ(g.op(0).unroll_step, 0);
+  EXPECT_EQ(g.op(1).unroll_scope, "my rnn");
+  EXPECT_EQ(g.op(1).unroll_step, 1);
+  EXPECT_EQ(g.op(2).unroll_scope, "");
+  EXPECT_EQ(g.op(2).unroll_step, -1);
+  EXPECT_EQ(g.op(2).group, 0);
+}
+
 void expect_parse_error(const std::string &text, const std::string &fragment) {
   try {
     parse_graph(text, "t.ir");
@@ -106,6 +128,12 @@ TEST(IrText, ErrorsNameLineAndProblem) {
   expect_parse_error("graph g\ntensor x f32[1] input\ntensor y f32[1] activation\n"
                      "op a Relu backward group=zz (x) -> (y)\n",
                      "t.ir:4: unknown group op \"zz\"");
+  expect_parse_error("graph g\ntensor x f32[1] input\ntensor y f32[1] activation\n"
+                     "op a Relu forward unroll=r t=-1 (x) -> (y)\n",
+                     "t.ir:4: bad timestep '-1'");
+  expect_parse_error("graph g\ntensor x f32[1] input\ntensor y f32[1] activation\n"
+                     "op a Relu forward unroll=r step=1 (x) -> (y)\n",
+                     "t.ir:4: expected 't=' after the unroll scope");
 }
 
 TEST(IrVerifier, AcceptsValidGraph) {

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""LSTM import (frontend/translate_rnn.cpp) against torch 1.13, and its compiled bundles against `cleave eval`.
+
+A tiny RNN language model, Embedding(32, 8) -> nn.LSTM(8, 16, layers) -> Linear(16, 32) -> cross entropy over 5
+unrolled steps, is exported by torch (training mode, no constant folding, symbolic batch) and trained with SGD:
+  1. `cleave eval` gives torch's per-step losses within relative 1e-4, and torch's final weights within 1e-4 * max|w|,
+     for: 2 layers batch_first (5 steps, the main case), 1 layer seq-first at opset 13, 3 layers with learned initial
+     states at opset 17, 1 bidirectional layer at opset 14 (3 steps each);
+  2. the main model compiled with `--planner data --devices 2` and run under mpirun (`cleave run`) gives the losses
+     and saved weights of the 1-rank run (`cleave eval`, checked against torch in 1.) within relative 1e-5. Building
+     its two rank programs takes about a minute of CPU (the unrolled step is one large function compiled at -O3).
+Usage: tiny_lstm.py CLEAVE SOURCE_DIR"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+CLEAVE, SRC = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
+from bundle_check import losses, runtime_flags, weights  # noqa: E402
+
+VOCAB, EMBED, HIDDEN, SEQ, BATCH, LR = 32, 8, 16, 5, 4, 0.1
+# (name, layers, batch_first, learned initial states, bidirectional, opset, steps)
+CASES = [("lstm2_bf", 2, True, False, False, 15, 5), ("lstm1_seq_first", 1, False, False, False, 13, 3),
+         ("lstm3_h0", 3, True, True, False, 17, 3), ("lstm1_bidir", 1, True, False, True, 14, 3)]
+
+
+class TinyLM(nn.Module):
+    def __init__(self, layers, batch_first, learned_state, bidirectional):
+        super().__init__()
+        self.batch_first = batch_first
+        self.emb = nn.Embedding(VOCAB, EMBED)
+        self.lstm = nn.LSTM(EMBED, HIDDEN, layers, batch_first=batch_first, bidirectional=bidirectional)
+        self.fc = nn.Linear(2 * HIDDEN if bidirectional else HIDDEN, VOCAB)
+        self.h0 = nn.Parameter(0.1 * torch.randn(layers, 1, HIDDEN)) if learned_state else None
+        self.c0 = nn.Parameter(0.1 * torch.randn(layers, 1, HIDDEN)) if learned_state else None
+
+    def forward(self, x, y):  # x, y: [B, SEQ] token ids
+        e = self.emb(x if self.batch_first else x.t())
+        if self.h0 is not None:
+            # Broadcast the learned [layers, 1, H] states over the batch by adding zeros (exports as Add of a
+            # ConstantOfShape, which folds once the batch is fixed).
+            zeros = e.new_zeros(self.h0.shape[0], x.shape[0], HIDDEN)
+            out, _ = self.lstm(e, (self.h0 + zeros, self.c0 + zeros))
+        else:
+            out, _ = self.lstm(e)
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        logits = self.fc(out)  # [B, SEQ, VOCAB]
+        return F.cross_entropy(logits.transpose(1, 2), y)
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError(f"exit {r.returncode}: {' '.join(cmd)}\n{r.stderr.strip()[-2000:]}")
+    return r.stdout
+
+
+def make_case(tmp, name, layers, batch_first, learned_state, bidirectional, opset, steps):
+    """Exports the model, writes its data, trains torch; returns (onnx path, data flag, torch losses, torch weights)."""
+    torch.manual_seed(0)
+    model = TinyLM(layers, batch_first, learned_state, bidirectional)
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(0, VOCAB, size=(BATCH * steps, SEQ + 1))
+    x, y = tokens[:, :-1].astype(np.int64), tokens[:, 1:].astype(np.int64)
+    xp, yp = os.path.join(tmp, f"{name}_x.npy"), os.path.join(tmp, f"{name}_y.npy")
+    np.save(xp, x)
+    np.save(yp, y)
+    path = os.path.join(tmp, f"{name}.onnx")
+    model.train()
+    torch.onnx.export(model, (torch.from_numpy(x[:BATCH]), torch.from_numpy(y[:BATCH])), path,
+                      input_names=["x", "y"], output_names=["loss"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=opset)
+    assert any(n.op_type == "LSTM" for n in onnx.load(path).graph.node), "torch exported no LSTM node"
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    ref = []
+    for k in range(steps):
+        opt.zero_grad()
+        loss = model(torch.from_numpy(x[k * BATCH:(k + 1) * BATCH]), torch.from_numpy(y[k * BATCH:(k + 1) * BATCH]))
+        loss.backward()
+        opt.step()
+        ref.append(float(loss))
+    final = {k: v.detach().numpy().astype(np.float64) for k, v in model.named_parameters()}
+    return path, f"x={xp},y={yp}", ref, final
+
+
+def compare_losses(where, got, want, rtol, problems):
+    if len(got) != len(want):
+        problems.append(f"{where}: {len(got)} loss lines, want {len(want)}")
+        return float("inf")
+    worst = max(abs(a - b) / abs(b) for a, b in zip(got, want))
+    if not worst <= rtol:
+        problems.append(f"{where}: losses {got} vs {want} (worst rel {worst:.3g} > {rtol:g})")
+    return worst
+
+
+def compare_weights(where, got, want, rtol, problems):
+    """Every float initializer of `want` (torch parameter names; the LSTM's are initializers under the same names)."""
+    worst = 0.0
+    for name, w in want.items():
+        if name not in got:
+            problems.append(f"{where}: no initializer {name!r} in the saved model")
+            continue
+        g = got[name].astype(np.float64).reshape(w.shape)
+        rel = float(np.abs(g - w).max()) / max(1e-30, float(np.abs(w).max()))
+        worst = max(worst, rel)
+        if not rel <= rtol:
+            problems.append(f"{where}: {name} differs by {rel:.3g} x max|w| (tol {rtol:g})")
+    return worst
+
+
+def main():
+    problems = []
+    flags = ["--optimizer", "sgd", "--lr", str(LR), "--batch", str(BATCH)]
+    with tempfile.TemporaryDirectory(prefix="cleave_lstm_") as tmp:
+        main_case = None
+        for name, layers, bf, learned, bidir, opset, steps in CASES:
+            path, data, ref, ref_w = make_case(tmp, name, layers, bf, learned, bidir, opset, steps)
+            saved = os.path.join(tmp, f"{name}_eval.onnx")
+            try:
+                got = losses(sh([CLEAVE, "eval", path, "--data", data, "--steps", str(steps), "--save-model", saved]
+                                + flags))
+            except RuntimeError as e:
+                problems.append(f"{name}: cleave eval failed: {e}")
+                continue
+            wl = compare_losses(f"{name} eval vs torch", got, ref, 1e-4, problems)
+            ww = compare_weights(f"{name} eval vs torch", weights(saved), ref_w, 1e-4, problems)
+            print(f"{name} (opset {opset}): eval vs torch: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} "
+                  f"x max|w|, losses {got}", flush=True)
+            if main_case is None:
+                main_case = (name, path, data, got, weights(saved), steps)
+        if main_case is not None:
+            name, path, data, ref, ref_w, steps = main_case
+            ref_w = {k: v.astype(np.float64) for k, v in ref_w.items() if np.issubdtype(v.dtype, np.floating)}
+            for planner, devices in [("data", 2)]:
+                where = f"{name} {planner} plan on {devices} rank(s) vs eval"
+                bundle = os.path.join(tmp, f"{name}_{planner}{devices}")
+                saved = bundle + "_trained.onnx"
+                try:
+                    sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(devices), "-o", bundle]
+                       + flags)
+                    got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
+                                     saved] + runtime_flags(CLEAVE)))
+                except RuntimeError as e:
+                    problems.append(f"{where}: {e}")
+                    continue
+                wl = compare_losses(where, got, ref, 1e-5, problems)
+                ww = compare_weights(where, weights(saved), ref_w, 1e-5, problems)
+                print(f"{where}: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} x max|w|", flush=True)
+    for p in problems:
+        print(f"error: {p}")
+    print("tiny_lstm: " + (f"{len(problems)} problem(s)" if problems else "ok"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
