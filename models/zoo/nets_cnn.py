@@ -4,7 +4,7 @@ ResNet/WResNet: bottleneck ResNets as in He et al. (and torchvision's resnet50/1
 stages of [3,4,6,3] / [3,4,23,3] / [3,8,36,3] bottlenecks, stride on the 3x3 conv, projection shortcut where the
 shape changes, global average pool, fc). WResNet-D-K (Tofu, Table 2) multiplies the width of *every* convolution by
 the widening factor K (stem 64K, stage widths 64K..512K, block outputs 4x that): ResNet-152 has 60M parameters,
-WResNet-152-10 about 100x as many (6.0G, 24 GB of float32). AlexNet (the one-weird-trick variant torchvision uses),
+WResNet-152-10 about 100x as many (5.8G, 23 GB of float32). AlexNet (the one-weird-trick variant torchvision uses),
 VGG16 (configuration D, no batch norm) and Inception-v3 (torchvision's structure without the auxiliary head) are
 the FlexFlow/ParaDL image models. Every net ends in logits; the loss is added by generate.py.
 """
