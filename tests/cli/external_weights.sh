@@ -8,15 +8,18 @@ cleave=$1
 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gen() { /usr/bin/python3 "$src/models/zoo/generate.py" --family resnet --variant tiny --batch 4 "$@" 2>/dev/null; }
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 mkdir -p "$work/none" "$work/ext" "$work/inline" "$work/sparse"
-gen --weights none -o "$work/none/m.onnx" || { echo "cannot generate"; exit 1; }
-gen --weights external -o "$work/ext/m.onnx" || { echo "cannot generate"; exit 1; }
-gen --weights inline -o "$work/inline/m.onnx" || { echo "cannot generate"; exit 1; }
-gen --weights sparse -o "$work/sparse/m.onnx" || { echo "cannot generate"; exit 1; }
+# One python process for the four (importing torch is the slow part).
+/usr/bin/python3 - "$src" "$work" 2>/dev/null <<'PY' || { echo "cannot generate the models"; exit 1; }
+import sys
+sys.path.insert(0, sys.argv[1] + "/models/zoo")
+import generate
+for d, w in (("none", "none"), ("ext", "external"), ("inline", "inline"), ("sparse", "sparse")):
+    generate.generate("resnet", "tiny", f"{sys.argv[2]}/{d}/m.onnx", batch=4, weights=w)
+PY
 [ -e "$work/none/m.data" ] && fail "--weights none wrote a data file"
 
 # 1. plan without the data file
