@@ -77,7 +77,8 @@ std::string external_problem(const ExternalData &ref) {
   auto size = static_cast<int64_t>(fs::file_size(file, ec));
   if (ec) return "cannot be read";
   int64_t end = 0;
-  if (__builtin_add_overflow(ref.offset, ref.length, &end) || end > size) return "has " + std::to_string(size) + " bytes";
+  if (__builtin_add_overflow(ref.offset, ref.length, &end) || end > size)
+    return "has " + std::to_string(size) + " bytes";
   return "";
 }
 

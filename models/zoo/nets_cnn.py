@@ -151,7 +151,8 @@ class InceptionD(nn.Module):  # grid reduction 17 -> 8
     def __init__(self, cin, w):
         super().__init__()
         self.b3 = nn.Sequential(BasicConv(cin, _c(192, w), 1), BasicConv(_c(192, w), _c(320, w), 3, stride=2))
-        self.b7 = nn.Sequential(BasicConv(cin, _c(192, w), 1), BasicConv(_c(192, w), _c(192, w), (1, 7), padding=(0, 3)),
+        self.b7 = nn.Sequential(BasicConv(cin, _c(192, w), 1),
+                                BasicConv(_c(192, w), _c(192, w), (1, 7), padding=(0, 3)),
                                 BasicConv(_c(192, w), _c(192, w), (7, 1), padding=(3, 0)),
                                 BasicConv(_c(192, w), _c(192, w), 3, stride=2))
         self.cout = cin + _c(320, w) + _c(192, w)
@@ -186,7 +187,8 @@ class InceptionV3(nn.Module):
         super().__init__()
         self.stem = nn.Sequential(BasicConv(3, _c(32, w), 3, stride=2), BasicConv(_c(32, w), _c(32, w), 3),
                                   BasicConv(_c(32, w), _c(64, w), 3, padding=1), nn.MaxPool2d(3, 2),
-                                  BasicConv(_c(64, w), _c(80, w), 1), BasicConv(_c(80, w), _c(192, w), 3), nn.MaxPool2d(3, 2))
+                                  BasicConv(_c(64, w), _c(80, w), 1), BasicConv(_c(80, w), _c(192, w), 3),
+                                  nn.MaxPool2d(3, 2))
         blocks, c = [], _c(192, w)
         for pool in ([32, 64, 64] if full else [32]):
             blocks.append(InceptionA(c, pool, w))

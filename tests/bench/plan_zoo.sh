@@ -2,7 +2,8 @@
 # Benchmark (on demand, not in CI): `cleave plan --planner data --devices 8` on the papers' big models, whose weights
 # are never written (generate.py --weights none: the external data file is absent). Prints one row per model:
 # parameters, plan wall seconds and peak RSS (from /usr/bin/time -v), or the error that stopped the plan.
-# Usage: tests/bench/plan_zoo.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]   (extra models: ZOO_MODELS="family:variant:batch ...")
+# Usage: tests/bench/plan_zoo.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
+# Other models: ZOO_MODELS="family:variant:batch ..." (default: the three below).
 set -u
 cleave=$1
 src=$2
@@ -23,7 +24,8 @@ for spec in $models; do
   /usr/bin/time -v "$cleave" plan "$onnx" --planner data --devices 8 -o "$work/$name.plan" \
     >"$work/$name.out" 2>"$work/$name.time"
   code=$?
-  secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$work/$name.time")
+  secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0
+                                               for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$work/$name.time")
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$work/$name.time")
   if [ "$code" -eq 0 ]; then status="ok ($(wc -l <"$work/$name.plan") plan lines)"
   else status=$(grep -m1 '^error' "$work/$name.time" | cut -c1-200); fi
