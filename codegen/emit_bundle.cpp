@@ -9,6 +9,7 @@
 
 #include "codegen/bundle.h"
 #include "ir/error.h"
+#include "ir/tensor_data.h"
 
 namespace cleave::codegen {
 namespace fs = std::filesystem;
@@ -292,6 +293,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     for (const PersistentShard &ps : l.ranks[r].persistent) {
       const Tensor &t = g.tensor(ps.tensor);
       int es = dtype_size(t.dtype);
+      // Weights kept on disk (Tensor::external) are read one tensor at a time.
+      std::vector<uint8_t> values = tensor_bytes(t);
       // Extract the box from the row-major data.
       std::string bytes;
       int64_t n = num_elements(t.shape);
@@ -304,7 +307,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
           rem /= t.shape[d];
           if (idx[d] < ps.box[d].begin || idx[d] >= ps.box[d].end) inside = false;
         }
-        if (inside) bytes.append(reinterpret_cast<const char *>(t.data.data()) + flat * es, static_cast<size_t>(es));
+        if (inside) bytes.append(reinterpret_cast<const char *>(values.data()) + flat * es, static_cast<size_t>(es));
       }
       shards.emplace_back(t.name, bytes);
     }

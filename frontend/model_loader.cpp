@@ -105,8 +105,10 @@ void check_node_attributes(const onnx::ModelProto &m) {
 }
 
 void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_dir) {
-  // onnx's checker (given a ModelProto) looks for external data relative to the working directory: give it a copy
-  // whose locations are the checked absolute paths. Our own checks run first, so their messages win.
+  // onnx's checker (given a ModelProto) stats external data files relative to the working directory, and planning
+  // must work without them. So it checks a copy in which the main graph's external initializers are plain graph
+  // inputs of the same type (after our own checks of where they point, whose messages win), and those of training
+  // graphs (always loaded) point at their checked absolute paths.
   const onnx::ModelProto *m = &model;
   onnx::ModelProto copy;
   auto has_external = [](const onnx::GraphProto &g) {
@@ -118,6 +120,25 @@ void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_di
   for (const auto &ti : model.training_info()) any = any || has_external(ti.algorithm()) || has_external(ti.initialization());
   if (any) {
     copy = model;
+    onnx::GraphProto *main = copy.mutable_graph();
+    std::set<std::string> inputs;
+    for (const auto &in : main->input()) inputs.insert(in.name());
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+    for (auto &t : *main->mutable_initializer()) {
+      if (t.data_location() != onnx::TensorProto::EXTERNAL) {
+        *kept.Add() = std::move(t);
+        continue;
+      }
+      external_data_ref(t, model_dir, "initializer \"" + t.name() + "\"");
+      if (!inputs.insert(t.name()).second) continue;
+      onnx::ValueInfoProto *vi = main->add_input();
+      vi->set_name(t.name());
+      auto *tt = vi->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      auto *shape = tt->mutable_shape();
+      for (int64_t d : t.dims()) shape->add_dim()->set_dim_value(d);
+    }
+    main->mutable_initializer()->Swap(&kept);
     auto relocate = [&](onnx::GraphProto *g) {
       for (auto &t : *g->mutable_initializer()) {
         if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
@@ -126,7 +147,6 @@ void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_di
           if (e.key() == "location") e.set_value(file);
       }
     };
-    relocate(copy.mutable_graph());
     for (auto &ti : *copy.mutable_training_info()) {
       relocate(ti.mutable_algorithm());
       relocate(ti.mutable_initialization());

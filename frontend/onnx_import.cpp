@@ -103,7 +103,7 @@ std::set<std::string> label_names(const onnx::GraphProto &g) {
 }
 
 void define_initializers(Importer &im, const onnx::GraphProto &g, const std::string &model_dir, bool load_data,
-                         bool as_constants) {
+                         bool defer_external, bool as_constants) {
   if (g.sparse_initializer_size() > 0)
     throw UserError("sparse initializer \"" + g.sparse_initializer(0).values().name() + "\" is not supported", 2);
   for (const auto &tp : g.initializer()) {
@@ -112,7 +112,7 @@ void define_initializers(Importer &im, const onnx::GraphProto &g, const std::str
     std::optional<DType> dt = dtype_from_onnx(tp.data_type());
     bool param = !as_constants && dt && is_float(*dt);
     // Non-float initializers are shapes, indices and the like: always loaded, so they can fold.
-    Tensor t = tensor_from_proto(tp, model_dir, what, load_data || !param);
+    Tensor t = tensor_from_proto(tp, model_dir, what, load_data || !param, defer_external && param);
     if (param) {
       t.role = Role::param;
       im.define_source(std::move(t));
@@ -186,7 +186,7 @@ void import_training_info(Importer &im, const onnx::ModelProto &m, const std::st
   for (int k = 0; k < m.training_info_size(); ++k) {
     const onnx::TrainingInfoProto &ti = m.training_info(k);
     const onnx::GraphProto &alg = ti.algorithm();
-    define_initializers(im, alg, model_dir, true, /*as_constants=*/true);
+    define_initializers(im, alg, model_dir, true, false, /*as_constants=*/true);
     std::set<std::string> available;
     for (const auto &in : alg.input()) {
       if (!im.defined(in.name())) {
@@ -265,7 +265,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   im.g.name = m.graph().name().empty() ? "main" : m.graph().name();
 
   const onnx::GraphProto &g = m.graph();
-  define_initializers(im, g, model_dir, opts.load_data, /*as_constants=*/false);
+  define_initializers(im, g, model_dir, opts.load_data, opts.defer_external_data, /*as_constants=*/false);
   define_inputs(im, g, opts, label_names(g));
   std::set<std::string> taken_ops;
   std::vector<std::string> names = op_names(g, taken_ops, "");

@@ -13,8 +13,11 @@ namespace cleave {
 struct ImportOptions {
   /** Fixes a symbolic batch (first) dimension of graph inputs. */
   std::optional<int64_t> batch;
-  /** Load initializer data (false: shapes only, for planning huge models). */
+  /** Load initializer data (false: shapes only, for planning huge models; external data is then referenced). */
   bool load_data = true;
+  /** Reference the external data of float initializers (Tensor::external) instead of reading it: the stage that needs
+   *  the values reads them (ir/tensor_data.h), so `cleave compile` holds one weight at a time. */
+  bool defer_external_data = false;
   /** Graph inputs whose values are known at compile time (by name): imported as constants, so shape/axes/index
    *  inputs fold into attributes. The conformance runner binds a node test's integer inputs this way. */
   std::map<std::string, Tensor> input_values;

@@ -31,6 +31,12 @@ struct ExternalRef {
   std::optional<int64_t> length;
 };
 
+void check_length(const ExternalRef &ref, const std::string &what, int64_t nbytes) {
+  if (ref.length && *ref.length < nbytes)
+    CLEAVE_USER_ERROR(what, ": external data length ", *ref.length, " in \"", ref.location, "\" is shorter than the ",
+                      nbytes, " bytes its shape needs");
+}
+
 ExternalRef external_ref(const onnx::TensorProto &tp, const std::string &what) {
   ExternalRef ref;
   for (const auto &e : tp.external_data()) {
@@ -48,10 +54,9 @@ ExternalRef external_ref(const onnx::TensorProto &tp, const std::string &what) {
   return ref;
 }
 
-/** The checked file of `tp`'s external data and its offset: inside model_dir, holding `nbytes` bytes. */
-std::pair<std::filesystem::path, int64_t> locate_external(const onnx::TensorProto &tp, const std::string &model_dir,
-                                                          const std::string &what, int64_t nbytes) {
-  ExternalRef ref = external_ref(tp, what);
+/** `tp`'s external data file, canonical (symlinks resolved, as far as the path exists), checked to lie inside
+ *  model_dir; the file itself need not exist. */
+std::filesystem::path resolve_external(const ExternalRef &ref, const std::string &model_dir, const std::string &what) {
   if (model_dir.empty()) CLEAVE_USER_ERROR(what, ": external data \"", ref.location, "\" is not allowed here");
   fs::path loc(ref.location);
   if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
@@ -64,14 +69,21 @@ std::pair<std::filesystem::path, int64_t> locate_external(const onnx::TensorProt
   if (!is_within(dir, file))
     CLEAVE_USER_ERROR(what, ": external data file \"", ref.location, "\" lies outside the model's directory ",
                       dir.string());
+  return file;
+}
+
+/** The checked file of `tp`'s external data and its offset: inside model_dir, holding `nbytes` bytes. */
+std::pair<std::filesystem::path, int64_t> locate_external(const onnx::TensorProto &tp, const std::string &model_dir,
+                                                          const std::string &what, int64_t nbytes) {
+  ExternalRef ref = external_ref(tp, what);
+  fs::path file = resolve_external(ref, model_dir, what);
+  std::error_code ec;
   if (!fs::is_regular_file(file, ec))
     CLEAVE_USER_ERROR(what, ": external data file \"", ref.location, "\" does not exist (looked for ", file.string(),
                       ")");
   auto size = static_cast<int64_t>(fs::file_size(file, ec));
   if (ec) CLEAVE_USER_ERROR(what, ": cannot read external data file \"", ref.location, "\": ", ec.message());
-  if (ref.length && *ref.length < nbytes)
-    CLEAVE_USER_ERROR(what, ": external data length ", *ref.length, " in \"", ref.location, "\" is shorter than the ",
-                      nbytes, " bytes its shape needs");
+  check_length(ref, what, nbytes);
   int64_t end = 0;
   if (__builtin_add_overflow(ref.offset, ref.length.value_or(nbytes), &end) || end > size)
     CLEAVE_USER_ERROR(what, ": external data file \"", ref.location, "\" has ", size, " bytes, fewer than offset ",
@@ -160,8 +172,18 @@ std::string external_data_path(const onnx::TensorProto &tp, const std::string &m
   return locate_external(tp, model_dir, what, tensor_proto_bytes(tp, what)).first.string();
 }
 
+ExternalData external_data_ref(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what) {
+  int64_t nbytes = tensor_proto_bytes(tp, what);
+  ExternalRef ref = external_ref(tp, what);
+  check_length(ref, what, nbytes);
+  int64_t end = 0;
+  if (__builtin_add_overflow(ref.offset, nbytes, &end))
+    CLEAVE_USER_ERROR(what, ": external data offset ", ref.offset, " + ", nbytes, " bytes overflows int64");
+  return ExternalData{resolve_external(ref, model_dir, what).string(), ref.offset, nbytes};
+}
+
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
-                         bool load_data) {
+                         bool load_data, bool defer_external) {
   Tensor t;
   t.name = tp.name();
   t.role = Role::constant;
@@ -173,9 +195,14 @@ Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_d
   int64_t nbytes = 0;
   if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(t.dtype)), &nbytes))
     CLEAVE_USER_ERROR(what, ": byte size of shape ", shape_str(t.shape), " overflows int64");
+  bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
+  if (external && (defer_external || !load_data)) {
+    t.external = external_data_ref(tp, model_dir, what);
+    return t;
+  }
   if (!load_data) return t;
 
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+  if (external) {
     t.data = read_external(tp, model_dir, what, nbytes);
   } else if (tp.has_raw_data()) {
     const std::string &raw = tp.raw_data();

@@ -22,10 +22,16 @@ std::string onnx_dtype_name(int32_t elem_type);
 /** Decodes `tp` (raw_data, the typed fields float_data/double_data/int64_data/int32_data, or external data) into a
  *  Tensor named tp.name() with role constant. `what` names the tensor in messages (e.g. `initializer "w"`).
  *  External data is read from `model_dir` only (location relative to it, no absolute paths, no escapes by `..` or
- *  symlinks); an empty model_dir rejects external data. With load_data false only dtype and shape are set.
+ *  symlinks); an empty model_dir rejects external data. With load_data false only dtype and shape are set, and
+ *  external data is referenced (Tensor::external) instead of read; defer_external references it even when loading.
+ *  A reference is checked for where it points (inside model_dir), not for whether the file exists yet.
  *  Throws UserError for unsupported dtypes, element-count overflow, and data that does not match the shape. */
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
-                         bool load_data = true);
+                         bool load_data = true, bool defer_external = false);
+
+/** The reference to `tp`'s external data (canonical file inside model_dir, offset, the shape's byte size), checked as
+ *  tensor_from_proto checks it but without touching the file. */
+ExternalData external_data_ref(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what);
 
 /** Checks `tp`'s external data like tensor_from_proto does (inside model_dir, file long enough) without reading it,
  *  and returns the file's canonical path. */

@@ -7,7 +7,8 @@
 //  - Ops are in topological order: every input of op i is a source tensor (no producer) or an output of an op j < i.
 //  - Every tensor has at most one producer. Sources are tensors of role input, label, param, optimizer_state or
 //    constant; activations and grads always have a producer.
-//  - Every shape is static; constants carry their data (dtype-native little-endian bytes).
+//  - Every shape is static; constants carry their data (dtype-native little-endian bytes). A param whose values were
+//    not loaded may instead name where they are (`external`); its `data` is then empty (ir/tensor_data.h reads it).
 //  - `group` of a forward op is itself; backward ops name the forward op they differentiate; update ops themselves.
 //  - assigns bind state across steps: after a step, `dst` (a param/optimizer_state/input tensor) takes the value of
 //    `src`. Optimizer updates and BatchNormalization running statistics are bound this way.
@@ -20,6 +21,15 @@
 
 namespace cleave {
 
+/** Values kept in a file instead of memory (ONNX external data): `length` bytes at `offset` of `file`, an absolute
+ *  canonical path (the frontend checked that it lies inside the model's directory). */
+struct ExternalData {
+  std::string file;
+  int64_t offset = 0;
+  int64_t length = 0;
+  bool operator==(const ExternalData &) const = default;
+};
+
 struct Tensor {
   std::string name;
   DType dtype = DType::f32;
@@ -29,6 +39,8 @@ struct Tensor {
   std::vector<uint8_t> data;
   /** Maintained by Graph::add_op. */
   OpId producer = kNoOp;
+  /** Params only: where the initial values are when `data` was not loaded (planning never reads them). */
+  std::optional<ExternalData> external;
 };
 
 struct Op {

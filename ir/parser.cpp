@@ -276,8 +276,31 @@ class GraphParser {
       if (t.role != Role::constant) p.fail("only constants carry data in IR text");
       t.data = parse_data(p, t.dtype, checked_num_elements(t.shape, "tensor \"" + t.name + "\""));
     }
+    if (p.peek_token().kind == Token::word && p.peek_token().text == "external") parse_external(p, t);
     if (g_.find_tensor(t.name)) p.fail("duplicate tensor \"" + t.name + "\"");
     g_.add_tensor(std::move(t));
+  }
+
+  /** `external("file", offset, length)`: where a param's values are (Tensor::external). */
+  void parse_external(LineParser &p, Tensor &t) {
+    p.next();
+    if (t.role != Role::param && t.role != Role::optimizer_state) p.fail("only params reference external data");
+    p.expect("(");
+    Token file = p.next();
+    if (file.kind != Token::quoted || file.text.empty()) p.fail("expected a quoted file name");
+    ExternalData ref{file.text, 0, 0};
+    p.expect(",");
+    auto offset = to_int(p.word("an offset"));
+    p.expect(",");
+    auto length = to_int(p.word("a length"));
+    p.expect(")");
+    int64_t nbytes = checked_num_elements(t.shape, "tensor \"" + t.name + "\"") * dtype_size(t.dtype);
+    if (!offset || *offset < 0) p.fail("external data offset must be a non-negative integer");
+    if (!length || *length != nbytes)
+      p.fail("external data length must be " + std::to_string(nbytes) + " (the tensor's bytes)");
+    ref.offset = *offset;
+    ref.length = *length;
+    t.external = ref;
   }
 
   std::vector<TensorId> operands(LineParser &p) {

@@ -116,6 +116,9 @@ std::string print_graph(const Graph &g) {
     s += "tensor " + print_name(t.name) + " " + std::string(dtype_name(t.dtype)) + shape_str(t.shape) + " " +
          std::string(role_name(t.role));
     if (t.role == Role::constant && !t.data.empty()) s += " = " + data_text(t);
+    if (t.external)
+      s += " external(" + print_attr(t.external->file) + ", " + std::to_string(t.external->offset) + ", " +
+           std::to_string(t.external->length) + ")";
     s += "\n";
   }
   for (const Op &op : g.ops()) s += print_op(g, op) + "\n";

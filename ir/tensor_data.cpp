@@ -1,6 +1,10 @@
 #include "ir/tensor_data.h"
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "ir/error.h"
 
@@ -59,7 +63,71 @@ std::vector<uint8_t> encode(DType dtype, const std::vector<In> &values) {
   return bytes;
 }
 
+/** Why `ref`'s file cannot supply its bytes, or "" if it can. Symlinks are refused: the frontend resolved them when it
+ *  checked that the file lies inside the model's directory, so a link appearing later would bypass that check. */
+std::string external_problem(const ExternalData &ref) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path file(ref.file);
+  if (!fs::exists(fs::symlink_status(file, ec))) return "does not exist";
+  if (fs::is_symlink(fs::symlink_status(file, ec))) return "is a symlink";
+  if (!fs::is_regular_file(file, ec)) return "is not a regular file";
+  fs::path canon = fs::canonical(file, ec);
+  if (ec || canon != file) return "is reached through a symlink";
+  auto size = static_cast<int64_t>(fs::file_size(file, ec));
+  if (ec) return "cannot be read";
+  int64_t end = 0;
+  if (__builtin_add_overflow(ref.offset, ref.length, &end) || end > size)
+    return "has " + std::to_string(size) + " bytes";
+  return "";
+}
+
+int64_t tensor_nbytes(const Tensor &t) { return num_elements(t.shape) * dtype_size(t.dtype); }
+
 }  // namespace
+
+std::vector<uint8_t> tensor_bytes(const Tensor &t) {
+  if (!t.external) return t.data;
+  const ExternalData &ref = *t.external;
+  CLEAVE_CHECK(ref.length == tensor_nbytes(t), "tensor \"", t.name, "\" references ", ref.length,
+               " bytes for shape ", shape_str(t.shape));
+  std::string problem = external_problem(ref);
+  if (!problem.empty())
+    CLEAVE_USER_ERROR("tensor \"", t.name, "\": external data file ", ref.file, " ", problem, " (needs bytes ",
+                      ref.offset, "..", ref.offset + ref.length, ")");
+  std::vector<uint8_t> bytes(static_cast<size_t>(ref.length));
+  std::ifstream in(ref.file, std::ios::binary);
+  in.seekg(ref.offset);
+  in.read(reinterpret_cast<char *>(bytes.data()), ref.length);
+  if (!in) CLEAVE_USER_ERROR("tensor \"", t.name, "\": reading external data file ", ref.file, " failed");
+  return bytes;
+}
+
+void load_external_data(Graph &g) {
+  for (TensorId id = 0; id < g.num_tensors(); ++id) {
+    Tensor &t = g.tensor(id);
+    if (!t.external) continue;
+    t.data = tensor_bytes(t);
+    t.external.reset();
+  }
+}
+
+void check_external_data(const Graph &g) {
+  // Per file, the end of the furthest range any tensor needs.
+  std::map<std::string, int64_t> needed;
+  for (const Tensor &t : g.tensors())
+    if (t.external) {
+      int64_t &end = needed[t.external->file];
+      end = std::max(end, t.external->offset + t.external->length);
+    }
+  std::string missing;
+  for (const auto &[file, end] : needed) {
+    std::string problem = external_problem(ExternalData{file, 0, end});
+    if (!problem.empty())
+      missing += (missing.empty() ? "" : "; ") + file + " (needs " + std::to_string(end) + " bytes; " + problem + ")";
+  }
+  if (!missing.empty()) CLEAVE_USER_ERROR("external data missing: ", missing);
+}
 
 std::vector<double> data_as_doubles(const Tensor &t) { return decode<double>(t); }
 std::vector<int64_t> data_as_ints(const Tensor &t) { return decode<int64_t>(t); }

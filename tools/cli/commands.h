@@ -26,12 +26,20 @@ struct TrainFlags {
   TrainOptions options() const;
 };
 
+/** How much of the initializers' values a command needs. */
+enum class Weights {
+  load,            // every value read at load time (eval, run: they compute with them)
+  defer_external,  // external data referenced (Tensor::external) and read when needed (compile: one weight at a time)
+  shapes_only,     // no float initializer read (plan: a 65 GB model plans in seconds; its data may even be absent)
+};
+
 /** Loads a model: `.onnx` through the frontend, anything else as IR text (parsed and verified). */
-Graph load_model(const std::string &path, std::optional<int64_t> batch);
+Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights = Weights::load);
 
 /** Loads a model and makes it a training graph: a forward model gets autodiff and the optimizer of `flags`; a model
  *  that already describes its training (ONNX TrainingInfoProto: update ops and assigns) is used as it is. */
-Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags);
+Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
+                          Weights weights = Weights::load);
 
 Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);

@@ -4,6 +4,7 @@
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/parser.h"
+#include "ir/tensor_data.h"
 #include "ir/verifier.h"
 #include "tools/cli/commands.h"
 
@@ -38,10 +39,12 @@ TrainOptions TrainFlags::options() const {
   return o;
 }
 
-Graph load_model(const std::string &path, std::optional<int64_t> batch) {
+Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
     ImportOptions opts;
     opts.batch = batch;
+    opts.load_data = weights != Weights::shapes_only;
+    opts.defer_external_data = weights == Weights::defer_external;
     return import_onnx(path, opts);
   }
   std::ifstream in(path);
@@ -50,11 +53,13 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch) {
   ss << in.rdbuf();
   Graph g = parse_graph(ss.str(), path);
   verify(g);
+  if (weights == Weights::load) load_external_data(g);
   return g;
 }
 
-Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags) {
-  Graph g = load_model(path, batch);
+Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
+                          Weights weights) {
+  Graph g = load_model(path, batch, weights);
   bool has_update = false;
   for (const Op &op : g.ops()) has_update = has_update || op.phase == Phase::update;
   if (!has_update) {

@@ -64,7 +64,8 @@ Command add_plan_command(CLI::App &app) {
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   args->train_flags.add_to(app);
   return [args] {
-    Graph g = load_training_graph(args->model, args->batch, args->train_flags);
+    // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
+    Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     std::string text = plan::print_plan(plan::make_plan(g, args->planner, args->devices));
     if (args->out.empty()) {
