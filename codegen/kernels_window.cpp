@@ -130,8 +130,9 @@ void check_window_split(const KernelCall &call) {
     // var g gives every operand whole groups.
     for (const char *var : {"co", "ci"})
       if (!call.axes_splitting(var).empty())
-        CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): splitting var ", var, " of a convolution ",
-                          "with ", op.attr_int("group", 1), " groups is not supported by codegen yet (split g)");
+        CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): splitting var ", var,
+                          " of a convolution with ", op.attr_int("group", 1),
+                          " groups is not supported by codegen yet (split g)");
     auto [x, w, y] = conv_parts(call);
     int64_t group = op.attr_int("group", 1), cg = x.full[1] / group, mg = w.full[0] / group;
     int64_t local = x.local[1] / cg;
