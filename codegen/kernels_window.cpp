@@ -59,8 +59,8 @@ std::string conv_shape(const Op &op, const Part &x, const Part &w, const Part &y
     pads[d] = begin;
     pads[d + sp] = (y.local[k] - 1) * strides[d] + dil[d] * (w.local[k] - 1) + 1 - x.local[k] - begin;
   }
-  // A split by channel group runs its share of the groups.
-  int64_t group = op.attr_int("group", 1), local_group = x.local[1] / (x.full[1] / group);
+  // A split by channel group runs its share of the groups (with one group, channel splits keep it).
+  int64_t group = op.attr_int("group", 1), local_group = group == 1 ? 1 : x.local[1] / (x.full[1] / group);
   return "rt::ConvShape cs{" + num(x.local[0]) + ", " + num(x.local[1]) + ", " + num(w.local[0]) + ", " +
          num(local_group) + ", " + dims_literal(tail(x.local, 2)) + ", " + dims_literal(tail(w.local, 2)) + ", " +
          dims_literal(tail(y.local, 2)) + ", " + dims_literal(strides) + ", " + dims_literal(pads) + ", " +
@@ -128,7 +128,11 @@ void check_window_split(const KernelCall &call) {
   if (is_conv_kind(op.kind) && op.attr_int("group", 1) != 1) {
     // With groups, a split of the channels within a group would interleave the groups' blocks; a split of the group
     // var g gives every operand whole groups.
-    if (!call.axes_splitting("co").empty() || !call.axes_splitting("ci").empty()) unsupported_split(call);
+    for (const char *var : {"co", "ci"})
+      if (!call.axes_splitting(var).empty())
+        CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): splitting var ", var,
+                          " of a convolution with ", op.attr_int("group", 1),
+                          " groups is not supported by codegen yet (split g)");
     auto [x, w, y] = conv_parts(call);
     int64_t group = op.attr_int("group", 1), cg = x.full[1] / group, mg = w.full[0] / group;
     int64_t local = x.local[1] / cg;

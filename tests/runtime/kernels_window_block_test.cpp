@@ -264,8 +264,10 @@ KernelCase pool_block_case(const PoolCase &p) {
             double err = 0;
             for (const Block &ob : grid(ys, p.y_cuts)) {
               Block xb;
-              for (size_t d = 0; d < sp; ++d)
-                xb.push_back(reach(ob[d], {0, p.kernel[d]}, {0, p.x[d + 2]}, p.strides[d], p.dilations[d], p.pads[d]).x);
+              for (size_t d = 0; d < sp; ++d) {
+                Range x_all{0, p.x[d + 2]};
+                xb.push_back(reach(ob[d], {0, p.kernel[d]}, x_all, p.strides[d], p.dilations[d], p.pads[d]).x);
+              }
               PoolShape s = p.block(xb, ob);
               auto fx = to_f32(cut(xd, p.x, xb));
               std::vector<float> fy(static_cast<size_t>(p.x[0] * p.x[1] * count(extents(ob))), NAN);

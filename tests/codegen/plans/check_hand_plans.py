@@ -3,6 +3,8 @@
 --save-model weights within 1e-5 * max|w|, SGD lr 0.1, batch 16, 8 steps. The plan's model is the file name's
 prefix (mlp_*, cnn_*), its device count the `plan devices=N` line. Also prints (does not check) the per-rank
 peak_memory_bytes of the 4-way MLP weight-split plan against the 1-rank `single` plan.
+gcnn_* plans use a small grouped-conv CNN exported here with torch (make_gcnn), not shipped in models/. Also checks
+that two window splits codegen does not lower are refused with their message (refusals).
 Usage: check_hand_plans.py CLEAVE SOURCE_DIR."""
 import glob
 import json
@@ -18,7 +20,8 @@ from bundle_check import losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 RUNTIME_FLAGS = runtime_flags(CLEAVE)
-DATA_X = {"mlp": "models/data/digits_flat_train_x.npy", "cnn": "models/data/digits_train_x.npy"}
+DATA_X = {"mlp": "models/data/digits_flat_train_x.npy", "cnn": "models/data/digits_train_x.npy",
+          "gcnn": "models/data/digits_train_x.npy"}
 OPT = ["--optimizer", "sgd", "--lr", "0.1"]
 STEPS, BATCH = 8, 16
 MEMORY_PLAN = "mlp_col_4"
@@ -49,6 +52,71 @@ def plan_devices(path):
     raise SystemExit(f"{path}: no `plan devices=N` line")
 
 
+def make_gcnn(path):
+    """Conv(1,4,3,p1) - ReLU - Conv(4,8,3,s2,p1,groups=4) - ReLU - AvgPool(3,s1,p1) - Conv(8,8,1,groups=2)
+    - GlobalAveragePool - Linear(8,10), cross-entropy loss; as models/make_models.py exports its models."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 8, 3, padding=1, stride=2, groups=4),
+                        nn.ReLU(), nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False),
+                        nn.Conv2d(8, 8, 1, groups=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+
+    class WithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x, y):
+            return F.cross_entropy(self.net(x), y)
+
+    torch.onnx.export(WithLoss().train(), (torch.zeros(16, 1, 8, 8), torch.zeros(16, dtype=torch.int64)), path,
+                      input_names=["x", "y"], output_names=["loss"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=15)
+
+
+def refusals(tmp, gcnn_path):
+    """Splits of window ops that codegen refuses: each must fail with its exact message. Returns the problems."""
+    import onnx
+    problems = []
+    # A MaxPool whose Indices output exists (unused), batch-split by the data planner.
+    idx_model = os.path.join(tmp, "cnn_indices.onnx")
+    m = onnx.load(os.path.join(SRC, "models/cnn.onnx"))
+    for node in m.graph.node:
+        if node.op_type == "MaxPool":
+            node.output.append("pool_indices")
+    onnx.save(m, idx_model)
+    idx_plan = os.path.join(tmp, "cnn_indices.plan")
+    sh([CLEAVE, "plan", idx_model, "--devices", "2", "--planner", "data", "--batch", str(BATCH), "-o", idx_plan])
+    # The grouped 1x1 conv's filter gradient split on ci (inside each group) instead of g.
+    with open(os.path.join(SRC, "tests/codegen/plans/gcnn_group_spatial_2.plan")) as f:
+        text = f.read()
+    for a, b in (("op /net/net.5/Conv.grad.1 devices=[0,1] mesh=[2] [g]",
+                  "op /net/net.5/Conv.grad.1 devices=[0,1] mesh=[2] [ci]"),
+                 ("tensor net.5.weight.grad devices=[0,1] mesh=[2] [split(0)]",
+                  "tensor net.5.weight.grad devices=[0,1] mesh=[2] [split(1)]")):
+        assert a in text, a
+        text = text.replace(a, b)
+    ci_plan = os.path.join(tmp, "gcnn_ci.plan")
+    with open(ci_plan, "w") as f:
+        f.write(text)
+    cases = [(idx_model, idx_plan, 'error: op "/net/net.3/MaxPool" (MaxPool): the Indices output of a split MaxPool '
+              'is not supported by codegen yet'),
+             (gcnn_path, ci_plan, 'error: op "/net/net.5/Conv.grad.1" (ConvGradFilter): splitting var ci of a '
+              'convolution with 2 groups is not supported by codegen yet (split g)')]
+    for model, plan, want in cases:
+        r = subprocess.run([CLEAVE, "compile", model, "--devices", "2", "--plan", plan, "--batch", str(BATCH), "-o",
+                            os.path.join(tmp, "refused")], capture_output=True, text=True)
+        got = r.stderr.strip()
+        ok = r.returncode == 1 and got == want
+        print(f"refused {os.path.basename(plan)}: {'ok' if ok else 'WRONG'}: rc {r.returncode}, {got}", flush=True)
+        if not ok:
+            problems.append(f"{os.path.basename(plan)}: want rc 1 and `{want}`, got rc {r.returncode} and `{got}`")
+    return problems
+
+
 def main():
     plans = sorted(glob.glob(os.path.join(SRC, "tests/codegen/plans/*.plan")))
     if not plans:
@@ -59,6 +127,10 @@ def main():
             name = os.path.basename(path)[:-len(".plan")]
             model = name.split("_")[0]
             onnx_path = os.path.join(SRC, "models", model + ".onnx")
+            if model == "gcnn":
+                onnx_path = os.path.join(tmp, "gcnn.onnx")
+                if not os.path.exists(onnx_path):
+                    make_gcnn(onnx_path)
             data = f"x={os.path.join(SRC, DATA_X[model])},y={os.path.join(SRC, 'models/data/digits_train_y.npy')}"
             if model not in refs:
                 ref_model = os.path.join(tmp, f"{model}_eval.onnx")
@@ -109,6 +181,10 @@ def main():
                 split = peaks(bundle)
                 print(f"memory: {name} per-rank peak_memory_bytes {split} vs single (1 rank) {one}: "
                       f"max ratio {max(split) / one:.3f} (target <= 0.35, not checked)", flush=True)
+        gcnn_path = os.path.join(tmp, "gcnn.onnx")
+        if not os.path.exists(gcnn_path):
+            make_gcnn(gcnn_path)
+        problems += refusals(tmp, gcnn_path)
     if problems:
         print("\n".join(problems))
         return 1
