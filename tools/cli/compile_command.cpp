@@ -45,13 +45,12 @@ Command add_compile_command(CLI::App &app) {
   args->train_flags.add_to(app);
   return [args] {
     namespace fs = std::filesystem;
-    // External data is only referenced at first, so that a missing or short file is reported in one line naming
-    // every file before anything is read or written. Lowering wants every param's values in memory (codegen/lower
-    // checks them), so they are read right after; the bundle writer would also read references one at a time.
+    // External data is only referenced: a missing or short file is reported in one line naming every file before
+    // anything is read or written, and the bundle writer reads the weights one tensor at a time, so compiling a model
+    // never holds all of its weights in memory.
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::defer_external);
     verify(g);
     check_external_data(g);
-    load_external_data(g);
     plan::Plan p;
     if (!args->plan_file.empty()) {
       std::ifstream f(args->plan_file);
