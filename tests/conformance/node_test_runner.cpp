@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/importer.h"
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
@@ -332,6 +333,21 @@ std::vector<std::string> list_cases(const std::string &root) {
     for (const fs::path &p : sorted_entries(fs::path(root) / kind, "test_"))
       if (fs::exists(p / "model.onnx")) out.push_back(std::string(kind) + "/" + p.filename().string());
   return out;
+}
+
+bool ops_supported(const std::string &root, const std::string &name) {
+  onnx::ModelProto model;
+  try {
+    onnx::LoadProtoFromPath((fs::path(root) / name / "model.onnx").string(), model);
+  } catch (const std::exception &) {
+    return false;
+  }
+  for (const auto &node : model.graph().node()) {
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (node.op_type() == "Constant" && domain.empty()) continue;
+    if (!find_translator(domain, node.op_type())) return false;
+  }
+  return true;
 }
 
 CaseResult run_case(const std::string &root, const std::string &name) {
