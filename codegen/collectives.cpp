@@ -1,6 +1,7 @@
 #include "codegen/collectives.h"
 
 #include <algorithm>
+#include <map>
 
 namespace cleave::codegen {
 
@@ -20,6 +21,19 @@ int64_t box_elems(const Box &b) {
   int64_t n = 1;
   for (const auto &iv : b) n *= iv.size();
   return n;
+}
+
+std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          size_t axis) {
+  std::map<std::vector<int64_t>, std::vector<int>> groups;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    auto c = plan::mesh_coords(mesh, static_cast<int64_t>(i));
+    c[axis] = 0;
+    groups[c].push_back(devices[i]);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto &[key, members] : groups) out.push_back(std::move(members));
+  return out;
 }
 
 namespace {

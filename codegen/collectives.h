@@ -15,6 +15,11 @@ Box box_intersect(const Box &a, const Box &b);
 bool box_contains(const Box &outer, const Box &inner);
 int64_t box_elems(const Box &b);
 
+/** The groups of `devices` (laid out row-major over `mesh`) whose mesh coordinates differ only along `axis`, in
+ *  order of their other coordinates, each ordered by its coordinate along `axis`: the communicators of that axis. */
+std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          size_t axis);
+
 /** `blocks` are non-empty, of one size, inside `whole`, pairwise disjoint, and cover it. */
 bool tiles(const std::vector<Box> &blocks, const Box &whole);
 

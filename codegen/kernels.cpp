@@ -1,8 +1,10 @@
 // The kernel of every supported op kind on local (shard) shapes, as runtime calls. Elementwise ops become rt::map
 // with a CLEAVE_HD lambda, so the CPU and CUDA backends run the same body.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "codegen/collectives.h"
 #include "codegen/fuse.h"
 #include "codegen/kernels.h"
 #include "codegen/lower.h"
@@ -61,14 +63,11 @@ void unsupported_split(const KernelCall &call) {
 }  // namespace kernel_util
 
 std::vector<int> KernelCall::axis_group(size_t axis) const {
-  std::vector<int64_t> mine = plan::mesh_coords(config->mesh, index);
-  std::vector<int> ranks;
-  for (size_t i = 0; i < config->devices.size(); ++i) {
-    std::vector<int64_t> c = plan::mesh_coords(config->mesh, static_cast<int64_t>(i));
-    c[axis] = mine[axis];
-    if (c == mine) ranks.push_back(config->devices[i]);
-  }
-  return ranks;
+  int me = config->devices[static_cast<size_t>(index)];
+  for (std::vector<int> &members : axis_groups(config->devices, config->mesh, axis))
+    if (std::find(members.begin(), members.end(), me) != members.end()) return members;
+  CLEAVE_CHECK(false, "rank ", me, " is in no group of mesh axis ", axis);
+  return {};
 }
 
 std::vector<size_t> KernelCall::axes_splitting(const std::string &var) const {

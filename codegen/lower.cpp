@@ -190,19 +190,6 @@ class Lowerer {
     return id;
   }
 
-  /** Groups of the sharding's devices whose mesh coordinates differ only along `axis`, each ordered by it. */
-  static std::vector<std::vector<int>> axis_groups(const plan::Sharding &s, size_t axis) {
-    std::map<std::vector<int64_t>, std::vector<int>> groups;
-    for (size_t i = 0; i < s.devices.size(); ++i) {
-      auto c = plan::mesh_coords(s.mesh, static_cast<int64_t>(i));
-      c[axis] = 0;
-      groups[c].push_back(s.devices[i]);
-    }
-    std::vector<std::vector<int>> out;
-    for (auto &[key, members] : groups) out.push_back(std::move(members));
-    return out;
-  }
-
   const Owned *owned_by(TensorId t, int r) const {
     auto it = owned_.find(t);
     if (it == owned_.end()) return nullptr;
@@ -223,7 +210,7 @@ class Lowerer {
     for (const auto &a : s.axes) partial_axes += a.kind == plan::AxisSharding::Kind::partial;
     for (size_t axis = 0; axis < s.axes.size(); ++axis) {
       if (s.axes[axis].kind != plan::AxisSharding::Kind::partial) continue;
-      for (const auto &members : axis_groups(s, axis)) {
+      for (const auto &members : axis_groups(s.devices, s.mesh, axis)) {
         if (members.size() < 2) continue;
         int gid = group_id(members);
         const Box whole = owned_by(t, members[0])->box;

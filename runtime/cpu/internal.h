@@ -3,7 +3,54 @@
 #include <string>
 #include <vector>
 
+#include "cleave/rt.h"
+
 namespace cleave::rt::detail {
+
+/** A row-major tensor reduced over some axes: `ny` output slots (the kept dims, row-major) for `nx` input elements.
+ *  fail()s naming `what` on an axis out of range. */
+class ReductionWalk {
+ public:
+  ReductionWalk(const Dims &x_shape, const Dims &axes, const char *what) : shape_(x_shape), ostride_(x_shape.size()) {
+    size_t rank = x_shape.size();
+    std::vector<bool> reduced(rank, false);
+    for (int64_t a : axes) {
+      if (a < 0 || a >= static_cast<int64_t>(rank))
+        fail(std::string(what) + ": axis " + std::to_string(a) + " out of range");
+      reduced[static_cast<size_t>(a)] = true;
+    }
+    // Output strides over the input's dims (0 on reduced dims), so each input element knows its output slot.
+    for (size_t d = rank; d-- > 0;) {
+      nx *= x_shape[d];
+      if (!reduced[d]) {
+        ostride_[d] = ny;
+        ny *= x_shape[d];
+      }
+    }
+  }
+
+  /** Calls visit(f, o) for every input element f in order, o its output slot. */
+  template <class Visit>
+  void each(Visit visit) const {
+    std::vector<int64_t> idx(shape_.size(), 0);
+    int64_t o = 0;
+    for (int64_t f = 0; f < nx; ++f) {
+      visit(f, o);
+      for (size_t d = shape_.size(); d-- > 0;) {
+        o += ostride_[d];
+        if (++idx[d] < shape_[d]) break;
+        o -= ostride_[d] * idx[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+  int64_t ny = 1, nx = 1;
+
+ private:
+  Dims shape_;
+  std::vector<int64_t> ostride_;
+};
 
 /** Creates the point-to-point communicator (mpi.cpp); called by init() on every rank. */
 void init_communication();

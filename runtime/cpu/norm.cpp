@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "cpu/internal.h"
 
 namespace cleave::rt {
 
@@ -169,36 +170,11 @@ void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t
 }
 
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {
-  size_t rank = x_shape.size();
-  std::vector<bool> reduced(rank, false);
-  for (int64_t a : axes) {
-    if (a < 0 || a >= static_cast<int64_t>(rank)) fail("reduce: axis " + std::to_string(a) + " out of range");
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  // Output strides over the input's dims (0 on reduced dims), so each input element knows its output slot.
-  std::vector<int64_t> ostride(rank, 0);
-  int64_t ny = 1, nx = 1;
-  for (size_t d = rank; d-- > 0;) {
-    nx *= x_shape[d];
-    if (!reduced[d]) {
-      ostride[d] = ny;
-      ny *= x_shape[d];
-    }
-  }
-  std::vector<double> acc(static_cast<size_t>(ny), 0.0);
-  std::vector<int64_t> idx(rank, 0);
-  int64_t o = 0;
-  for (int64_t f = 0; f < nx; ++f) {
-    acc[static_cast<size_t>(o)] += x[f];
-    for (size_t d = rank; d-- > 0;) {
-      o += ostride[d];
-      if (++idx[d] < x_shape[d]) break;
-      o -= ostride[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
-  double div = mean && ny > 0 ? static_cast<double>(nx / ny) : 1.0;
-  for (int64_t i = 0; i < ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
+  detail::ReductionWalk walk(x_shape, axes, "reduce");
+  std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
+  walk.each([&](int64_t f, int64_t o) { acc[static_cast<size_t>(o)] += x[f]; });
+  double div = mean && walk.ny > 0 ? static_cast<double>(walk.nx / walk.ny) : 1.0;
+  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
 }
 
 }  // namespace cleave::rt

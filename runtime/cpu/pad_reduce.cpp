@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "cpu/internal.h"
 
 namespace cleave::rt {
 
@@ -66,35 +67,13 @@ void pad_constant(const Dims &x_shape, const Dims &pads, float value, const floa
 }
 
 void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min) {
-  size_t rank = x_shape.size();
-  std::vector<bool> reduced(rank, false);
-  for (int64_t a : axes) {
-    if (a < 0 || a >= static_cast<int64_t>(rank)) fail("reduce_max: axis " + std::to_string(a) + " out of range");
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  std::vector<int64_t> ostride(rank, 0);
-  int64_t ny = 1, nx = 1;
-  for (size_t d = rank; d-- > 0;) {
-    nx *= x_shape[d];
-    if (!reduced[d]) {
-      ostride[d] = ny;
-      ny *= x_shape[d];
-    }
-  }
+  detail::ReductionWalk walk(x_shape, axes, "reduce_max");
   float init = min ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < ny; ++i) y[i] = init;
-  std::vector<int64_t> idx(rank, 0);
-  int64_t o = 0;
-  for (int64_t f = 0; f < nx; ++f) {
+  for (int64_t i = 0; i < walk.ny; ++i) y[i] = init;
+  walk.each([&](int64_t f, int64_t o) {
     float v = x[f];
     if (std::isnan(v) || (min ? v < y[o] : v > y[o])) y[o] = v;
-    for (size_t d = rank; d-- > 0;) {
-      o += ostride[d];
-      if (++idx[d] < x_shape[d]) break;
-      o -= ostride[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
+  });
 }
 
 }  // namespace cleave::rt

@@ -2,6 +2,7 @@
 `cleave run` produce (the `step <k> loss <v>` lines, a --save-model file's initializers)."""
 import os
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
@@ -27,3 +28,23 @@ def losses(out):
 def weights(path):
     """Initializer name -> numpy array of an ONNX file."""
     return {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+
+
+def compare_run(where, got, ref, saved, ref_w, steps, rtol=1e-5):
+    """Checks a compiled run against its reference run: `steps` losses, each within relative `rtol`, and every float
+    initializer of the --save-model file `saved` within rtol * max(1, max|w|) of `ref_w`. Returns (problems, worst
+    loss relative difference; inf when the step count is wrong)."""
+    if len(got) != steps:
+        return [f"{where}: {len(got)} loss lines, want {steps}"], float("inf")
+    problems = []
+    worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
+    if worst > rtol:
+        problems.append(f"{where}: losses {got} vs eval {ref} (worst rel {worst:.3g})")
+    got_w = weights(saved)
+    for name, w in ref_w.items():
+        if np.issubdtype(w.dtype, np.floating):
+            tol = rtol * max(1.0, float(np.abs(w).max()))
+            diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
+            if diff > tol:
+                problems.append(f"{where}: {name} differs by {diff:.3g} (tol {tol:.3g})")
+    return problems, worst

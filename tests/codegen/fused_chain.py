@@ -8,13 +8,12 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 STEPS, BATCH = 4, 16
@@ -63,15 +62,8 @@ def main():
             saved = os.path.join(tmp, f"{planner}{n}.onnx")
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + runtime_flags(CLEAVE)))
-            worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref)) if len(got) == STEPS else float("inf")
-            if worst > 1e-5:
-                problems.append(f"{planner}{n}: losses {got} vs eval {ref}")
-            got_w = weights(saved)
-            for name, w in ref_w.items():
-                if np.issubdtype(w.dtype, np.floating):
-                    diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
-                    if diff > 1e-5 * max(1.0, float(np.abs(w).max())):
-                        problems.append(f"{planner}{n}: {name} differs by {diff:.3g}")
+            found, worst = compare_run(f"{planner}{n}", got, ref, saved, ref_w, STEPS)
+            problems += found
             print(f"{planner} on {n} rank(s): {fused} fused functors, worst loss rel diff {worst:.3g}", flush=True)
     if problems:
         print("\n".join(problems))

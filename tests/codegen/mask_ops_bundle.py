@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 STEPS, BATCH = 4, 8
@@ -71,19 +71,10 @@ def main():
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + runtime_flags(CLEAVE)))
             where = f"{planner} on {n} rank(s)"
+            found, worst = compare_run(where, got, ref, saved, ref_w, STEPS)
+            problems += found
             if len(got) != STEPS:
-                problems.append(f"{where}: {len(got)} loss lines, want {STEPS}")
                 continue
-            worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
-            if worst > 1e-5:
-                problems.append(f"{where}: losses {got} vs eval {ref} (worst rel {worst:.3g})")
-            got_w = weights(saved)
-            for name, w in ref_w.items():
-                if np.issubdtype(w.dtype, np.floating):
-                    tol = 1e-5 * max(1.0, float(np.abs(w).max()))
-                    diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
-                    if diff > tol:
-                        problems.append(f"{where}: {name} differs by {diff:.3g} (tol {tol:.3g})")
             print(f"{where}: worst loss rel diff {worst:.3g}, losses {got}", flush=True)
     if problems:
         print("\n".join(problems))

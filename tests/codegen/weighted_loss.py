@@ -18,7 +18,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 RUNTIME_FLAGS = runtime_flags(CLEAVE)
@@ -96,18 +96,10 @@ def main():
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + RUNTIME_FLAGS))
             where = f"{kind} data on {ranks} ranks"
+            found, worst = compare_run(where, got, ref, saved, weights(ref_model), STEPS)
+            problems += found
             if len(got) != STEPS:
-                problems.append(f"{where}: {len(got)} loss lines, want {STEPS}")
                 continue
-            worst = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
-            if worst > 1e-5:
-                problems.append(f"{where}: losses {got} vs eval {ref} (worst rel {worst:.3g})")
-            got_w = weights(saved)
-            for name, w in weights(ref_model).items():
-                if np.issubdtype(w.dtype, np.floating):
-                    diff = float(np.abs(got_w[name].astype(np.float64) - w).max())
-                    if diff > 1e-5 * max(1.0, float(np.abs(w).max())):
-                        problems.append(f"{where}: {name} differs by {diff:.3g}")
             print(f"{where}: worst loss rel diff {worst:.3g}, losses {got[0]:.9g} .. {got[-1]:.9g}", flush=True)
             checked += 1
     if problems:
