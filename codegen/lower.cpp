@@ -137,7 +137,7 @@ class Lowerer {
                       std::to_string(box[0].size()) + ", " + ref(b) + ");",
                {b});
         } else {
-          if (tensor.data.empty() && !tensor.external)
+          if (tensor.data.empty() && !tensor.external && !tensor.zero_init)
             CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
           int b = new_buffer(r, tensor.name, tensor.dtype, num_elements(box_shape(box)), true);
           tensor_buf_[r][t] = b;

@@ -41,6 +41,10 @@ struct Tensor {
   OpId producer = kNoOp;
   /** Params only: where the initial values are when `data` was not loaded (planning never reads them). */
   std::optional<ExternalData> external;
+  /** Optimizer state created by the training graph: starts at zero and `data` stays empty, so building the graph of
+   *  a model with billions of params allocates nothing (Adam's moments of WResNet-152-10 would be 46 GB).
+   *  tensor_bytes() gives the zeros when a consumer needs the bytes. */
+  bool zero_init = false;
 };
 
 struct Op {

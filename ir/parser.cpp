@@ -277,6 +277,11 @@ class GraphParser {
       t.data = parse_data(p, t.dtype, checked_num_elements(t.shape, "tensor \"" + t.name + "\""));
     }
     if (p.peek_token().kind == Token::word && p.peek_token().text == "external") parse_external(p, t);
+    if (p.peek_token().kind == Token::word && p.peek_token().text == "zeros") {
+      p.next();
+      if (t.role != Role::optimizer_state) p.fail("only optimizer state starts as zeros");
+      t.zero_init = true;
+    }
     if (g_.find_tensor(t.name)) p.fail("duplicate tensor \"" + t.name + "\"");
     g_.add_tensor(std::move(t));
   }

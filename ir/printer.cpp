@@ -119,6 +119,7 @@ std::string print_graph(const Graph &g) {
     if (t.external)
       s += " external(" + print_attr(t.external->file) + ", " + std::to_string(t.external->offset) + ", " +
            std::to_string(t.external->length) + ")";
+    if (t.zero_init) s += " zeros";
     s += "\n";
   }
   for (const Op &op : g.ops()) s += print_op(g, op) + "\n";

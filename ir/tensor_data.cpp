@@ -24,6 +24,7 @@ void read_all(const std::vector<uint8_t> &bytes, std::vector<Out> &out) {
 
 template <typename Out>
 std::vector<Out> decode(const Tensor &t) {
+  if (t.zero_init && t.data.empty()) return std::vector<Out>(static_cast<size_t>(num_elements(t.shape)), Out(0));
   CLEAVE_CHECK(t.data.size() == static_cast<size_t>(num_elements(t.shape) * dtype_size(t.dtype)),
                "tensor \"", t.name, "\" has ", t.data.size(), " data bytes for shape ", shape_str(t.shape));
   std::vector<Out> out;
@@ -87,6 +88,7 @@ int64_t tensor_nbytes(const Tensor &t) { return num_elements(t.shape) * dtype_si
 }  // namespace
 
 std::vector<uint8_t> tensor_bytes(const Tensor &t) {
+  if (t.zero_init && t.data.empty()) return std::vector<uint8_t>(static_cast<size_t>(tensor_nbytes(t)), 0);
   if (!t.external) return t.data;
   const ExternalData &ref = *t.external;
   CLEAVE_CHECK(ref.length == tensor_nbytes(t), "tensor \"", t.name, "\" references ", ref.length,

@@ -33,7 +33,7 @@ struct TrainOptions {
 
 /** Turns a forward graph into a training graph: sets g.loss, appends the backward pass for every trainable param
  *  (role param, float, not frozen, reached by the loss) and the optimizer's update ops, with assigns binding the
- *  new values (and the optimizer state, created with role optimizer_state and zero data) to the old ones.
+ *  new values (and the optimizer state, created with role optimizer_state and zero_init: no bytes until needed) to the old ones.
  *  Frozen params become role constant. Update ops (phase update, one per param, named `<param>.update`, outputs
  *  `<param>.next`) come in tensor-id order of the params, i.e. the model's initializer order; assigns follow the
  *  same order (param, then its state). Optimizers: sgd -> SGDUpdate (or MomentumUpdate if a momentum > 0 is given,

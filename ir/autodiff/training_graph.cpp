@@ -147,7 +147,7 @@ void build_training_graph(Graph &g, const TrainOptions &opts) {
       st.dtype = pt.dtype;
       st.shape = pt.shape;
       st.role = Role::optimizer_state;
-      st.data = encode_doubles(pt.dtype, std::vector<double>(static_cast<size_t>(num_elements(pt.shape)), 0.0));
+      st.zero_init = true;
       states.push_back(g.add_tensor(std::move(st)));
       op.inputs.push_back(states.back());
     }

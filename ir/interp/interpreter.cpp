@@ -50,7 +50,11 @@ Values initial_values(const Graph &g) {
   for (TensorId id = 0; id < g.num_tensors(); ++id) {
     const Tensor &t = g.tensor(id);
     // Constants always carry data, even when it is empty because the tensor has no elements.
-    if (!t.data.empty() || t.role == Role::constant) values[static_cast<size_t>(id)] = value_of(t);
+    if (!t.data.empty() || t.role == Role::constant) {
+      values[static_cast<size_t>(id)] = value_of(t);
+    } else if (t.zero_init) {
+      values[static_cast<size_t>(id)] = Value{t.dtype, t.shape, std::vector<double>(num_elements(t.shape), 0.0)};
+    }
   }
   return values;
 }

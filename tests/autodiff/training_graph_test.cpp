@@ -258,6 +258,8 @@ TEST(BuildTrainingGraph, UpdateOpsStateAndOrder) {
     EXPECT_EQ(s.role, Role::optimizer_state);
     EXPECT_EQ(s.shape, (Shape{3, 4}));
     std::vector<double> zeros(12, 0.0);
+    EXPECT_TRUE(s.zero_init);
+    EXPECT_TRUE(s.data.empty()) << "optimizer state must not allocate its bytes when the graph is built";
     EXPECT_EQ(data_as_doubles(s), zeros);
   }
   EXPECT_EQ(g.tensor(u.inputs[1]).role, Role::grad);

@@ -3,7 +3,8 @@
 # are never written (generate.py --weights none: the external data file is absent). Prints one row per model:
 # parameters, plan wall seconds and peak RSS (from /usr/bin/time -v), or the error that stopped the plan.
 # Usage: tests/bench/plan_zoo.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Other models: ZOO_MODELS="family:variant:batch ..." (default: the three below).
+# Other models: ZOO_MODELS="family:variant:batch ..." (default: the three below); more plan flags: PLAN_FLAGS (e.g.
+# "--optimizer adam": the optimizer state is zero-initialised without allocating it, so RSS must not grow).
 set -u
 cleave=$1
 src=$2
@@ -21,7 +22,7 @@ for spec in $models; do
     continue
   fi
   params=$(grep -o '[0-9]* parameters' "$work/$name.gen.log" | head -1 | cut -d' ' -f1)
-  /usr/bin/time -v "$cleave" plan "$onnx" --planner data --devices 8 -o "$work/$name.plan" \
+  /usr/bin/time -v "$cleave" plan "$onnx" --planner data --devices 8 ${PLAN_FLAGS:-} -o "$work/$name.plan" \
     >"$work/$name.out" 2>"$work/$name.time"
   code=$?
   secs=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0

@@ -104,6 +104,19 @@ op g1 SigmoidGrad backward group=/lstm/LSTM/t0/i (b, a) -> (b.grad)
   EXPECT_EQ(g.op(2).group, 0);
 }
 
+TEST(IrText, ZeroInitOptimizerStateRoundTrips) {
+  // Optimizer state the training graph creates carries no bytes, only the mark that it starts at zero.
+  const char *text = R"(graph g
+tensor w f32[2,3] param
+tensor w.velocity f32[2,3] optimizer_state zeros
+)";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(print_graph(g), text);
+  EXPECT_TRUE(g.tensor(1).zero_init);
+  EXPECT_TRUE(g.tensor(1).data.empty());
+  EXPECT_FALSE(g.tensor(0).zero_init);
+}
+
 void expect_parse_error(const std::string &text, const std::string &fragment) {
   try {
     parse_graph(text, "t.ir");
@@ -134,6 +147,7 @@ TEST(IrText, ErrorsNameLineAndProblem) {
   expect_parse_error("graph g\ntensor x f32[1] input\ntensor y f32[1] activation\n"
                      "op a Relu forward unroll=r step=1 (x) -> (y)\n",
                      "t.ir:4: expected 't=' after the unroll scope");
+  expect_parse_error("graph g\ntensor w f32[1] param zeros\n", "t.ir:2: only optimizer state starts as zeros");
 }
 
 TEST(IrVerifier, AcceptsValidGraph) {
