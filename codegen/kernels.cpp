@@ -46,7 +46,7 @@ Shape tail(const Shape &s, size_t from) { return Shape(s.begin() + static_cast<l
 std::string or_null(const std::string &p) { return p.empty() ? "nullptr" : p; }
 
 std::string copy_bytes(const std::string &dst, const std::string &src, int64_t bytes) {
-  return "std::memcpy(" + dst + ", " + src + ", " + num(bytes) + ");";
+  return "rt::copy(" + dst + ", " + src + ", " + num(bytes) + ");";
 }
 
 void unsupported_split(const KernelCall &call) {
@@ -515,7 +515,7 @@ std::string kernel_code(const KernelCall &call) {
       bool mask = outs.size() > 1 && !outs[1].empty();
       if (op.attr_int("training_mode", 0) == 0) {
         std::string code = copy_bytes(out(0), in(0), prod(x) * 4);
-        if (mask) code += "\nstd::memset(" + out(1) + ", 1, " + num(prod(x)) + ");";
+        if (mask) code += "\nrt::fill_bytes(" + out(1) + ", 1, " + num(prod(x)) + ");";
         return code;
       }
       // The mask of element i is drawn from its global index, so every split draws the whole tensor's mask.

@@ -55,7 +55,7 @@ std::string at(int buffer, int64_t offset) {
 
 std::string copy_code_at(const std::string &src, const Box &src_box, const std::string &dst, const Box &dst_box,
                          const Box &part, int elem_size) {
-  if (part.empty()) return "std::memcpy(" + dst + ", " + src + ", " + std::to_string(elem_size) + ");";
+  if (part.empty()) return "rt::copy(" + dst + ", " + src + ", " + std::to_string(elem_size) + ");";
   return "rt::region_copy({rt::Box{" + src + ", " + dims_literal(box_shape(src_box)) + ", " +
          dims_literal(starts_rel(part, src_box)) + ", " + dims_literal(box_shape(part)) + ", " +
          dims_literal(starts_rel(part, dst_box)) + "}}, " + dst + ", " + dims_literal(box_shape(dst_box)) + ", " +
@@ -591,7 +591,7 @@ class Lowerer {
     if (g_.loss != kNoTensor) {
       int b = tensor_buf_[0][g_.loss];
       if (b < 0) CLEAVE_USER_ERROR("codegen: rank 0 does not hold the loss \"", g_.tensor(g_.loss).name, "\"");
-      emit(0, "rt::log_loss(step, " + ref(b) + "[0]);", {b});
+      emit(0, "rt::log_loss(step, " + ref(b) + ");", {b});
     }
     // Assigns: each holder of dst copies its shard of src (which must be the same box).
     for (const Assign &a : g_.assigns) {

@@ -112,9 +112,9 @@ void check_mpi(int code, const char *call, const char *file, int line) {
   abort_job();
 }
 
-void log_loss(int64_t step, float loss) {
+void log_loss(int64_t step, const float *loss) {
   if (message_rank() > 0) return;
-  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(loss));
+  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(*loss));
   std::fflush(stdout);
 }
 

@@ -74,6 +74,14 @@ void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, con
 
 }  // namespace
 
+void copy(void *dst, const void *src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
+void fill_bytes(void *dst, uint8_t value, int64_t bytes) {
+  if (bytes > 0) std::memset(dst, value, static_cast<size_t>(bytes));
+}
+
 void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
   walk(out_shape, broadcast_strides(in_shape, out_shape), [&](int64_t o, int64_t i) { y[o] = x[i]; });
 }

@@ -19,6 +19,9 @@ for f in plan.txt manifest.json CMakeLists.txt src/rank_0.cpp src/rank_1.cpp wei
 done
 check "plan.txt is the data plan" \
   "\"$CLEAVE\" plan '$SRC/models/cnn.onnx' --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 | diff - '$tmp/a/plan.txt' >/dev/null"
+# The same rank source must run where buffers are device memory (CLEAVE_BACKEND=cuda): bytes move only through rt::.
+check "generated code never touches buffer bytes itself (memcpy/memset/[0])" \
+  "! grep -En 'std::mem(cpy|set|move)|\\bb[0-9]+\\[' '$tmp/a/src/rank_0.cpp' '$tmp/a/src/rank_1.cpp'"
 check "generated code names no build path" "! grep -rq '$tmp' '$tmp/a/src' '$tmp/a/CMakeLists.txt' '$tmp/a/launch'"
 # The manifest's hashes are the FNV-1a-64 of the files.
 check "manifest hashes match the files" "/usr/bin/python3 - '$tmp/a' <<'PY'

@@ -82,7 +82,8 @@ TEST(RuntimeFiles, ArenaHandsOutAlignedZeroedOffsets) {
 
 TEST(RuntimeFiles, LossLineHasTheEvalFormat) {
   ::testing::internal::CaptureStdout();
-  log_loss(3, 0.1f);
+  const float loss = 0.1f;
+  log_loss(3, &loss);
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "step 3 loss 0.100000001\n");
 }
 

@@ -50,8 +50,10 @@ void finalize();
 void check_mpi(int code, const char *call, const char *file, int line);
 #define CLEAVE_MPI(fn, ...) ::cleave::rt::check_mpi(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
 
-/** On rank 0 only: prints `step <k> loss <value>` (value with %.9g, as `cleave eval`) to stdout and flushes. */
-void log_loss(int64_t step, float loss);
+/** On rank 0 only: prints `step <k> loss <value>` (value with %.9g, as `cleave eval`) to stdout and flushes. `loss`
+ *  points at the backend's buffer holding the scalar (device memory under CUDA), so generated code never dereferences
+ *  a buffer itself. */
+void log_loss(int64_t step, const float *loss);
 /** On rank 0 only: prints `cleave: <msg>` to stderr. */
 void log_info(const std::string &msg);
 
@@ -278,6 +280,15 @@ struct Box {
 /** Tofu's MultiFetch: gathers several strided boxes (of equal rank to dst_shape) into one destination buffer in one
  *  call. Boxes must lie inside their source and the destination; elem_size is the element size in bytes. */
 void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size = 4);
+
+// ---------------------------------------------------------------- raw bytes (layout.cpp)
+// Generated code moves bytes only through these (never memcpy/memset or a dereference), so the same rank source
+// runs on a backend whose buffers are device memory.
+
+/** dst[0, bytes) = src[0, bytes); the ranges must not overlap. */
+void copy(void *dst, const void *src, int64_t bytes);
+/** Every byte of dst[0, bytes) = value. */
+void fill_bytes(void *dst, uint8_t value, int64_t bytes);
 
 // ---------------------------------------------------------------- elementwise (header-only, backend-independent)
 
