@@ -67,7 +67,9 @@ const char *c_type(DType t) {
     case DType::i32: return "int32_t";
     case DType::boolean: return "uint8_t";
     case DType::f64: return "double";
+    default: break;  // lower() refuses graphs with other dtypes (codegen_supports)
   }
+  CLEAVE_CHECK(false, "no C type for dtype ", dtype_name(t));
   return "float";
 }
 

@@ -119,7 +119,9 @@ const char *c_type(DType t) {
     case DType::i64: return "int64_t";
     case DType::i32: return "int32_t";
     case DType::boolean: return "uint8_t";
+    default: break;  // lower() refuses graphs with other dtypes (codegen_supports)
   }
+  CLEAVE_CHECK(false, "no C type for dtype ", dtype_name(t));
   return "float";
 }
 
@@ -162,6 +164,9 @@ std::string select_body(size_t n, const char *cmp) {
  *  values crop). */
 std::string pad_code(const KernelCall &call) {
   const Op &op = call.node();
+  if (op.has_attr("mode"))
+    CLEAVE_USER_ERROR("op \"", op.name, "\" (Pad): ", op.attr_string("mode"),
+                      "-mode padding has no CPU kernel yet (only constant)");
   std::vector<int64_t> pads = op.attr_ints("pads");
   size_t r = call.in_shapes[0].size();
   std::vector<int64_t> local(2 * r);

@@ -680,6 +680,11 @@ class Lowerer {
 }  // namespace
 
 Lowered lower(const Graph &g, const plan::Plan &p) {
+  // The runtime's buffers and kernels exist for these dtypes only; the IR (and the interpreter) has more.
+  for (const Tensor &t : g.tensors())
+    if (!codegen_supports(t.dtype))
+      CLEAVE_USER_ERROR("tensor \"", t.name, "\" has dtype ", dtype_name(t.dtype),
+                        ", which code generation does not support (only f32, f64, i64, i32, bool)");
   plan::validate_plan(g, p);
   return Lowerer(g, p).run();
 }

@@ -121,6 +121,16 @@ std::pair<std::vector<uint8_t>, int64_t> typed_field(const onnx::TensorProto &tp
     case DType::i64: return {pack<int64_t>(tp.int64_data()), tp.int64_data_size()};
     case DType::i32: return {pack<int32_t>(tp.int32_data()), tp.int32_data_size()};
     case DType::boolean: return {pack<uint8_t>(tp.int32_data()), tp.int32_data_size()};
+    // ONNX stores the narrow types in int32_data, float16 and bfloat16 as their raw bits in the low 16 bits, and the
+    // unsigned 32/64-bit types in uint64_data.
+    case DType::f16:
+    case DType::bf16:
+    case DType::u16: return {pack<uint16_t>(tp.int32_data()), tp.int32_data_size()};
+    case DType::i16: return {pack<int16_t>(tp.int32_data()), tp.int32_data_size()};
+    case DType::i8: return {pack<int8_t>(tp.int32_data()), tp.int32_data_size()};
+    case DType::u8: return {pack<uint8_t>(tp.int32_data()), tp.int32_data_size()};
+    case DType::u32: return {pack<uint32_t>(tp.uint64_data()), tp.uint64_data_size()};
+    case DType::u64: return {pack<uint64_t>(tp.uint64_data()), tp.uint64_data_size()};
   }
   return {};
 }
@@ -134,6 +144,14 @@ std::optional<DType> dtype_from_onnx(int32_t elem_type) {
     case onnx::TensorProto::INT64: return DType::i64;
     case onnx::TensorProto::INT32: return DType::i32;
     case onnx::TensorProto::BOOL: return DType::boolean;
+    case onnx::TensorProto::FLOAT16: return DType::f16;
+    case onnx::TensorProto::BFLOAT16: return DType::bf16;
+    case onnx::TensorProto::INT8: return DType::i8;
+    case onnx::TensorProto::INT16: return DType::i16;
+    case onnx::TensorProto::UINT8: return DType::u8;
+    case onnx::TensorProto::UINT16: return DType::u16;
+    case onnx::TensorProto::UINT32: return DType::u32;
+    case onnx::TensorProto::UINT64: return DType::u64;
     default: return std::nullopt;
   }
 }
@@ -145,6 +163,14 @@ int32_t onnx_from_dtype(DType t) {
     case DType::i64: return onnx::TensorProto::INT64;
     case DType::i32: return onnx::TensorProto::INT32;
     case DType::boolean: return onnx::TensorProto::BOOL;
+    case DType::f16: return onnx::TensorProto::FLOAT16;
+    case DType::bf16: return onnx::TensorProto::BFLOAT16;
+    case DType::i8: return onnx::TensorProto::INT8;
+    case DType::i16: return onnx::TensorProto::INT16;
+    case DType::u8: return onnx::TensorProto::UINT8;
+    case DType::u16: return onnx::TensorProto::UINT16;
+    case DType::u32: return onnx::TensorProto::UINT32;
+    case DType::u64: return onnx::TensorProto::UINT64;
   }
   return onnx::TensorProto::UNDEFINED;
 }

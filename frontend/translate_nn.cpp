@@ -204,8 +204,8 @@ namespace cleave {
 void translate_pad(Importer &im, const NodeCtx &n) {
   Shape x = im.type_of(n.in(0), n).shape;
   std::string mode = n.attrs.get_string("mode", "constant");
-  if (mode != "constant")
-    throw UserError(n.label + ": mode \"" + mode + "\" is not supported (only constant padding)", 2);
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    throw UserError(n.label + ": mode \"" + mode + "\" is not supported (only constant, edge and reflect)", 2);
   std::vector<int64_t> pads = const_ints(im, n, 1, "\"pads\"");
   if (pads.size() != 2 * x.size())
     n.fail("pads has " + std::to_string(pads.size()) + " values for input rank " + std::to_string(x.size()));
@@ -219,6 +219,7 @@ void translate_pad(Importer &im, const NodeCtx &n) {
   s.inputs.resize(1);
   s.attrs["pads"] = pads;
   s.attrs["value"] = value;
+  if (mode != "constant") s.attrs["mode"] = mode;  // absent = constant, so constant-mode IR text is unchanged
   im.emit(s, n.name, n);
 }
 

@@ -179,7 +179,7 @@ std::vector<uint8_t> parse_data(LineParser &p, DType dtype, int64_t count) {
   std::vector<std::string> words = p.word_list();
   if (static_cast<int64_t>(words.size()) != count)
     p.fail("constant has " + std::to_string(words.size()) + " values, its shape needs " + std::to_string(count));
-  if (dtype == DType::f32) {
+  if (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16) {
     std::vector<double> v;
     for (const auto &w : words) {
       auto f = to_float(w);
@@ -200,6 +200,12 @@ std::vector<uint8_t> parse_data(LineParser &p, DType dtype, int64_t count) {
   std::vector<int64_t> v;
   for (const auto &w : words) {
     auto i = to_int(w);
+    uint64_t u = 0;
+    // u64 values above INT64_MAX are carried through int64 by their bits (encode_ints narrows modulo 2^64).
+    if (!i && dtype == DType::u64) {
+      auto res = std::from_chars(w.data(), w.data() + w.size(), u);
+      if (res.ec == std::errc() && res.ptr == w.data() + w.size()) i = static_cast<int64_t>(u);
+    }
     if (!i) p.fail("bad integer '" + w + "'");
     v.push_back(*i);
   }

@@ -36,11 +36,16 @@ std::string list_text(const std::vector<T> &values, Fn fn) {
 
 std::string data_text(const Tensor &t) {
   switch (t.dtype) {
+    // f16 and bf16 values are floats exactly, so float's shortest round-trip text reads back to the same bits.
+    case DType::f16:
+    case DType::bf16:
     case DType::f32: {
       std::vector<double> v = data_as_doubles(t);
       return list_text(v, [](double x) { return float_text(static_cast<float>(x)); });
     }
     case DType::f64: return list_text(data_as_doubles(t), [](double x) { return float_text(x); });
+    // u64 above 2^63 would print negative through int64: its bits reinterpreted give the right text.
+    case DType::u64: return list_text(data_as_ints(t), [](int64_t x) { return std::to_string(static_cast<uint64_t>(x)); });
     default: return list_text(data_as_ints(t), [](int64_t x) { return std::to_string(x); });
   }
 }

@@ -513,10 +513,20 @@ Types rule_Pad(const RuleArgs &r) {
   std::vector<int64_t> pads = r.op.attr_ints("pads");
   size_t n = x.shape.size();
   if (pads.size() != 2 * n) r.fail(detail::concat("pads has ", pads.size(), " values for rank ", n, ", expected ", 2 * n));
+  std::string mode = r.op.has_attr("mode") ? r.op.attr_string("mode") : "constant";
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    r.fail("mode \"" + mode + "\" is not constant, edge or reflect");
   Shape y(n);
   for (size_t d = 0; d < n; ++d) {
     y[d] = x.shape[d] + pads[d] + pads[d + n];
     if (y[d] < 0) r.fail(detail::concat("pads ", shape_str(pads), " crop dim ", d, " of X ", shape_str(x.shape), " below 0"));
+    bool padded = pads[d] > 0 || pads[d + n] > 0;
+    // Edge needs an element to repeat; reflect mirrors without repeating the border, so at most len - 1 per side.
+    if (mode == "edge" && padded && x.shape[d] == 0)
+      r.fail(detail::concat("edge padding of dim ", d, " of X ", shape_str(x.shape), ", which is empty"));
+    if (mode == "reflect" && padded && std::max(pads[d], pads[d + n]) > x.shape[d] - 1)
+      r.fail(detail::concat("reflect pads ", shape_str(pads), " exceed dim ", d, " of X ", shape_str(x.shape),
+                            " minus 1"));
   }
   return {{x.dtype, y}};
 }

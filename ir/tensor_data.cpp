@@ -1,12 +1,16 @@
 #include "ir/tensor_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <type_traits>
 
 #include "ir/error.h"
+#include "ir/float16.h"
 
 namespace cleave {
 namespace {
@@ -22,6 +26,15 @@ void read_all(const std::vector<uint8_t> &bytes, std::vector<Out> &out) {
   }
 }
 
+/** f16/bf16 bits to Out through their exact double value. */
+template <typename Out>
+void read_half(const std::vector<uint8_t> &bytes, std::vector<Out> &out, double (*value)(uint16_t)) {
+  std::vector<uint16_t> bits;
+  read_all<uint16_t, uint16_t>(bytes, bits);
+  out.resize(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = static_cast<Out>(value(bits[i]));
+}
+
 template <typename Out>
 std::vector<Out> decode(const Tensor &t) {
   if (t.zero_init && t.data.empty()) return std::vector<Out>(static_cast<size_t>(num_elements(t.shape)), Out(0));
@@ -34,27 +47,69 @@ std::vector<Out> decode(const Tensor &t) {
     case DType::i64: read_all<Out, int64_t>(t.data, out); break;
     case DType::i32: read_all<Out, int32_t>(t.data, out); break;
     case DType::boolean: read_all<Out, uint8_t>(t.data, out); break;
+    case DType::f16: read_half(t.data, out, double_from_f16_bits); break;
+    case DType::bf16: read_half(t.data, out, double_from_bf16_bits); break;
+    case DType::i8: read_all<Out, int8_t>(t.data, out); break;
+    case DType::i16: read_all<Out, int16_t>(t.data, out); break;
+    case DType::u8: read_all<Out, uint8_t>(t.data, out); break;
+    case DType::u16: read_all<Out, uint16_t>(t.data, out); break;
+    case DType::u32: read_all<Out, uint32_t>(t.data, out); break;
+    case DType::u64: read_all<Out, uint64_t>(t.data, out); break;
   }
   return out;
 }
 
+/** One value as a `Store`: floats convert with rounding to nearest; integers truncate toward zero and wrap modulo
+ *  2^bits (store_as), so an out-of-range value is never undefined behaviour. */
 template <typename Store, typename In>
-void write_all(const std::vector<In> &values, std::vector<uint8_t> &bytes) {
+Store to_store(In v, DType dtype) {
+  if constexpr (std::is_floating_point_v<Store> || std::is_integral_v<In>) {
+    return static_cast<Store>(v);  // floats round to nearest; integer narrowing is modular
+  } else {
+    // Truncate and wrap in double first (store_as); what is left outside Store's range (only near 2^63 or 2^64,
+    // where doubles are sparse) saturates instead of being undefined behaviour.
+    double w = store_as(dtype, static_cast<double>(v));
+    double lo = static_cast<double>(std::numeric_limits<Store>::min());
+    double hi = std::ldexp(1.0, std::numeric_limits<Store>::digits);  // max + 1
+    if (w < lo) return std::numeric_limits<Store>::min();
+    if (w >= hi) return std::numeric_limits<Store>::max();
+    return static_cast<Store>(w);
+  }
+}
+
+template <typename Store, typename In>
+void write_all(const std::vector<In> &values, std::vector<uint8_t> &bytes, DType dtype) {
   bytes.resize(values.size() * sizeof(Store));
   for (size_t i = 0; i < values.size(); ++i) {
-    Store v = static_cast<Store>(values[i]);
+    Store v = to_store<Store>(values[i], dtype);
     std::memcpy(bytes.data() + i * sizeof(Store), &v, sizeof(Store));
   }
+}
+
+template <typename In>
+void write_half(const std::vector<In> &values, std::vector<uint8_t> &bytes, uint16_t (*bits)(double)) {
+  std::vector<uint16_t> b(values.size());
+  for (size_t i = 0; i < values.size(); ++i) b[i] = bits(static_cast<double>(values[i]));
+  bytes.resize(b.size() * 2);
+  std::memcpy(bytes.data(), b.data(), bytes.size());
 }
 
 template <typename In>
 std::vector<uint8_t> encode(DType dtype, const std::vector<In> &values) {
   std::vector<uint8_t> bytes;
   switch (dtype) {
-    case DType::f32: write_all<float>(values, bytes); break;
-    case DType::f64: write_all<double>(values, bytes); break;
-    case DType::i64: write_all<int64_t>(values, bytes); break;
-    case DType::i32: write_all<int32_t>(values, bytes); break;
+    case DType::f32: write_all<float>(values, bytes, dtype); break;
+    case DType::f64: write_all<double>(values, bytes, dtype); break;
+    case DType::i64: write_all<int64_t>(values, bytes, dtype); break;
+    case DType::i32: write_all<int32_t>(values, bytes, dtype); break;
+    case DType::f16: write_half(values, bytes, f16_bits_from_double); break;
+    case DType::bf16: write_half(values, bytes, bf16_bits_from_double); break;
+    case DType::i8: write_all<int8_t>(values, bytes, dtype); break;
+    case DType::i16: write_all<int16_t>(values, bytes, dtype); break;
+    case DType::u8: write_all<uint8_t>(values, bytes, dtype); break;
+    case DType::u16: write_all<uint16_t>(values, bytes, dtype); break;
+    case DType::u32: write_all<uint32_t>(values, bytes, dtype); break;
+    case DType::u64: write_all<uint64_t>(values, bytes, dtype); break;
     case DType::boolean: {
       bytes.resize(values.size());
       for (size_t i = 0; i < values.size(); ++i) bytes[i] = values[i] != In{0} ? 1 : 0;

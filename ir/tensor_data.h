@@ -12,7 +12,8 @@ namespace cleave {
 std::vector<double> data_as_doubles(const Tensor &t);
 /** Values of `t.data` as int64 (exact for integer dtypes; floats truncated). */
 std::vector<int64_t> data_as_ints(const Tensor &t);
-/** Encodes values in `dtype`'s native layout (f32 rounds to nearest, ints truncate, bool = value != 0). */
+/** Encodes values in `dtype`'s native layout: floats round to nearest even (f16/bf16 via ir/float16.h), integers
+ *  truncate toward zero and wrap modulo 2^bits, bool = value != 0. */
 std::vector<uint8_t> encode_doubles(DType dtype, const std::vector<double> &values);
 std::vector<uint8_t> encode_ints(DType dtype, const std::vector<int64_t> &values);
 

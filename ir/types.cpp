@@ -13,7 +13,8 @@ constexpr std::array<std::string_view, kNumOpKinds> kOpKindNames = {
 #undef CLEAVE_OP
 };
 
-constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "f64", "i64", "i32", "bool"};
+constexpr std::array<std::string_view, kNumDTypes> kDTypeNames = {"f32", "f64", "i64", "i32", "bool", "f16", "bf16",
+                                                                 "i8",  "i16", "u8",  "u16", "u32", "u64"};
 constexpr std::array<std::string_view, 7> kRoleNames = {"input", "label",           "param",   "activation",
                                                         "grad",  "optimizer_state", "constant"};
 constexpr std::array<std::string_view, 3> kPhaseNames = {"forward", "backward", "update"};
@@ -36,11 +37,26 @@ int dtype_size(DType t) {
     case DType::i64: return 8;
     case DType::i32: return 4;
     case DType::boolean: return 1;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::i8: return 1;
+    case DType::i16: return 2;
+    case DType::u8: return 1;
+    case DType::u16: return 2;
+    case DType::u32: return 4;
+    case DType::u64: return 8;
   }
   CLEAVE_CHECK(false, "bad dtype");
   return 0;
 }
-bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
+bool is_unsigned(DType t) { return t == DType::u8 || t == DType::u16 || t == DType::u32 || t == DType::u64; }
+bool is_integer(DType t) {
+  return is_unsigned(t) || t == DType::i8 || t == DType::i16 || t == DType::i32 || t == DType::i64;
+}
+bool codegen_supports(DType t) {
+  return t == DType::f32 || t == DType::f64 || t == DType::i64 || t == DType::i32 || t == DType::boolean;
+}
 
 std::string_view role_name(Role r) { return kRoleNames[static_cast<size_t>(r)]; }
 std::optional<Role> parse_role(std::string_view s) { return parse_enum<Role>(kRoleNames, s); }

@@ -18,13 +18,22 @@ inline constexpr OpId kNoOp = -1;
 
 using Shape = std::vector<int64_t>;
 
-enum class DType : uint8_t { f32, f64, i64, i32, boolean };
-/** "f32", "f64", "i64", "i32", "bool". */
+/** Element types. ONNX's numeric tensor types except complex; new kinds are appended so existing values keep their
+ *  numbers. Code generation and the bundle runtime support only f32, f64, i64, i32 and bool (codegen_supports). */
+enum class DType : uint8_t { f32, f64, i64, i32, boolean, f16, bf16, i8, i16, u8, u16, u32, u64 };
+inline constexpr int kNumDTypes = 13;
+/** "f32", "f64", "i64", "i32", "bool", "f16", "bf16", "i8", "i16", "u8", "u16", "u32", "u64". */
 std::string_view dtype_name(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
 /** Size of one element in bytes. */
 int dtype_size(DType t);
+/** f32, f64, f16, bf16. */
 bool is_float(DType t);
+/** The signed and unsigned integer types (not bool). */
+bool is_integer(DType t);
+bool is_unsigned(DType t);
+/** Whether code generation and the bundle runtime have kernels and buffers for `t`. */
+bool codegen_supports(DType t);
 
 enum class Role : uint8_t { input, label, param, activation, grad, optimizer_state, constant };
 std::string_view role_name(Role r);

@@ -418,6 +418,10 @@ void grad_reduce_extreme(GradContext &c, Dx &dx) {
 
 void grad_Pad(GradContext &c, Dx &dx) {
   // Constant padding's adjoint is padding by the negated amounts: crop what was added, zero-fill what was cropped.
+  // Edge and reflect padding also route the padded gradient back onto border elements (a scatter-add).
+  if (c.fwd().has_attr("mode"))
+    CLEAVE_USER_ERROR("op \"", c.fwd().name, "\" (Pad): the gradient of ", c.fwd().attr_string("mode"),
+                      "-mode padding is not supported (only constant)");
   std::vector<int64_t> pads = c.fwd().attr_ints("pads");
   for (int64_t &p : pads) p = -p;
   dx[0] = c.emit(OpKind::Pad, {c.dy(0)}, {{"pads", pads}, {"value", 0.0}}, c.dtype(c.in(0)), c.shape(c.in(0)),

@@ -1,5 +1,5 @@
 // Descriptions of the mask and selection kinds torch exports for attention masks and clamps: Where, Cast, the
-// comparisons and boolean logic, Reciprocal, variadic Max/Min, ReduceMax/ReduceMin, and constant-mode Pad.
+// comparisons and boolean logic, Reciprocal, variadic Max/Min, ReduceMax/ReduceMin, and Pad.
 // Booleans are 0/1 values in descriptions, so logic is arithmetic on them (And = a*b, Or = a+b-ab, ...).
 #include <algorithm>
 #include <functional>
@@ -117,14 +117,23 @@ Descs describe_ReduceMax(const Graph &g, const Op &op) { return reduce_extreme(g
 Descs describe_ReduceMin(const Graph &g, const Op &op) { return reduce_extreme(g, op, false); }
 
 Descs describe_Pad(const Graph &g, const Op &op) {
-  // Y[i] = X[i - pad_begin]: reads outside X give the constant, negative pads crop.
-  Builder b(g, op, 0, "Y");
-  std::vector<Var> v = out_vars(b, b.out_shape());
+  // Y[i] = X[i - pad_begin]: reads outside X give the constant, negative pads crop. Edge and reflect modes read a
+  // clamped or mirrored index instead, which is not affine: their padded dims are opaque (never split) and the body
+  // an opaque function of the shifted access, whose range still covers the whole of X along those dims.
   std::vector<int64_t> pads = op.attr_ints("pads");
-  size_t n = v.size();
+  std::string mode = op.has_attr("mode") ? op.attr_string("mode") : "constant";
+  Builder b(g, op, 0, "Y");
+  const Shape &ys = b.out_shape();
+  size_t n = ys.size();
+  std::vector<Var> v;
+  for (size_t d = 0; d < n; ++d) {
+    bool padded = mode != "constant" && (pads[d] > 0 || pads[d + n] > 0);
+    v.push_back(b.out(generic_name(d), ys[d], padded));
+  }
   std::vector<Ix> xi;
   for (size_t d = 0; d < n; ++d) xi.emplace_back(Affine(v[d]) - Affine(pads[d]));
   Operand x = b.in(0, "X");
+  if (mode != "constant") return {std::move(b).build(idx(v), Reduce::none, opaque("pad_" + mode, {x(xi)}, 0))};
   return {std::move(b).build(idx(v), Reduce::none, x(xi, op.attr_float("value", 0.0)))};
 }
 

@@ -38,8 +38,6 @@ void unary_grad(const KernelArgs &k, F f) {
   for (size_t i = 0; i < dx.data.size(); ++i) dx.data[i] = f(dy.data[i], z.data[i]);
 }
 
-bool is_integer(DType t) { return t == DType::i64 || t == DType::i32; }
-
 }  // namespace
 
 void kernel_Add(const KernelArgs &k) { binary(k, [](double a, double b) { return a + b; }); }

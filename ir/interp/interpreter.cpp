@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/error.h"
+#include "ir/float16.h"
 #include "ir/interp/kernels.h"
 #include "ir/tensor_data.h"
 
@@ -18,20 +19,11 @@ constexpr std::array<Kernel, kNumOpKinds> kKernels = {
 };
 static_assert(kKernels.size() == static_cast<size_t>(kNumOpKinds), "one kernel per op kind");
 
-/** Stores what a kernel of `dtype` would store: f32 rounds to float, integers stay exact, bool is 0/1. */
+/** Stores what a kernel of `dtype` would store: floats round to their precision (f32, f16, bf16; to nearest even),
+ *  integers truncate and wrap modulo 2^bits (a uint8 sum wraps mod 256), bool is 0/1. */
 void round_to_dtype(Value &v) {
-  switch (v.dtype) {
-    case DType::f32:
-      for (double &x : v.data) x = static_cast<double>(static_cast<float>(x));
-      break;
-    case DType::boolean:
-      for (double &x : v.data) x = x != 0.0 ? 1.0 : 0.0;
-      break;
-    case DType::f64:
-    case DType::i64:
-    case DType::i32:
-      break;
-  }
+  if (v.dtype == DType::f64) return;
+  for (double &x : v.data) x = store_as(v.dtype, x);
 }
 
 }  // namespace

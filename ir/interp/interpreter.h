@@ -2,8 +2,10 @@
 // The reference interpreter: evaluates any IR graph (forward, backward, update) with plain loops, accumulating in
 // float64. It is the oracle for every later test, so it is written to be obviously correct, not fast.
 //
-// Values are held as doubles whatever the dtype; a value of dtype f32 is rounded to float after each op, so the
-// interpreter computes what a float32 kernel with exact accumulation would. Integer values are exact up to 2^53.
+// Values are held as doubles whatever the dtype; a value of dtype f32 (f16, bf16) is rounded to that precision after
+// each op, so the interpreter computes what a float32 (float16, bfloat16) kernel with exact accumulation would.
+// Integer results are truncated and wrapped to their width after each op (store_as in ir/float16.h); integer values
+// are exact up to 2^53.
 #include <cstdint>
 #include <optional>
 #include <vector>

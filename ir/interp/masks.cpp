@@ -1,5 +1,5 @@
 // Mask and selection kernels: Where, Cast, comparisons, boolean logic, Reciprocal, variadic Max/Min,
-// ReduceMax/ReduceMin and constant-mode Pad. Booleans are held as 0/1.
+// ReduceMax/ReduceMin and Pad (constant, edge and reflect modes). Booleans are held as 0/1.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -77,12 +77,13 @@ void kernel_Cast(const KernelArgs &k) {
     double v = x.data[i];
     if (to == DType::boolean) {
       y.data[i] = v != 0 ? 1.0 : 0.0;
-    } else if (to == DType::i64 || to == DType::i32) {
-      // Truncation toward zero (C++ and numpy's astype); out-of-range and NaN values are the model's error.
+    } else if (is_integer(to)) {
+      // Truncation toward zero (C++ and numpy's astype; run_op wraps to the width); NaN and inf are the model's
+      // error.
       if (!std::isfinite(v)) CLEAVE_USER_ERROR(k.label(), ": cannot cast ", v, " to an integer");
       y.data[i] = std::trunc(v);
     } else {
-      y.data[i] = v;  // run_op rounds f32 results
+      y.data[i] = v;  // run_op rounds f32, f16 and bf16 results to nearest even
     }
   }
 }
@@ -125,6 +126,11 @@ void kernel_Pad(const KernelArgs &k) {
   Shape ys(n);
   for (size_t d = 0; d < n; ++d) ys[d] = x.shape[d] + pads[d] + pads[d + n];
   k.expect_out_shape(0, ys);
+  // ONNX Pad modes (numpy.pad's): constant fills, edge repeats the border element, reflect mirrors about the
+  // border element without repeating it (x[1], x[0], x[1], ...). Negative pads crop in every mode.
+  std::string mode = k.op.has_attr("mode") ? k.op.attr_string("mode") : "constant";
+  bool edge = mode == "edge", reflect = mode == "reflect";
+  if (!edge && !reflect && mode != "constant") CLEAVE_USER_ERROR(k.label(), ": unknown mode \"", mode, "\"");
   double value = k.op.attr_float("value", 0.0);
   Value &y = k.out(0);
   std::vector<int64_t> xst = strides_of(x.shape), idx;
@@ -133,8 +139,15 @@ void kernel_Pad(const KernelArgs &k) {
     int64_t src = 0;
     bool inside = true;
     for (size_t d = 0; d < n && inside; ++d) {
-      int64_t i = idx[d] - pads[d];
-      inside = i >= 0 && i < x.shape[d];
+      int64_t i = idx[d] - pads[d], len = x.shape[d];
+      if (edge) {
+        i = std::clamp<int64_t>(i, 0, len - 1);
+      } else if (reflect) {
+        // The shape rule bounds reflect pads by len - 1, so one mirror reaches a valid index.
+        if (i < 0) i = -i;
+        if (i >= len) i = 2 * (len - 1) - i;
+      }
+      inside = i >= 0 && i < len;
       src += i * xst[d];
     }
     y.data[static_cast<size_t>(o)] = inside ? x.data[static_cast<size_t>(src)] : value;

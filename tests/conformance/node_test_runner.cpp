@@ -252,6 +252,20 @@ Graph import_with_needed_constants(const std::string &path, ImportOptions &opts,
   }
 }
 
+/** ONNX's test generator stores bfloat16 values as their uint16 bit patterns (numpy has no bfloat16): a data file of
+ *  uint16 for a value the model declares bfloat16 holds exactly the bf16 bytes, so it is read as bf16. */
+void reinterpret_bf16_bits(Tensor &t, const onnx::ValueInfoProto &declared) {
+  if (t.dtype == DType::u16 && declared.type().tensor_type().elem_type() == onnx::TensorProto::BFLOAT16)
+    t.dtype = DType::bf16;
+}
+
+/** The graph input (not an initializer) named `name`. */
+const onnx::ValueInfoProto *graph_input(const onnx::ModelProto &model, const std::string &name) {
+  for (const auto &vi : model.graph().input())
+    if (vi.name() == name) return &vi;
+  return nullptr;
+}
+
 struct SetResult {
   enum Kind { ok, mismatch, rng_dependent } kind = ok;
   std::string detail;
@@ -275,6 +289,7 @@ SetResult run_data_set(const fs::path &model_path, const onnx::ModelProto &model
   std::vector<std::pair<std::string, Tensor>> fed;
   for (size_t i = 0; i < input_files.size(); ++i) {
     Tensor t = read_tensor_proto_file(input_files[i].string());
+    reinterpret_bf16_bits(t, *graph_input(model, input_names[i]));
     t.name = input_names[i];
     t.role = Role::constant;
     // Integer and bool inputs are shapes, axes, indices, labels, step counts or mode flags: the importer folds
@@ -309,6 +324,7 @@ SetResult run_data_set(const fs::path &model_path, const onnx::ModelProto &model
                                                 " output files for ", g.outputs.size(), " graph outputs")};
   for (size_t j = 0; j < output_files.size(); ++j) {
     Tensor want = read_tensor_proto_file(output_files[j].string());
+    reinterpret_bf16_bits(want, model.graph().output(static_cast<int>(j)));
     TensorId id = g.outputs[j];
     std::string what = detail::concat(set_dir.filename().string(), " output ", j, " \"",
                                        model.graph().output(static_cast<int>(j)).name(), "\"");

@@ -30,7 +30,8 @@ std::vector<std::string> list_cases(const std::string &root);
 /** Imports root/<name>/model.onnx once per test_data_set_* (the set's integer and bool inputs bound as constants
  *  through ImportOptions::input_values, plus any float input the importer reports it needs at compile time, e.g.
  *  Dropout's ratio; other float inputs fed), runs it with the interpreter and compares each output (floats:
- *  |got - want| <= atol + rtol * |want|, NaN equal to NaN; integers and bools exactly).
+ *  |got - want| <= atol + rtol * |want|, NaN equal to NaN; integers and bools exactly). Data files of uint16 for a
+ *  value the model declares bfloat16 are read as bf16: ONNX's generator stores bfloat16 as its bit pattern.
  *  Before import, a model whose ai.onnx opset is below 13 is lifted to 13 with ONNX's version converter, and the
  *  few model files known upstream to contradict their expected outputs are patched (see patch_known_model_bugs);
  *  a pass's detail then says so.

@@ -176,3 +176,29 @@ TEST(Describe, ReshapeRegroupingIsOpaque) {
 
 }  // namespace
 }  // namespace cleave::describe
+
+namespace cleave::describe {
+namespace {
+
+// Edge and reflect padding read a clamped or mirrored index, which is not affine: the padded dims are opaque (so
+// never split) and the access still spans the whole of X along them; unpadded dims stay splittable.
+TEST(Describe, EdgeAndReflectPaddedDimsAreOpaque) {
+  for (std::string mode : {"edge", "reflect"}) {
+    Graph g;
+    Op op;
+    op.kind = OpKind::Pad;
+    op.name = "p";
+    op.attrs["pads"] = std::vector<int64_t>{0, 2, 0, 1};
+    op.attrs["value"] = 0.0;
+    op.attrs["mode"] = mode;
+    op.inputs.push_back(g.add_tensor("X", DType::f32, {4, 5}, Role::input));
+    op.outputs.push_back(g.add_tensor("Y", DType::f32, {4, 8}, Role::activation));
+    g.add_op(op);
+    Description d = describe(g, g.op(0))[0];
+    EXPECT_EQ(to_string(d), "Y[i,j] = pad_" + mode + "(X[i,j-2])  {i=4, j=8} opaque(j)");
+    EXPECT_EQ(splittable_vars(d), std::vector<int>{0});
+  }
+}
+
+}  // namespace
+}  // namespace cleave::describe

@@ -20,14 +20,17 @@ namespace fs = std::filesystem;
 const char *kData = "/usr/share/libonnx-testdata/data";
 
 /** Binds a test's non-float and scalar inputs (Dropout's ratio) as compile-time values (as the conformance runner does), so shape/axes inputs
- *  fold. Input i of the model is input_<i>.pb of test_data_set_0. */
-ImportOptions options_for(const fs::path &dir, const std::vector<std::string> &input_names) {
+ *  fold. Input i of the model is input_<i>.pb of test_data_set_0; a uint16 file for an input declared bfloat16 holds
+ *  bfloat16 bits (ONNX's generator writes bfloat16 so, numpy having no such type), as the runner reads it. */
+ImportOptions options_for(const fs::path &dir, const std::vector<std::string> &input_names,
+                          const std::vector<int32_t> &declared) {
   ImportOptions o;
   for (size_t i = 0; i < input_names.size(); ++i) {
     fs::path pb = dir / "test_data_set_0" / ("input_" + std::to_string(i) + ".pb");
     if (!fs::exists(pb)) continue;
     try {
       Tensor t = read_tensor_proto_file(pb.string());
+      if (t.dtype == DType::u16 && declared[i] == onnx::TensorProto::BFLOAT16) t.dtype = DType::bf16;
       if (!is_float(t.dtype) || t.shape.empty()) o.input_values[input_names[i]] = t;
     } catch (const UserError &) {
       // Unsupported dtype: the import reports it.
@@ -50,6 +53,7 @@ Outcome import_all(const std::string &sub) {
     std::string model = (dir / "model.onnx").string();
     if (!fs::exists(model)) continue;
     std::vector<std::string> names;
+    std::vector<int32_t> declared;
     {
       onnx::ModelProto m;
       std::ifstream in(model, std::ios::binary);
@@ -57,11 +61,14 @@ Outcome import_all(const std::string &sub) {
         std::set<std::string> inits;
         for (const auto &t : m.graph().initializer()) inits.insert(t.name());
         for (const auto &i : m.graph().input())
-          if (!inits.count(i.name())) names.push_back(i.name());
+          if (!inits.count(i.name())) {
+            names.push_back(i.name());
+            declared.push_back(i.type().tensor_type().elem_type());
+          }
       }
     }
     try {
-      import_onnx(model, options_for(dir, names));
+      import_onnx(model, options_for(dir, names, declared));
       ++r.ok;
     } catch (const UserError &e) {
       if (e.exit_code() == 2) ++r.unsupported;

@@ -214,4 +214,33 @@ for name, make in optims.items():
         opt.step()
         emit(f"{name}.p{i + 1}", p.detach())
 
+# Pad modes (numpy.pad's edge and reflect, which ONNX's Pad follows), with a negative pad that crops.
+pad_x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+emit("pad.x", pad_x)
+for mode in ("edge", "reflect"):
+    padded = np.pad(pad_x.astype(np.float64), ((1, 2), (0, 0), (3, 4)), mode=mode)  # pads [1,0,3, 2,0,4]
+    emit(f"pad.{mode}", padded[:, 1:, :])  # then crop one row of dim 1 at the front: pads [1,-1,3, 2,0,4]
+
+# Narrow types: numpy's uint8/int8 arithmetic wraps; float16 arithmetic rounds each result to nearest even.
+u8a = rng.integers(0, 256, 12).astype(np.uint8)
+u8b = rng.integers(0, 256, 12).astype(np.uint8)
+u8b[u8b == 0] = 1
+emit("u8.a", u8a)
+emit("u8.b", u8b)
+for name, fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
+    emit(f"u8.{name}", fn(u8a, u8b))
+emit("u8.div", u8a // u8b)
+i8a = rng.integers(-128, 128, 12).astype(np.int8)
+i8b = rng.integers(-128, 128, 12).astype(np.int8)
+emit("i8.a", i8a)
+emit("i8.b", i8b)
+emit("i8.add", i8a + i8b)
+emit("i8.mul", i8a * i8b)
+h_a = (rng.standard_normal(16) * 100).astype(np.float16)
+h_b = (rng.uniform(0.05, 3, 16) * rng.choice([-1, 1], 16)).astype(np.float16)
+emit("f16.a", h_a)
+emit("f16.b", h_b)
+for name, fn in (("add", np.add), ("mul", np.multiply), ("div", np.divide)):
+    emit(f"f16.{name}", fn(h_a, h_b))
+
 print("\n".join(lines))

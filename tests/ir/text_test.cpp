@@ -1,6 +1,8 @@
 // The IR text form: print(parse(x)) == x, and parse errors name the line and the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -40,6 +42,28 @@ TEST(IrText, RoundTripIsExact) {
   EXPECT_EQ(print_graph(g), kText);
   Graph again = parse_graph(print_graph(g));
   EXPECT_EQ(print_graph(again), kText);
+}
+
+// Constants of the narrow types print their exact values and read back to the same bytes: halves and bfloat16 in
+// float's shortest round-trip form, u64 above 2^63 unsigned.
+TEST(IrText, NarrowDTypesRoundTrip) {
+  const char *text = R"(graph narrow
+tensor h f16[4] constant = [1.0,-65504.0,5.9604645e-08,0.099975586]
+tensor b bf16[2] constant = [1.0078125,-3.3895314e+38]
+tensor i8 i8[2] constant = [-128,127]
+tensor i16 i16[2] constant = [-32768,32767]
+tensor u8 u8[2] constant = [0,255]
+tensor u16 u16[1] constant = [65535]
+tensor u32 u32[1] constant = [4294967295]
+tensor u64 u64[2] constant = [18446744073709551615,1]
+tensor y f16[4] activation
+op Cast_0 Cast forward (u8) -> (y) {to="f16"}
+)";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(print_graph(g), text);
+  EXPECT_EQ(g.tensor(*g.find_tensor("h")).data.size(), 8u);
+  EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("h")))[2], std::ldexp(1.0, -24));
+  EXPECT_EQ(data_as_ints(g.tensor(*g.find_tensor("u64")))[0], -1);  // all bits set
 }
 
 TEST(IrText, ParsesStructure) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# What the interpreter runs but code generation cannot: `cleave compile` refuses it with one `error: ` line naming the
+# tensor or node, exits non-zero and writes no bundle. A float16 tensor (the runtime has f32/f64/i64/i32/bool
+# buffers only) and an edge-mode Pad (the CPU pad kernel is constant-mode only); `cleave eval` runs both models. An
+# edge-mode Pad that the loss's gradient flows through is refused by autodiff, in eval as in compile.
+# Usage: codegen_refusals.sh CLEAVE_BINARY SOURCE_DIR
+set -u
+cleave=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 - "$work" <<'PY' || { echo "cannot generate models"; exit 1; }
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+
+
+def save(nodes, w_cols, name):
+    # x [2,4] -> nodes -> "h" [2,w_cols] -> Gemm -> SoftmaxCrossEntropyLoss with labels y.
+    w = numpy_helper.from_array(np.linspace(-1, 1, 3 * w_cols, dtype=np.float32).reshape(3, w_cols), "w")
+    pads = numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")
+    nodes = nodes + [helper.make_node("Gemm", ["h", "w"], ["logits"], name="fc", transB=1),
+                     helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y"], ["loss"], name="sce")]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+                                            helper.make_tensor_value_info("y", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w, pads])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    with open(f"{out}/{name}.onnx", "wb") as f:
+        f.write(model.SerializeToString())
+
+
+save([helper.make_node("Cast", ["x"], ["x_half"], name="to_half", to=TensorProto.FLOAT16),
+      helper.make_node("Cast", ["x_half"], ["h"], name="to_float", to=TensorProto.FLOAT)], 4, "half")
+save([helper.make_node("Pad", ["x", "pads"], ["h"], name="pad_edge", mode="edge")], 6, "edge_pad")
+# Edge padding on the logits: the loss's gradient flows through it, which autodiff does not support.
+w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "w")
+pads = numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")
+graph = helper.make_graph(
+    [helper.make_node("Gemm", ["x", "w"], ["z"], name="fc", transB=1),
+     helper.make_node("Pad", ["z", "pads"], ["logits"], name="pad_logits", mode="edge"),
+     helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "y"], ["loss"], name="sce")], "edge_pad_grad",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+     helper.make_tensor_value_info("y", TensorProto.INT64, [2])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w, pads])
+with open(f"{out}/edge_pad_grad.onnx", "wb") as f:
+    f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]).SerializeToString())
+np.save(f"{out}/x.npy", np.arange(8, dtype=np.float32).reshape(2, 4) / 8)
+np.save(f"{out}/y.npy", np.array([0, 2], np.int64))
+PY
+failures=0
+
+# expect NAME FRAGMENT MODEL [COMMAND...]: compile (or COMMAND) must fail with exactly one stderr line,
+# `error: ...FRAGMENT...`, and leave no bundle.
+expect() {
+  local name=$1 fragment=$2 model=$3 problem=""
+  shift 3
+  rm -rf "$work/bundle"
+  if [ $# -eq 0 ]; then set -- compile "$model" --planner data --devices 2 -o "$work/bundle"; fi
+  "$cleave" "$@" >"$work/out" 2>"$work/err"
+  local code=$?
+  if [ "$code" -eq 0 ]; then problem="exit code 0"
+  elif [ "$(wc -l <"$work/err")" -ne 1 ]; then problem="$(wc -l <"$work/err") lines on stderr, want 1"
+  elif ! grep -q "^error: " "$work/err"; then problem="stderr does not start with 'error: '"
+  elif ! grep -qF -- "$fragment" "$work/err"; then problem="stderr lacks '$fragment'"
+  elif [ -e "$work/bundle" ]; then problem="a bundle was left behind"
+  fi
+  if [ -n "$problem" ]; then
+    echo "FAIL $name: $problem"
+    sed 's/^/    stderr: /' "$work/err" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/err")"
+  fi
+}
+
+expect float16 'tensor "x_half" has dtype f16, which code generation does not support' "$work/half.onnx"
+expect edge_pad 'op "pad_edge" (Pad): edge-mode padding has no CPU kernel' "$work/edge_pad.onnx"
+expect edge_pad_gradient 'op "pad_logits" (Pad): the gradient of edge-mode padding is not supported' \
+  "$work/edge_pad_grad.onnx" eval "$work/edge_pad_grad.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 2 --steps 1
+
+# The same models are valid: the reference interpreter trains them.
+for m in half edge_pad; do
+  if ! "$cleave" eval "$work/$m.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 2 --steps 1 \
+      --save-model "$work/$m.trained.onnx" >"$work/out" 2>"$work/err"; then
+    echo "FAIL eval $m:"; sed 's/^/    /' "$work/err" | head -5
+    failures=$((failures + 1))
+  else
+    echo "ok   eval $m"
+  fi
+done
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]
