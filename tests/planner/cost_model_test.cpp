@@ -50,15 +50,34 @@ std::string ints(const std::vector<int> &v) {
   return s + "]";
 }
 
-/** Per rank, the communication codegen emitted, one line per call. */
-std::vector<std::vector<std::string>> lowered_comm(const codegen::Lowered &l) {
+/** Per rank, the communication codegen emitted, one line per call; with `kernels`, only the exchanges inside synced
+ *  kernels (the runtime's BatchNorm forward all-reduces C then 2C floats, its gradient 2C, a loss's weight total one
+ *  and the forward loss one more: runtime/cpu/norm.cpp, loss.cpp), else only the lowering's calls. */
+std::vector<std::vector<std::string>> lowered_comm(const codegen::Lowered &l, bool kernels = false) {
   std::vector<std::vector<std::string>> out(l.ranks.size());
+  static const std::regex synced(R"(rt::(batch_norm_train_forward_synced|batch_norm_backward_synced|loss_weight_total_synced|all_reduce_sum)\(G(\d+), (?:\d+, \d+, (\d+)|[^\n]*, 1\);|))");
   static const std::regex coll(R"(^rt::(all_reduce_sum|reduce_scatter_sum|all_gather|all_to_all)\(G(\d+), .*, (\d+)\);$)");
   static const std::regex transfer(R"(\{rt::Transfer::(send|recv), (\d+), [^,]*, (\d+)\})");
   for (const auto &prog : l.ranks)
     for (const auto &instr : prog.step) {
       std::smatch m;
       const std::string &c = instr.code;
+      if (kernels) {
+        if (c.rfind("// ", 0) != 0) continue;
+        for (auto it = std::sregex_iterator(c.begin(), c.end(), synced); it != std::sregex_iterator(); ++it) {
+          std::string fn = (*it)[1], group = ints(l.groups[std::stoul((*it)[2])]);
+          if (fn == "batch_norm_train_forward_synced") {
+            int64_t ch = std::stoll((*it)[3]);
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(ch));
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(2 * ch));
+          } else if (fn == "batch_norm_backward_synced") {
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(2 * std::stoll((*it)[3])));
+          } else {
+            out[prog.rank].push_back("sync " + group + " 1");
+          }
+        }
+        continue;
+      }
       if (std::regex_match(c, m, coll)) {
         std::string kind = m[1];
         if (kind == "all_reduce_sum") kind = "all_reduce";
@@ -75,10 +94,10 @@ std::vector<std::vector<std::string>> lowered_comm(const codegen::Lowered &l) {
 }
 
 /** The same lines from the cost model's events (kernel-internal sync exchanges are not lowering calls). */
-std::vector<std::vector<std::string>> predicted_comm(const Communication &c, int devices) {
+std::vector<std::vector<std::string>> predicted_comm(const Communication &c, int devices, bool kernels = false) {
   std::vector<std::vector<std::string>> out(static_cast<size_t>(devices));
   for (const CommEvent &e : c.events) {
-    if (e.kind == CommEvent::Kind::sync) continue;
+    if ((e.kind == CommEvent::Kind::sync) != kernels) continue;
     if (e.kind == CommEvent::Kind::send_recv) {
       std::vector<std::string> lines(static_cast<size_t>(devices), "send_recv");
       std::vector<bool> any(static_cast<size_t>(devices), false);
@@ -126,17 +145,22 @@ std::vector<Case> cases() {
 }
 
 TEST(CostModel, CommunicationMatchesCodegen) {
-  int checked = 0;
+  int checked = 0, synced_checked = 0;
   for (const Case &c : cases()) {
     SCOPED_TRACE(c.name);
     codegen::Lowered l = codegen::lower(c.g, c.p);
-    auto want = lowered_comm(l);
-    auto got = predicted_comm(derive_communication(c.g, c.p), c.p.devices);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t r = 0; r < want.size(); ++r) EXPECT_EQ(got[r], want[r]) << "rank " << r;
-    checked += static_cast<int>(want[0].size());
+    Communication comm = derive_communication(c.g, c.p);
+    for (bool kernels : {false, true}) {
+      auto want = lowered_comm(l, kernels);
+      auto got = predicted_comm(comm, c.p.devices, kernels);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t r = 0; r < want.size(); ++r) EXPECT_EQ(got[r], want[r]) << "rank " << r << " kernels " << kernels;
+      (kernels ? synced_checked : checked) += static_cast<int>(want[0].size());
+    }
   }
   EXPECT_GT(checked, 20);  // the cases do communicate
+  EXPECT_GT(synced_checked, 4);  // and split synced kernels (the loss, BatchNorm)
+  std::printf("rank 0: %d lowering calls, %d synced-kernel exchanges compared\n", checked, synced_checked);
 }
 
 // Memory relation checked (stated in planner/cost_model.h): persistent bytes are exact; the peak estimate counts the
