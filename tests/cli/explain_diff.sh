@@ -77,6 +77,11 @@ fi
   || fail "$(cat "$work/err")"
 [ ! -s "$work/out" ] || fail "--check printed the plan"
 
+# compile --topology prints the same prediction as explain.
+"$cleave" compile "$mlp" --batch 16 --plan "$col_plan" --topology k80x8 -o "$work/bundle" 2>"$work/err"
+grep -qx 'predicted on k80x8: step 1.033e-05 s, comm 2048 bytes, peak memory 17264 bytes per device' "$work/err" \
+  || fail "compile: $(cat "$work/err")"
+
 # Bad input: one error line each.
 expect_error() {  # expect_error EXPECTED_LINE COMMAND...
   local want=$1
@@ -92,6 +97,9 @@ expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" plan "$mlp" --batch 16 --topology "$work/t.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" diff "$data_plan" "$col_plan" --model "$mlp" --batch 16 --topology "$work/t.json"
+expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
+  "$cleave" compile "$mlp" --batch 16 --topology "$work/t.json" -o "$work/bundle2"
+[ ! -e "$work/bundle2" ] || fail "compile with a bad topology wrote a bundle"
 expect_error 'error: unknown topology "dgx" (presets: h100x8, k80x8, p100-4x4, v100-2x8; or a .json file)' \
   "$cleave" explain "$mlp" --batch 16 --topology dgx
 expect_error "error: $work/none.json: cannot open topology file" \

@@ -221,6 +221,35 @@ TEST(CostModel, DataPlanBytesAndSecondsFromFormulas) {
   }
 }
 
+TEST(CostModel, GroupsUseTheSlowestLevelTheySpan) {
+  // p100-4x4: devices 0-3 share a node (NVLink 20 GB/s, 5 µs), 0-7 span two nodes (InfiniBand 12.5 GB/s, 10 µs).
+  Topology t = preset_topology("p100-4x4");
+  Graph g = training_graph("mlp.onnx", 16);
+  for (int p : {4, 8}) {
+    SCOPED_TRACE(p);
+    CostReport r = estimate_cost(g, make_plan(g, "data", p), t);
+    size_t level = p == 4 ? 0 : 1;
+    EXPECT_EQ(r.comm_bytes_per_level[level], r.comm_bytes);
+    EXPECT_GT(r.comm_bytes, 0);
+    const Level &l = t.levels[level];
+    double seconds = 0;
+    for (const Tensor &tensor : g.tensors())
+      if (tensor.role == Role::param) seconds += all_reduce_seconds(num_elements(tensor.shape) * 4.0, p, l.bandwidth, l.latency);
+    seconds += 3 * all_reduce_seconds(4, p, l.bandwidth, l.latency);  // the loss kernels' syncs
+    EXPECT_NEAR(r.devices[0].comm_seconds, seconds, 1e-12);
+  }
+  // A shared level (k80x8's PCIe) divides its bandwidth among the p senders of a collective.
+  Topology k80 = preset_topology("k80x8");
+  EXPECT_NEAR(estimate_cost(g, make_plan(g, "data", 4), k80).devices[0].comm_seconds,
+              [&] {
+                double s = 0;
+                for (const Tensor &tensor : g.tensors())
+                  if (tensor.role == Role::param) s += all_reduce_seconds(num_elements(tensor.shape) * 4.0, 4, 2.1e10 / 4, 1e-5);
+                return s + 3 * all_reduce_seconds(4, 4, 2.1e10 / 4, 1e-5);
+              }(),
+              1e-12);
+}
+
 TEST(CostModel, FlopsFromDescriptions) {
   Topology t = preset_topology("k80x8");
   Graph g = training_graph("cnn.onnx", 16);

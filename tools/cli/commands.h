@@ -53,7 +53,7 @@ struct PlanSource {
   plan::Plan make(const Graph &g) const;
 };
 void add_plan_source_options(CLI::App &app, PlanSource &src);
-/** --topology NAME|FILE (planner/topology.h). */
+/** --topology NAME|FILE (planner/topology.h); `topology`'s value on entry is the default (empty: none). */
 void add_topology_option(CLI::App &app, std::string &topology);
 
 Command add_ir_command(CLI::App &app);

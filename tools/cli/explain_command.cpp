@@ -160,7 +160,7 @@ plan::Plan PlanSource::make(const Graph &g) const {
 void add_topology_option(CLI::App &app, std::string &topology) {
   app.add_option("--topology", topology,
                  "machine to cost the plan on: a preset (k80x8, p100-4x4, v100-2x8, h100x8) or a JSON file "
-                 "(models/topologies/); default k80x8");
+                 "(models/topologies/)" + std::string(topology.empty() ? "" : "; default " + topology));
 }
 
 Command add_explain_command(CLI::App &app) {
