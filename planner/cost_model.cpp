@@ -193,42 +193,24 @@ class Estimator {
 
   /** Live bytes per device over program positions 0..ops (the end), by difference arrays. */
   void memory(const Communication &comm) {
-    int end = g_.num_ops();
-    std::vector<int> last_read(static_cast<size_t>(g_.num_tensors()), -1);
-    for (OpId o = 0; o < g_.num_ops(); ++o)
-      for (TensorId t : g_.op(o).inputs)
-        if (t != kNoTensor) last_read[t] = o;
-    auto keep_to_end = [&](TensorId t) { last_read[t] = end; };
-    if (g_.loss != kNoTensor) keep_to_end(g_.loss);
-    for (TensorId t : g_.outputs) keep_to_end(t);
-    for (const Assign &a : g_.assigns) keep_to_end(a.src), keep_to_end(a.dst);
+    int end = 2 * g_.num_ops();  // two positions per op (StepBuffer)
     std::vector<std::vector<int64_t>> delta(r_.devices.size(), std::vector<int64_t>(static_cast<size_t>(end) + 2, 0));
     auto live = [&](int rank, int from, int to, int64_t bytes) {
       delta[rank][from] += bytes;
       delta[rank][std::max(from, to) + 1] -= bytes;
     };
-    std::map<std::pair<int, TensorId>, int> released;
-    for (const auto &[r, t, at] : comm.released) released[{r, t}] = at;
     for (const auto &te : p_.tensors) {
-      TensorId t = *g_.find_tensor(te.name);
-      const Tensor &tensor = g_.tensor(t);
-      bool persistent = tensor.producer == kNoOp && tensor.role != Role::input && tensor.role != Role::label;
-      int from = tensor.producer == kNoOp ? 0 : tensor.producer;
+      const Tensor &tensor = g_.tensor(*g_.find_tensor(te.name));
+      if (tensor.producer != kNoOp || tensor.role == Role::input || tensor.role == Role::label) continue;
       for (size_t i = 0; i < te.sharding.devices.size(); ++i) {
         int r = te.sharding.devices[i];
         int64_t b = std::max<int64_t>(box_elems(shard_region(tensor.shape, te.sharding, static_cast<int64_t>(i))), 1) *
                     dtype_size(tensor.dtype);
-        if (persistent) {
-          r_.devices[r].persistent_bytes += b;
-          live(r, 0, end, b);
-          continue;
-        }
-        auto rel = released.find({r, t});
-        live(r, from, rel != released.end() ? rel->second : std::max(last_read[t], from), b);
+        r_.devices[r].persistent_bytes += b;
+        live(r, 0, end, b);
       }
     }
-    for (const CommBuffer &b : comm.buffers)
-      live(b.rank, b.at, b.tensor == kNoTensor ? b.at : std::max(last_read[b.tensor], b.at), b.bytes);
+    for (const StepBuffer &b : comm.buffers) live(b.rank, b.at, b.until, b.bytes);
     for (size_t r = 0; r < r_.devices.size(); ++r) {
       int64_t cur = 0, peak = 0;
       for (int pos = 0; pos <= end; ++pos) peak = std::max(peak, cur += delta[r][pos]);

@@ -21,12 +21,14 @@
 // descriptions' FLOPs restricted to the device's var ranges.
 // Step time: per device, the sum of compute and communication in program order (v1 models no overlap of compute
 // with communication, no kernel launch cost and no contention between concurrent collectives), max over devices.
-// Memory: per device, the peak over the op order of live bytes: persistent shards (params, optimizer state,
-// constants) always; data, activations and gradients from their producer (step start for data) to their last
-// reader (the end for the loss, graph outputs and assign sources); assembled input boxes to the tensor's last
-// reader; packing and receive buffers during their op. Not counted: kernel scratch, codegen's 64-byte alignment
-// and arena fragmentation, and fusion (a fused elementwise intermediate takes no memory in the bundle but counts
-// here), so this is an estimate of the bundle's arena, not a bound on it.
+// Memory: per device, the peak of live bytes over program positions (two per op: its communication, then its
+// kernel): persistent shards (params, optimizer state, constants) always; every other buffer codegen would hold
+// (Communication::buffers) over the positions it holds it: a shard from its producer (step start for data) to its
+// last direct use (the end for the loss and assign sources), an assembled input box until the last op reading that
+// same box, packing and receive buffers during their op's communication. Codegen's own liveness is per instruction,
+// so its max live bytes are at most this estimate (equal on the data plans; tests/planner/cost_model_test.cpp), and
+// the bundle's arena (manifest.json's peak_memory_bytes) is at least its max live bytes (64-byte alignment, first-fit
+// fragmentation). Not modelled: kernel scratch, and elementwise fusion (a fused intermediate is never stored).
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -61,22 +63,21 @@ struct CommEvent {
 
 std::string_view comm_kind_name(CommEvent::Kind k);
 
-/** A buffer the communication needs on one rank, for the memory estimate. */
-struct CommBuffer {
+/** A buffer of one rank's step other than persistent state (a tensor's shard, an assembled input box, a packing or
+ *  receive buffer), live over program positions [at, until]: op o's communication is position 2o, its kernel 2o+1,
+ *  the end of the step 2·(op count). */
+struct StepBuffer {
   int rank = 0;
-  /** Program position: op id, or the op count for the end of the step. */
-  int at = 0;
+  int at = 0, until = 0;
   int64_t bytes = 0;
-  /** Holds this tensor's box until its last reader; kNoTensor: needed during `at` only. */
-  TensorId tensor = kNoTensor;
 };
 
 struct Communication {
   std::vector<CommEvent> events;  // program order
-  std::vector<CommBuffer> buffers;
-  /** (rank, tensor, position): the rank's whole partial buffer of the tensor is dead after that position (it was
-   *  reduce-scattered into a block, counted in `buffers`). */
-  std::vector<std::tuple<int, TensorId, int>> released;
+  /** Every non-persistent buffer the replayed program holds, with codegen's lifetimes: a tensor's shard lives from
+   *  its producer to its last direct use (read in place, or as the source of a copy, collective or send), not to
+   *  its last reader, which may read an assembled copy instead. */
+  std::vector<StepBuffer> buffers;
 };
 
 /** Every communication of one training step under `p` (which must pass validate_plan), in program order. */

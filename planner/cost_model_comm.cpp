@@ -134,6 +134,11 @@ std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<de
   return out;
 }
 
+constexpr size_t kNone = static_cast<size_t>(-1);
+/** Each op has two program positions: its communication (and the copies that assemble its inputs), then its kernel,
+ *  so a buffer that only communication touches does not overlap the op's outputs, as in codegen's instruction order. */
+constexpr int kComm = 0, kKernel = 1;
+
 class Replay {
  public:
   Replay(const Graph &g, const Plan &p) : g_(g) {
@@ -149,13 +154,27 @@ class Replay {
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
       if (g_.tensor(t).producer != kNoOp) continue;
       const Sharding &s = *sharding_[t];
-      for (size_t i = 0; i < s.devices.size(); ++i)
-        owned_[t].push_back({s.devices[i], shard_region(g_.tensor(t).shape, s, static_cast<int64_t>(i))});
+      const Tensor &tensor = g_.tensor(t);
+      bool data = tensor.role == Role::input || tensor.role == Role::label;
+      for (size_t i = 0; i < s.devices.size(); ++i) {
+        Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
+        size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(elems(box), 1))) : kNone;
+        owned_[t].push_back({s.devices[i], box, buf});
+      }
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) op(o);
     // [finish_step] partial tensors nobody read are all-reduced, in tensor order.
     at_ = g_.num_ops();
     for (TensorId t : std::vector<TensorId>(pending_.begin(), pending_.end())) resolve_partial(t, {});
+    // [finish_step] rank 0 logs the loss; each holder of an assign's destination copies the source's shard.
+    if (g_.loss != kNoTensor) use(owned_by(g_.loss, 0));
+    for (const Assign &a : g_.assigns)
+      for (int r : sharding_[a.dst]->devices) {
+        const Owned *have = nullptr;
+        for (const auto &ow : owned_[a.src])
+          if (ow.rank == r) have = &ow;
+        use(have);
+      }
     return std::move(out_);
   }
 
@@ -163,7 +182,17 @@ class Replay {
   struct Owned {
     int rank;
     Box box;
+    /** Its buffer in out_.buffers; kNone for persistent state. */
+    size_t buf;
   };
+
+  /** The shard's buffer is used at this position. */
+  void use(const Owned *ow, int phase = kComm) {
+    if (ow && ow->buf != kNone) out_.buffers[ow->buf].until = std::max(out_.buffers[ow->buf].until, pos(phase));
+  }
+
+  /** Program position of the current op's communication (kComm) or kernel (kKernel). */
+  int pos(int phase) const { return 2 * at_ + phase; }
 
   const Owned *owned_by(TensorId t, int r) const {
     for (const auto &ow : owned_[t])
@@ -173,7 +202,26 @@ class Replay {
 
   int64_t bytes(TensorId t, int64_t n) const { return n * dtype_size(g_.tensor(t).dtype); }
 
-  void buffer(int rank, int64_t bytes, TensorId keep = kNoTensor) { out_.buffers.push_back({rank, at_, bytes, keep}); }
+  /** A buffer needed at this position only; returns its index. */
+  size_t buffer(int rank, int64_t bytes, int phase = kComm) {
+    out_.buffers.push_back({rank, pos(phase), pos(phase), bytes});
+    return out_.buffers.size() - 1;
+  }
+
+  /** Records an assembled box (rank, tensor, box) held in buffer `index`; false if it was assembled before, which
+   *  extends that buffer's life to this position instead. */
+  bool assemble(int r, TensorId t, const std::string &box, size_t index) {
+    auto [it, fresh] = assembled_.emplace(std::make_tuple(r, t, box), index);
+    out_.buffers[it->second].until = pos(kKernel);  // the kernel reads it
+    return fresh;
+  }
+
+  bool assembled(int r, TensorId t, const std::string &box) {
+    auto it = assembled_.find({r, t, box});
+    if (it == assembled_.end()) return false;
+    out_.buffers[it->second].until = pos(kKernel);
+    return true;
+  }
 
   CommEvent event(CommEvent::Kind kind, TensorId t, std::vector<int> group, int64_t count) {
     CommEvent e;
@@ -206,16 +254,17 @@ class Replay {
           bool in_order = concatenates(blocks, whole);
           for (size_t m = 0; m < members.size(); ++m) {
             int r = members[m];
+            use(owned_by(t, r));
             if (!in_order) buffer(r, bytes(t, elems(whole)));
-            buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)), t);
-            out_.released.emplace_back(r, t, at_);
+            size_t mine = buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)));
             for (auto &ow : owned_[t])
-              if (ow.rank == r) ow.box = blocks[m];
+              if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
           }
           continue;
         }
         out_.events.push_back(
             event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(elems(owned_by(t, members[0])->box), 1)));
+        for (int r : members) use(owned_by(t, r));
       }
     }
   }
@@ -227,7 +276,7 @@ class Replay {
     for (const auto &[r, want] : wants) {
       const Owned *mine = owned_by(t, r);
       if (mine && contains(mine->box, want)) continue;
-      if (assembled_.count({r, t, box_str(want)})) continue;
+      if (assembled(r, t, box_str(want))) continue;
       if (std::count_if(owned_[t].begin(), owned_[t].end(), [&](const Owned &ow) { return ow.rank == r; }) != 1)
         continue;
       ranks.push_back(r);
@@ -243,9 +292,9 @@ class Replay {
       out_.events.push_back(event(CommEvent::Kind::all_gather, t, members, elems(blocks[0])));
       bool in_order = concatenates(blocks, want);
       for (int r : members) {
-        buffer(r, bytes(t, elems(want)), t);
+        use(owned_by(t, r));
+        assemble(r, t, key, buffer(r, bytes(t, elems(want))));
         if (!in_order) buffer(r, bytes(t, elems(want)));
-        assembled_.insert({r, t, key});
         served.insert(r);
       }
     }
@@ -262,9 +311,9 @@ class Replay {
     out_.events.push_back(event(CommEvent::Kind::all_to_all, t, rest, count));
     int64_t n = static_cast<int64_t>(rest.size());
     for (size_t i = 0; i < rest.size(); ++i) {
+      use(owned_by(t, rest[i]));
       buffer(rest[i], 2 * bytes(t, n * count));
-      buffer(rest[i], bytes(t, elems(wanted[i])), t);
-      assembled_.insert({rest[i], t, box_str(wanted[i])});
+      assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, elems(wanted[i]))));
     }
   }
 
@@ -296,10 +345,16 @@ class Replay {
         const Owned *mine = nullptr;
         for (const auto &ow : owned_[t])
           if (ow.rank == r) mine = &ow;
-        if (mine && mine->box == want) continue;
-        if (!assembled_.insert({r, t, box_str(want)}).second) continue;
-        buffer(r, bytes(t, std::max<int64_t>(elems(want), 1)), t);
-        if (mine && contains(mine->box, want)) continue;
+        if (mine && mine->box == want) {
+          use(mine, kKernel);
+          continue;
+        }
+        if (assembled(r, t, box_str(want))) continue;
+        assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(elems(want), 1))));
+        if (mine && contains(mine->box, want)) {
+          use(mine);
+          continue;
+        }
         std::vector<const Owned *> chosen;
         for (const auto &ow : owned_[t]) {
           if (box_empty(intersect(ow.box, want)) && !want.empty()) continue;
@@ -310,6 +365,7 @@ class Replay {
             *same = &ow;
         }
         for (const Owned *ow : chosen) {
+          use(ow);
           if (ow->rank == r) continue;
           Box part = want.empty() ? Box{} : intersect(ow->box, want);
           int64_t n = elems(part);
@@ -323,8 +379,11 @@ class Replay {
     sync(op, descs, config);
     for (size_t i = 0; i < config.devices.size(); ++i) {
       int r = config.devices[i];
-      for (TensorId t : op.outputs)
-        if (t != kNoTensor) owned_[t].push_back({r, shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i))});
+      for (TensorId t : op.outputs) {
+        if (t == kNoTensor) continue;
+        Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
+        owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(elems(box), 1)), kKernel)});
+      }
     }
     for (TensorId t : op.outputs)
       if (t != kNoTensor && is_partial(*sharding_[t])) pending_.insert(t);
@@ -373,7 +432,8 @@ class Replay {
   std::vector<const Sharding *> sharding_;
   std::vector<const ParallelConfig *> config_;
   std::vector<std::vector<Owned>> owned_;
-  std::set<std::tuple<int, TensorId, std::string>> assembled_;
+  /** (rank, tensor, box) assembled this step -> its buffer in out_.buffers. */
+  std::map<std::tuple<int, TensorId, std::string>, size_t> assembled_;
   std::set<TensorId> pending_;
   int at_ = 0;
   Communication out_;

@@ -10,8 +10,10 @@
 #    2 ranks, each sending 2(p-1)/p = 1x the param bytes, 4 x (32*64 + 32 + 10*32 + 10) = 9640, plus the loss kernels'
 #    three one-float syncs (12 bytes), on each of the 2 ranks.
 #  - FLOPs per op: the op descriptions' count (`cleave describe`), summed over the op's devices.
-#  Memory and seconds are the cost model's own (its memory is compared with codegen's arena and its communication
-#  with the lowered programs, call by call, in tests/planner/cost_model_test.cpp).
+#  - peak_memory_bytes [16024, 16020] (mlp_col_2) and 27480 (data): the max over instructions of the bytes of the
+#    buffers codegen's programs hold live (tests/planner/cost_model_test.cpp computes that from the lowered programs
+#    and checks the estimate equals it on these plans; the arena adds alignment and fragmentation).
+#  Seconds are the cost model's own (alpha-beta and roofline from the topology's numbers).
 set -eu
 cleave=$1
 src=$2
@@ -37,7 +39,7 @@ python3 - "$work/a.json" <<'PY' || fail "json totals"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["comm_bytes"] == 2048 and r["comm_bytes_per_level"] == {"pcie": 2048}, r["comm_bytes"]
-assert r["peak_memory_bytes"] == [17264, 17264], r["peak_memory_bytes"]
+assert r["peak_memory_bytes"] == [16024, 16020], r["peak_memory_bytes"]
 assert sum(o["comm_bytes"] for o in r["ops"]) + r["end_comm_bytes"] == r["comm_bytes"]
 assert sum(d["flops"] for d in r["per_device"]) == r["flops"] == sum(o["flops"] for o in r["ops"])
 PY
@@ -60,9 +62,9 @@ rc=0
 [ "$(cat "$work/err")" = 'error: --fail-on: comm_bytes grew +842.58% (limit +5.00%)' ] || fail "$(cat "$work/err")"
 if "$cleave" diff "$col_plan" "$data_plan" --model "$mlp" --batch 16 --fail-on comm=+900%,memory=+10% >/dev/null \
     2>"$work/err"; then
-  fail "memory growth of +59% passed --fail-on memory=+10%"
+  fail "memory growth of +71% passed --fail-on memory=+10%"
 fi
-[ "$(cat "$work/err")" = 'error: --fail-on: peak_memory_bytes grew +59.18% (limit +10.00%)' ] || fail "$(cat "$work/err")"
+[ "$(cat "$work/err")" = 'error: --fail-on: peak_memory_bytes grew +71.49% (limit +10.00%)' ] || fail "$(cat "$work/err")"
 
 # plan --check: the planner's output against a committed plan.
 "$cleave" plan "$mlp" --devices 2 --batch 16 --check "$data_plan" || fail "--check rejected the golden plan"
@@ -79,7 +81,7 @@ fi
 
 # compile --topology prints the same prediction as explain.
 "$cleave" compile "$mlp" --batch 16 --plan "$col_plan" --topology k80x8 -o "$work/bundle" 2>"$work/err"
-grep -qx 'predicted on k80x8: step 1.033e-05 s, comm 2048 bytes, peak memory 17264 bytes per device' "$work/err" \
+grep -qx 'predicted on k80x8: step 1.033e-05 s, comm 2048 bytes, peak memory 16024 bytes per device' "$work/err" \
   || fail "compile: $(cat "$work/err")"
 
 # Bad input: one error line each.

@@ -6,7 +6,7 @@
 //    partial over the p devices and all-reduced once, so each device sends 2(p-1)/p of the param bytes;
 //  - FLOPs: an unsplit plan's total equals describe::op_flops summed over the ops; a batch split divides a Gemm's;
 //  - memory: the persistent bytes equal the persistent buffers codegen allocates, and the peak estimate is within
-//    the stated bounds of the bundle's arena (the manifest's peak_memory_bytes), see MemoryVsArena.
+//    the stated bounds of the max live bytes of codegen's buffers, the floor of the bundle's arena (MemoryVsArena).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -163,28 +163,37 @@ TEST(CostModel, CommunicationMatchesCodegen) {
   std::printf("rank 0: %d lowering calls, %d synced-kernel exchanges compared\n", checked, synced_checked);
 }
 
-// Memory relation checked (stated in planner/cost_model.h): persistent bytes are exact; the peak estimate counts the
-// same live tensors at op granularity, but counts fused elementwise intermediates the bundle never stores (an
-// overestimate, up to 1.57x on the spatial CNN plans) and not the arena's alignment and first-fit fragmentation (an
-// underestimate, down to 0.70x on mlp_col_2); the test holds every rank of these plans to [0.6, 1.6] of the arena
-// (the ratios are printed).
+// Memory relation checked (stated in planner/cost_model.h). From the lowered programs, independently of the cost
+// model: each rank's max over instructions of the bytes of its live buffers (codegen's liveness, no alignment), the
+// floor of the arena it plans (manifest.json's peak_memory_bytes). The estimate replays the same buffers at two
+// positions per op (communication, kernel), a coarser clock, so it can only be at or above that floor: it must lie
+// in [floor, 1.25 x floor] (observed: equal on the data/single plans and the MLP hand plans but mlp_col_4 (+2%),
+// up to +20% on the spatial CNN plans, whose halo packing buffers overlap at op granularity). Persistent bytes are
+// exact.
 TEST(CostModel, MemoryVsArena) {
   Topology t = preset_topology("h100x8");
   for (const Case &c : cases()) {
     SCOPED_TRACE(c.name);
     codegen::Lowered l = codegen::lower(c.g, c.p);
     CostReport r = estimate_cost(c.g, c.p, t);
+    bool exact = c.name.find("_data_") != std::string::npos || c.name.rfind("mlp_", 0) == 0;
     for (const auto &prog : l.ranks) {
       int64_t persistent = 0;
-      for (const auto &b : prog.buffers)
+      std::vector<int64_t> live(prog.step.size() + 1, 0);
+      for (const auto &b : prog.buffers) {
         if (b.persistent) persistent += b.bytes();
-      EXPECT_EQ(r.devices[prog.rank].persistent_bytes, persistent) << "rank " << prog.rank;
-      double ratio = static_cast<double>(r.devices[prog.rank].peak_memory_bytes) / prog.arena_bytes;
-      std::printf("%-26s rank %d: estimate %lld arena %lld ratio %.3f\n", c.name.c_str(), prog.rank,
-                  static_cast<long long>(r.devices[prog.rank].peak_memory_bytes),
-                  static_cast<long long>(prog.arena_bytes), ratio);
-      EXPECT_GE(ratio, 0.6);
-      EXPECT_LE(ratio, 1.6);
+        for (int i = b.first; b.first >= 0 && i <= b.last; ++i) live[static_cast<size_t>(i)] += b.bytes();
+      }
+      int64_t floor = *std::max_element(live.begin(), live.end());
+      const DeviceCost &d = r.devices[prog.rank];
+      std::printf("%-20s rank %d: estimate %lld, codegen max live %lld, arena %lld\n", c.name.c_str(), prog.rank,
+                  static_cast<long long>(d.peak_memory_bytes), static_cast<long long>(floor),
+                  static_cast<long long>(prog.arena_bytes));
+      EXPECT_EQ(d.persistent_bytes, persistent) << "rank " << prog.rank;
+      EXPECT_LE(floor, prog.arena_bytes);
+      EXPECT_GE(d.peak_memory_bytes, floor) << "rank " << prog.rank;
+      EXPECT_LE(d.peak_memory_bytes, floor * 5 / 4) << "rank " << prog.rank;
+      if (exact && c.name != "mlp_col_4") EXPECT_EQ(d.peak_memory_bytes, floor) << "rank " << prog.rank;
     }
   }
 }
