@@ -2,7 +2,7 @@
 // Cost model v1 (DESIGN §5): what a plan costs on a topology, per device and per op.
 //
 // Communication is derived exactly as codegen/lower.cpp derives it (derive_communication below mirrors its rules;
-// tests/codegen/cost_model_test.cpp checks every collective and transfer against the lowered programs):
+// tests/planner/cost_model_test.cpp checks every collective and transfer against the lowered programs):
 //   - a partial tensor is reduced at its first reader: reduce-scatter when it has one partial axis, is f32, and the
 //     reader's ranks of each partial group want disjoint equal blocks tiling the shard; else all-reduce in place;
 //     partial tensors nobody reads are all-reduced at the end of the step;

@@ -1,5 +1,5 @@
 // derive_communication: the communication codegen/lower.cpp emits, replayed over ownership boxes without emitting
-// code. Every rule here mirrors one of lower.cpp's (named in brackets); tests/codegen/cost_model_test.cpp compares
+// code. Every rule here mirrors one of lower.cpp's (named in brackets); tests/planner/cost_model_test.cpp compares
 // the two on every committed hand plan and the data plans.
 #include <algorithm>
 #include <map>
