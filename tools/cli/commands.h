@@ -9,6 +9,7 @@
 
 #include "ir/autodiff/autodiff.h"
 #include "ir/graph.h"
+#include "planner/plan.h"
 
 namespace cleave::cli {
 
@@ -41,6 +42,20 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
 Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
                           Weights weights = Weights::load);
 
+/** Reads a plan file (planner/plan.h text); UserError naming the file when it cannot be read or parsed. */
+plan::Plan read_plan_file(const std::string &path);
+
+/** Where a command's plan comes from: a --plan file or a --planner over --devices. */
+struct PlanSource {
+  std::string plan_file, planner;
+  int devices = 1;
+  /** The plan for `g`, validated against it. */
+  plan::Plan make(const Graph &g) const;
+};
+void add_plan_source_options(CLI::App &app, PlanSource &src);
+/** --topology NAME|FILE (planner/topology.h); `topology`'s value on entry is the default (empty: none). */
+void add_topology_option(CLI::App &app, std::string &topology);
+
 Command add_ir_command(CLI::App &app);
 Command add_eval_command(CLI::App &app);
 /** `cleave test`: forward passes only, the classifier's accuracy on labelled samples. */
@@ -49,5 +64,9 @@ Command add_describe_command(CLI::App &app);
 Command add_plan_command(CLI::App &app);
 Command add_compile_command(CLI::App &app);
 Command add_run_command(CLI::App &app);
+/** `cleave explain`: the cost model's per-op table and totals for a plan. */
+Command add_explain_command(CLI::App &app);
+/** `cleave diff`: what changed between two plans and the cost totals' deltas, with --fail-on thresholds. */
+Command add_diff_command(CLI::App &app);
 
 }  // namespace cleave::cli

@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
+#include "planner/cost_model.h"
 #include "planner/make_plan.h"
 #include "planner/validate.h"
 #include "tools/cli/commands.h"
@@ -24,6 +25,7 @@ struct CompileArgs {
   std::string plan_file;
   std::optional<int64_t> batch;
   std::string out;
+  std::string topology;
   TrainFlags train_flags;
 };
 
@@ -42,8 +44,13 @@ Command add_compile_command(CLI::App &app) {
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
       ->check(CLI::PositiveNumber);
   app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
+  add_topology_option(app, args->topology);
   args->train_flags.add_to(app);
   return [args] {
+    // A bad topology is reported before anything is read or written; with one, the cost model's prediction for the
+    // bundle is printed (stderr) once it is written.
+    std::optional<plan::Topology> topo;
+    if (!args->topology.empty()) topo = plan::load_topology(args->topology);
     namespace fs = std::filesystem;
     // External data is only referenced: a missing or short file is reported in one line naming every file before
     // anything is read or written, and the bundle writer reads the weights one tensor at a time, so compiling a model
@@ -86,6 +93,12 @@ Command add_compile_command(CLI::App &app) {
     }
     std::fprintf(stderr, "wrote a bundle for %d rank%s to %s\n", p.devices, p.devices == 1 ? "" : "s",
                  args->out.c_str());
+    if (topo) {
+      plan::CostReport r = plan::estimate_cost(g, p, *topo);
+      std::fprintf(stderr, "predicted on %s: step %.3e s, comm %lld bytes, peak memory %lld bytes per device\n",
+                   topo->name.c_str(), r.predicted_step_seconds, static_cast<long long>(r.comm_bytes),
+                   static_cast<long long>(r.peak_memory_bytes));
+    }
     return 0;
   };
 }

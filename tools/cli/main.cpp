@@ -22,6 +22,10 @@ int main(int argc, char **argv) {
   add(cleave::cli::add_compile_command, "compile", "Compile a model's training graph under a plan into a bundle of per-rank programs");
   add(cleave::cli::add_run_command, "run", "Build a bundle and train with it under mpirun, printing the loss per step");
   add(cleave::cli::add_plan_command, "plan", "Print the plan (sharding of every tensor and op) of a model's training graph");
+  add(cleave::cli::add_explain_command, "explain",
+      "Print a plan's predicted costs: per-op compute and communication, per-device memory, step time");
+  add(cleave::cli::add_diff_command, "diff",
+      "Print what changed between two plans and the cost totals' deltas; --fail-on thresholds for CI");
 
   try {
     app.parse(argc, argv);

@@ -3,11 +3,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 #include "ir/error.h"
 #include "ir/verifier.h"
 #include "planner/make_plan.h"
+#include "planner/topology.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -19,6 +21,8 @@ struct PlanArgs {
   int devices = 1;
   std::string planner = "data";
   std::string out;
+  std::string check;
+  std::string topology;
   TrainFlags train_flags;
 };
 
@@ -62,12 +66,35 @@ Command add_plan_command(CLI::App &app) {
       ->check(CLI::IsMember({"single", "data"}));
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(CLI::PositiveNumber);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
+  app.add_option("--check", args->check,
+                 "compare the plan with this file instead of printing it: exit 1 if they differ (for CI)");
+  add_topology_option(app, args->topology);
   args->train_flags.add_to(app);
   return [args] {
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
+    if (!args->topology.empty()) {
+      // The planners here do not weigh links yet; the topology must still be valid and hold every device.
+      plan::Topology topo = plan::load_topology(args->topology);
+      if (args->devices > topo.devices())
+        CLEAVE_USER_ERROR("--devices ", args->devices, ": topology ", topo.name, " has ", topo.devices(), " devices");
+    }
     std::string text = plan::print_plan(plan::make_plan(g, args->planner, args->devices));
+    if (!args->check.empty()) {
+      std::ifstream f(args->check, std::ios::binary);
+      if (!f) CLEAVE_USER_ERROR("--check: cannot open ", args->check);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      std::string want = ss.str();
+      if (want == text) return 0;
+      // Name the first line that differs, so the CI log says what moved.
+      size_t line = 1, i = 0;
+      while (i < want.size() && i < text.size() && want[i] == text[i]) line += want[i++] == '\n';
+      std::fprintf(stderr, "error: --check: the %s plan differs from %s at line %zu (regenerate it with -o)\n",
+                   args->planner.c_str(), args->check.c_str(), line);
+      return 1;
+    }
     if (args->out.empty()) {
       std::cout << text;
     } else {

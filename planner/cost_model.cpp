@@ -1,0 +1,235 @@
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "planner/region.h"
+#include "planner/validate.h"
+
+namespace cleave::plan {
+
+double all_reduce_seconds(double n, int p, double bandwidth, double latency) {
+  if (p < 2) return 0;
+  double ring = 2.0 * (p - 1) / p * n / bandwidth + 2.0 * (p - 1) * latency;
+  double tree = 2.0 * std::ceil(std::log2(p)) * (latency + n / bandwidth);
+  return std::min(ring, tree);
+}
+
+double all_gather_seconds(double n, int p, double bandwidth, double latency) {
+  if (p < 2) return 0;
+  return static_cast<double>(p - 1) / p * n / bandwidth + (p - 1) * latency;
+}
+
+namespace {
+
+int64_t box_elems(const Box &b) {
+  int64_t n = 1;
+  for (const auto &iv : b) n *= iv.size();
+  return n;
+}
+
+/** FLOPs and bytes moved to and from memory by one device's share of an op (descriptions restricted to its var
+ *  ranges: the FLOP count of the same description with its extents cut to the ranges). */
+struct Work {
+  int64_t flops = 0, bytes = 0;
+};
+
+Work device_work(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                 const ParallelConfig &config, int64_t index) {
+  Work w;
+  for (size_t k = 0; k < descs.size(); ++k) {
+    if (op.output(k) == kNoTensor) continue;
+    std::vector<Interval> ranges = var_ranges(descs[k], config, index);
+    describe::Description cut = descs[k];
+    for (size_t v = 0; v < cut.vars.size(); ++v) cut.vars[v].extent = std::max<int64_t>(ranges[v].size(), 0);
+    w.flops += describe::flops(cut);
+    OpRegion r = op_region(descs[k], ranges);
+    w.bytes += box_elems(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
+    for (const OperandRegion &o : r.operands)
+      if (!box_empty(o.box)) w.bytes += box_elems(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
+  }
+  return w;
+}
+
+class Estimator {
+ public:
+  Estimator(const Graph &g, const Plan &p, const Topology &t) : g_(g), p_(p), t_(t) {
+    if (p.devices > t.devices())
+      CLEAVE_USER_ERROR("the plan uses ", p.devices, " devices, topology ", t.name, " has ", t.devices());
+    r_.topology = t.name;
+    for (const Level &l : t.levels) r_.level_names.push_back(l.name);
+    r_.devices.resize(static_cast<size_t>(p.devices));
+    for (auto &d : r_.devices) d.comm_bytes_per_level.assign(t.levels.size(), 0);
+    r_.comm_bytes_per_level.assign(t.levels.size(), 0);
+    r_.ops.resize(static_cast<size_t>(g.num_ops()));
+    // Per device and program position: seconds spent there (compute then communication).
+    op_comm_.assign(static_cast<size_t>(g.num_ops()) + 1, std::vector<double>(static_cast<size_t>(p.devices), 0));
+  }
+
+  CostReport run() {
+    std::vector<const ParallelConfig *> config(static_cast<size_t>(g_.num_ops()));
+    for (const auto &o : p_.ops) config[*g_.find_op(o.name)] = &o.config;
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      const Op &op = g_.op(o);
+      OpCost &oc = r_.ops[o];
+      oc.op = o;
+      std::vector<describe::Description> descs = describe::describe(g_, op);
+      const ParallelConfig &c = *config[o];
+      for (size_t i = 0; i < c.devices.size(); ++i) {
+        Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
+        double secs = std::max(static_cast<double>(w.flops) / t_.device.peak_flops,
+                               static_cast<double>(w.bytes) / t_.device.memory_bandwidth);
+        DeviceCost &d = r_.devices[c.devices[i]];
+        d.flops += w.flops;
+        d.compute_seconds += secs;
+        oc.flops += w.flops;
+        oc.compute_seconds = std::max(oc.compute_seconds, secs);
+      }
+    }
+    Communication comm = derive_communication(g_, p_);
+    for (const CommEvent &e : comm.events) price(e);
+    for (size_t pos = 0; pos < op_comm_.size(); ++pos)
+      for (size_t r = 0; r < op_comm_[pos].size(); ++r) {
+        if (pos < r_.ops.size())
+          r_.ops[pos].comm_seconds = std::max(r_.ops[pos].comm_seconds, op_comm_[pos][r]);
+        else
+          r_.end_comm_seconds = std::max(r_.end_comm_seconds, op_comm_[pos][r]);
+      }
+    memory(comm);
+    for (DeviceCost &d : r_.devices) {
+      d.step_seconds = d.compute_seconds + d.comm_seconds;
+      r_.flops += d.flops;
+      r_.comm_bytes += d.comm_bytes;
+      for (size_t l = 0; l < d.comm_bytes_per_level.size(); ++l) r_.comm_bytes_per_level[l] += d.comm_bytes_per_level[l];
+      r_.peak_memory_bytes = std::max(r_.peak_memory_bytes, d.peak_memory_bytes);
+      r_.predicted_step_seconds = std::max(r_.predicted_step_seconds, d.step_seconds);
+    }
+    return std::move(r_);
+  }
+
+ private:
+  /** Charges `rank` `bytes` sent over `level` and `secs` of communication at the event's position. */
+  void charge(const CommEvent &e, int rank, int level, int64_t bytes, double secs) {
+    size_t pos = e.op == kNoOp ? r_.ops.size() : static_cast<size_t>(e.op);
+    DeviceCost &d = r_.devices[rank];
+    d.comm_bytes += bytes;
+    if (level >= 0) d.comm_bytes_per_level[level] += bytes;
+    d.comm_seconds += secs;
+    op_comm_[pos][rank] += secs;
+    if (e.op == kNoOp)
+      r_.end_comm_bytes += bytes;
+    else
+      r_.ops[e.op].comm_bytes += bytes;
+  }
+
+  void price(const CommEvent &e) {
+    if (e.kind == CommEvent::Kind::send_recv) {
+      // Per rank: sends and receives proceed at once (full duplex); each transfer costs α + bytes·β on its pair's
+      // link; on a shared level the op's senders over that level split its bandwidth.
+      std::map<int, int> senders_per_level;
+      {
+        std::map<int, std::vector<int>> seen;
+        for (const auto &tr : e.transfers) {
+          int l = t_.level_between(tr.src, tr.dst);
+          auto &v = seen[l];
+          if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
+        }
+        for (auto &[l, v] : seen) senders_per_level[l] = static_cast<int>(v.size());
+      }
+      std::map<int, double> send_s, recv_s;
+      std::map<int, std::map<int, int64_t>> sent;  // rank -> level -> bytes
+      for (const auto &tr : e.transfers) {
+        int l = t_.level_between(tr.src, tr.dst);
+        const Level &lv = t_.levels[static_cast<size_t>(std::max(l, 0))];
+        double bw = lv.shared ? lv.bandwidth / senders_per_level[l] : lv.bandwidth;
+        double s = lv.latency + static_cast<double>(tr.bytes) / bw;
+        send_s[tr.src] += s;
+        recv_s[tr.dst] += s;
+        sent[tr.src][l] += tr.bytes;
+      }
+      std::map<int, bool> ranks;
+      for (const auto &tr : e.transfers) ranks[tr.src] = ranks[tr.dst] = true;
+      for (const auto &[r, unused] : ranks) {
+        double secs = std::max(send_s[r], recv_s[r]);
+        bool first = true;
+        for (const auto &[l, b] : sent[r]) {
+          charge(e, r, l, b, first ? secs : 0);
+          first = false;
+        }
+        if (first) charge(e, r, -1, 0, secs);
+      }
+      return;
+    }
+    int p = static_cast<int>(e.group.size());
+    if (p < 2) return;
+    int l = std::max(t_.level_spanned(e.group), 0);
+    const Level &lv = t_.levels[static_cast<size_t>(l)];
+    double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
+    int64_t n = e.count * e.elem_bytes;
+    int64_t sent = 0;
+    double secs = 0;
+    switch (e.kind) {
+      case CommEvent::Kind::all_reduce:
+      case CommEvent::Kind::sync:
+        sent = 2 * (p - 1) * n / p;
+        secs = all_reduce_seconds(static_cast<double>(n), p, bw, lv.latency);
+        break;
+      case CommEvent::Kind::all_gather:
+      case CommEvent::Kind::reduce_scatter:  // n is one block; the whole is p blocks
+        sent = (p - 1) * n;
+        secs = all_gather_seconds(static_cast<double>(n) * p, p, bw, lv.latency);
+        break;
+      case CommEvent::Kind::all_to_all:
+        sent = (p - 1) * n;
+        secs = (p - 1) * (lv.latency + static_cast<double>(n) / bw);
+        break;
+      case CommEvent::Kind::send_recv: break;
+    }
+    for (int r : e.group) charge(e, r, l, sent, secs);
+  }
+
+  /** Live bytes per device over program positions 0..ops (the end), by difference arrays. */
+  void memory(const Communication &comm) {
+    int end = 2 * g_.num_ops();  // two positions per op (StepBuffer)
+    std::vector<std::vector<int64_t>> delta(r_.devices.size(), std::vector<int64_t>(static_cast<size_t>(end) + 2, 0));
+    auto live = [&](int rank, int from, int to, int64_t bytes) {
+      delta[rank][from] += bytes;
+      delta[rank][std::max(from, to) + 1] -= bytes;
+    };
+    for (const auto &te : p_.tensors) {
+      const Tensor &tensor = g_.tensor(*g_.find_tensor(te.name));
+      if (tensor.producer != kNoOp || tensor.role == Role::input || tensor.role == Role::label) continue;
+      for (size_t i = 0; i < te.sharding.devices.size(); ++i) {
+        int r = te.sharding.devices[i];
+        int64_t b = std::max<int64_t>(box_elems(shard_region(tensor.shape, te.sharding, static_cast<int64_t>(i))), 1) *
+                    dtype_size(tensor.dtype);
+        r_.devices[r].persistent_bytes += b;
+        live(r, 0, end, b);
+      }
+    }
+    for (const StepBuffer &b : comm.buffers) live(b.rank, b.at, b.until, b.bytes);
+    for (size_t r = 0; r < r_.devices.size(); ++r) {
+      int64_t cur = 0, peak = 0;
+      for (int pos = 0; pos <= end; ++pos) peak = std::max(peak, cur += delta[r][pos]);
+      r_.devices[r].peak_memory_bytes = peak;
+    }
+  }
+
+  const Graph &g_;
+  const Plan &p_;
+  const Topology &t_;
+  CostReport r_;
+  std::vector<std::vector<double>> op_comm_;
+};
+
+}  // namespace
+
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t) {
+  validate_plan(g, p);
+  return Estimator(g, p, t).run();
+}
+
+}  // namespace cleave::plan

@@ -1,0 +1,133 @@
+#pragma once
+// Cost model v1 (DESIGN §5): what a plan costs on a topology, per device and per op.
+//
+// Communication is derived exactly as codegen/lower.cpp derives it (derive_communication below mirrors its rules;
+// tests/planner/cost_model_test.cpp checks every collective and transfer against the lowered programs):
+//   - a partial tensor is reduced at its first reader: reduce-scatter when it has one partial axis, is f32, and the
+//     reader's ranks of each partial group want disjoint equal blocks tiling the shard; else all-reduce in place;
+//     partial tensors nobody reads are all-reduced at the end of the step;
+//   - an input box a rank lacks is, for f32 tensors, all-gathered when the ranks wanting one box own blocks tiling
+//     it, else all-to-all when the remaining ranks exchange equal disjoint blocks pairwise; everything else is one
+//     grouped send/recv per op, one sender per distinct owned block (the receiver itself if it holds one, else the
+//     first owner in sharding order); a box assembled once is reused for the rest of the step;
+//   - kernels whose synced vars are split exchange statistics inside the kernel (kind sync: BatchNorm's per-channel
+//     sums, a loss's total): priced as an all-reduce of those few floats.
+// Time (α-β per link level; a group uses the link of the outermost level it spans; a shared level divides its
+// bandwidth by the devices sending at once): ring all-reduce 2(p-1)/p·n·β + 2(p-1)α or a binary tree
+// 2⌈log2 p⌉(α + nβ), whichever is faster (as NCCL picks); all-gather / reduce-scatter (p-1)/p·n·β + (p-1)α with n the
+// gathered size; all-to-all (p-1)(α + mβ) for m bytes per pair; send/recv max(Σ sends, Σ receives) of α + bytes·β
+// over each pair's link. Bytes sent count the ring algorithm's (all-reduce: 2(p-1)/p·n per member).
+// Compute: a roofline per op and device, max(flops / peak, bytes read and written / memory bandwidth), over the
+// descriptions' FLOPs restricted to the device's var ranges.
+// Step time: per device, the sum of compute and communication in program order (v1 models no overlap of compute
+// with communication, no kernel launch cost and no contention between concurrent collectives), max over devices.
+// Memory: per device, the peak of live bytes over program positions (two per op: its communication, then its
+// kernel): persistent shards (params, optimizer state, constants) always; every other buffer codegen would hold
+// (Communication::buffers) over the positions it holds it: a shard from its producer (step start for data) to its
+// last direct use (the end for the loss and assign sources), an assembled input box until the last op reading that
+// same box, packing and receive buffers during their op's communication. Codegen's own liveness is per instruction,
+// so its max live bytes are at most this estimate (equal on the data plans; tests/planner/cost_model_test.cpp), and
+// the bundle's arena (manifest.json's peak_memory_bytes) is at least its max live bytes (64-byte alignment, first-fit
+// fragmentation). Not modelled: kernel scratch, and elementwise fusion (a fused intermediate is never stored).
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+#include "planner/topology.h"
+
+namespace cleave::plan {
+
+struct CommEvent {
+  enum class Kind : uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, send_recv, sync };
+  Kind kind = Kind::send_recv;
+  /** The op before whose kernel it runs (for sync: inside it); kNoOp: the end of the step. */
+  OpId op = kNoOp;
+  TensorId tensor = kNoTensor;
+  /** Collectives: the members, in the order codegen creates the communicator. */
+  std::vector<int> group;
+  /** Collectives: the count codegen passes (all-reduce: the buffer; reduce-scatter, all-gather: one block; all-to-all:
+   *  one pair's part), in elements of `elem_bytes`. */
+  int64_t count = 0;
+  int elem_bytes = 4;
+  struct Transfer {
+    int src = 0, dst = 0;
+    int64_t bytes = 0;
+    bool operator==(const Transfer &) const = default;
+  };
+  /** send_recv: every transfer of the op, in codegen's order per receiving rank and input slot. */
+  std::vector<Transfer> transfers;
+};
+
+std::string_view comm_kind_name(CommEvent::Kind k);
+
+/** A buffer of one rank's step other than persistent state (a tensor's shard, an assembled input box, a packing or
+ *  receive buffer), live over program positions [at, until]: op o's communication is position 2o, its kernel 2o+1,
+ *  the end of the step 2·(op count). */
+struct StepBuffer {
+  int rank = 0;
+  int at = 0, until = 0;
+  int64_t bytes = 0;
+};
+
+struct Communication {
+  std::vector<CommEvent> events;  // program order
+  /** Every non-persistent buffer the replayed program holds, with codegen's lifetimes: a tensor's shard lives from
+   *  its producer to its last direct use (read in place, or as the source of a copy, collective or send), not to
+   *  its last reader, which may read an assembled copy instead. */
+  std::vector<StepBuffer> buffers;
+};
+
+/** Every communication of one training step under `p` (which must pass validate_plan), in program order. */
+Communication derive_communication(const Graph &g, const Plan &p);
+
+struct OpCost {
+  OpId op = kNoOp;
+  /** FLOPs summed over the devices of the op's group (replicated compute counts once per device). */
+  int64_t flops = 0;
+  /** Slowest device of the group. */
+  double compute_seconds = 0;
+  /** Bytes sent by all devices for the communication that runs before this op's kernel. */
+  int64_t comm_bytes = 0;
+  /** Slowest device. */
+  double comm_seconds = 0;
+};
+
+struct DeviceCost {
+  int64_t flops = 0;
+  double compute_seconds = 0, comm_seconds = 0;
+  /** Bytes this device sends, in all and per topology level. */
+  int64_t comm_bytes = 0;
+  std::vector<int64_t> comm_bytes_per_level;
+  int64_t peak_memory_bytes = 0;
+  /** Params, optimizer state and constants held for the whole run. */
+  int64_t persistent_bytes = 0;
+  double step_seconds = 0;
+};
+
+struct CostReport {
+  std::string topology;
+  std::vector<std::string> level_names;
+  std::vector<OpCost> ops;  // one per graph op, in op order
+  /** Communication at the end of the step (partial tensors nobody read). */
+  int64_t end_comm_bytes = 0;
+  double end_comm_seconds = 0;
+  std::vector<DeviceCost> devices;
+  int64_t flops = 0;
+  int64_t comm_bytes = 0;
+  std::vector<int64_t> comm_bytes_per_level;
+  /** Max over devices. */
+  int64_t peak_memory_bytes = 0;
+  double predicted_step_seconds = 0;
+};
+
+/** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has. */
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t);
+
+/** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
+double all_reduce_seconds(double n, int p, double bandwidth, double latency);
+double all_gather_seconds(double n, int p, double bandwidth, double latency);
+
+}  // namespace cleave::plan

@@ -1,0 +1,446 @@
+// derive_communication: the communication codegen/lower.cpp emits, replayed over ownership boxes without emitting
+// code. Every rule here mirrors one of lower.cpp's (named in brackets); tests/planner/cost_model_test.cpp compares
+// the two on every committed hand plan and the data plans.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "planner/cost_model.h"
+#include "planner/region.h"
+
+namespace cleave::plan {
+
+std::string_view comm_kind_name(CommEvent::Kind k) {
+  switch (k) {
+    case CommEvent::Kind::all_reduce: return "all_reduce";
+    case CommEvent::Kind::reduce_scatter: return "reduce_scatter";
+    case CommEvent::Kind::all_gather: return "all_gather";
+    case CommEvent::Kind::all_to_all: return "all_to_all";
+    case CommEvent::Kind::send_recv: return "send_recv";
+    case CommEvent::Kind::sync: return "sync";
+  }
+  return "?";
+}
+
+namespace {
+
+// Box predicates, as codegen/collectives.h defines them.
+Box intersect(const Box &a, const Box &b) {
+  Box r(a.size());
+  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
+  return r;
+}
+
+bool contains(const Box &outer, const Box &inner) {
+  for (size_t d = 0; d < outer.size(); ++d)
+    if (inner[d].begin < outer[d].begin || inner[d].end > outer[d].end) return false;
+  return true;
+}
+
+int64_t elems(const Box &b) {
+  int64_t n = 1;
+  for (const auto &iv : b) n *= iv.size();
+  return n;
+}
+
+bool pairwise_disjoint(const std::vector<Box> &boxes) {
+  for (size_t i = 0; i < boxes.size(); ++i)
+    for (size_t j = i + 1; j < boxes.size(); ++j)
+      if (!box_empty(intersect(boxes[i], boxes[j]))) return false;
+  return true;
+}
+
+bool tiles(const std::vector<Box> &blocks, const Box &whole) {
+  if (blocks.size() < 2 || whole.empty()) return false;
+  int64_t size = elems(blocks[0]), total = 0;
+  for (const Box &b : blocks) {
+    if (b.size() != whole.size() || box_empty(b) || elems(b) != size || !contains(whole, b)) return false;
+    total += size;
+  }
+  return total == elems(whole) && pairwise_disjoint(blocks);
+}
+
+bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
+  int64_t next = 0;
+  for (const Box &b : blocks) {
+    size_t d = 0;
+    while (d < whole.size() && whole[d].size() == 1) ++d;
+    if (d == whole.size()) return false;
+    for (size_t e = 0; e < whole.size(); ++e)
+      if (e != d && b[e] != whole[e]) return false;
+    if (b[d].begin - whole[d].begin != next) return false;
+    next = b[d].end - whole[d].begin;
+  }
+  return !blocks.empty();
+}
+
+bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted) {
+  size_t n = owned.size();
+  if (n < 2 || wanted.size() != n || !pairwise_disjoint(owned)) return false;
+  int64_t size = -1;
+  for (size_t j = 0; j < n; ++j) {
+    int64_t covered = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Box part = intersect(owned[i], wanted[j]);
+      if (box_empty(part)) return false;
+      int64_t e = elems(part);
+      if (size < 0) size = e;
+      if (e != size) return false;
+      covered += e;
+    }
+    if (covered != elems(wanted[j])) return false;
+  }
+  return true;
+}
+
+std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          size_t axis) {
+  std::map<std::vector<int64_t>, std::vector<int>> groups;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    auto c = mesh_coords(mesh, static_cast<int64_t>(i));
+    c[axis] = 0;
+    groups[c].push_back(devices[i]);
+  }
+  std::vector<std::vector<int>> out;
+  for (auto &[key, members] : groups) out.push_back(std::move(members));
+  return out;
+}
+
+bool is_partial(const Sharding &s) {
+  return std::any_of(s.axes.begin(), s.axes.end(), [](const auto &a) { return a.kind == AxisSharding::Kind::partial; });
+}
+
+/** op_input_regions (region.h) over descriptions computed once per op. */
+std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<describe::Description> &descs,
+                                              const ParallelConfig &config, int64_t index) {
+  std::vector<std::optional<Box>> out(op.inputs.size());
+  for (size_t k = 0; k < descs.size(); ++k) {
+    if (op.output(k) == kNoTensor) continue;
+    OpRegion r = op_region(descs[k], var_ranges(descs[k], config, index));
+    for (const OperandRegion &o : r.operands) {
+      if (box_empty(o.box)) continue;
+      std::optional<Box> &have = out.at(static_cast<size_t>(o.slot));
+      if (!have) {
+        have = o.box;
+        continue;
+      }
+      for (size_t d = 0; d < o.box.size(); ++d)
+        (*have)[d] = {std::min((*have)[d].begin, o.box[d].begin), std::max((*have)[d].end, o.box[d].end)};
+    }
+  }
+  return out;
+}
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+/** Each op has two program positions: its communication (and the copies that assemble its inputs), then its kernel,
+ *  so a buffer that only communication touches does not overlap the op's outputs, as in codegen's instruction order. */
+constexpr int kComm = 0, kKernel = 1;
+
+class Replay {
+ public:
+  Replay(const Graph &g, const Plan &p) : g_(g) {
+    sharding_.resize(static_cast<size_t>(g.num_tensors()));
+    config_.resize(static_cast<size_t>(g.num_ops()));
+    for (const auto &t : p.tensors) sharding_[*g.find_tensor(t.name)] = &t.sharding;
+    for (const auto &o : p.ops) config_[*g.find_op(o.name)] = &o.config;
+    owned_.resize(static_cast<size_t>(g.num_tensors()));
+  }
+
+  Communication run() {
+    // [run] sources are owned where their sharding puts them.
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      if (g_.tensor(t).producer != kNoOp) continue;
+      const Sharding &s = *sharding_[t];
+      const Tensor &tensor = g_.tensor(t);
+      bool data = tensor.role == Role::input || tensor.role == Role::label;
+      for (size_t i = 0; i < s.devices.size(); ++i) {
+        Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
+        size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(elems(box), 1))) : kNone;
+        owned_[t].push_back({s.devices[i], box, buf});
+      }
+    }
+    for (OpId o = 0; o < g_.num_ops(); ++o) op(o);
+    // [finish_step] partial tensors nobody read are all-reduced, in tensor order.
+    at_ = g_.num_ops();
+    for (TensorId t : std::vector<TensorId>(pending_.begin(), pending_.end())) resolve_partial(t, {});
+    // [finish_step] rank 0 logs the loss; each holder of an assign's destination copies the source's shard.
+    if (g_.loss != kNoTensor) use(owned_by(g_.loss, 0));
+    for (const Assign &a : g_.assigns)
+      for (int r : sharding_[a.dst]->devices) {
+        const Owned *have = nullptr;
+        for (const auto &ow : owned_[a.src])
+          if (ow.rank == r) have = &ow;
+        use(have);
+      }
+    return std::move(out_);
+  }
+
+ private:
+  struct Owned {
+    int rank;
+    Box box;
+    /** Its buffer in out_.buffers; kNone for persistent state. */
+    size_t buf;
+  };
+
+  /** The shard's buffer is used at this position. */
+  void use(const Owned *ow, int phase = kComm) {
+    if (ow && ow->buf != kNone) out_.buffers[ow->buf].until = std::max(out_.buffers[ow->buf].until, pos(phase));
+  }
+
+  /** Program position of the current op's communication (kComm) or kernel (kKernel). */
+  int pos(int phase) const { return 2 * at_ + phase; }
+
+  const Owned *owned_by(TensorId t, int r) const {
+    for (const auto &ow : owned_[t])
+      if (ow.rank == r) return &ow;
+    return nullptr;
+  }
+
+  int64_t bytes(TensorId t, int64_t n) const { return n * dtype_size(g_.tensor(t).dtype); }
+
+  /** A buffer needed at this position only; returns its index. */
+  size_t buffer(int rank, int64_t bytes, int phase = kComm) {
+    out_.buffers.push_back({rank, pos(phase), pos(phase), bytes});
+    return out_.buffers.size() - 1;
+  }
+
+  /** Records an assembled box (rank, tensor, box) held in buffer `index`; false if it was assembled before, which
+   *  extends that buffer's life to this position instead. */
+  bool assemble(int r, TensorId t, const std::string &box, size_t index) {
+    auto [it, fresh] = assembled_.emplace(std::make_tuple(r, t, box), index);
+    out_.buffers[it->second].until = pos(kKernel);  // the kernel reads it
+    return fresh;
+  }
+
+  bool assembled(int r, TensorId t, const std::string &box) {
+    auto it = assembled_.find({r, t, box});
+    if (it == assembled_.end()) return false;
+    out_.buffers[it->second].until = pos(kKernel);
+    return true;
+  }
+
+  CommEvent event(CommEvent::Kind kind, TensorId t, std::vector<int> group, int64_t count) {
+    CommEvent e;
+    e.kind = kind;
+    e.op = at_ < g_.num_ops() ? at_ : kNoOp;
+    e.tensor = t;
+    e.group = std::move(group);
+    e.count = count;
+    e.elem_bytes = t == kNoTensor ? 4 : dtype_size(g_.tensor(t).dtype);
+    return e;
+  }
+
+  // [resolve_partial]
+  void resolve_partial(TensorId t, const std::map<int, Box> &wants) {
+    pending_.erase(t);
+    const Sharding &s = *sharding_[t];
+    int partial_axes = 0;
+    for (const auto &a : s.axes) partial_axes += a.kind == AxisSharding::Kind::partial;
+    for (size_t axis = 0; axis < s.axes.size(); ++axis) {
+      if (s.axes[axis].kind != AxisSharding::Kind::partial) continue;
+      for (const auto &members : axis_groups(s.devices, s.mesh, axis)) {
+        if (members.size() < 2) continue;
+        const Box whole = owned_by(t, members[0])->box;
+        std::vector<Box> blocks;
+        for (int r : members)
+          if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
+        if (partial_axes == 1 && g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() &&
+            tiles(blocks, whole)) {
+          out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, elems(blocks[0])));
+          bool in_order = concatenates(blocks, whole);
+          for (size_t m = 0; m < members.size(); ++m) {
+            int r = members[m];
+            use(owned_by(t, r));
+            if (!in_order) buffer(r, bytes(t, elems(whole)));
+            size_t mine = buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)));
+            for (auto &ow : owned_[t])
+              if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
+          }
+          continue;
+        }
+        out_.events.push_back(
+            event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(elems(owned_by(t, members[0])->box), 1)));
+        for (int r : members) use(owned_by(t, r));
+      }
+    }
+  }
+
+  // [collective_inputs]
+  void collective_inputs(TensorId t, const std::map<int, Box> &wants) {
+    if (g_.tensor(t).dtype != DType::f32) return;
+    std::vector<int> ranks;
+    for (const auto &[r, want] : wants) {
+      const Owned *mine = owned_by(t, r);
+      if (mine && contains(mine->box, want)) continue;
+      if (assembled(r, t, box_str(want))) continue;
+      if (std::count_if(owned_[t].begin(), owned_[t].end(), [&](const Owned &ow) { return ow.rank == r; }) != 1)
+        continue;
+      ranks.push_back(r);
+    }
+    std::map<std::string, std::vector<int>> by_box;
+    for (int r : ranks) by_box[box_str(wants.at(r))].push_back(r);
+    std::set<int> served;
+    for (const auto &[key, members] : by_box) {
+      const Box &want = wants.at(members[0]);
+      std::vector<Box> blocks;
+      for (int r : members) blocks.push_back(owned_by(t, r)->box);
+      if (!tiles(blocks, want)) continue;
+      out_.events.push_back(event(CommEvent::Kind::all_gather, t, members, elems(blocks[0])));
+      bool in_order = concatenates(blocks, want);
+      for (int r : members) {
+        use(owned_by(t, r));
+        assemble(r, t, key, buffer(r, bytes(t, elems(want))));
+        if (!in_order) buffer(r, bytes(t, elems(want)));
+        served.insert(r);
+      }
+    }
+    std::vector<int> rest;
+    std::vector<Box> owned, wanted;
+    for (int r : ranks)
+      if (!served.count(r)) {
+        rest.push_back(r);
+        owned.push_back(owned_by(t, r)->box);
+        wanted.push_back(wants.at(r));
+      }
+    if (!all_to_all_pattern(owned, wanted)) return;
+    int64_t count = elems(intersect(owned[0], wanted[0]));
+    out_.events.push_back(event(CommEvent::Kind::all_to_all, t, rest, count));
+    int64_t n = static_cast<int64_t>(rest.size());
+    for (size_t i = 0; i < rest.size(); ++i) {
+      use(owned_by(t, rest[i]));
+      buffer(rest[i], 2 * bytes(t, n * count));
+      assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, elems(wanted[i]))));
+    }
+  }
+
+  // [lower_op]
+  void op(OpId o) {
+    at_ = o;
+    const Op &op = g_.op(o);
+    const ParallelConfig &config = *config_[o];
+    std::vector<describe::Description> descs = describe::describe(g_, op);
+    std::map<int, std::vector<std::optional<Box>>> needs;
+    for (size_t i = 0; i < config.devices.size(); ++i)
+      needs[config.devices[i]] = input_regions(op, descs, config, static_cast<int64_t>(i));
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      TensorId t = op.inputs[s];
+      if (t == kNoTensor) continue;
+      std::map<int, Box> wants;
+      for (const auto &[r, in] : needs)
+        if (in[s]) wants[r] = *in[s];
+      if (pending_.count(t)) resolve_partial(t, wants);
+      collective_inputs(t, wants);
+    }
+    // The generic assembly: one grouped send/recv for the whole op.
+    CommEvent sr = event(CommEvent::Kind::send_recv, kNoTensor, {}, 0);
+    for (const auto &[r, in] : needs) {
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        TensorId t = op.inputs[s];
+        if (t == kNoTensor || !in[s]) continue;  // (codegen refuses the plan if a split alone makes it unread)
+        const Box &want = *in[s];
+        const Owned *mine = nullptr;
+        for (const auto &ow : owned_[t])
+          if (ow.rank == r) mine = &ow;
+        if (mine && mine->box == want) {
+          use(mine, kKernel);
+          continue;
+        }
+        if (assembled(r, t, box_str(want))) continue;
+        assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(elems(want), 1))));
+        if (mine && contains(mine->box, want)) {
+          use(mine);
+          continue;
+        }
+        std::vector<const Owned *> chosen;
+        for (const auto &ow : owned_[t]) {
+          if (box_empty(intersect(ow.box, want)) && !want.empty()) continue;
+          auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
+          if (same == chosen.end())
+            chosen.push_back(&ow);
+          else if (ow.rank == r)
+            *same = &ow;
+        }
+        for (const Owned *ow : chosen) {
+          use(ow);
+          if (ow->rank == r) continue;
+          Box part = want.empty() ? Box{} : intersect(ow->box, want);
+          int64_t n = elems(part);
+          if (part != ow->box) buffer(ow->rank, bytes(t, n));
+          if (part != want) buffer(r, bytes(t, n));
+          sr.transfers.push_back({ow->rank, r, bytes(t, n)});
+        }
+      }
+    }
+    if (!sr.transfers.empty()) out_.events.push_back(std::move(sr));
+    sync(op, descs, config);
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      int r = config.devices[i];
+      for (TensorId t : op.outputs) {
+        if (t == kNoTensor) continue;
+        Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
+        owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(elems(box), 1)), kKernel)});
+      }
+    }
+    for (TensorId t : op.outputs)
+      if (t != kNoTensor && is_partial(*sharding_[t])) pending_.insert(t);
+  }
+
+  /** Kernels that split a synced var exchange statistics among the ranks that differ only along the synced axes
+   *  (codegen/kernels_norm.cpp: sync_comm): BatchNorm its per-channel sum and sum of squares, a loss its total. */
+  void sync(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config) {
+    std::vector<size_t> axes;
+    for (size_t a = 0; a < config.vars.size(); ++a) {
+      if (config.vars[a].empty() || config.mesh[a] < 2) continue;
+      for (size_t k = 0; k < descs.size(); ++k) {
+        int v = op.output(k) == kNoTensor ? -1 : descs[k].var(config.vars[a]);
+        if (v >= 0 && descs[k].vars[static_cast<size_t>(v)].synced) {
+          axes.push_back(a);
+          break;
+        }
+      }
+    }
+    if (axes.empty()) return;
+    std::map<std::vector<int64_t>, std::vector<int>> groups;
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      std::vector<int64_t> c = mesh_coords(config.mesh, static_cast<int64_t>(i));
+      for (size_t a : axes) c[a] = 0;
+      groups[c].push_back(config.devices[i]);
+    }
+    // The runtime's synced kernels (runtime/cpu/norm.cpp, loss.cpp): BatchNorm forward all-reduces C means then 2C
+    // sums, its gradient 2C sums; a loss its weight total (and, forward, the loss itself).
+    std::vector<int64_t> counts{1};
+    switch (op.kind) {
+      case OpKind::BatchNormalization: {
+        int64_t c = g_.tensor(op.inputs[0]).shape.at(1);
+        counts = {c, 2 * c};
+        break;
+      }
+      case OpKind::BatchNormalizationGrad: counts = {2 * g_.tensor(op.inputs[1]).shape.at(1)}; break;
+      case OpKind::SoftmaxCrossEntropyLoss:
+      case OpKind::NegativeLogLikelihoodLoss: counts = {1, 1}; break;
+      default: break;
+    }
+    for (auto &[key, members] : groups)
+      for (int64_t count : counts) out_.events.push_back(event(CommEvent::Kind::sync, kNoTensor, members, count));
+  }
+
+  const Graph &g_;
+  std::vector<const Sharding *> sharding_;
+  std::vector<const ParallelConfig *> config_;
+  std::vector<std::vector<Owned>> owned_;
+  /** (rank, tensor, box) assembled this step -> its buffer in out_.buffers. */
+  std::map<std::tuple<int, TensorId, std::string>, size_t> assembled_;
+  std::set<TensorId> pending_;
+  int at_ = 0;
+  Communication out_;
+};
+
+}  // namespace
+
+Communication derive_communication(const Graph &g, const Plan &p) { return Replay(g, p).run(); }
+
+}  // namespace cleave::plan

@@ -1,0 +1,292 @@
+// The cost model against things it does not compute itself:
+//  - communication: for every committed hand plan (tests/codegen/plans/{mlp,cnn}_*.plan) and the data/single plans,
+//    the collectives and transfers derive_communication predicts equal, rank by rank and in order, the calls in the
+//    programs codegen actually lowers (parsed from the generated statements: communicator members, counts, bytes);
+//  - bytes and seconds of the MLP's data plan from hand formulas over the graph's params: every weight gradient is
+//    partial over the p devices and all-reduced once, so each device sends 2(p-1)/p of the param bytes;
+//  - FLOPs: an unsplit plan's total equals describe::op_flops summed over the ops; a batch split divides a Gemm's;
+//  - memory: the persistent bytes equal the persistent buffers codegen allocates, and the peak estimate is within
+//    the stated bounds of the max live bytes of codegen's buffers, the floor of the bundle's arena (MemoryVsArena).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "codegen/lower.h"
+#include "frontend/onnx_import.h"
+#include "ir/autodiff/autodiff.h"
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "planner/cost_model.h"
+#include "planner/make_plan.h"
+#include "planner/validate.h"
+
+namespace cleave::plan {
+namespace {
+
+Graph training_graph(const std::string &model, int64_t batch, const std::string &optimizer = "sgd") {
+  ImportOptions opts;
+  opts.batch = batch;
+  Graph g = import_onnx(std::string(CLEAVE_SOURCE_DIR) + "/models/" + model, opts);
+  TrainOptions t;
+  t.optimizer.kind = optimizer;
+  build_training_graph(g, t);
+  return g;
+}
+
+Plan read_plan(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_plan(ss.str(), path);
+}
+
+std::string ints(const std::vector<int> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+/** Per rank, the communication codegen emitted, one line per call; with `kernels`, only the exchanges inside synced
+ *  kernels (the runtime's BatchNorm forward all-reduces C then 2C floats, its gradient 2C, a loss's weight total one
+ *  and the forward loss one more: runtime/cpu/norm.cpp, loss.cpp), else only the lowering's calls. */
+std::vector<std::vector<std::string>> lowered_comm(const codegen::Lowered &l, bool kernels = false) {
+  std::vector<std::vector<std::string>> out(l.ranks.size());
+  static const std::regex synced(R"(rt::(batch_norm_train_forward_synced|batch_norm_backward_synced|loss_weight_total_synced|all_reduce_sum)\(G(\d+), (?:\d+, \d+, (\d+)|[^\n]*, 1\);|))");
+  static const std::regex coll(R"(^rt::(all_reduce_sum|reduce_scatter_sum|all_gather|all_to_all)\(G(\d+), .*, (\d+)\);$)");
+  static const std::regex transfer(R"(\{rt::Transfer::(send|recv), (\d+), [^,]*, (\d+)\})");
+  for (const auto &prog : l.ranks)
+    for (const auto &instr : prog.step) {
+      std::smatch m;
+      const std::string &c = instr.code;
+      if (kernels) {
+        if (c.rfind("// ", 0) != 0) continue;
+        for (auto it = std::sregex_iterator(c.begin(), c.end(), synced); it != std::sregex_iterator(); ++it) {
+          std::string fn = (*it)[1], group = ints(l.groups[std::stoul((*it)[2])]);
+          if (fn == "batch_norm_train_forward_synced") {
+            int64_t ch = std::stoll((*it)[3]);
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(ch));
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(2 * ch));
+          } else if (fn == "batch_norm_backward_synced") {
+            out[prog.rank].push_back("sync " + group + " " + std::to_string(2 * std::stoll((*it)[3])));
+          } else {
+            out[prog.rank].push_back("sync " + group + " 1");
+          }
+        }
+        continue;
+      }
+      if (std::regex_match(c, m, coll)) {
+        std::string kind = m[1];
+        if (kind == "all_reduce_sum") kind = "all_reduce";
+        if (kind == "reduce_scatter_sum") kind = "reduce_scatter";
+        out[prog.rank].push_back(kind + " " + ints(l.groups[std::stoul(m[2])]) + " " + std::string(m[3]));
+      } else if (c.rfind("rt::send_recv({", 0) == 0) {
+        std::string line = "send_recv";
+        for (auto it = std::sregex_iterator(c.begin(), c.end(), transfer); it != std::sregex_iterator(); ++it)
+          line += " " + (*it)[1].str() + ":" + (*it)[2].str() + ":" + (*it)[3].str();
+        out[prog.rank].push_back(line);
+      }
+    }
+  return out;
+}
+
+/** The same lines from the cost model's events (kernel-internal sync exchanges are not lowering calls). */
+std::vector<std::vector<std::string>> predicted_comm(const Communication &c, int devices, bool kernels = false) {
+  std::vector<std::vector<std::string>> out(static_cast<size_t>(devices));
+  for (const CommEvent &e : c.events) {
+    if ((e.kind == CommEvent::Kind::sync) != kernels) continue;
+    if (e.kind == CommEvent::Kind::send_recv) {
+      std::vector<std::string> lines(static_cast<size_t>(devices), "send_recv");
+      std::vector<bool> any(static_cast<size_t>(devices), false);
+      for (const auto &t : e.transfers) {
+        lines[t.src] += " send:" + std::to_string(t.dst) + ":" + std::to_string(t.bytes);
+        lines[t.dst] += " recv:" + std::to_string(t.src) + ":" + std::to_string(t.bytes);
+        any[t.src] = any[t.dst] = true;
+      }
+      for (int r = 0; r < devices; ++r)
+        if (any[r]) out[r].push_back(lines[r]);
+      continue;
+    }
+    for (int r : e.group)
+      out[r].push_back(std::string(comm_kind_name(e.kind)) + " " + ints(e.group) + " " + std::to_string(e.count));
+  }
+  return out;
+}
+
+struct Case {
+  std::string name;
+  Graph g;
+  Plan p;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto &e : fs::directory_iterator(std::string(CLEAVE_SOURCE_DIR) + "/tests/codegen/plans"))
+    if (e.path().extension() == ".plan") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto &f : files) {
+    std::string stem = f.stem().string();
+    std::string model = stem.substr(0, stem.find('_'));
+    if (model != "mlp" && model != "cnn") continue;  // gcnn_* need a model exported by check_hand_plans.py
+    out.push_back({stem, training_graph(model + ".onnx", 16), read_plan(f.string())});
+  }
+  for (const char *model : {"mlp", "cnn"})
+    for (int devices : {1, 2, 4}) {
+      Graph g = training_graph(std::string(model) + ".onnx", 16, "adam");
+      Plan p = make_plan(g, devices == 1 ? "single" : "data", devices);
+      out.push_back({std::string(model) + "_data_" + std::to_string(devices) + "_adam", std::move(g), std::move(p)});
+    }
+  return out;
+}
+
+TEST(CostModel, CommunicationMatchesCodegen) {
+  int checked = 0, synced_checked = 0;
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(c.name);
+    codegen::Lowered l = codegen::lower(c.g, c.p);
+    Communication comm = derive_communication(c.g, c.p);
+    for (bool kernels : {false, true}) {
+      auto want = lowered_comm(l, kernels);
+      auto got = predicted_comm(comm, c.p.devices, kernels);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t r = 0; r < want.size(); ++r) EXPECT_EQ(got[r], want[r]) << "rank " << r << " kernels " << kernels;
+      (kernels ? synced_checked : checked) += static_cast<int>(want[0].size());
+    }
+  }
+  EXPECT_GT(checked, 20);  // the cases do communicate
+  EXPECT_GT(synced_checked, 4);  // and split synced kernels (the loss, BatchNorm)
+  std::printf("rank 0: %d lowering calls, %d synced-kernel exchanges compared\n", checked, synced_checked);
+}
+
+// Memory relation checked (stated in planner/cost_model.h). From the lowered programs, independently of the cost
+// model: each rank's max over instructions of the bytes of its live buffers (codegen's liveness, no alignment), the
+// floor of the arena it plans (manifest.json's peak_memory_bytes). The estimate replays the same buffers at two
+// positions per op (communication, kernel), a coarser clock, so it can only be at or above that floor: it must lie
+// in [floor, 1.25 x floor] (observed: equal on the data/single plans and the MLP hand plans but mlp_col_4 (+2%),
+// up to +20% on the spatial CNN plans, whose halo packing buffers overlap at op granularity). Persistent bytes are
+// exact.
+TEST(CostModel, MemoryVsArena) {
+  Topology t = preset_topology("h100x8");
+  for (const Case &c : cases()) {
+    SCOPED_TRACE(c.name);
+    codegen::Lowered l = codegen::lower(c.g, c.p);
+    CostReport r = estimate_cost(c.g, c.p, t);
+    bool exact = c.name.find("_data_") != std::string::npos || c.name.rfind("mlp_", 0) == 0;
+    for (const auto &prog : l.ranks) {
+      int64_t persistent = 0;
+      std::vector<int64_t> live(prog.step.size() + 1, 0);
+      for (const auto &b : prog.buffers) {
+        if (b.persistent) persistent += b.bytes();
+        for (int i = b.first; b.first >= 0 && i <= b.last; ++i) live[static_cast<size_t>(i)] += b.bytes();
+      }
+      int64_t floor = *std::max_element(live.begin(), live.end());
+      const DeviceCost &d = r.devices[prog.rank];
+      std::printf("%-20s rank %d: estimate %lld, codegen max live %lld, arena %lld\n", c.name.c_str(), prog.rank,
+                  static_cast<long long>(d.peak_memory_bytes), static_cast<long long>(floor),
+                  static_cast<long long>(prog.arena_bytes));
+      EXPECT_EQ(d.persistent_bytes, persistent) << "rank " << prog.rank;
+      EXPECT_LE(floor, prog.arena_bytes);
+      EXPECT_GE(d.peak_memory_bytes, floor) << "rank " << prog.rank;
+      EXPECT_LE(d.peak_memory_bytes, floor * 5 / 4) << "rank " << prog.rank;
+      if (exact && c.name != "mlp_col_4") EXPECT_EQ(d.peak_memory_bytes, floor) << "rank " << prog.rank;
+    }
+  }
+}
+
+TEST(CostModel, DataPlanBytesAndSecondsFromFormulas) {
+  // One level, 10 GB/s, 1 µs, not shared: the data plan's only communication is one all-reduce per weight gradient
+  // (plus the loss kernels' one-float syncs: the forward all-reduces its weight total and the loss, the backward its
+  // weight total; runtime/cpu/loss.cpp): each of p devices sends 2(p-1)/p of every gradient's bytes.
+  Topology t{"test", {"d", 1 << 30, 1e12, 1e11}, {{"link", 8, 1e10, 1e-6, false}}};
+  Graph g = training_graph("mlp.onnx", 16);
+  for (int p : {2, 4, 8}) {
+    SCOPED_TRACE(p);
+    Plan plan = make_plan(g, "data", p);
+    CostReport r = estimate_cost(g, plan, t);
+    int64_t grad_bytes = 0;
+    double seconds = 0;
+    for (const Tensor &tensor : g.tensors())
+      if (tensor.role == Role::param) {
+        int64_t n = num_elements(tensor.shape) * 4;
+        grad_bytes += 2 * (p - 1) * n / p;
+        double ring = 2.0 * (p - 1) / p * n / 1e10 + 2.0 * (p - 1) * 1e-6;
+        double tree = 2.0 * std::ceil(std::log2(p)) * (1e-6 + n / 1e10);
+        seconds += std::min(ring, tree);
+      }
+    int64_t sync_bytes = 3 * (2 * (p - 1) * 4 / p);
+    for (int d = 0; d < p; ++d) {
+      EXPECT_EQ(r.devices[d].comm_bytes, grad_bytes + sync_bytes) << "device " << d;
+      double sync_s = 3 * std::min(2.0 * (p - 1) / p * 4 / 1e10 + 2.0 * (p - 1) * 1e-6,
+                               2.0 * std::ceil(std::log2(p)) * (1e-6 + 4 / 1e10));
+      EXPECT_NEAR(r.devices[d].comm_seconds, seconds + sync_s, 1e-12) << "device " << d;
+    }
+    EXPECT_EQ(r.comm_bytes, p * (grad_bytes + sync_bytes));
+    EXPECT_EQ(r.comm_bytes_per_level[0], r.comm_bytes);
+  }
+}
+
+TEST(CostModel, GroupsUseTheSlowestLevelTheySpan) {
+  // p100-4x4: devices 0-3 share a node (NVLink 20 GB/s, 5 µs), 0-7 span two nodes (InfiniBand 12.5 GB/s, 10 µs).
+  Topology t = preset_topology("p100-4x4");
+  Graph g = training_graph("mlp.onnx", 16);
+  for (int p : {4, 8}) {
+    SCOPED_TRACE(p);
+    CostReport r = estimate_cost(g, make_plan(g, "data", p), t);
+    size_t level = p == 4 ? 0 : 1;
+    EXPECT_EQ(r.comm_bytes_per_level[level], r.comm_bytes);
+    EXPECT_GT(r.comm_bytes, 0);
+    const Level &l = t.levels[level];
+    double seconds = 0;
+    for (const Tensor &tensor : g.tensors())
+      if (tensor.role == Role::param) seconds += all_reduce_seconds(num_elements(tensor.shape) * 4.0, p, l.bandwidth, l.latency);
+    seconds += 3 * all_reduce_seconds(4, p, l.bandwidth, l.latency);  // the loss kernels' syncs
+    EXPECT_NEAR(r.devices[0].comm_seconds, seconds, 1e-12);
+  }
+  // A shared level (k80x8's PCIe) divides its bandwidth among the p senders of a collective.
+  Topology k80 = preset_topology("k80x8");
+  EXPECT_NEAR(estimate_cost(g, make_plan(g, "data", 4), k80).devices[0].comm_seconds,
+              [&] {
+                double s = 0;
+                for (const Tensor &tensor : g.tensors())
+                  if (tensor.role == Role::param) s += all_reduce_seconds(num_elements(tensor.shape) * 4.0, 4, 2.1e10 / 4, 1e-5);
+                return s + 3 * all_reduce_seconds(4, 4, 2.1e10 / 4, 1e-5);
+              }(),
+              1e-12);
+}
+
+TEST(CostModel, FlopsFromDescriptions) {
+  Topology t = preset_topology("k80x8");
+  Graph g = training_graph("cnn.onnx", 16);
+  int64_t total = 0;
+  for (const Op &op : g.ops()) total += describe::op_flops(g, op);
+  CostReport single = estimate_cost(g, make_plan(g, "single", 1), t);
+  EXPECT_EQ(single.flops, total);
+  CostReport data = estimate_cost(g, make_plan(g, "data", 4), t);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    if (g.op(o).kind == OpKind::Gemm && g.op(o).phase == Phase::forward) {
+      EXPECT_EQ(data.ops[o].flops, single.ops[o].flops) << g.op(o).name;  // split 4 ways: the sum is unchanged
+    }
+  }
+  EXPECT_GE(data.flops, total);  // replicated updates run on every device
+  // Roofline: a device's compute seconds are at least its FLOPs at peak.
+  for (const auto &d : data.devices) EXPECT_GE(d.compute_seconds * t.device.peak_flops, d.flops * (1 - 1e-12));
+}
+
+TEST(CostModel, TooFewDevicesInTopology) {
+  Graph g = training_graph("mlp.onnx", 16);
+  Topology t{"two", {"d", 1 << 30, 1e12, 1e11}, {{"link", 2, 1e10, 1e-6, false}}};
+  try {
+    estimate_cost(g, make_plan(g, "data", 4), t);
+    FAIL() << "accepted";
+  } catch (const UserError &e) {
+    EXPECT_STREQ(e.what(), "the plan uses 4 devices, topology two has 2");
+  }
+}
+
+}  // namespace
+}  // namespace cleave::plan

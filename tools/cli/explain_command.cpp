@@ -1,0 +1,192 @@
+// `cleave explain`: the cost model's view of a plan (planner/cost_model.h): a per-op table and the totals.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "planner/cost_model.h"
+#include "planner/make_plan.h"
+#include "planner/validate.h"
+#include "tools/cli/commands.h"
+
+namespace cleave::cli {
+
+plan::Plan read_plan_file(const std::string &path) {
+  std::ifstream f(path);
+  if (!f) CLEAVE_USER_ERROR(path, ": cannot open plan file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return plan::parse_plan(ss.str(), path);
+}
+
+namespace {
+
+struct ExplainArgs {
+  std::string model;
+  std::string plan_file;
+  std::string planner;
+  int devices = 1;
+  std::optional<int64_t> batch;
+  std::string topology = "k80x8";
+  std::string format = "text";
+  TrainFlags train_flags;
+};
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+std::string config_str(const plan::ParallelConfig &c) {
+  std::string s = "[";
+  for (size_t i = 0; i < c.mesh.size(); ++i) s += (i ? "," : "") + std::to_string(c.mesh[i]);
+  s += "] ";
+  for (size_t i = 0; i < c.vars.size(); ++i) s += (i ? "," : "") + (c.vars[i].empty() ? std::string("-") : c.vars[i]);
+  if (!c.devices.empty() && c.devices.front() != 0) s += " @" + std::to_string(c.devices.front());
+  return s;
+}
+
+std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r) {
+  std::string s;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, "# %d device%s on %s; seconds: roofline compute + alpha-beta communication, no overlap\n",
+                p.devices, p.devices == 1 ? "" : "s", r.topology.c_str());
+  s += buf;
+  std::snprintf(buf, sizeof buf, "%-48s %-14s %16s %10s %14s %10s\n", "op", "config", "flops", "compute_s",
+                "comm_bytes", "comm_s");
+  s += buf;
+  std::map<std::string, const plan::ParallelConfig *> configs;
+  for (const auto &o : p.ops) configs[o.name] = &o.config;
+  for (const plan::OpCost &oc : r.ops) {
+    std::string name = print_name(g.op(oc.op).name);
+    std::snprintf(buf, sizeof buf, "%-48s %-14s %16lld %10s %14lld %10s\n", name.c_str(),
+                  config_str(*configs.at(g.op(oc.op).name)).c_str(), static_cast<long long>(oc.flops),
+                  sci(oc.compute_seconds).c_str(), static_cast<long long>(oc.comm_bytes), sci(oc.comm_seconds).c_str());
+    s += buf;
+  }
+  if (r.end_comm_bytes > 0) {
+    std::snprintf(buf, sizeof buf, "%-48s %-14s %16s %10s %14lld %10s\n", "(end of step)", "", "", "",
+                  static_cast<long long>(r.end_comm_bytes), sci(r.end_comm_seconds).c_str());
+    s += buf;
+  }
+  s += "\ndevice   flops            compute_s  comm_s     comm_bytes     peak_memory_bytes  step_s\n";
+  for (size_t d = 0; d < r.devices.size(); ++d) {
+    const plan::DeviceCost &c = r.devices[d];
+    std::snprintf(buf, sizeof buf, "%-8zu %-16lld %-10s %-10s %-14lld %-18lld %s\n", d, static_cast<long long>(c.flops),
+                  sci(c.compute_seconds).c_str(), sci(c.comm_seconds).c_str(), static_cast<long long>(c.comm_bytes),
+                  static_cast<long long>(c.peak_memory_bytes), sci(c.step_seconds).c_str());
+    s += buf;
+  }
+  s += "\nflops " + std::to_string(r.flops) + "\n";
+  s += "comm_bytes " + std::to_string(r.comm_bytes) + "\n";
+  for (size_t l = 0; l < r.level_names.size(); ++l)
+    s += "comm_bytes." + r.level_names[l] + " " + std::to_string(r.comm_bytes_per_level[l]) + "\n";
+  s += "peak_memory_bytes";
+  for (const auto &d : r.devices) s += " " + std::to_string(d.peak_memory_bytes);
+  s += "\npredicted_step_seconds " + sci(r.predicted_step_seconds) + "\n";
+  return s;
+}
+
+std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["topology"] = r.topology;
+  j["devices"] = p.devices;
+  j["ops"] = ordered_json::array();
+  std::map<std::string, const plan::ParallelConfig *> configs;
+  for (const auto &o : p.ops) configs[o.name] = &o.config;
+  for (const plan::OpCost &oc : r.ops)
+    j["ops"].push_back({{"op", g.op(oc.op).name},
+                        {"config", config_str(*configs.at(g.op(oc.op).name))},
+                        {"flops", oc.flops},
+                        {"compute_seconds", sci(oc.compute_seconds)},
+                        {"comm_bytes", oc.comm_bytes},
+                        {"comm_seconds", sci(oc.comm_seconds)}});
+  j["end_comm_bytes"] = r.end_comm_bytes;
+  j["per_device"] = ordered_json::array();
+  for (const auto &d : r.devices) {
+    ordered_json levels;
+    for (size_t l = 0; l < r.level_names.size(); ++l) levels[r.level_names[l]] = d.comm_bytes_per_level[l];
+    j["per_device"].push_back({{"flops", d.flops},
+                               {"compute_seconds", sci(d.compute_seconds)},
+                               {"comm_seconds", sci(d.comm_seconds)},
+                               {"comm_bytes", d.comm_bytes},
+                               {"comm_bytes_per_level", levels},
+                               {"persistent_bytes", d.persistent_bytes},
+                               {"peak_memory_bytes", d.peak_memory_bytes},
+                               {"step_seconds", sci(d.step_seconds)}});
+  }
+  j["flops"] = r.flops;
+  j["comm_bytes"] = r.comm_bytes;
+  ordered_json levels;
+  for (size_t l = 0; l < r.level_names.size(); ++l) levels[r.level_names[l]] = r.comm_bytes_per_level[l];
+  j["comm_bytes_per_level"] = levels;
+  ordered_json peaks = ordered_json::array();
+  for (const auto &d : r.devices) peaks.push_back(d.peak_memory_bytes);
+  j["peak_memory_bytes"] = peaks;
+  // Seconds as fixed-format strings, like the table: the same bytes on every machine that computes the same doubles.
+  j["predicted_step_seconds"] = sci(r.predicted_step_seconds);
+  return j.dump(1) + "\n";
+}
+
+}  // namespace
+
+void add_plan_source_options(CLI::App &app, PlanSource &src) {
+  auto *planner = app.add_option("--planner", src.planner, "single | data (default data)")
+                      ->check(CLI::IsMember({"single", "data"}));
+  app.add_option("--plan", src.plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
+  app.add_option("--devices", src.devices, "number of devices (default 1; a --plan file says its own)")
+      ->check(CLI::PositiveNumber);
+}
+
+plan::Plan PlanSource::make(const Graph &g) const {
+  plan::Plan p;
+  if (!plan_file.empty()) {
+    p = read_plan_file(plan_file);
+    if (p.devices != devices && devices != 1)
+      CLEAVE_USER_ERROR(plan_file, ": the plan is for ", p.devices, " devices, --devices says ", devices);
+  } else {
+    p = plan::make_plan(g, planner.empty() ? "data" : planner, devices);
+  }
+  plan::validate_plan(g, p);
+  return p;
+}
+
+void add_topology_option(CLI::App &app, std::string &topology) {
+  app.add_option("--topology", topology,
+                 "machine to cost the plan on: a preset (k80x8, p100-4x4, v100-2x8, h100x8) or a JSON file "
+                 "(models/topologies/)" + std::string(topology.empty() ? "" : "; default " + topology));
+}
+
+Command add_explain_command(CLI::App &app) {
+  auto args = std::make_shared<ExplainArgs>();
+  auto src = std::make_shared<PlanSource>();
+  app.footer(
+      "Print what a plan costs on a topology (planner/cost_model.h): per op its config (mesh and split vars), FLOPs "
+      "over its devices, roofline compute seconds and the bytes and alpha-beta seconds of the communication before "
+      "it; per device FLOPs, seconds, bytes sent and peak memory; totals comm_bytes (per link level), "
+      "peak_memory_bytes per device and predicted_step_seconds (v1: compute and communication do not overlap).");
+  app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
+  add_plan_source_options(app, *src);
+  app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
+      ->check(CLI::PositiveNumber);
+  add_topology_option(app, args->topology);
+  app.add_option("--format", args->format, "text | json (default text)")->check(CLI::IsMember({"text", "json"}));
+  args->train_flags.add_to(app);
+  return [args, src] {
+    plan::Topology topo = plan::load_topology(args->topology);
+    Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
+    verify(g);
+    plan::Plan p = src->make(g);
+    plan::CostReport r = plan::estimate_cost(g, p, topo);
+    std::cout << (args->format == "json" ? json_report(g, p, r) : text_report(g, p, r));
+    return 0;
+  };
+}
+
+}  // namespace cleave::cli
