@@ -55,7 +55,7 @@ struct UnionFind {
   std::vector<int> parent;
   explicit UnionFind(int n) : parent(static_cast<size_t>(n)) { std::iota(parent.begin(), parent.end(), 0); }
   int find(int x) {
-    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+    while (parent[static_cast<size_t>(x)] != x) x = parent[static_cast<size_t>(x)];
     return x;
   }
   void unite(int a, int b) {
@@ -322,7 +322,7 @@ std::vector<int> solve(GroupProblem &p) {
                                                             frontier.begin())]);
         auto [it, fresh] = index.emplace(key, static_cast<int>(out.size()));
         if (fresh) out.push_back({std::move(key), cost, s, c});
-        else if (cost < out[static_cast<size_t>(it->second)].cost) out[static_cast<size_t>(it->second)] = {it->first, cost, s, c};
+        else if (State &have = out[static_cast<size_t>(it->second)]; cost < have.cost) have = {it->first, cost, s, c};
       }
     }
     if (out.size() > kMaxStates) {

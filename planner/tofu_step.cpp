@@ -21,7 +21,8 @@ int64_t volume(const Box &b) {
 
 int64_t overlap(const Box &a, const Box &b) {
   int64_t v = 1;
-  for (size_t d = 0; d < a.size(); ++d) v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
+  for (size_t d = 0; d < a.size(); ++d)
+    v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
   return v;
 }
 
@@ -106,7 +107,8 @@ Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp) {
     if (g.tensor(t).producer == kNoOp && src != kNoTensor && g.tensor(src).producer != kNoOp)
       shardings[static_cast<size_t>(t)] = resolved(shardings[static_cast<size_t>(src)]);
   }
-  for (TensorId t = 0; t < g.num_tensors(); ++t) p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
   validate_plan(g, p);
   return p;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // One step of recursive partitioning (Tofu §5.2), shared by `tofu` and the baselines (planner/baselines.h).
 //
-// A plan over k = k1·k2·…·kn devices is built in n steps on one global mesh [k1, …, kn] (row-major: axis 0 is the
-// most significant, so with devices numbered node by node the first step splits across the slowest link). Step s
+// A plan over k = k1·k2·…·kn devices is built in n steps on one global mesh [k1, …, kn] (row-major: axis 0 is
+// the most significant, so with devices numbered node by node the first step splits across the slowest link). Step s
 // gives every op one more split var (or none) for mesh axis s, and every source tensor one more axis sharding.
 //
 // A step is costed on its representative group: the k_s devices whose coordinates on the earlier axes are all 0;

@@ -43,7 +43,8 @@ interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt199
     } else if (t.dtype == DType::i64 || t.dtype == DType::i32) {
       if (op.kind == OpKind::Gather || op.kind == OpKind::GatherGrad) {
         int64_t axis = op.attr_int("axis", 0);
-        int64_t dim = g.tensor(op.kind == OpKind::Gather ? op.inputs[0] : op.outputs[0]).shape[static_cast<size_t>(axis)];
+        TensorId data = op.kind == OpKind::Gather ? op.inputs[0] : op.outputs[0];
+        int64_t dim = g.tensor(data).shape[static_cast<size_t>(axis)];
         x = integer(-dim, dim - 1);
       } else if (t.shape.empty()) {
         x = 3;
