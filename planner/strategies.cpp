@@ -203,34 +203,93 @@ bool source_sharding_supported(const Tensor &t, const Sharding &s) {
   return true;
 }
 
+bool boxes_tile(const std::vector<Box> &blocks, const Box &whole) {
+  if (blocks.size() < 2 || whole.empty()) return false;
+  int64_t size = volume(blocks[0]), total = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const Box &b = blocks[i];
+    if (b.size() != whole.size() || box_empty(b) || volume(b) != size || volume(intersect(b, whole)) != size)
+      return false;
+    for (size_t j = 0; j < i; ++j)
+      if (!box_empty(intersect(b, blocks[j]))) return false;
+    total += size;
+  }
+  return total == volume(whole);
+}
+
 int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
   std::vector<const Sharding *> sharding(static_cast<size_t>(g.num_tensors()), nullptr);
   for (const TensorEntry &e : p.tensors) sharding[static_cast<size_t>(*g.find_tensor(e.name))] = &e.sharding;
+  // What every rank of every op reads: rank -> per input slot.
+  std::vector<std::map<int, std::vector<std::optional<Box>>>> needs(static_cast<size_t>(g.num_ops()));
+  for (const OpEntry &e : p.ops) {
+    OpId o = *g.find_op(e.name);
+    std::vector<Description> descs = describe::describe(g, g.op(o));
+    for (size_t i = 0; i < e.config.devices.size(); ++i)
+      needs[static_cast<size_t>(o)][e.config.devices[i]] =
+          input_regions(g.op(o), descs, e.config, static_cast<int64_t>(i));
+  }
   int64_t bytes = 0;
-  // Partial tensors: a ring all-reduce over each group of the partial axes, then every holder owns the whole.
+  // Partial tensors, reduced where their first reader reads them: per partial axis and group along it, a
+  // reduce-scatter into the reader's blocks when they tile the shard (one partial axis, f32), each rank then owning
+  // its block; else a ring all-reduce (2(n-1)/n of the shard per member), every member owning the whole.
+  std::map<std::pair<TensorId, int>, Box> owned;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const Sharding &s = *sharding[static_cast<size_t>(t)];
-    int64_t n = 1;
-    for (size_t a = 0; a < s.axes.size(); ++a)
-      if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
-    if (n == 1) continue;
-    int64_t elem = dtype_size(g.tensor(t).dtype);
-    for (size_t i = 0; i < s.devices.size(); ++i)
-      bytes += 2 * (n - 1) * volume(shard_region(g.tensor(t).shape, s, static_cast<int64_t>(i))) * elem / n;
+    const Tensor &tensor = g.tensor(t);
+    int partial_axes = 0;
+    for (const AxisSharding &a : s.axes) partial_axes += a.kind == AxisSharding::Kind::partial;
+    if (partial_axes == 0) continue;
+    std::vector<OpId> readers = g.consumers(t);
+    const Op *reader = readers.empty() ? nullptr : &g.op(readers.front());
+    size_t slot = reader ? static_cast<size_t>(std::find(reader->inputs.begin(), reader->inputs.end(), t) -
+                                               reader->inputs.begin())
+                         : 0;
+    int64_t elem = dtype_size(tensor.dtype);
+    for (size_t a = 0; a < s.axes.size(); ++a) {
+      if (s.axes[a].kind != AxisSharding::Kind::partial || s.mesh[a] < 2) continue;
+      std::map<std::vector<int64_t>, std::vector<int64_t>> groups;  // other coords -> member indices
+      for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i) {
+        std::vector<int64_t> c = mesh_coords(s.mesh, i);
+        c[a] = 0;
+        groups[c].push_back(i);
+      }
+      int64_t n = s.mesh[a];
+      for (const auto &[key, members] : groups) {
+        Box whole = shard_region(tensor.shape, s, members[0]);
+        std::vector<Box> blocks;
+        for (int64_t i : members) {
+          if (!reader) break;
+          const auto &want = needs[static_cast<size_t>(readers.front())];
+          auto it = want.find(s.devices[static_cast<size_t>(i)]);
+          if (it != want.end() && it->second[slot]) blocks.push_back(*it->second[slot]);
+        }
+        if (partial_axes == 1 && tensor.dtype == DType::f32 && blocks.size() == members.size() &&
+            boxes_tile(blocks, whole)) {
+          for (size_t m = 0; m < members.size(); ++m) {
+            bytes += (n - 1) * volume(blocks[m]) * elem;
+            owned[{t, s.devices[static_cast<size_t>(members[m])]}] = blocks[m];
+          }
+        } else {
+          bytes += static_cast<int64_t>(members.size()) * 2 * (n - 1) * volume(whole) * elem / n;
+        }
+      }
+    }
   }
   for (const OpEntry &e : p.ops) {
-    const Op &op = g.op(*g.find_op(e.name));
-    std::vector<Description> descs = describe::describe(g, op);
-    for (size_t i = 0; i < e.config.devices.size(); ++i) {
-      int rank = e.config.devices[i];
-      std::vector<std::optional<Box>> need = input_regions(op, descs, e.config, static_cast<int64_t>(i));
+    OpId o = *g.find_op(e.name);
+    const Op &op = g.op(o);
+    for (const auto &[rank, need] : needs[static_cast<size_t>(o)]) {
       for (size_t slot = 0; slot < need.size(); ++slot) {
         if (!need[slot]) continue;
         TensorId t = op.inputs[slot];
         const Sharding &s = *sharding[static_cast<size_t>(t)];
         int64_t have = 0;
+        auto mine = owned.find({t, rank});
         auto at = std::find(s.devices.begin(), s.devices.end(), rank);
-        if (at != s.devices.end())
+        if (mine != owned.end())
+          have = volume(intersect(*need[slot], mine->second));
+        else if (at != s.devices.end())
           have = volume(intersect(*need[slot], shard_region(g.tensor(t).shape, s, at - s.devices.begin())));
         bytes += (volume(*need[slot]) - have) * dtype_size(g.tensor(t).dtype);
       }

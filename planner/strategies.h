@@ -58,10 +58,16 @@ bool codegen_supports(const Graph &g, const Op &op, const std::vector<describe::
 /** Whether codegen accepts `s` for source tensor `t`: graph inputs and labels are read split on dim 0 only. */
 bool source_sharding_supported(const Tensor &t, const Sharding &s);
 
-/** Bytes one training step of plan `p` moves between devices, as codegen derives it (codegen/lower.cpp): every
- *  tensor with partial axes is all-reduced over each group of those axes (ring: 2(n-1)/n of the shard per member),
- *  then each op's device fetches what its input boxes need beyond its own shard. Summed over devices (bytes
- *  received). Precondition: validate_plan(g, p) passes. */
+/** codegen/collectives.cpp's condition for reducing a partial tensor by a reduce-scatter into `blocks`: at least
+ *  two equal, non-empty, pairwise disjoint blocks covering `whole`. */
+bool boxes_tile(const std::vector<Box> &blocks, const Box &whole);
+
+/** Bytes one training step of plan `p` moves between devices, as codegen derives it (codegen/lower.cpp): a tensor
+ *  with partial axes is reduced where its first reader reads it, per partial axis and group along it: reduce-scatter
+ *  ((n-1) blocks per member) when the reader's boxes tile the shard (one partial axis, f32), each rank then owning
+ *  its block, else a ring all-reduce (2(n-1)/n of the shard per member); then each op's device fetches what its
+ *  input boxes need beyond what it owns. Summed over devices (bytes received). Precondition: validate_plan(g, p)
+ *  passes. */
 int64_t plan_comm_bytes(const Graph &g, const Plan &p);
 
 }  // namespace cleave::plan

@@ -348,6 +348,38 @@ std::vector<int> solve(GroupProblem &p) {
   return pick;
 }
 
+/** Coordinate descent on single ops after the DP: a group's members were chosen with a heuristic tie to their
+ *  anchor, so an op may still lower the step's true cost by changing alone. Sweeps in op order until nothing
+ *  improves (at most kSweeps); strictly decreasing, so deterministic and terminating. */
+void refine(StepModel &m, std::vector<int> &choice) {
+  constexpr int kSweeps = 8;
+  auto local = [&](OpId o, int c) {
+    int64_t cost = m.unary(o, c);
+    for (int e : m.edges_of(o)) {
+      const StepModel::Edge &edge = m.edges()[static_cast<size_t>(e)];
+      cost += edge.owner == o ? m.edge_cost(e, c, choice[static_cast<size_t>(edge.consumer)])
+                              : m.edge_cost(e, choice[static_cast<size_t>(edge.owner)], c);
+    }
+    return cost;
+  };
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    bool changed = false;
+    for (OpId o = 0; o < static_cast<OpId>(choice.size()); ++o) {
+      int &have = choice[static_cast<size_t>(o)];
+      int64_t best = local(o, have);
+      for (int c : m.partitioning_choices(o)) {
+        int64_t cost = local(o, c);
+        if (cost < best) {
+          best = cost;
+          have = c;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<OpId>> coarsen(const Graph &g) {
@@ -407,6 +439,7 @@ Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
     GroupProblem problem(g, m, groups, counterpart);
     std::vector<int> pick = solve(problem);
     std::vector<int> ops = problem.op_choices(pick, g.num_ops());
+    refine(m, ops);
     m.commit(ops, pp);
   }
   return finish_partial(g, devices, pp);

@@ -2,6 +2,7 @@
 #include "planner/tofu_step.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "ir/error.h"
 #include "ir/printer.h"
@@ -12,6 +13,9 @@ namespace cleave::plan {
 namespace {
 
 using describe::Description;
+
+/** A memo entry not computed yet (a cost can be negative: a reduce-scatter credit). */
+constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
 
 int64_t volume(const Box &b) {
   int64_t v = 1;
@@ -175,6 +179,15 @@ StepModel::StepModel(const Graph &g, const std::vector<std::vector<Description>>
       if (!readers.empty()) owner_[static_cast<size_t>(t)] = readers.front();
     }
   }
+  // The only reader of each tensor read by one op (slot included), else kNoOp.
+  sole_reader_.assign(static_cast<size_t>(g.num_tensors()), kNoOp);
+  std::vector<int> reads(static_cast<size_t>(g.num_tensors()), 0);
+  for (OpId o = 0; o < g.num_ops(); ++o)
+    for (TensorId t : g.op(o).inputs)
+      if (t != kNoTensor && ++reads[static_cast<size_t>(t)] == 1) sole_reader_[static_cast<size_t>(t)] = o;
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (reads[static_cast<size_t>(t)] != 1) sole_reader_[static_cast<size_t>(t)] = kNoOp;
+  unary_.resize(static_cast<size_t>(g.num_ops()));
   edges_of_.resize(static_cast<size_t>(g.num_ops()));
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const Op &op = g.op(o);
@@ -189,6 +202,7 @@ StepModel::StepModel(const Graph &g, const std::vector<std::vector<Description>>
       edges_of_[static_cast<size_t>(o)].push_back(e);
     }
   }
+  edge_cost_.resize(edges_.size());
 }
 
 ParallelConfig StepModel::config(OpId o, const std::string &var) const {
@@ -256,36 +270,63 @@ const Box &StepModel::own(TensorId t, int oc, int64_t index) {
 }
 
 int64_t StepModel::edge_cost(int e, int oc, int cc) {
-  auto key = std::make_tuple(e, oc, cc);
-  auto it = edge_cost_.find(key);
-  if (it != edge_cost_.end()) return it->second;
   const Edge &edge = edges_[static_cast<size_t>(e)];
+  std::vector<int64_t> &memo = edge_cost_[static_cast<size_t>(e)];
+  size_t width = choices(edge.consumer).size();
+  if (memo.empty()) memo.assign(choices(edge.owner).size() * width, kUnknown);
+  int64_t &slot = memo[static_cast<size_t>(oc) * width + static_cast<size_t>(cc)];
+  if (slot != kUnknown) return slot;
   int64_t elems = 0;
   for (int64_t i = 0; i < factor_; ++i) {
     const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
     if (b) elems += volume(*b) - overlap(*b, own(edge.tensor, oc, i));
   }
-  int64_t bytes = elems * dtype_size(g_.tensor(edge.tensor).dtype) * groups_;
-  edge_cost_.emplace(key, bytes);
-  return bytes;
+  slot = elems * dtype_size(g_.tensor(edge.tensor).dtype) * groups_ - reduce_scatter_credit(edge, oc, cc);
+  return slot;
+}
+
+int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
+  const Tensor &t = g_.tensor(edge.tensor);
+  // A tensor with other readers would leave them to fetch from the blocks: no credit then (the model stays
+  // pairwise).
+  if (t.producer != edge.owner || t.dtype != DType::f32 || sole_reader_[static_cast<size_t>(edge.tensor)] != edge.consumer)
+    return 0;
+  const Op &op = g_.op(edge.owner);
+  size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), edge.tensor) - op.outputs.begin());
+  Sharding s = implied_sharding(op, descs_[static_cast<size_t>(edge.owner)],
+                                config(edge.owner, choices(edge.owner)[static_cast<size_t>(oc)]), k);
+  for (size_t a = 0; a < s.axes.size(); ++a)
+    if ((s.axes[a].kind == AxisSharding::Kind::partial) != (a + 1 == s.axes.size())) return 0;
+  // Only the new axis is partial: codegen reduce-scatters it into the reader's blocks if they tile the shard.
+  Box whole = shard_region(t.shape, s, 0);
+  std::vector<Box> blocks;
+  for (int64_t i = 0; i < factor_; ++i) {
+    const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
+    if (!b) return 0;
+    blocks.push_back(*b);
+  }
+  if (!boxes_tile(blocks, whole)) return 0;
+  int64_t saved = 0;
+  for (const Box &b : blocks) saved += 2 * (factor_ - 1) * volume(whole) / factor_ - (factor_ - 1) * volume(b);
+  return saved * dtype_size(t.dtype) * groups_;
 }
 
 int64_t StepModel::unary(OpId o, int c) {
-  auto key = std::make_pair(o, c);
-  auto it = unary_.find(key);
-  if (it != unary_.end()) return it->second;
+  std::vector<int64_t> &memo = unary_[static_cast<size_t>(o)];
+  if (memo.empty()) memo.assign(choices(o).size(), kUnknown);
+  if (memo[static_cast<size_t>(c)] != kUnknown) return memo[static_cast<size_t>(c)];
   const Op &op = g_.op(o);
   ParallelConfig cfg = config(o, choices(o)[static_cast<size_t>(c)]);
   int64_t bytes = 0;
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     if (op.outputs[k] == kNoTensor) continue;
     Sharding s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
-    int64_t n = 1;
-    for (size_t a = 0; a < s.axes.size(); ++a)
-      if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
-    if (n == 1) continue;
+    // A ring all-reduce per partial axis (edge_cost credits a reduce-scatter into the first reader's blocks).
     const Tensor &t = g_.tensor(op.outputs[k]);
-    bytes += group_size_ * 2 * (n - 1) * volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) / n;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (s.axes[a].kind == AxisSharding::Kind::partial)
+        bytes += group_size_ * 2 * (s.mesh[a] - 1) * volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) /
+                 s.mesh[a];
   }
   // Sources this op owns and reads itself.
   for (size_t s = 0; s < op.inputs.size(); ++s) {
@@ -298,7 +339,7 @@ int64_t StepModel::unary(OpId o, int c) {
     }
     bytes += elems * dtype_size(g_.tensor(t).dtype) * groups_;
   }
-  unary_.emplace(key, bytes);
+  memo[static_cast<size_t>(c)] = bytes;
   return bytes;
 }
 

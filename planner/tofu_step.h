@@ -94,6 +94,9 @@ class StepModel {
 
  private:
   ParallelConfig config(OpId o, const std::string &var) const;
+  /** What a reduce-scatter into the reader's blocks saves over the all-reduce unary() charges, when codegen would
+   *  use one (strategies.h plan_comm_bytes) and the tensor has no other reader. */
+  int64_t reduce_scatter_credit(const Edge &edge, int oc, int cc);
   /** The sharding of tensor `t` with its owner under choice `oc` (every axis, partial axes resolved to replicate). */
   Sharding owned_sharding(TensorId t, int oc);
 
@@ -107,12 +110,14 @@ class StepModel {
   /** Per tensor: its owner op, and for an assign dst the tensor whose sharding it takes. */
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;
+  std::vector<OpId> sole_reader_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> edges_of_;
   std::map<std::pair<OpId, int>, std::vector<std::vector<std::optional<Box>>>> need_;
   std::map<std::pair<TensorId, int>, std::vector<Box>> own_;
-  std::map<std::tuple<int, int, int>, int64_t> edge_cost_;
-  std::map<std::pair<OpId, int>, int64_t> unary_;
+  /** Memos (tofu_step.cpp kUnknown: not computed yet). */
+  std::vector<std::vector<int64_t>> edge_cost_;  // per edge: [owner choice * consumer choices + consumer choice]
+  std::vector<std::vector<int64_t>> unary_;      // per op: [choice]
 };
 
 /** Prime factors of `devices`, largest first (8 -> [2, 2, 2], 12 -> [3, 2, 2]); [] for 1. */
