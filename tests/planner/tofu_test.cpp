@@ -51,6 +51,16 @@ TEST(SearchPlanners, ValidDeterministicAndEveryOpPartitioned) {
       }
 }
 
+TEST(SearchPlanners, CommBytesOfDataParallelismAreTheGradientAllReduces) {
+  // Data parallelism on the MLP moves only the ring all-reduces of the weight gradients (the loss is synced inside
+  // its kernel): 2(n-1)/n of every param per device, from the params' shapes alone.
+  Graph g = model_graph("mlp.onnx", 16, true);
+  int64_t param_bytes = 0;
+  for (const Tensor &t : g.tensors())
+    if (t.role == Role::param) param_bytes += num_elements(t.shape) * dtype_size(t.dtype);
+  for (int n : {2, 4, 8}) EXPECT_EQ(plan_comm_bytes(g, make_plan(g, "data", n)), 2 * (n - 1) * param_bytes) << n;
+}
+
 TEST(SearchPlanners, TofuMovesNoMoreThanAnyBaseline) {
   // Not a theorem: each recursion step is optimised on its own (Tofu §5.2), and the CNN on 8 devices is a case
   // where a step's cheapest choice costs more later (tofu 124504 bytes, equalchop 117424).
