@@ -8,6 +8,7 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "ir/parser.h"
 #include "ir/verifier.h"
 #include "planner/baselines.h"
 #include "planner/make_plan.h"
@@ -127,6 +128,31 @@ TEST(SearchPlanners, CoarseningKeepsForwardBackwardAndUpdateTogether) {
               group_of[static_cast<size_t>(g.consumers(a.dst).front())])
         << g.tensor(a.dst).name;
   EXPECT_LT(groups.size(), static_cast<size_t>(g.num_ops()));
+}
+
+TEST(SearchPlanners, CoarseningMergesUnrolledTimesteps) {
+  // Two timesteps of one recurrent node: the same MatMul and Tanh of each step form one group, so every step takes
+  // the same strategy; the MatMul of another node stays apart.
+  Graph g = parse_graph(R"(graph rnn
+tensor x f32[4,8] input
+tensor w f32[8,8] constant = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+tensor a0 f32[4,8] activation
+tensor h0 f32[4,8] activation
+tensor a1 f32[4,8] activation
+tensor h1 f32[4,8] activation
+tensor y f32[4,8] activation
+op c/t0/m MatMul forward unroll=c t=0 (x, w) -> (a0)
+op c/t0/h Tanh forward unroll=c t=0 (a0) -> (h0)
+op c/t1/m MatMul forward unroll=c t=1 (h0, w) -> (a1)
+op c/t1/h Tanh forward unroll=c t=1 (a1) -> (h1)
+op out MatMul forward (h1, w) -> (y)
+output y
+)");
+  std::vector<std::vector<OpId>> groups = coarsen(g);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0], (std::vector<OpId>{0, 2}));
+  EXPECT_EQ(groups[1], (std::vector<OpId>{1, 3}));
+  EXPECT_EQ(groups[2], (std::vector<OpId>{4}));
 }
 
 TEST(SearchPlanners, FactorsGiveTheMesh) {
