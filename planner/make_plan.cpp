@@ -1,8 +1,10 @@
-// The `single` and `data` planners.
+// The `single` and `data` planners, and the dispatch to the search planners (tofu.h, baselines.h).
 #include "planner/make_plan.h"
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/baselines.h"
+#include "planner/tofu.h"
 #include "planner/validate.h"
 
 namespace cleave::plan {
@@ -135,7 +137,12 @@ Plan make_plan(const Graph &g, const std::string &planner, int devices) {
   Plan p;
   if (planner == "single") p = single_plan(g, devices);
   else if (planner == "data") p = data_plan(g, devices);
-  else CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected single or data)");
+  else if (planner == "tofu") p = tofu_plan(g, devices);
+  else if (planner == "icml18") p = tofu_plan(g, devices, TofuOptions{{}, false});
+  else if (planner == "owt" || planner == "allrow" || planner == "spartan" || planner == "equalchop")
+    p = baseline_plan(g, planner, devices);
+  else
+    CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", kPlannerNames, ")");
   validate_plan(g, p);
   return p;
 }

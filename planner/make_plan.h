@@ -1,6 +1,7 @@
 #pragma once
-// The baseline planners (DESIGN §5): `single` puts everything on device 0; `data` is data parallelism over every
-// device, splitting each op's batch var on a 1-D mesh.
+// The planners (DESIGN §5): `single` puts everything on device 0; `data` is data parallelism over every device,
+// splitting each op's batch var on a 1-D mesh; `tofu` searches (planner/tofu.h); `icml18`, `owt`, `allrow`,
+// `spartan` and `equalchop` are Tofu's baselines (planner/baselines.h).
 #include <string>
 #include <vector>
 
@@ -14,7 +15,10 @@ namespace cleave::plan {
  *  batch). */
 std::vector<int> batch_dims(const Graph &g);
 
-/** The plan `planner` ("single" or "data") makes for `g` over `devices` devices. Deterministic. Throws UserError
+/** The planner names make_plan accepts, for messages and --help. */
+inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan or equalchop";
+
+/** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. Deterministic. Throws UserError
  *  for an unknown planner, a device count below 1, or (data) a batch not divisible by the device count. The result
  *  passes validate_plan. */
 Plan make_plan(const Graph &g, const std::string &planner, int devices);

@@ -27,7 +27,7 @@ fi
 grep -qx 'error: data planner: batch 16 of input "x" is not divisible by 3 devices' "$work/err" || fail "$(cat "$work/err")"
 [ ! -e "$work/bad.plan" ] || fail "a failed run left its output file"
 [ -z "$(ls "$work" | grep tmp || true)" ] || fail "a failed run left a temporary file"
-if "$cleave" plan "$src/models/mlp.onnx" --devices 2 --planner tofu 2>"$work/err"; then fail "planner tofu accepted"; fi
+if "$cleave" plan "$src/models/mlp.onnx" --devices 2 --planner flexflow 2>"$work/err"; then fail "planner flexflow accepted"; fi
 if "$cleave" plan "$src/models/mlp.onnx" --devices 2 --batch 16 -o "$work/no/such/dir/x.plan" 2>"$work/err"; then
   fail "-o into a missing directory accepted"
 fi

@@ -38,8 +38,10 @@ Command add_compile_command(CLI::App &app) {
              "Run it with `cleave run DIR`.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
-  auto *planner = app.add_option("--planner", args->planner, "single | data (default data)")
-                      ->check(CLI::IsMember({"single", "data"}));
+  auto *planner =
+      app.add_option("--planner", args->planner,
+                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop (default data)")
+          ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop"}));
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
       ->check(CLI::PositiveNumber);

@@ -1,4 +1,6 @@
 // `cleave plan`: the plan of a model's training graph, as canonical text (planner/plan.h).
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/verifier.h"
 #include "planner/make_plan.h"
+#include "planner/strategies.h"
 #include "planner/topology.h"
 #include "tools/cli/commands.h"
 
@@ -59,11 +62,14 @@ Command add_plan_command(CLI::App &app) {
   app.footer(
       "Print the plan of a model's training graph: per tensor its sharding, per op its parallel config "
       "(planner/plan.h documents the format). Planners: single (everything on device 0), data (data "
-      "parallelism: the batch split over every device, weight gradients partial, params replicated)");
+      "parallelism: the batch split over every device, weight gradients partial, params replicated), tofu (Tofu's "
+      "recursive search minimising the bytes moved per step), and Tofu's baselines icml18, owt, allrow, spartan, "
+      "equalchop (planner/baselines.h)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
-  app.add_option("--planner", args->planner, "single | data (default data)")
-      ->check(CLI::IsMember({"single", "data"}));
+  app.add_option("--planner", args->planner,
+                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop (default data)")
+      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop"}));
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(CLI::PositiveNumber);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   app.add_option("--check", args->check,
@@ -72,6 +78,7 @@ Command add_plan_command(CLI::App &app) {
   args->train_flags.add_to(app);
   return [args] {
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
+    auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     if (!args->topology.empty()) {
@@ -80,7 +87,13 @@ Command add_plan_command(CLI::App &app) {
       if (args->devices > topo.devices())
         CLEAVE_USER_ERROR("--devices ", args->devices, ": topology ", topo.name, " has ", topo.devices(), " devices");
     }
-    std::string text = plan::print_plan(plan::make_plan(g, args->planner, args->devices));
+    auto t1 = std::chrono::steady_clock::now();
+    std::clock_t c1 = std::clock();
+    plan::Plan p = plan::make_plan(g, args->planner, args->devices);
+    std::clock_t c2 = std::clock();
+    auto t2 = std::chrono::steady_clock::now();
+    std::string text = plan::print_plan(p);
+    auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     if (!args->check.empty()) {
       std::ifstream f(args->check, std::ios::binary);
       if (!f) CLEAVE_USER_ERROR("--check: cannot open ", args->check);
@@ -99,8 +112,13 @@ Command add_plan_command(CLI::App &app) {
       std::cout << text;
     } else {
       write_atomically(args->out, text);
-      std::fprintf(stderr, "wrote the %s plan over %d devices to %s\n", args->planner.c_str(), args->devices,
-                   args->out.c_str());
+      // Timings are for people (stderr): loading (import, autodiff) apart from the search itself.
+      // (CPU time too: on a shared machine it is the steadier measure of the search.)
+      std::fprintf(stderr,
+                   "wrote the %s plan over %d devices to %s (load %.3f s, plan %.3f s, plan cpu %.3f s, %lld bytes "
+                   "moved per step)\n",
+                   args->planner.c_str(), args->devices, args->out.c_str(), secs(t0, t1), secs(t1, t2),
+                   static_cast<double>(c2 - c1) / CLOCKS_PER_SEC, static_cast<long long>(plan::plan_comm_bytes(g, p)));
     }
     return 0;
   };
