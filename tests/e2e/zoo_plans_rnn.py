@@ -1,6 +1,6 @@
-"""Tiny zoo RNN (LSTM LM): eval vs torch (1e-4); a hand plan (vocabulary-split decoder) on 4 ranks train like the 1-rank
-`cleave eval` (losses within relative 1e-5, weights within 1e-5 * max|w|). Plans and checks:
-tests/codegen/plans/family_plans.py.
+"""Tiny zoo RNN (LSTM language model): `cleave eval` trains like torch (relative 1e-4), and a hand plan (vocabulary-
+split decoder, tests/codegen/plans/family_plans.py) on 4 ranks like the eval: losses within relative 1e-5, weights
+within 1e-5 * max|w|.
 Usage (CTest): /usr/bin/python3 tests/e2e/zoo_plans_rnn.py <cleave-binary> <source-dir>"""
 import os
 import sys
