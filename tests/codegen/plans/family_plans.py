@@ -121,7 +121,7 @@ def resplit_ops(plan, data_plan):
 
 
 def torch_losses(family, x, y, steps, batch, lr):
-    """Per-step losses of torch.optim.SGD on the family's tiny module (the exported model's initial state: same seed)."""
+    """Per-step losses of torch.optim.SGD on the family's tiny module (same seed: the exported initial state)."""
     import torch
     import generate
     make, _, _ = generate.resolve(family, "tiny")
