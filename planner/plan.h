@@ -26,6 +26,10 @@
 // var name or `-` (none). Lines starting with `#` and blank lines are ignored by the parser; a name holding a line
 // break cannot be written. validate.h checks a plan against its graph; make_plan.h makes one; region.h says which
 // box of each tensor a device owns and reads.
+//
+// A hand-written plan may leave out the lines of produced tensors: `cleave compile --plan` fills each in with the
+// sharding its producer's config implies (complete_plan in validate.h), so such a plan is its op lines plus the lines
+// of its source tensors. The bundle's plan.txt is the completed plan.
 #include <cstdint>
 #include <string>
 #include <vector>

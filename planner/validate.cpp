@@ -1,6 +1,7 @@
 // The plan validator: every rule of plan.h, with one line per problem naming the tensor or op.
 #include "planner/validate.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -276,6 +277,43 @@ std::vector<std::string> plan_problems(const Graph &g, const Plan &p) {
     }
   }
   return out;
+}
+
+void complete_plan(const Graph &g, Plan &p) {
+  std::vector<bool> listed(static_cast<size_t>(g.num_tensors()), false);
+  for (const TensorEntry &e : p.tensors)
+    if (std::optional<TensorId> id = g.find_tensor(e.name)) listed[static_cast<size_t>(*id)] = true;
+  std::map<std::string, const ParallelConfig *> configs;
+  for (const OpEntry &e : p.ops) configs.emplace(e.name, &e.config);
+  std::vector<TensorEntry> added;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op &op = g.op(o);
+    auto it = configs.find(op.name);
+    if (it == configs.end()) continue;
+    bool missing = false;
+    for (TensorId t : op.outputs) missing = missing || (t != kNoTensor && !listed[static_cast<size_t>(t)]);
+    if (!missing) continue;
+    std::vector<Description> descs = describe::describe(g, op);
+    // An invalid config implies nothing; plan_problems reports it and the missing outputs.
+    if (!config_problems(g, op, descs, *it->second, p.devices).empty()) continue;
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      TensorId t = op.outputs[k];
+      if (t == kNoTensor || listed[static_cast<size_t>(t)]) continue;
+      listed[static_cast<size_t>(t)] = true;
+      added.push_back({g.tensor(t).name, implied_sharding(op, descs, *it->second, k)});
+    }
+  }
+  if (added.empty()) return;
+  std::vector<std::pair<int64_t, TensorEntry>> keyed;
+  for (TensorEntry &e : p.tensors) {
+    std::optional<TensorId> id = g.find_tensor(e.name);
+    keyed.emplace_back(id ? *id : g.num_tensors(), std::move(e));
+  }
+  for (TensorEntry &e : added) keyed.emplace_back(*g.find_tensor(e.name), std::move(e));
+  std::stable_sort(keyed.begin(), keyed.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  p.tensors.clear();
+  for (auto &[id, e] : keyed) p.tensors.push_back(std::move(e));
 }
 
 void validate_plan(const Graph &g, const Plan &p) {

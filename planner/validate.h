@@ -27,6 +27,13 @@ Sharding implied_sharding(const Op &op, const std::vector<describe::Description>
 std::vector<std::string> config_problems(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                          const ParallelConfig &config, int devices);
 
+/** Adds the entry of every produced tensor that `p` leaves out: the sharding its producer's config implies (when that
+ *  op has an entry whose config is valid on its own). If anything was added, the tensor entries are put in IR id
+ *  order (names unknown to `g` stay last, for plan_problems to report). Lets a hand-written plan give only its op
+ *  lines and its source tensors (inputs, labels, params, optimizer state, constants). A present entry is never
+ *  changed: if it contradicts its producer, plan_problems says so. */
+void complete_plan(const Graph &g, Plan &p);
+
 /** Every problem of `p` against `g`, one line each, in plan order then graph order (empty = valid). */
 std::vector<std::string> plan_problems(const Graph &g, const Plan &p);
 /** Throws UserError with the first problem (and the count of the others) if the plan is invalid. */

@@ -70,6 +70,8 @@ Command add_compile_command(CLI::App &app) {
       if (p.devices != args->devices && args->devices != 1)
         CLEAVE_USER_ERROR(args->plan_file, ": the plan is for ", p.devices, " devices, --devices says ",
                           args->devices);
+      // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
+      plan::complete_plan(g, p);
     } else {
       p = plan::make_plan(g, args->planner.empty() ? "data" : args->planner, args->devices);
     }
