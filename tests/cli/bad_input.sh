@@ -66,6 +66,11 @@ expect unknown_freeze '*' "nope" -- eval "$m/good.onnx" $data --freeze nope
 expect unknown_loss '*' "nope" -- ir "$m/good.onnx" --train --loss nope
 expect save_dir_missing '*' "--save-model: directory" -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch 2 --save-model "$work/no/such/dir/out.onnx"
 expect test_no_loss_op '*' "no SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss op" -- test "$m/nonscalar_loss.onnx" --data "x=$work/x.npy" --batch 2
+# Flag values: one line naming the flag, exit 2 (usage), like any other bad input.
+expect devices_zero 2 '--devices: must be a positive integer, got "0"' -- plan "$m/good.onnx" --batch 2 --devices 0
+expect batch_not_a_number 2 '--batch: must be a positive integer, got "two"' -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch two --save-model "$work/out.onnx"
+expect unknown_flag 2 "--fast" -- plan "$m/good.onnx" --batch 2 --fast
+expect run_build_type 2 "--build-type: Fast not in" -- run "$work" --data "x=$work/x.npy" --build-type Fast
 expect describe_unknown '*' "Nope" -- describe Nope
 
 echo "$failures failures"

@@ -15,6 +15,21 @@ namespace cleave::cli {
 
 using Command = std::function<int()>;
 
+// A positive integer flag value (devices, batch, steps): "must be a positive integer, got 0" rather than CLI11's range.
+inline const CLI::Validator kPositive(
+    [](std::string &value) -> std::string {
+      std::size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(value, &used);
+      } catch (const std::exception &) {
+        used = 0;
+      }
+      if (used != value.size() || v < 1) return "must be a positive integer, got \"" + value + "\"";
+      return "";
+    },
+    "POSITIVE");
+
 /** Flags shared by every subcommand that builds a training graph. */
 struct TrainFlags {
   std::string optimizer = "sgd";

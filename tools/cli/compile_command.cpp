@@ -37,14 +37,14 @@ Command add_compile_command(CLI::App &app) {
              "plan.txt, src/rank_<r>.cpp, CMakeLists.txt, runtime/, weights/, launch/, manifest.json. "
              "Run it with `cleave run DIR`.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   auto *planner =
       app.add_option("--planner", args->planner,
                      "single | data | tofu | icml18 | owt | allrow | spartan | equalchop (default data)")
           ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop"}));
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
   add_topology_option(app, args->topology);
   args->train_flags.add_to(app);

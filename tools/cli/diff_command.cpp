@@ -32,7 +32,7 @@ Command add_diff_command(CLI::App &app) {
   app.add_option("b", args->b, "the new plan file")->required();
   app.add_option("--model", args->model, "the model both plans are for (.onnx, or IR text)")->required();
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   add_topology_option(app, args->topology);
   app.add_option("--fail-on", args->fail_on, "limits on growth, e.g. comm=+5%,memory=+0%,time=+5%");
   args->train_flags.add_to(app);

@@ -31,7 +31,7 @@ void add_data_flags(CLI::App &app, EvalArgs &args, const char *batch_help) {
   app.add_option("--data", args.data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
       ->required()
       ->delimiter(',');
-  app.add_option("--batch", args.batch, batch_help)->required()->check(CLI::PositiveNumber);
+  app.add_option("--batch", args.batch, batch_help)->required()->check(kPositive);
 }
 
 /** name=path pairs of --data, in flag order. */
@@ -112,7 +112,7 @@ Command add_eval_command(CLI::App &app) {
   auto args = std::make_shared<EvalArgs>();
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   add_data_flags(app, *args, "samples per step (also fixes a symbolic batch dimension)");
-  app.add_option("--steps", args->steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", args->steps, "training steps")->check(kPositive);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   args->train_flags.add_to(app);
   return [args] {

@@ -141,7 +141,7 @@ void add_plan_source_options(CLI::App &app, PlanSource &src) {
                       ->check(CLI::IsMember({"single", "data"}));
   app.add_option("--plan", src.plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--devices", src.devices, "number of devices (default 1; a --plan file says its own)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
 }
 
 plan::Plan PlanSource::make(const Graph &g) const {
@@ -174,7 +174,7 @@ Command add_explain_command(CLI::App &app) {
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   add_plan_source_options(app, *src);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   add_topology_option(app, args->topology);
   app.add_option("--format", args->format, "text | json (default text)")->check(CLI::IsMember({"text", "json"}));
   args->train_flags.add_to(app);

@@ -19,7 +19,7 @@ struct IrArgs {
 Command add_ir_command(CLI::App &app) {
   auto args = std::make_shared<IrArgs>();
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(CLI::PositiveNumber);
+  app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_flag("--train", args->train, "print the training graph (forward, backward, optimizer update)");
   args->train_flags.add_to(app);
   return [args] {

@@ -30,7 +30,10 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // A bad flag or argument: one line naming it (CLI11's messages start with the flag), exit 2 like other usage errors.
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
   }
   try {
     for (auto &[sub, run] : commands)

@@ -66,11 +66,11 @@ Command add_plan_command(CLI::App &app) {
       "recursive search minimising the bytes moved per step), and Tofu's baselines icml18, owt, allrow, spartan, "
       "equalchop (planner/baselines.h)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(CLI::PositiveNumber);
+  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   app.add_option("--planner", args->planner,
                  "single | data | tofu | icml18 | owt | allrow | spartan | equalchop (default data)")
       ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop"}));
-  app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(CLI::PositiveNumber);
+  app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   app.add_option("--check", args->check,
                  "compare the plan with this file instead of printing it: exit 1 if they differ (for CI)");

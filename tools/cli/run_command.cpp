@@ -27,6 +27,7 @@ struct RunArgs {
   int64_t steps = 1;
   std::string save_model;
   std::string runtime_dir;
+  std::string build_type = "Release";
 };
 
 std::string shell_quote(const std::string &s) {
@@ -59,10 +60,14 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
       ->required()
       ->delimiter(',');
-  app.add_option("--steps", args->steps, "training steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", args->steps, "training steps")->check(kPositive);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   app.add_option("--runtime-dir", args->runtime_dir,
                  "a prebuilt runtime library directory (default: $CLEAVE_RUNTIME_DIR, else build the bundled one)");
+  app.add_option("--build-type", args->build_type,
+                 "CMake build type of the rank programs (Debug compiles a large model's ranks ~10x faster, runs slower)")
+      ->check(CLI::IsMember({"Release", "RelWithDebInfo", "Debug", "MinSizeRel"}))
+      ->capture_default_str();
   return [args] {
     fs::path dir = fs::absolute(args->bundle);
     fs::path manifest_path = dir / "manifest.json";
@@ -104,14 +109,21 @@ Command add_run_command(CLI::App &app) {
         CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
     }
 
-    // Build (configure once; Ninja makes the rebuild a no-op).
+    // Build (Ninja makes an unchanged rebuild a no-op).
     fs::path build = dir / "build";
     std::string rt_dir = args->runtime_dir;
     if (rt_dir.empty())
       if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) rt_dir = env;
-    if (!fs::exists(build / "build.ninja")) {
+    // Configure once, and again when the build type changes (Ninja then rebuilds the rank programs).
+    std::string cached_type;
+    if (fs::exists(build / "build.ninja")) {
+      std::istringstream cache(slurp(build / "CMakeCache.txt"));
+      for (std::string line; std::getline(cache, line);)
+        if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
+    }
+    if (cached_type != args->build_type) {
       std::string cmd = "cmake -S " + shell_quote(dir.string()) + " -B " + shell_quote(build.string()) +
-                        " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cpu";
+                        " -G Ninja -DCMAKE_BUILD_TYPE=" + args->build_type + " -DCLEAVE_BACKEND=cpu";
       if (!rt_dir.empty()) cmd += " -DCLEAVE_RUNTIME_DIR=" + shell_quote(fs::absolute(rt_dir).string());
       if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR(args->bundle, ": configuring the bundle failed");
     }

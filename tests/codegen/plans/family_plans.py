@@ -206,8 +206,10 @@ def run_family(cleave, src, family, runs, steps=3, batch=8, lr=0.1):
                 else:
                     sh([cleave, "compile", model, "--planner", "data"] + flags)
                 saved = bundle + "_trained.onnx"
-                got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved]
-                                + runtime_flags(cleave)))
+                # Debug: these ranks' thousands of fused functors take ~1 min each at -O3 and ~5 s at -O0; the
+                # optimised build of generated code is run by tests/e2e/zoo_tiny_ranks.py and tests/codegen/.
+                got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved,
+                                 "--build-type", "Debug"] + runtime_flags(cleave)))
             except RuntimeError as e:
                 problems.append(f"{where}: {e}")
                 continue
