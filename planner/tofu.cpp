@@ -7,6 +7,7 @@
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/cost_model.h"
 #include "planner/tofu_step.h"
 #include "planner/validate.h"
 
@@ -420,8 +421,99 @@ std::vector<std::vector<OpId>> coarsen(const Graph &g) {
   return groups;  // roots are each group's smallest op id, so map order is op order
 }
 
+namespace {
+
+/** The recursion over `factors` (one StepModel per factor > 1). */
+PartialPlan recurse(const Graph &g, const std::vector<std::vector<Description>> &descs,
+                    const std::vector<std::vector<OpId>> &groups, const std::vector<TensorId> &counterpart,
+                    const std::vector<int64_t> &factors, bool reduction_splits) {
+  PartialPlan pp = start_partial(g);
+  for (int64_t f : factors) {
+    if (f == 1) continue;
+    StepModel m(g, descs, pp, f, reduction_splits);
+    GroupProblem problem(g, m, groups, counterpart);
+    std::vector<int> pick = solve(problem);
+    std::vector<int> ops = problem.op_choices(pick, g.num_ops());
+    refine(m, ops);
+    m.commit(ops, pp);
+  }
+  return pp;
+}
+
+/** Recursion over the used levels of a topology in `order` (level indices): the factors, and the device at each
+ *  row-major position of their mesh, so that each axis's groups lie inside its level (topology.h numbers devices
+ *  innermost level first). */
+struct LevelOrder {
+  std::vector<int64_t> factors;
+  std::vector<int> devices;
+};
+
+LevelOrder level_order(const std::vector<int> &used, const std::vector<int> &order) {
+  LevelOrder r;
+  std::vector<int64_t> stride;  // per axis: the device-id distance between neighbours on it
+  std::vector<int64_t> level_stride(used.size(), 1);
+  for (size_t k = 1; k < used.size(); ++k) level_stride[k] = level_stride[k - 1] * used[k - 1];
+  for (int level : order) {
+    std::vector<int64_t> f = default_factors(used[static_cast<size_t>(level)]);
+    // Within a level the first factor is the most significant digit of the device's coordinate there.
+    int64_t inner = level_stride[static_cast<size_t>(level)];
+    std::vector<int64_t> s(f.size());
+    for (size_t i = f.size(); i-- > 0;) {
+      s[i] = inner;
+      inner *= f[i];
+    }
+    r.factors.insert(r.factors.end(), f.begin(), f.end());
+    stride.insert(stride.end(), s.begin(), s.end());
+  }
+  int64_t n = 1;
+  for (int64_t f : r.factors) n *= f;
+  for (int64_t pos = 0; pos < n; ++pos) {
+    int64_t rem = pos, device = 0;
+    for (size_t a = r.factors.size(); a-- > 0;) {
+      device += (rem % r.factors[a]) * stride[a];
+      rem /= r.factors[a];
+    }
+    r.devices.push_back(static_cast<int>(device));
+  }
+  return r;
+}
+
+double comm_seconds(const Graph &g, const Plan &p, const Topology &t) {
+  double worst = 0;
+  for (const DeviceCost &d : estimate_cost(g, p, t).devices) worst = std::max(worst, d.comm_seconds);
+  return worst;
+}
+
+}  // namespace
+
+std::vector<int> hierarchy_levels(const Topology &t, int devices) {
+  if (devices < 1 || devices > t.devices()) return {};
+  std::vector<int> used;
+  int rest = devices;
+  for (const Level &l : t.levels) {
+    int f = std::gcd(rest, l.count);
+    // A level used in part must be the outermost used one: else devices 0..devices-1 fill nodes unevenly.
+    if (f < l.count && rest / f > 1) return {};
+    used.push_back(f);
+    rest /= f;
+  }
+  return rest == 1 ? used : std::vector<int>{};
+}
+
+std::vector<int64_t> hierarchy_factors(const Topology &t, int devices) {
+  std::vector<int> used = hierarchy_levels(t, devices);
+  if (used.empty()) return default_factors(devices);
+  std::vector<int> outermost_first;
+  for (int k = static_cast<int>(used.size()); k-- > 0;) outermost_first.push_back(k);
+  return level_order(used, outermost_first).factors;
+}
+
 Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
-  std::vector<int64_t> factors = options.factors.empty() ? default_factors(devices) : options.factors;
+  const Topology *topo = options.topology;
+  if (topo && devices > topo->devices())
+    CLEAVE_USER_ERROR("tofu: ", devices, " devices, but topology ", topo->name, " has ", topo->devices());
+  std::vector<int64_t> factors = options.factors;
+  if (factors.empty()) factors = topo ? hierarchy_factors(*topo, devices) : default_factors(devices);
   int64_t product = 1;
   for (int64_t f : factors) {
     if (f < 1) CLEAVE_USER_ERROR("tofu: mesh factor ", f, " must be at least 1");
@@ -432,17 +524,28 @@ Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
   for (const Op &op : g.ops()) descs.push_back(describe::describe(g, op));
   std::vector<std::vector<OpId>> groups = coarsen(g);
   std::vector<TensorId> counterpart = counterparts(g);
-  PartialPlan pp = start_partial(g);
-  for (int64_t f : factors) {
-    if (f == 1) continue;
-    StepModel m(g, descs, pp, f, options.reduction_splits);
-    GroupProblem problem(g, m, groups, counterpart);
-    std::vector<int> pick = solve(problem);
-    std::vector<int> ops = problem.op_choices(pick, g.num_ops());
-    refine(m, ops);
-    m.commit(ops, pp);
-  }
-  return finish_partial(g, devices, pp);
+  std::vector<int> used = topo && options.factors.empty() ? hierarchy_levels(*topo, devices) : std::vector<int>{};
+  std::vector<int> order;  // the used levels (count > 1), outermost first: Tofu's order
+  for (int k = static_cast<int>(used.size()); k-- > 0;)
+    if (used[static_cast<size_t>(k)] > 1) order.push_back(k);
+  if (order.size() < 2)
+    return finish_partial(g, devices, recurse(g, descs, groups, counterpart, factors, options.reduction_splits));
+  // Every order of the levels, Tofu's (descending) first; prev_permutation walks the rest in decreasing order.
+  Plan best;
+  double best_seconds = 0;
+  bool first = true;
+  do {
+    LevelOrder lo = level_order(used, order);
+    Plan p = finish_partial(g, devices, recurse(g, descs, groups, counterpart, lo.factors, options.reduction_splits),
+                            lo.devices);
+    double seconds = comm_seconds(g, p, *topo);
+    if (first || seconds < best_seconds) {
+      best = std::move(p);
+      best_seconds = seconds;
+    }
+    first = false;
+  } while (std::prev_permutation(order.begin(), order.end()));
+  return best;
 }
 
 }  // namespace cleave::plan
