@@ -13,6 +13,13 @@
 // to a later group (Tofu's frontier); states with equal frontiers merge, keeping the cheaper. It is exact while the
 // states of a layer number at most kMaxStates; beyond that only the cheapest kMaxStates survive (ties by choice
 // order), so the search stays polynomial on graphs whose frontier is wide. Deterministic: no hashing, no threads.
+//
+// Every op is partitioned (Tofu), except update ops whose state (new param, optimizer state) fits, replicated, in the
+// slack of Tofu's memory target (per-device peak <= 1.15 x 1-device peak / devices): those may also stay whole, as in
+// data parallelism, which moves less where a model's state is small beside its activations (the tiny CNN on 2
+// devices: tofu then equals data). Admitted smallest first while (k-1)/k of their outputs' bytes stay within
+// 0.15 x the cost model's 1-device peak / k; a model whose params dominate its memory (WResNet-152-10) keeps them
+// sharded.
 #include <cstdint>
 #include <vector>
 
