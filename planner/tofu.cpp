@@ -8,6 +8,7 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/cost_model.h"
+#include "planner/make_plan.h"
 #include "planner/tofu_step.h"
 #include "planner/validate.h"
 
@@ -499,11 +500,8 @@ std::vector<char> replicated_updates(const Graph &g, int devices) {
   constexpr double kMemorySlack = 0.15;
   std::vector<char> ok(static_cast<size_t>(g.num_ops()), 0);
   if (devices < 2) return ok;
-  Plan single;
-  single.devices = 1;
-  for (const Tensor &t : g.tensors()) single.tensors.push_back({t.name, Sharding{{0}, {1}, {AxisSharding{}}}});
-  for (const Op &op : g.ops()) single.ops.push_back({op.name, ParallelConfig{{0}, {1}, {""}}});
-  int64_t peak = estimate_cost(g, single, preset_topology("k80x8")).peak_memory_bytes;
+  // Memory does not depend on the links: any topology prices it.
+  int64_t peak = estimate_cost(g, make_plan(g, "single", 1), preset_topology("k80x8")).peak_memory_bytes;
   double budget = kMemorySlack * static_cast<double>(peak) / devices, used = 0;
   std::vector<std::pair<int64_t, OpId>> updates;
   for (OpId o = 0; o < g.num_ops(); ++o) {
@@ -575,15 +573,17 @@ Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
   for (int k = static_cast<int>(used.size()); k-- > 0;)
     if (used[static_cast<size_t>(k)] > 1) order.push_back(k);
   if (order.size() < 2)
-    return finish_partial(g, devices, recurse(g, descs, groups, counterpart, factors, options.reduction_splits, replicable));
+    return finish_partial(g, devices,
+                          recurse(g, descs, groups, counterpart, factors, options.reduction_splits, replicable));
   // Every order of the levels, Tofu's (descending) first; prev_permutation walks the rest in decreasing order.
   Plan best;
   double best_seconds = 0;
   bool first = true;
   do {
     LevelOrder lo = level_order(used, order);
-    Plan p = finish_partial(g, devices, recurse(g, descs, groups, counterpart, lo.factors, options.reduction_splits, replicable),
-                            lo.devices);
+    Plan p = finish_partial(
+        g, devices, recurse(g, descs, groups, counterpart, lo.factors, options.reduction_splits, replicable),
+        lo.devices);
     double seconds = comm_seconds(g, p, *topo);
     if (first || seconds < best_seconds) {
       best = std::move(p);
