@@ -283,7 +283,9 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
 }
 
 void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const std::string &dir,
-                  const std::string &model_path) {
+                  const std::string &model_path, const plan::CostReport *predicted) {
+  CLEAVE_CHECK(!predicted || static_cast<int>(predicted->devices.size()) >= l.devices, "prediction covers ",
+               predicted ? predicted->devices.size() : 0, " of ", l.devices, " ranks");
   fs::path root(dir);
   std::map<std::string, std::string> files;  // relative path -> bytes
   files["plan.txt"] = plan::print_plan(p);
@@ -339,6 +341,12 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     if (t.role == Role::input || t.role == Role::label)
       inputs[t.name] = {{"shape", t.shape}, {"dtype", std::string(dtype_name(t.dtype))}};
   m["inputs"] = inputs;
+  if (predicted) {
+    char step[32];
+    std::snprintf(step, sizeof step, "%.3e", predicted->predicted_step_seconds);
+    m["topology"] = predicted->topology;
+    m["predicted_step_seconds"] = step;
+  }
   nlohmann::json per_rank = nlohmann::json::array();
   for (const RankProgram &prog : l.ranks) {
     nlohmann::json saved = nlohmann::json::array();
@@ -356,7 +364,10 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
                        {"begin", begin},
                        {"end", end}});
     }
-    per_rank.push_back({{"rank", prog.rank}, {"peak_memory_bytes", prog.arena_bytes}, {"saved", saved}});
+    nlohmann::json rank = {{"rank", prog.rank}, {"peak_memory_bytes", prog.arena_bytes}, {"saved", saved}};
+    if (predicted)
+      rank["predicted_peak_memory_bytes"] = predicted->devices[static_cast<size_t>(prog.rank)].peak_memory_bytes;
+    per_rank.push_back(std::move(rank));
   }
   m["per_rank"] = per_rank;
   nlohmann::json hashes = nlohmann::json::object();

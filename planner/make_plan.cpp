@@ -132,13 +132,15 @@ std::vector<int> batch_dims(const Graph &g) {
   return batch;
 }
 
-Plan make_plan(const Graph &g, const std::string &planner, int devices) {
+Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology) {
   if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
+  if (topology && devices > topology->devices())
+    CLEAVE_USER_ERROR(devices, " devices, but topology ", topology->name, " has ", topology->devices());
   Plan p;
   if (planner == "single") p = single_plan(g, devices);
   else if (planner == "data") p = data_plan(g, devices);
-  else if (planner == "tofu") p = tofu_plan(g, devices);
-  else if (planner == "icml18") p = tofu_plan(g, devices, TofuOptions{{}, false});
+  else if (planner == "tofu") p = tofu_plan(g, devices, TofuOptions{{}, true, topology});
+  else if (planner == "icml18") p = tofu_plan(g, devices, TofuOptions{{}, false, topology});
   else if (planner == "owt" || planner == "allrow" || planner == "spartan" || planner == "equalchop")
     p = baseline_plan(g, planner, devices);
   else

@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/topology.h"
 
 namespace cleave::plan {
 
@@ -18,9 +19,10 @@ std::vector<int> batch_dims(const Graph &g);
 /** The planner names make_plan accepts, for messages and --help. */
 inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan or equalchop";
 
-/** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. Deterministic. Throws UserError
- *  for an unknown planner, a device count below 1, or (data) a batch not divisible by the device count. The result
- *  passes validate_plan. */
-Plan make_plan(const Graph &g, const std::string &planner, int devices);
+/** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. `topology` (may be null) is the
+ *  machine: tofu and icml18 recurse along its hierarchy (tofu.h); the other planners do not weigh links. Deterministic.
+ *  Throws UserError for an unknown planner, a device count below 1 or above the topology's, or (data) a batch not
+ *  divisible by the device count. The result passes validate_plan. */
+Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology = nullptr);
 
 }  // namespace cleave::plan

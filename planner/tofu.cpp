@@ -7,6 +7,8 @@
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/cost_model.h"
+#include "planner/make_plan.h"
 #include "planner/tofu_step.h"
 #include "planner/validate.h"
 
@@ -76,13 +78,21 @@ bool is_elementwise(const Graph &g, const Op &op, const std::vector<Description>
   return !op.inputs.empty();
 }
 
+/** The choices tofu weighs for op `o`: its splits (Tofu partitions every op), and replicated compute too where
+ *  `replicable` allows it (replicated_updates). */
+std::vector<int> tofu_choices(const StepModel &m, OpId o, const std::vector<char> &replicable) {
+  std::vector<int> r = m.partitioning_choices(o);
+  if (replicable[static_cast<size_t>(o)] && r.back() != m.none_choice(o)) r.push_back(m.none_choice(o));
+  return r;
+}
+
 /** Group-level view of one step: per group its choices (a choice per member), their internal costs, and the cost
  *  matrices of the edges between groups. */
 class GroupProblem {
  public:
   GroupProblem(const Graph &g, StepModel &m, const std::vector<std::vector<OpId>> &groups,
-               const std::vector<TensorId> &counterpart)
-      : g_(g), m_(m), groups_(groups), counterpart_(counterpart) {
+               const std::vector<TensorId> &counterpart, const std::vector<char> &replicable)
+      : g_(g), m_(m), groups_(groups), counterpart_(counterpart), replicable_(replicable) {
     group_of_.assign(static_cast<size_t>(g.num_ops()), -1);
     for (size_t gi = 0; gi < groups.size(); ++gi)
       for (OpId o : groups[gi]) group_of_[static_cast<size_t>(o)] = static_cast<int>(gi);
@@ -211,12 +221,12 @@ class GroupProblem {
     std::vector<std::vector<int>> options;
     int64_t combos = 1;
     for (size_t k = 1; k < g.size(); ++k) {
-      options.push_back(m_.partitioning_choices(g[k]));
+      options.push_back(tofu_choices(m_, g[k], replicable_));
       combos = std::min<int64_t>(combos * static_cast<int64_t>(options.back().size()), kBruteForce + 1);
     }
     std::vector<std::vector<int>> &out = choices_.emplace_back();
     std::vector<int64_t> &costs = internal_.emplace_back();
-    for (int anchor : m_.partitioning_choices(g[0])) {
+    for (int anchor : tofu_choices(m_, g[0], replicable_)) {
       std::vector<int> pick(g.size(), 0);
       pick[0] = anchor;
       std::map<TensorId, std::vector<Box>> ref = anchor_boxes(g[0], anchor);
@@ -273,6 +283,7 @@ class GroupProblem {
   StepModel &m_;
   const std::vector<std::vector<OpId>> &groups_;
   const std::vector<TensorId> &counterpart_;
+  const std::vector<char> &replicable_;
   std::vector<int> group_of_;
   std::vector<std::vector<std::vector<int>>> choices_;
   std::vector<std::vector<int64_t>> internal_;
@@ -351,7 +362,7 @@ std::vector<int> solve(GroupProblem &p) {
 /** Coordinate descent on single ops after the DP: a group's members were chosen with a heuristic tie to their
  *  anchor, so an op may still lower the step's true cost by changing alone. Sweeps in op order until nothing
  *  improves (at most kSweeps); strictly decreasing, so deterministic and terminating. */
-void refine(StepModel &m, std::vector<int> &choice) {
+void refine(StepModel &m, std::vector<int> &choice, const std::vector<char> &replicable) {
   constexpr int kSweeps = 8;
   auto local = [&](OpId o, int c) {
     int64_t cost = m.unary(o, c);
@@ -367,7 +378,7 @@ void refine(StepModel &m, std::vector<int> &choice) {
     for (OpId o = 0; o < static_cast<OpId>(choice.size()); ++o) {
       int &have = choice[static_cast<size_t>(o)];
       int64_t best = local(o, have);
-      for (int c : m.partitioning_choices(o)) {
+      for (int c : tofu_choices(m, o, replicable)) {
         int64_t cost = local(o, c);
         if (cost < best) {
           best = cost;
@@ -420,8 +431,132 @@ std::vector<std::vector<OpId>> coarsen(const Graph &g) {
   return groups;  // roots are each group's smallest op id, so map order is op order
 }
 
+namespace {
+
+/** The recursion over `factors` (one StepModel per factor > 1). */
+PartialPlan recurse(const Graph &g, const std::vector<std::vector<Description>> &descs,
+                    const std::vector<std::vector<OpId>> &groups, const std::vector<TensorId> &counterpart,
+                    const std::vector<int64_t> &factors, bool reduction_splits,
+                    const std::vector<char> &replicable) {
+  PartialPlan pp = start_partial(g);
+  for (int64_t f : factors) {
+    if (f == 1) continue;
+    StepModel m(g, descs, pp, f, reduction_splits);
+    GroupProblem problem(g, m, groups, counterpart, replicable);
+    std::vector<int> pick = solve(problem);
+    std::vector<int> ops = problem.op_choices(pick, g.num_ops());
+    refine(m, ops, replicable);
+    m.commit(ops, pp);
+  }
+  return pp;
+}
+
+/** Recursion over the used levels of a topology in `order` (level indices): the factors, and the device at each
+ *  row-major position of their mesh, so that each axis's groups lie inside its level (topology.h numbers devices
+ *  innermost level first). */
+struct LevelOrder {
+  std::vector<int64_t> factors;
+  std::vector<int> devices;
+};
+
+LevelOrder level_order(const std::vector<int> &used, const std::vector<int> &order) {
+  LevelOrder r;
+  std::vector<int64_t> stride;  // per axis: the device-id distance between neighbours on it
+  std::vector<int64_t> level_stride(used.size(), 1);
+  for (size_t k = 1; k < used.size(); ++k) level_stride[k] = level_stride[k - 1] * used[k - 1];
+  for (int level : order) {
+    std::vector<int64_t> f = default_factors(used[static_cast<size_t>(level)]);
+    // Within a level the first factor is the most significant digit of the device's coordinate there.
+    int64_t inner = level_stride[static_cast<size_t>(level)];
+    std::vector<int64_t> s(f.size());
+    for (size_t i = f.size(); i-- > 0;) {
+      s[i] = inner;
+      inner *= f[i];
+    }
+    r.factors.insert(r.factors.end(), f.begin(), f.end());
+    stride.insert(stride.end(), s.begin(), s.end());
+  }
+  int64_t n = 1;
+  for (int64_t f : r.factors) n *= f;
+  for (int64_t pos = 0; pos < n; ++pos) {
+    int64_t rem = pos, device = 0;
+    for (size_t a = r.factors.size(); a-- > 0;) {
+      device += (rem % r.factors[a]) * stride[a];
+      rem /= r.factors[a];
+    }
+    r.devices.push_back(static_cast<int>(device));
+  }
+  return r;
+}
+
+/** Per op, whether tofu may leave it unsplit: the update ops whose state (new param, optimizer state) fits, replicated,
+ *  in the slack of Tofu's memory target. Tofu partitions every op, so each device holds 1/k of every param; data
+ *  parallelism's replicated updates instead trade memory for communication (no gather of sharded params, one
+ *  all-reduce of each gradient), which pays on models whose state is small beside their activations. The slack is
+ *  kMemorySlack of the 1-device peak (cost_model.h) over the devices; update ops are admitted smallest state first
+ *  (ties: op order) while the extra bytes a device then holds, (k-1)/k of each admitted op's outputs, stay within it.
+ *  Replicating more could still lower communication, but not within that memory bound. */
+std::vector<char> replicated_updates(const Graph &g, int devices) {
+  constexpr double kMemorySlack = 0.15;
+  std::vector<char> ok(static_cast<size_t>(g.num_ops()), 0);
+  if (devices < 2) return ok;
+  // Memory does not depend on the links: any topology prices it.
+  int64_t peak = estimate_cost(g, make_plan(g, "single", 1), preset_topology("k80x8")).peak_memory_bytes;
+  double budget = kMemorySlack * static_cast<double>(peak) / devices, used = 0;
+  std::vector<std::pair<int64_t, OpId>> updates;
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op &op = g.op(o);
+    if (op.phase != Phase::update) continue;
+    int64_t bytes = 0;
+    for (TensorId t : op.outputs)
+      if (t != kNoTensor) bytes += num_elements(g.tensor(t).shape) * dtype_size(g.tensor(t).dtype);
+    updates.push_back({bytes, o});
+  }
+  std::sort(updates.begin(), updates.end());
+  for (const auto &[bytes, o] : updates) {
+    used += static_cast<double>(bytes) * (devices - 1) / devices;
+    if (used > budget) break;
+    ok[static_cast<size_t>(o)] = 1;
+  }
+  return ok;
+}
+
+double comm_seconds(const Graph &g, const Plan &p, const Topology &t) {
+  double worst = 0;
+  for (const DeviceCost &d : estimate_cost(g, p, t).devices) worst = std::max(worst, d.comm_seconds);
+  return worst;
+}
+
+}  // namespace
+
+std::vector<int> hierarchy_levels(const Topology &t, int devices) {
+  if (devices < 1 || devices > t.devices()) return {};
+  std::vector<int> used;
+  int rest = devices;
+  for (const Level &l : t.levels) {
+    int f = std::gcd(rest, l.count);
+    // A level used in part must be the outermost used one: else devices 0..devices-1 fill nodes unevenly.
+    if (f < l.count && rest / f > 1) return {};
+    used.push_back(f);
+    rest /= f;
+  }
+  return rest == 1 ? used : std::vector<int>{};
+}
+
+std::vector<int64_t> hierarchy_factors(const Topology &t, int devices) {
+  std::vector<int> used = hierarchy_levels(t, devices);
+  if (used.empty()) return default_factors(devices);
+  std::vector<int> outermost_first;
+  for (int k = static_cast<int>(used.size()); k-- > 0;) outermost_first.push_back(k);
+  return level_order(used, outermost_first).factors;
+}
+
 Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
-  std::vector<int64_t> factors = options.factors.empty() ? default_factors(devices) : options.factors;
+  const Topology *topo = options.topology;
+  if (topo && devices > topo->devices())
+    CLEAVE_USER_ERROR("tofu: ", devices, " devices, but topology ", topo->name, " has ", topo->devices());
+  std::vector<int64_t> factors = options.factors;
+  if (factors.empty()) factors = topo ? hierarchy_factors(*topo, devices) : default_factors(devices);
   int64_t product = 1;
   for (int64_t f : factors) {
     if (f < 1) CLEAVE_USER_ERROR("tofu: mesh factor ", f, " must be at least 1");
@@ -432,17 +567,31 @@ Plan tofu_plan(const Graph &g, int devices, const TofuOptions &options) {
   for (const Op &op : g.ops()) descs.push_back(describe::describe(g, op));
   std::vector<std::vector<OpId>> groups = coarsen(g);
   std::vector<TensorId> counterpart = counterparts(g);
-  PartialPlan pp = start_partial(g);
-  for (int64_t f : factors) {
-    if (f == 1) continue;
-    StepModel m(g, descs, pp, f, options.reduction_splits);
-    GroupProblem problem(g, m, groups, counterpart);
-    std::vector<int> pick = solve(problem);
-    std::vector<int> ops = problem.op_choices(pick, g.num_ops());
-    refine(m, ops);
-    m.commit(ops, pp);
-  }
-  return finish_partial(g, devices, pp);
+  std::vector<char> replicable = replicated_updates(g, devices);
+  std::vector<int> used = topo && options.factors.empty() ? hierarchy_levels(*topo, devices) : std::vector<int>{};
+  std::vector<int> order;  // the used levels (count > 1), outermost first: Tofu's order
+  for (int k = static_cast<int>(used.size()); k-- > 0;)
+    if (used[static_cast<size_t>(k)] > 1) order.push_back(k);
+  if (order.size() < 2)
+    return finish_partial(g, devices,
+                          recurse(g, descs, groups, counterpart, factors, options.reduction_splits, replicable));
+  // Every order of the levels, Tofu's (descending) first; prev_permutation walks the rest in decreasing order.
+  Plan best;
+  double best_seconds = 0;
+  bool first = true;
+  do {
+    LevelOrder lo = level_order(used, order);
+    Plan p = finish_partial(
+        g, devices, recurse(g, descs, groups, counterpart, lo.factors, options.reduction_splits, replicable),
+        lo.devices);
+    double seconds = comm_seconds(g, p, *topo);
+    if (first || seconds < best_seconds) {
+      best = std::move(p);
+      best_seconds = seconds;
+    }
+    first = false;
+  } while (std::prev_permutation(order.begin(), order.end()));
+  return best;
 }
 
 }  // namespace cleave::plan

@@ -85,11 +85,13 @@ PartialPlan start_partial(const Graph &g) {
   return pp;
 }
 
-Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp) {
+Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp, const std::vector<int> &order) {
   CLEAVE_CHECK(product(pp.mesh) == devices, "mesh does not cover ", devices, " devices");
+  CLEAVE_CHECK(order.empty() || static_cast<int>(order.size()) == devices, "device order of ", order.size(),
+               " entries for ", devices, " devices");
   bool flat = pp.mesh.empty();
   std::vector<int64_t> mesh = flat ? std::vector<int64_t>{1} : pp.mesh;
-  std::vector<int> all = iota(devices);
+  std::vector<int> all = order.empty() ? iota(devices) : order;
   Plan p;
   p.devices = devices;
   std::vector<Sharding> shardings(static_cast<size_t>(g.num_tensors()));

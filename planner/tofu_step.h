@@ -41,8 +41,9 @@ struct PartialPlan {
 /** An empty PartialPlan for `g` (mesh of rank 0). */
 PartialPlan start_partial(const Graph &g);
 
-/** The plan `pp` describes over devices 0..devices-1. The result passes validate_plan. */
-Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp);
+/** The plan `pp` describes over devices 0..devices-1: `order` gives the device at each row-major mesh position
+ *  (a permutation of 0..devices-1; empty: the identity). The result passes validate_plan. */
+Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp, const std::vector<int> &order = {});
 
 class StepModel {
  public:

@@ -16,3 +16,18 @@ for model in "$src"/models/*.onnx; do
     echo "ok $(basename "$model") $args: $(wc -l <"$work/a.ir") lines, stable and round-trips"
   done
 done
+# Plans: every planner, twice and under different thread counts (the planners are single-threaded; OpenMP/OpenBLAS
+# settings must not leak into them), byte-identical; tofu also on a two-level topology (its hierarchy-aware search).
+for model in "$src"/models/*.onnx; do
+  for spec in "data 4" "tofu 8" "icml18 8" "owt 8" "allrow 8" "spartan 8" "equalchop 8" "tofu 16 p100-4x4"; do
+    read -r planner devices topo <<<"$spec"
+    args=(--batch 16 --planner "$planner" --devices "$devices")
+    [ -n "$topo" ] && args+=(--topology "$topo")
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$cleave" plan "$model" "${args[@]}" >"$work/a.plan"
+    OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$cleave" plan "$model" "${args[@]}" >"$work/b.plan"
+    "$cleave" plan "$model" "${args[@]}" >"$work/c.plan"
+    cmp "$work/a.plan" "$work/b.plan" || { echo "FAIL: $model $spec: plans differ across thread counts"; exit 1; }
+    cmp "$work/a.plan" "$work/c.plan" || { echo "FAIL: $model $spec: two runs differ"; exit 1; }
+    echo "ok $(basename "$model") plan $spec: $(wc -l <"$work/a.plan") lines, stable across runs and thread counts"
+  done
+done

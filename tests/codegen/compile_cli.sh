@@ -40,6 +40,25 @@ assert set(m['fnv1a64']) == set(files) - {'manifest.json'}, 'hashes do not cover
 assert m['ranks'] == 2 and len(m['per_rank']) == 2 and all(r['peak_memory_bytes'] > 0 for r in m['per_rank'])
 PY"
 
+# The manifest's prediction is the cost model's (`cleave explain` of the same plan): on k80x8 by default, on the
+# --topology given otherwise.
+"$CLEAVE" explain "$SRC/models/cnn.onnx" --planner data --devices 2 --batch 16 --optimizer adam --lr 0.01 \
+  --format json >"$tmp/k80.json"
+"$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 \
+  --topology h100x8 -o "$tmp/h100" 2>/dev/null
+"$CLEAVE" explain "$SRC/models/cnn.onnx" --planner data --devices 2 --batch 16 --optimizer adam --lr 0.01 \
+  --topology h100x8 --format json >"$tmp/h100.json"
+check "manifest carries the cost model's predicted step time and per-rank memory" "/usr/bin/python3 - '$tmp' <<'PY'
+import json, os, sys
+d = sys.argv[1]
+for bundle, report, name in (('a', 'k80.json', 'k80x8'), ('h100', 'h100.json', 'h100x8')):
+    m = json.load(open(os.path.join(d, bundle, 'manifest.json')))
+    r = json.load(open(os.path.join(d, report)))
+    assert m['topology'] == name == r['topology'], (m['topology'], r['topology'])
+    assert m['predicted_step_seconds'] == r['predicted_step_seconds'], (m['predicted_step_seconds'], r)
+    assert [x['predicted_peak_memory_bytes'] for x in m['per_rank']] == r['peak_memory_bytes']
+PY"
+
 # A plan for another model (unknown names) is refused, and nothing is left behind.
 "$CLEAVE" plan "$SRC/models/mlp.onnx" --devices 2 --planner data --batch 16 -o "$tmp/mlp.plan" 2>/dev/null
 out=$("$CLEAVE" compile "$SRC/models/cnn.onnx" --plan "$tmp/mlp.plan" --devices 2 --batch 16 -o "$tmp/bad" 2>&1)

@@ -2,7 +2,9 @@
 - `cleave plan` with each planner on 2 and 4 devices succeeds (the plan passes validate_plan inside the planner) and
   is byte-identical across two runs;
 - one bundle per planner (alternating the model and 2/4 devices, to stay fast) compiles, and `cleave run` reproduces
-  `cleave eval` (the reference interpreter): per-step losses and saved weights within relative 1e-5.
+  `cleave eval` (the reference interpreter): per-step losses and saved weights within relative 1e-5; so does tofu's
+  plan of the CNN on 8 devices of p100-4x4 (2 nodes of 4), whose device order is permuted (the hierarchy-aware
+  search splits inside nodes first: devices=[0,4,1,5,...]).
 Usage: search_planners.py CLEAVE SOURCE_DIR."""
 import os
 import subprocess
@@ -16,9 +18,9 @@ CLEAVE, SRC = sys.argv[1], sys.argv[2]
 RUNTIME_FLAGS = runtime_flags(CLEAVE)
 DATA = {"mlp": "models/data/digits_flat_train_x.npy", "cnn": "models/data/digits_train_x.npy"}
 PLANNERS = ["tofu", "icml18", "owt", "allrow", "spartan", "equalchop"]
-# (planner, model, devices) bundles that are built and run.
-BUNDLES = [("tofu", "cnn", 4), ("icml18", "mlp", 4), ("owt", "cnn", 2), ("allrow", "mlp", 2),
-           ("spartan", "cnn", 4), ("equalchop", "mlp", 4)]
+# (planner, model, devices, topology) bundles that are built and run.
+BUNDLES = [("tofu", "cnn", 4, None), ("icml18", "mlp", 4, None), ("owt", "cnn", 2, None), ("allrow", "mlp", 2, None),
+           ("spartan", "cnn", 4, None), ("equalchop", "mlp", 4, None), ("tofu", "cnn", 8, "p100-4x4")]
 OPT = ["--optimizer", "momentum", "--lr", "0.05"]
 STEPS, BATCH = 4, 16
 
@@ -28,6 +30,10 @@ def sh(cmd):
     if r.returncode != 0:
         raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     return r.stdout
+
+
+def where(planner, model, n, topology):
+    return f"{model} {planner} on {n} ranks" + (f" of {topology}" if topology else "")
 
 
 def main():
@@ -44,7 +50,7 @@ def main():
     print(f"plans: {len(DATA) * len(PLANNERS) * 2} planned twice, identical", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         refs = {}
-        for planner, model, n in BUNDLES:
+        for planner, model, n, topology in BUNDLES:
             onnx_path = os.path.join(SRC, "models", model + ".onnx")
             data = f"x={os.path.join(SRC, DATA[model])},y={os.path.join(SRC, 'models/data/digits_train_y.npy')}"
             if model not in refs:
@@ -53,16 +59,21 @@ def main():
                                  str(STEPS), "--save-model", ref_model] + OPT))
                 refs[model] = (ref, weights(ref_model))
             ref, ref_w = refs[model]
-            bundle = os.path.join(tmp, f"{model}_{planner}{n}")
+            bundle = os.path.join(tmp, f"{model}_{planner}{n}{topology or ''}")
+            topo = ["--topology", topology] if topology else []
             sh([CLEAVE, "compile", onnx_path, "--devices", str(n), "--planner", planner, "--batch", str(BATCH),
-                "-o", bundle] + OPT)
+                "-o", bundle] + topo + OPT)
+            if topology:
+                order = next(line for line in open(os.path.join(bundle, "plan.txt")) if line.startswith("op "))
+                if "devices=[0,1,2,3,4,5,6,7]" in order:
+                    problems.append(f"{where(planner, model, n, topology)}: device order not permuted: {order}")
             saved = bundle + "_trained.onnx"
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + RUNTIME_FLAGS))
-            where = f"{model} {planner} on {n} ranks"
-            found, worst = compare_run(where, got, ref, saved, ref_w, STEPS)
+            where_ = where(planner, model, n, topology)
+            found, worst = compare_run(where_, got, ref, saved, ref_w, STEPS)
             problems += found
-            print(f"{where}: worst loss rel diff {worst:.3g}", flush=True)
+            print(f"{where_}: worst loss rel diff {worst:.3g}", flush=True)
     if problems:
         print("\n".join(problems))
         return 1

@@ -29,6 +29,16 @@ struct CompileArgs {
   TrainFlags train_flags;
 };
 
+/** The topology the manifest's prediction is made on without --topology: the first of k80x8 (Tofu's machine, the
+ *  default of `cleave explain`) and p100-4x4 that holds every rank; none beyond 16 ranks. */
+std::optional<plan::Topology> default_topology(int devices) {
+  for (const char *name : {"k80x8", "p100-4x4"}) {
+    plan::Topology t = plan::preset_topology(name);
+    if (devices <= t.devices()) return t;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Command add_compile_command(CLI::App &app) {
@@ -47,10 +57,13 @@ Command add_compile_command(CLI::App &app) {
       ->check(kPositive);
   app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
   add_topology_option(app, args->topology);
+  app.get_option("--topology")->description(
+      "machine to plan for (tofu, icml18) and to predict the step on (manifest.json): a preset (k80x8, p100-4x4, "
+      "v100-2x8, h100x8) or a JSON file (models/topologies/); default k80x8, or p100-4x4 beyond 8 ranks");
   args->train_flags.add_to(app);
   return [args] {
     // A bad topology is reported before anything is read or written; with one, the cost model's prediction for the
-    // bundle is printed (stderr) once it is written.
+    // bundle is printed (stderr) once it is written. The manifest carries the prediction on it, or on a default.
     std::optional<plan::Topology> topo;
     if (!args->topology.empty()) topo = plan::load_topology(args->topology);
     namespace fs = std::filesystem;
@@ -73,10 +86,13 @@ Command add_compile_command(CLI::App &app) {
       // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
       plan::complete_plan(g, p);
     } else {
-      p = plan::make_plan(g, args->planner.empty() ? "data" : args->planner, args->devices);
+      p = plan::make_plan(g, args->planner.empty() ? "data" : args->planner, args->devices, topo ? &*topo : nullptr);
     }
     plan::validate_plan(g, p);
     codegen::Lowered lowered = codegen::lower(g, p);
+    std::optional<plan::CostReport> predicted;
+    if (topo) predicted = plan::estimate_cost(g, p, *topo);
+    else if (std::optional<plan::Topology> d = default_topology(p.devices)) predicted = plan::estimate_cost(g, p, *d);
 
     fs::path target = fs::path(args->out);
     fs::path parent = target.parent_path();
@@ -88,7 +104,8 @@ Command add_compile_command(CLI::App &app) {
     fs::remove_all(tmp, ec);
     try {
       fs::create_directories(tmp);
-      codegen::write_bundle(g, p, lowered, tmp.string(), fs::absolute(args->model).lexically_normal().string());
+      codegen::write_bundle(g, p, lowered, tmp.string(), fs::absolute(args->model).lexically_normal().string(),
+                            predicted ? &*predicted : nullptr);
       fs::remove_all(target);
       fs::rename(tmp, target);
     } catch (...) {
@@ -98,7 +115,7 @@ Command add_compile_command(CLI::App &app) {
     std::fprintf(stderr, "wrote a bundle for %d rank%s to %s\n", p.devices, p.devices == 1 ? "" : "s",
                  args->out.c_str());
     if (topo) {
-      plan::CostReport r = plan::estimate_cost(g, p, *topo);
+      const plan::CostReport &r = *predicted;
       std::fprintf(stderr, "predicted on %s: step %.3e s, comm %lld bytes, peak memory %lld bytes per device\n",
                    topo->name.c_str(), r.predicted_step_seconds, static_cast<long long>(r.comm_bytes),
                    static_cast<long long>(r.peak_memory_bytes));

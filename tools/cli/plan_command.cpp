@@ -81,15 +81,17 @@ Command add_plan_command(CLI::App &app) {
     auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
+    std::optional<plan::Topology> topo;
     if (!args->topology.empty()) {
-      // The planners here do not weigh links yet; the topology must still be valid and hold every device.
-      plan::Topology topo = plan::load_topology(args->topology);
-      if (args->devices > topo.devices())
-        CLEAVE_USER_ERROR("--devices ", args->devices, ": topology ", topo.name, " has ", topo.devices(), " devices");
+      // tofu and icml18 recurse along the topology's hierarchy (planner/tofu.h); the others only need it to hold
+      // every device.
+      topo = plan::load_topology(args->topology);
+      if (args->devices > topo->devices())
+        CLEAVE_USER_ERROR("--devices ", args->devices, ": topology ", topo->name, " has ", topo->devices(), " devices");
     }
     auto t1 = std::chrono::steady_clock::now();
     std::clock_t c1 = std::clock();
-    plan::Plan p = plan::make_plan(g, args->planner, args->devices);
+    plan::Plan p = plan::make_plan(g, args->planner, args->devices, topo ? &*topo : nullptr);
     std::clock_t c2 = std::clock();
     auto t2 = std::chrono::steady_clock::now();
     std::string text = plan::print_plan(p);
