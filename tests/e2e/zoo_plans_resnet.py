@@ -1,5 +1,5 @@
 """Tiny zoo ResNet: the data plan and a hand plan (channel-split convolutions and BatchNorms in stages 3-4,
-tests/codegen/plans/family_plans.py) on 4 ranks train like the 1-rank `cleave eval`: losses within relative 1e-5,
+tests/codegen/plans/family_plans.py) on 2 and 4 ranks train like the 1-rank `cleave eval`: losses within relative 1e-5,
 weights within 1e-5 * max|w|.
 Usage (CTest): /usr/bin/python3 tests/e2e/zoo_plans_resnet.py <cleave-binary> <source-dir>"""
 import os

@@ -1,5 +1,5 @@
 """Tiny zoo RNN (LSTM language model): `cleave eval` trains like torch (relative 1e-4), and the data plan and a hand
-plan (vocabulary-split decoder, tests/codegen/plans/family_plans.py) on 4 ranks like the eval: losses within
+plan (vocabulary-split decoder, tests/codegen/plans/family_plans.py) on 2 and 4 ranks like the eval: losses within
 relative 1e-5, weights within 1e-5 * max|w|.
 Usage (CTest): /usr/bin/python3 tests/e2e/zoo_plans_rnn.py <cleave-binary> <source-dir>"""
 import os

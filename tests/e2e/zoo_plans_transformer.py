@@ -1,5 +1,5 @@
 """Tiny zoo Transformer: `cleave eval` trains like torch (relative 1e-4), and a hand plan (Megatron-style FFN,
-tests/codegen/plans/family_plans.py) on 4 ranks like the eval: losses within relative 1e-5, weights within 1e-5 *
+tests/codegen/plans/family_plans.py) on 2 and 4 ranks like the eval: losses within relative 1e-5, weights within 1e-5 *
 max|w| (its data plan: zoo_seq_ranks.py).
 Usage (CTest): /usr/bin/python3 tests/e2e/zoo_plans_transformer.py <cleave-binary> <source-dir>"""
 import os

@@ -4,7 +4,7 @@ A tiny model's training graph has hundreds of ops, so the plans are not typed li
 the ops it splits differently (a regex over op names) and how (a model dimension to split: a tensor dim of that size,
 and the description var that indexes it). Every other op keeps its config from `cleave plan --planner data`, and the
 lines of produced tensors are left out: `cleave compile --plan` fills them in from their producers (planner/plan.h).
-  resnet      (4 ranks) channel (filter) parallelism in stages 3 and 4: their convolutions split on the output
+  resnet      (2, 4 ranks) channel (filter) parallelism in stages 3 and 4: their convolutions split on the output
               channels co (weights by row), their input-gradient convolutions on ci, their filter-gradient ones on
               co, BatchNormalization and its gradient on c (scale, bias and running statistics split on the
               channel), ReLU and the residual Add on the channel, with their gradients and the SGD updates of the
@@ -13,10 +13,10 @@ lines of produced tensors are left out: `cleave compile --plan` fills them in fr
               start and stage 4's end. Trained with batch 16 and lr 0.01
               (see TRAIN): with smaller batches or lr 0.1 the tiny ResNet's trajectory is too ill-conditioned to
               compare at 1e-5 (models/zoo/generate.py `resolve`);
-  rnn         (4 ranks) vocabulary parallelism of the decoder: out.weight/out.bias and the logits split over the
+  rnn         (2, 4 ranks) vocabulary parallelism of the decoder: out.weight/out.bias and the logits split over the
               vocabulary (the MatMul's n), its data-gradient MatMul summed over the vocabulary (partial, then
               reduced), the LSTM stack batch-split;
-  transformer (4 ranks) Megatron-style FFN: linear1's weight column-split (MatMul n; GELU on the split hidden dim),
+  transformer (2, 4 ranks) Megatron-style FFN: linear1's weight column-split (MatMul n; GELU on the split hidden dim),
               linear2's row-split (MatMul k: a partial output, reduced before the bias and residual), in both layers
               and in their gradients; attention, LayerNorm, embeddings and the head batch-split.
 run_family trains a family's tiny model with `cleave eval` (checked against torch for the token families; for the
@@ -153,7 +153,7 @@ def torch_losses(family, x, y, steps, batch, lr, dtype=None):
 
 def run_family(cleave, src, family, runs, steps=3, batch=8, lr=0.01):
     """Trains the family's tiny model `steps` SGD steps: `cleave eval` (1 rank) against torch (relative 1e-4, token
-    families only: tests/e2e/zoo_tiny.py checks the image ones), then each of `runs` ("data" or "hand", on 4 ranks)
+    families only: tests/e2e/zoo_tiny.py checks the image ones), then each of `runs` ("data" or "hand", on 2 and on 4 ranks)
     compiled and run under mpirun against the eval (losses within relative 1e-5, weights within 1e-5 * max|w|).
     The data is the first seed whose torch run keeps every ReLU input RELU_MARGIN from 0 (bundle_check.pick_data), and
     lr is small enough that rounding differences do not grow much over the steps: a pre-activation that flips sign on
@@ -211,19 +211,19 @@ def run_family(cleave, src, family, runs, steps=3, batch=8, lr=0.01):
                 problems.append(f"{family}: torch float32 and float64 losses differ by relative {cond:.3g} > 1e-5: "
                                 f"this training run is too ill-conditioned to compare")
         ref_w = {k: v.astype(np.float64) for k, v in weights(ref_model).items() if np.issubdtype(v.dtype, np.floating)}
-        for run in runs:
-            where = f"{family} {run} plan on 4 ranks vs eval"
-            bundle = os.path.join(tmp, run)
-            flags = ["--devices", "4", "--batch", str(batch), "-o", bundle] + train
+        for devices, run in [(d, r) for d in (2, 4) for r in runs]:
+            where = f"{family} {run} plan on {devices} ranks vs eval"
+            bundle = os.path.join(tmp, f"{run}{devices}")
+            flags = ["--devices", str(devices), "--batch", str(batch), "-o", bundle] + train
             start = time.time()
             try:
                 if run == "hand":
-                    plan, chosen = hand_plan(cleave, model, family, 4, batch, train)
-                    data_plan = sh([cleave, "plan", model, "--planner", "data", "--devices", "4", "--batch",
-                                    str(batch)] + train)
+                    plan, chosen = hand_plan(cleave, model, family, devices, batch, train)
+                    data_plan = sh([cleave, "plan", model, "--planner", "data", "--devices", str(devices),
+                                    "--batch", str(batch)] + train)
                     resplit = resplit_ops(plan, data_plan)
-                    print(f"{family}: hand plan: {len(resplit)} ops re-split from the data plan; its hand-chosen "
-                          f"lines (the rest is the data plan, produced tensors implied):", flush=True)
+                    print(f"{family}: hand plan on {devices} ranks: {len(resplit)} ops re-split from the data plan; its "
+                          f"hand-chosen lines (the rest is the data plan, produced tensors implied):", flush=True)
                     print("".join(f"  {line}\n" for line in chosen), end="", flush=True)
                     if not resplit:
                         problems.append(f"{where}: the hand plan is the data plan")
@@ -236,14 +236,15 @@ def run_family(cleave, src, family, runs, steps=3, batch=8, lr=0.01):
                 saved = bundle + "_trained.onnx"
                 # Debug: these ranks' thousands of fused functors take ~1 min each at -O3 and ~5 s at -O0; the
                 # optimised build of generated code is run by tests/e2e/zoo_tiny_ranks.py and tests/codegen/.
-                got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved,
-                                 "--build-type", "Debug"] + runtime_flags(cleave)))
+                got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
+                                 saved, "--build-type", "Debug"] + runtime_flags(cleave)))
             except RuntimeError as e:
                 problems.append(f"{where}: {e}")
                 continue
             p, worst = compare_run(where, got, ref, saved, ref_w, steps)
             problems += p
-            print(f"{where}: worst loss rel diff {worst:.3g} ({time.time() - start:.0f} s with the build)", flush=True)
+            print(f"{where}: worst loss rel diff {worst:.3g} ({time.time() - start:.0f} s with the build)",
+                  flush=True)
     return problems
 
 
