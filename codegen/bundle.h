@@ -14,9 +14,10 @@ namespace cleave::codegen {
 /** The C++ source of rank `r`'s program. */
 std::string emit_rank_source(const Graph &g, const Lowered &l, int r);
 
-/** Writes the whole bundle into `dir` (which must exist and be empty). `model_path` is recorded in the manifest. */
+/** Writes the whole bundle into `dir` (which must exist and be empty). `model_path` is recorded in the manifest;
+ *  `backend` ("cpu" or "cuda") is the manifest's backend and the default of the bundle's CLEAVE_BACKEND. */
 void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const std::string &dir,
-                  const std::string &model_path);
+                  const std::string &model_path, const std::string &backend = "cpu");
 
 /** FNV-1a 64-bit of `bytes`, as 16 lower-case hex digits. */
 std::string fnv1a64_hex(const std::string &bytes);
