@@ -103,6 +103,9 @@ const Context &init(int *argc, char ***argv) {
   if (g_context.launcher_world > 0 && g_context.launcher_world != g_context.world)
     fail("the launcher (" + g_context.launcher + ") reports " + std::to_string(g_context.launcher_world) +
          " ranks but MPI has " + std::to_string(g_context.world) + " (is MPI built with this launcher's support?)");
+  // fp32 GEMMs and convolutions without TF32 (cuBLAS and cuDNN read this when they start), so GPU runs equal CPU
+  // runs within fp32 tolerance; a user's own setting wins.
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
   int devices = 0;
   CLEAVE_CUDA(cudaGetDeviceCount, &devices);
   int local = local_rank(g_context.rank);
@@ -121,8 +124,8 @@ const Context &init(int *argc, char ***argv) {
   CLEAVE_CUDA(cudaMalloc, &g_error_flag, sizeof(int));
   CLEAVE_CUDA(cudaMemsetAsync, g_error_flag, 0, sizeof(int), g_compute);
   CLEAVE_CUDA(cudaStreamSynchronize, g_compute);
-  detail::init_nccl(local);
-  detail::start_watchdog(g_context.rank);
+  detail::init_nccl(g_context.rank, g_context.world);
+  detail::start_watchdog(g_context.rank, local);
   g_initialised = true;
   return g_context;
 }
@@ -142,6 +145,9 @@ void finalize() {
   CLEAVE_CUDNN(cudnnDestroy, g_cudnn);
   CLEAVE_CUBLAS(cublasDestroy, g_cublas);
   CLEAVE_CUDA(cudaStreamDestroy, g_compute);
+  g_compute = nullptr;
+  g_cudnn = nullptr;
+  g_cublas = nullptr;
   MPI_Finalize();
   g_initialised = false;
 }

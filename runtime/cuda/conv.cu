@@ -1,5 +1,6 @@
 // N-d convolution and its gradients on cuDNN 9's legacy API: _v7 heuristics choosing among fp32 (FMA, no TF32)
-// algorithms whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first.
+// algorithms whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first; the
+// direct kernels below when the heuristics offer none.
 // cuDNN's padding is symmetric and non-negative; other pads (asymmetric ONNX pads, the negative pads of codegen's
 // spatial blocks) are applied explicitly: X is padded/cropped into scratch (pad_constant) and convolved unpadded,
 // and dX is cropped/zero-extended back. Shapes cuDNN cannot take (more than 3 spatial dims, sizes beyond int) run
@@ -195,19 +196,20 @@ struct CudnnConv {
   CudnnConv &operator=(const CudnnConv &) = delete;
 };
 
-/** The first usable heuristic result: FMA math, workspace within the cap, deterministic if any is. */
+/** The first usable heuristic result: no tensor-op math (TF32 for fp32 data), workspace within the cap,
+ *  deterministic if any is; null if none (the caller then runs the direct kernels). DEFAULT_MATH may use TF32 on
+ *  Ampere and later unless NVIDIA_TF32_OVERRIDE=0, which init() sets unless the user chose. */
 template <typename Perf>
-const Perf *pick(const Perf *perf, int count, const char *what) {
+const Perf *pick(const Perf *perf, int count) {
   size_t cap = workspace_cap();
   const Perf *any = nullptr;
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[i];
-    if (p.status != CUDNN_STATUS_SUCCESS || p.mathType != CUDNN_FMA_MATH || p.memory > cap) continue;
+    bool fp32 = p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH;
+    if (p.status != CUDNN_STATUS_SUCCESS || !fp32 || p.memory > cap) continue;
     if (p.determinism == CUDNN_DETERMINISTIC) return &p;
     if (!any) any = &p;
   }
-  if (!any) fail(std::string(what) + ": cuDNN offers no fp32 algorithm within the workspace cap "
-                 "(raise CLEAVE_CUDNN_WORKSPACE_MB)");
   return any;
 }
 
@@ -265,15 +267,21 @@ void conv_forward(const ConvShape &s, const float *x, const float *w, const floa
     CLEAVE_LAUNCH(direct_forward, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, x, w, b, y);
     return;
   }
-  const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
   CudnnConv d(s, p.x_extent, p.cudnn_pads);
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0;
   CLEAVE_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, detail::cudnn(), d.x, d.w, d.conv, d.y,
                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count, "conv_forward");
+  const auto *algo = pick(perf, count);
+  if (!algo) {
+    ConvGeom g = make_geom(s);
+    CLEAVE_LAUNCH(direct_forward, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, x, w, b, y);
+    return;
+  }
+  const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
   void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
   CLEAVE_CUDNN(cudnnConvolutionForward, detail::cudnn(), &one, d.x, xin, d.w, w, d.conv, algo->algo, ws,
                algo->memory, &zero, d.y, y);
   if (b) CLEAVE_CUDNN(cudnnAddTensor, detail::cudnn(), &one, d.bias, b, &one, d.y, y);
@@ -283,24 +291,26 @@ void conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
   check_shape(s);
   int64_t nxe = s.n * s.c * detail::product(s.x);
   Padding p = padding_for(s);
-  if (s.n * s.m * detail::product(s.y) == 0 || !cudnn_can(s, p.x_extent)) {
+  auto direct = [&] {
     fill_bytes(dx, 0, nxe * 4);
     if (s.n * s.m * detail::product(s.y) == 0) return;
     ConvGeom g = make_geom(s);
     CLEAVE_LAUNCH(direct_backward_data, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, dy, w, dx);
-    return;
-  }
+  };
+  if (s.n * s.m * detail::product(s.y) == 0 || !cudnn_can(s, p.x_extent)) return direct();
   CudnnConv d(s, p.x_extent, p.cudnn_pads);
   cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   int count = 0;
   CLEAVE_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, detail::cudnn(), d.w, d.y, d.conv, d.x,
                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count, "conv_backward_data");
+  const auto *algo = pick(perf, count);
+  if (!algo) return direct();
   void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
   float *dxp = p.explicit_pad
                    ? static_cast<float *>(detail::scratch(static_cast<size_t>(s.n * s.c * detail::product(p.x_extent)) * 4))
                    : dx;
+  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
   CLEAVE_CUDNN(cudnnConvolutionBackwardData, detail::cudnn(), &one, d.w, w, d.y, dy, d.conv, algo->algo, ws,
                algo->memory, &zero, d.x, dxp);
   if (!p.explicit_pad) return;
@@ -323,20 +333,22 @@ void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, f
     fill_bytes(dw, 0, nw * 4);
     return;
   }
-  if (!cudnn_can(s, p.x_extent)) {
+  auto direct = [&] {
     ConvGeom g = make_geom(s);
     CLEAVE_LAUNCH(direct_backward_filter, detail::grid_for(nw), detail::kThreads, g, dy, x, dw);
-    return;
-  }
-  const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
+  };
+  if (!cudnn_can(s, p.x_extent)) return direct();
   CudnnConv d(s, p.x_extent, p.cudnn_pads);
   cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   int count = 0;
   CLEAVE_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, detail::cudnn(), d.x, d.y, d.conv, d.w,
                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count, "conv_backward_filter");
+  const auto *algo = pick(perf, count);
+  if (!algo) return direct();
+  const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
   void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
   CLEAVE_CUDNN(cudnnConvolutionBackwardFilter, detail::cudnn(), &one, d.x, xin, d.y, dy, d.conv, algo->algo, ws,
                algo->memory, &zero, d.w, dw);
 }

@@ -38,10 +38,11 @@ void *scratch2(size_t bytes);
 /** Waits for the compute stream: before the host reads device results or frees host staging. */
 void sync_compute();
 
-/** Starts the CUDA watchdog thread (nccl.cu) unless CLEAVE_COMM_TIMEOUT is 0. */
-void start_watchdog(int rank);
-/** NCCL's world communicator (created by init). */
-void init_nccl(int local_rank);
+/** Starts the watchdog thread (nccl.cu): it reports NCCL's asynchronous errors, and communication that waits longer
+ *  than CLEAVE_COMM_TIMEOUT seconds (default 900; 0 = no timeout), naming the rank and the last communication. */
+void start_watchdog(int rank, int device);
+/** Creates NCCL's world communicator (its id broadcast over MPI) and the communication stream. */
+void init_nccl(int rank, int world);
 void release_nccl();
 
 /** Host-side checks shared with the CPU backend's messages. */

@@ -103,21 +103,21 @@ class HostWatch {
 void watch() {
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    std::vector<ncclComm_t> comms;
     int64_t since = 0;
     bool host = false;
+    ncclResult_t failed = ncclSuccess;
     {
+      // Under the lock: release_nccl() destroys communicators under it too.
       std::lock_guard<std::mutex> lock(g_watch_mutex);
-      comms = g_watched;
       since = g_pending_since_ms;
       host = g_host_blocking;
+      for (ncclComm_t c : g_watched) {
+        ncclResult_t async = ncclSuccess;
+        CLEAVE_NCCL(ncclCommGetAsyncError, c, &async);
+        if (async != ncclSuccess && async != ncclInProgress) failed = async;
+      }
     }
-    for (ncclComm_t c : comms) {
-      ncclResult_t async = ncclSuccess;
-      CLEAVE_NCCL(ncclCommGetAsyncError, c, &async);
-      if (async != ncclSuccess && async != ncclInProgress)
-        watchdog_abort(std::string("NCCL failed: ") + ncclGetErrorString(async));
-    }
+    if (failed != ncclSuccess) watchdog_abort(std::string("NCCL failed: ") + ncclGetErrorString(failed));
     if (since == 0) continue;
     if (!host && CLEAVE_CUDA_QUERY(cudaEventQuery, g_comm_done) == cudaSuccess) {
       std::lock_guard<std::mutex> lock(g_watch_mutex);
@@ -167,24 +167,18 @@ cudaStream_t comm_stream() {
   return g_comm_stream;
 }
 
-void init_nccl(int local_rank) {
-  const Context &ctx = [] {
-    static Context c;
-    CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &c.rank);
-    CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &c.world);
-    return c;
-  }();
-  g_rank = ctx.rank;
+void init_nccl(int rank, int world) {
+  g_rank = rank;
   CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_comm_stream, cudaStreamNonBlocking);
   CLEAVE_CUDA(cudaEventCreateWithFlags, &g_compute_ready, cudaEventDisableTiming);
   CLEAVE_CUDA(cudaEventCreateWithFlags, &g_comm_done, cudaEventDisableTiming);
   ncclUniqueId id;
-  if (ctx.rank == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
+  if (rank == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
   CLEAVE_MPI(MPI_Bcast, &id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD);
-  CLEAVE_NCCL(ncclCommInitRank, &g_world, ctx.world, id, ctx.rank);
+  // NCCL uses the current device, set by init() (context.cu).
+  CLEAVE_NCCL(ncclCommInitRank, &g_world, world, id, rank);
   std::lock_guard<std::mutex> lock(g_watch_mutex);
   g_watched.push_back(g_world);
-  (void)local_rank;  // the device is already set (context.cu); NCCL uses the current device
 }
 
 void release_nccl() {
@@ -202,12 +196,16 @@ void release_nccl() {
   g_world = nullptr;
 }
 
-void start_watchdog(int rank) {
+void start_watchdog(int rank, int device) {
   const char *env = std::getenv("CLEAVE_COMM_TIMEOUT");
   g_timeout_s = env && *env ? std::atoll(env) : 900;
   g_rank = rank;
-  // The thread also reports NCCL's asynchronous errors, so it runs even without a timeout.
-  std::thread(watch).detach();
+  // The thread also reports NCCL's asynchronous errors, so it runs even without a timeout. The current device is
+  // per thread: it queries this rank's events on this rank's device.
+  std::thread([device] {
+    CLEAVE_CUDA(cudaSetDevice, device);
+    watch();
+  }).detach();
 }
 
 }  // namespace detail
