@@ -25,14 +25,17 @@ case $MODEL in
     /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > "$tmp/export.log" 2>&1 ||
       { cat "$tmp/export.log"; fail "exporting the tiny models failed"; }
     onnx=$tmp/$MODEL.onnx
-    batch=4 ;;
+    batch=4
+    [ "$MODEL" = transformer ] && batch=8 ;;
   *) fail "unknown model $MODEL" ;;
 esac
 
 for ranks in 1 2; do
   b=$tmp/cuda_$ranks
-  "$CLEAVE" compile "$onnx" --devices "$ranks" --planner data --batch $batch "${train[@]}" --backend cuda -o "$b" 2>/dev/null
-  "$CLEAVE" compile "$onnx" --devices "$ranks" --planner data --batch $batch "${train[@]}" --backend cpu -o "$tmp/cpu_$ranks" 2>/dev/null
+  for backend in cuda cpu; do
+    "$CLEAVE" compile "$onnx" --devices "$ranks" --planner data --batch $batch "${train[@]}" --backend $backend \
+      -o "$tmp/${backend}_$ranks" 2> "$tmp/compile.log" || { cat "$tmp/compile.log"; fail "cleave compile failed"; }
+  done
   diff -r "$tmp/cpu_$ranks/src" "$b/src" > /dev/null || fail "$ranks ranks: --backend cuda and cpu wrote different rank sources"
   grep -q '"backend": "cuda"' "$b/manifest.json" || fail "$ranks ranks: manifest.json does not record backend cuda"
   grep -q '"backend": "cpu"' "$tmp/cpu_$ranks/manifest.json" || fail "$ranks ranks: manifest.json does not record backend cpu"

@@ -33,7 +33,7 @@ for model in mlp cnn lstm transformer; do
     mlp) onnx=$SRC/models/mlp.onnx; batch=16; data="x=$SRC/models/data/digits_flat_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
     cnn) onnx=$SRC/models/cnn.onnx; batch=16; data="x=$SRC/models/data/digits_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
     lstm) onnx=$tmp/lstm.onnx; batch=4; data="x=$tmp/lstm_x.npy y=$tmp/lstm_y.npy" ;;
-    transformer) onnx=$tmp/transformer.onnx; batch=4; data="ids=$tmp/tf_ids.npy mask=$tmp/tf_mask.npy y=$tmp/tf_y.npy" ;;
+    transformer) onnx=$tmp/transformer.onnx; batch=8; data="x=$tmp/tf_x.npy y=$tmp/tf_y.npy" ;;
   esac
   for ranks in $rank_counts; do
     b=$tmp/${model}_$ranks
