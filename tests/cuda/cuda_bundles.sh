@@ -6,7 +6,9 @@
 #  - one bundle directory configured for cpu and for cuda compiles the same src/rank_<r>.cpp file in both builds
 #    (compile_commands.json), with nvcc as CUDA in the cuda build;
 #  - the cuda build links every rank against the prebuilt libcleave_rt_cuda, cuDNN and NCCL.
-# Builds use one arch (80) and -O0 host and device code (nvcc -Xptxas -O0): a compile-and-link check.
+# Builds use one arch (80) and -O0 host and device code (nvcc -Xptxas -O0): a compile-and-link check. Measured on
+# 2 loaded cores (ctest -j2 over the four models: 208 s wall): 1 + 2 ranks of the tiny LSTM (~900 fused lambdas per
+# rank) 140 s, Transformer 99 s, CNN 72 s, MLP 46 s, including the cleave compiles and configures.
 # Usage: cuda_bundles.sh CLEAVE SOURCE_DIR CUDA_RUNTIME_LIB_DIR NVCC mlp|cnn|lstm|transformer
 set -euo pipefail
 CLEAVE=$1
