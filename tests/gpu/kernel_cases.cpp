@@ -121,7 +121,14 @@ void pool_case(const std::string &name, rt::PoolShape s, bool max) {
 
 void pool_cases() {
   // 7x7, kernel 3, stride 2, pads 1: ceil-mode output 4x4 whose last windows run past the padded input.
-  rt::PoolShape s{6, {7, 7}, {4, 4}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}};
+  rt::PoolShape s;
+  s.nc = 6;
+  s.x = {7, 7};
+  s.y = {4, 4};
+  s.kernel = {3, 3};
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.dilations = {1, 1};
   pool_case("maxpool_ceil", s, true);
   pool_case("avgpool_exclude_pad", s, false);
   s.count_include_pad = true;
