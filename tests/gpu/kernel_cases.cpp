@@ -72,6 +72,8 @@ void gemm_cases() {
       rt::copy(c1, input(m * ldc, 3), m * ldc * 4);
       rt::gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.75f, c1, ldc);
     }
+  float *c_k0 = output("gemm_k0", 3 * 4);
+  rt::gemm(false, false, 3, 4, 0, 1.0f, c_k0, 1, c_k0, 4, 0.0f, c_k0, 4);  // k = 0, beta 0: zeros over the NaNs
   int64_t batch = 5, m = 8, n = 6, k = 4;
   float *a = input(m * k, 4), *b = input(batch * k * n, 5);
   float *c = output("gemm_batched_broadcast_a", batch * m * n);
@@ -105,6 +107,10 @@ void conv_cases() {
   conv_case("conv2d_negative_block", conv_shape(1, 2, 3, 1, {8, 7}, {3, 3}, {1, 1}, {-1, 1, 0, -2}, {1, 2}), false);
   conv_case("conv1d", conv_shape(3, 2, 5, 1, {12}, {4}, {2}, {1, 2}, {1}), true);
   conv_case("conv3d", conv_shape(1, 2, 2, 1, {5, 4, 6}, {2, 3, 2}, {1, 1, 2}, {1, 0, 1, 1, 0, 1}, {1, 1, 1}), true);
+  // 4 spatial dims: past cuDNN's convolutions, the CUDA backend's direct kernels.
+  conv_case("conv4d_direct",
+            conv_shape(1, 2, 2, 1, {3, 3, 3, 4}, {2, 2, 2, 2}, {1, 1, 1, 1}, {0, 0, 0, 1, 1, 0, 0, 0}, {1, 1, 1, 1}),
+            true);
 }
 
 void pool_case(const std::string &name, rt::PoolShape s, bool max) {
@@ -133,6 +139,26 @@ void pool_cases() {
   pool_case("avgpool_exclude_pad", s, false);
   s.count_include_pad = true;
   pool_case("avgpool_include_pad", s, false);
+  // A spatial block (codegen's halo splits): X holds global [2, 7) of 9, the outputs global [1, 3), kernel 3,
+  // stride 2; the dX block of max_pool_backward is global [3, 6).
+  rt::PoolShape b;
+  b.nc = 3;
+  b.x = {5};
+  b.y = {2};
+  b.kernel = {3};
+  b.strides = {2};
+  b.pads = {0, 0};
+  b.dilations = {1};
+  b.x_begin = {2};
+  b.y_begin = {1};
+  b.x_full = {9};
+  float *bx = input(3 * 5, 25), *bdy = input(3 * 2, 26);
+  rt::max_pool_forward(b, bx, output("maxpool_block_y", 3 * 2), nullptr);
+  rt::avg_pool_forward(b, bx, output("avgpool_block_y", 3 * 2));
+  rt::avg_pool_backward(b, bdy, output("avgpool_block_dx", 3 * 5));
+  b.dx_begin = {3};
+  b.dx = {3};
+  rt::max_pool_backward(b, bdy, bx, output("maxpool_block_dx", 3 * 3));
   float *x = input(6 * 20, 23);
   rt::global_avg_pool_forward(6, 20, x, output("global_avg_y", 6));
   rt::global_avg_pool_backward(6, 20, input(6, 24), output("global_avg_dx", 6 * 20), 40);
