@@ -15,12 +15,14 @@ namespace cleave::codegen {
 /** The C++ source of rank `r`'s program. */
 std::string emit_rank_source(const Graph &g, const Lowered &l, int r);
 
-/** Writes the whole bundle into `dir` (which must exist and be empty). `model_path` is recorded in the manifest.
+/** Writes the whole bundle into `dir` (which must exist and be empty). `model_path` is recorded in the manifest;
+ *  `backend` ("cpu" or "cuda") is the manifest's backend and the default of the bundle's CLEAVE_BACKEND.
  *  `predicted` (may be null: the fields are left out) is the cost model's report of `p` on a topology: the manifest
  *  records the topology's name, predicted_step_seconds (a fixed-format "%.3e" string, as `cleave explain` prints it)
  *  and per rank predicted_peak_memory_bytes, beside the arena codegen planned (peak_memory_bytes). */
 void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const std::string &dir,
-                  const std::string &model_path, const plan::CostReport *predicted = nullptr);
+                  const std::string &model_path, const std::string &backend = "cpu",
+                  const plan::CostReport *predicted = nullptr);
 
 /** FNV-1a 64-bit of `bytes`, as 16 lower-case hex digits. */
 std::string fnv1a64_hex(const std::string &bytes);

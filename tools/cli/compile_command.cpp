@@ -26,6 +26,7 @@ struct CompileArgs {
   std::optional<int64_t> batch;
   std::string out;
   std::string topology;
+  std::string backend = "cpu";
   TrainFlags train_flags;
 };
 
@@ -56,6 +57,10 @@ Command add_compile_command(CLI::App &app) {
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
       ->check(kPositive);
   app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
+  app.add_option("--backend", args->backend,
+                 "cpu | cuda: the backend the bundle builds for by default (manifest.json, CMakeLists, README); "
+                 "the rank sources are the same (default cpu)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   add_topology_option(app, args->topology);
   app.get_option("--topology")->description(
       "machine to plan for (tofu, icml18) and to predict the step on (manifest.json): a preset (k80x8, p100-4x4, "
@@ -105,15 +110,15 @@ Command add_compile_command(CLI::App &app) {
     try {
       fs::create_directories(tmp);
       codegen::write_bundle(g, p, lowered, tmp.string(), fs::absolute(args->model).lexically_normal().string(),
-                            predicted ? &*predicted : nullptr);
+                            args->backend, predicted ? &*predicted : nullptr);
       fs::remove_all(target);
       fs::rename(tmp, target);
     } catch (...) {
       fs::remove_all(tmp, ec);
       throw;
     }
-    std::fprintf(stderr, "wrote a bundle for %d rank%s to %s\n", p.devices, p.devices == 1 ? "" : "s",
-                 args->out.c_str());
+    std::fprintf(stderr, "wrote a %s bundle for %d rank%s to %s\n", args->backend.c_str(), p.devices,
+                 p.devices == 1 ? "" : "s", args->out.c_str());
     if (topo) {
       const plan::CostReport &r = *predicted;
       std::fprintf(stderr, "predicted on %s: step %.3e s, comm %lld bytes, peak memory %lld bytes per device\n",

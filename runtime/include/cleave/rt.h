@@ -13,12 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "cleave/rng.h"
+#include "cleave/rng.h"  // defines CLEAVE_HD: __host__ __device__ under nvcc, empty otherwise
 
 #if defined(__CUDACC__)
-#define CLEAVE_HD __host__ __device__
-#else
-#define CLEAVE_HD
+#include <cuda_runtime.h>
 #endif
 
 namespace cleave::rt {
@@ -292,16 +290,62 @@ void fill_bytes(void *dst, uint8_t value, int64_t bytes);
 
 // ---------------------------------------------------------------- elementwise (header-only, backend-independent)
 
+// Compiled by nvcc (the CUDA backend and the rank sources of a CUDA bundle), map/map_index launch the functor as a
+// grid-stride kernel on the backend's compute stream; compiled by a host compiler they are plain loops.
+#if defined(__CUDACC__)
+/** The check behind CLEAVE_CUDA (cuda/context.cu): on an error prints
+ *  `cleave rank R: cudaXxx failed at file:line: <cudaGetErrorString>` and aborts the job. */
+void check_cuda(cudaError_t code, const char *call, const char *file, int line);
+#define CLEAVE_CUDA(fn, ...) ::cleave::rt::check_cuda(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+/** The stream every kernel and library call of the CUDA backend runs on (cuda/context.cu). */
+cudaStream_t compute_stream();
+/** Launches `kernel` on the compute stream and checks the launch (a bad configuration is reported at once; faults in
+ *  the kernel surface at the next checked call). The only way the runtime and generated code launch kernels. */
+#define CLEAVE_LAUNCH(kernel, blocks, threads, ...)                                                       \
+  do {                                                                                                   \
+    kernel<<<(blocks), (threads), 0, ::cleave::rt::compute_stream()>>>(__VA_ARGS__);                     \
+    ::cleave::rt::check_cuda(cudaGetLastError(), "launch of " #kernel, __FILE__, __LINE__);              \
+  } while (0)
+namespace detail {
+constexpr int kThreads = 256;
+/** Blocks for a grid-stride loop over n elements (at least 1, capped: the loop covers the rest). */
+inline unsigned grid_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
+}
+template <typename F, typename... In>
+__global__ void map_kernel(int64_t n, F f, float *out, const In *...ins) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    out[i] = f(ins[i]...);
+}
+template <typename F>
+__global__ void map_index_kernel(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    f(i);
+}
+}  // namespace detail
+#endif
+
 /** out[i] = f(ins[i]...) for i in [0, n). f is a generated fused functor marked CLEAVE_HD so both backends run the
- *  same body; out may alias an input. */
+ *  same body; out may alias an input (each element is read and written by one thread). */
 template <typename F, typename... In>
 void map(int64_t n, F f, float *out, const In *...ins) {
+#if defined(__CUDACC__)
+  if (n > 0) CLEAVE_LAUNCH(detail::map_kernel, detail::grid_for(n), detail::kThreads, n, f, out, ins...);
+#else
   for (int64_t i = 0; i < n; ++i) out[i] = f(ins[i]...);
+#endif
 }
 /** f(i) for i in [0, n): for functors with several outputs or that index their operands themselves. */
 template <typename F>
 void map_index(int64_t n, F f) {
+#if defined(__CUDACC__)
+  if (n > 0) CLEAVE_LAUNCH(detail::map_index_kernel, detail::grid_for(n), detail::kThreads, n, f);
+#else
   for (int64_t i = 0; i < n; ++i) f(i);
+#endif
 }
 
 // ---------------------------------------------------------------- optimizers and dropout (optim.cpp)

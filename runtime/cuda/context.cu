@@ -1,0 +1,285 @@
+// Process context from the launch environment (rank, local rank -> device), error reporting that aborts the whole
+// job, the checks behind the CLEAVE_* macros, logging, the device arena, scratch memory and library handles.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/internal.cuh"
+
+namespace cleave::rt {
+namespace {
+
+Context g_context;
+bool g_initialised = false;
+cudaStream_t g_compute = nullptr;
+cublasHandle_t g_cublas = nullptr;
+cudnnHandle_t g_cudnn = nullptr;
+
+struct ScratchBlock {
+  void *ptr = nullptr;
+  size_t bytes = 0;
+};
+ScratchBlock g_scratch[2];
+int *g_error_flag = nullptr;
+
+int env_int(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoi(v) : -1;
+}
+
+int message_rank() {
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) {
+    int r = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
+    if (env_int(name) >= 0) return env_int(name);
+  return -1;
+}
+
+[[noreturn]] void abort_job() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+[[noreturn]] void report(const char *call, const char *file, int line, const std::string &text) {
+  const char *base = std::strrchr(file, '/');
+  std::fprintf(stderr, "cleave rank %d: %s failed at %s:%d: %s\n", message_rank(), call, base ? base + 1 : file, line,
+               text.c_str());
+  abort_job();
+}
+
+/** The node-local rank that picks this process's GPU: the launcher's local rank, else the world rank. */
+int local_rank(int world_rank) {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
+    if (env_int(name) >= 0) return env_int(name);
+  return world_rank;
+}
+
+void *grow(ScratchBlock &b, size_t bytes) {
+  if (bytes <= b.bytes) return b.ptr;
+  detail::sync_compute();  // kernels queued before may still read the old block
+  if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
+  b.bytes = bytes + bytes / 4;
+  CLEAVE_CUDA(cudaMalloc, &b.ptr, b.bytes);
+  return b.ptr;
+}
+
+}  // namespace
+
+const Context &init(int *argc, char ***argv) {
+  if (g_initialised) return g_context;
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) fail("MPI_Init failed");
+  CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &g_context.rank);
+  CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &g_context.world);
+  g_context.launcher = "none";
+  if (env_int("OMPI_COMM_WORLD_RANK") >= 0) {
+    g_context.launcher = "ompi";
+    g_context.launcher_rank = env_int("OMPI_COMM_WORLD_RANK");
+    g_context.launcher_world = env_int("OMPI_COMM_WORLD_SIZE");
+  } else if (env_int("SLURM_PROCID") >= 0) {
+    g_context.launcher = "slurm";
+    g_context.launcher_rank = env_int("SLURM_PROCID");
+    g_context.launcher_world = env_int("SLURM_NTASKS");
+  } else if (env_int("RANK") >= 0) {
+    g_context.launcher = "env";
+    g_context.launcher_rank = env_int("RANK");
+    g_context.launcher_world = env_int("WORLD_SIZE");
+  }
+  if (g_context.launcher_world > 0 && g_context.launcher_world != g_context.world)
+    fail("the launcher (" + g_context.launcher + ") reports " + std::to_string(g_context.launcher_world) +
+         " ranks but MPI has " + std::to_string(g_context.world) + " (is MPI built with this launcher's support?)");
+  // fp32 GEMMs and convolutions without TF32 (cuBLAS and cuDNN read this when they start), so GPU runs equal CPU
+  // runs within fp32 tolerance; a user's own setting wins.
+  setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
+  int devices = 0;
+  CLEAVE_CUDA(cudaGetDeviceCount, &devices);
+  int local = local_rank(g_context.rank);
+  if (devices < 1) fail("no CUDA device is visible");
+  if (local >= devices)
+    fail("local rank " + std::to_string(local) + " has no GPU of its own (" + std::to_string(devices) +
+         " visible): start at most one rank per GPU");
+  CLEAVE_CUDA(cudaSetDevice, local);
+  CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_compute, cudaStreamNonBlocking);
+  CLEAVE_CUBLAS(cublasCreate, &g_cublas);
+  CLEAVE_CUBLAS(cublasSetStream, g_cublas, g_compute);
+  // Full fp32 GEMMs (no TF32), so GPU runs equal CPU runs within fp32 tolerance.
+  CLEAVE_CUBLAS(cublasSetMathMode, g_cublas, CUBLAS_PEDANTIC_MATH);
+  CLEAVE_CUDNN(cudnnCreate, &g_cudnn);
+  CLEAVE_CUDNN(cudnnSetStream, g_cudnn, g_compute);
+  CLEAVE_CUDA(cudaMalloc, &g_error_flag, sizeof(int));
+  CLEAVE_CUDA(cudaMemsetAsync, g_error_flag, 0, sizeof(int), g_compute);
+  CLEAVE_CUDA(cudaStreamSynchronize, g_compute);
+  detail::init_nccl(g_context.rank, g_context.world);
+  detail::start_watchdog(g_context.rank, local);
+  g_initialised = true;
+  return g_context;
+}
+
+const Context &context() {
+  if (!g_initialised) fail("the runtime is used before cleave::rt::init");
+  return g_context;
+}
+
+void finalize() {
+  if (!g_initialised) return;
+  detail::sync_compute();
+  detail::release_nccl();
+  for (auto &b : g_scratch)
+    if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
+  CLEAVE_CUDA(cudaFree, g_error_flag);
+  CLEAVE_CUDNN(cudnnDestroy, g_cudnn);
+  CLEAVE_CUBLAS(cublasDestroy, g_cublas);
+  CLEAVE_CUDA(cudaStreamDestroy, g_compute);
+  g_compute = nullptr;
+  g_cudnn = nullptr;
+  g_cublas = nullptr;
+  MPI_Finalize();
+  g_initialised = false;
+}
+
+void fail(const std::string &msg) {
+  std::fprintf(stderr, "cleave rank %d: %s\n", message_rank(), msg.c_str());
+  abort_job();
+}
+
+void check_mpi(int code, const char *call, const char *file, int line) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", code);
+  report(call, file, line, text);
+}
+
+void check_cuda(cudaError_t code, const char *call, const char *file, int line) {
+  if (code != cudaSuccess) report(call, file, line, cudaGetErrorString(code));
+}
+
+void check_cublas(cublasStatus_t code, const char *call, const char *file, int line) {
+  if (code != CUBLAS_STATUS_SUCCESS) report(call, file, line, cublasGetStatusString(code));
+}
+
+void check_cudnn(cudnnStatus_t code, const char *call, const char *file, int line) {
+  if (code != CUDNN_STATUS_SUCCESS) report(call, file, line, cudnnGetErrorString(code));
+}
+
+void check_nccl(ncclResult_t code, const char *call, const char *file, int line) {
+  if (code != ncclSuccess && code != ncclInProgress) report(call, file, line, ncclGetErrorString(code));
+}
+
+cudaStream_t compute_stream() {
+  if (!g_compute) fail("the CUDA runtime is used before cleave::rt::init");
+  return g_compute;
+}
+
+void log_loss(int64_t step, const float *loss) {
+  if (message_rank() > 0) return;
+  float value = 0;
+  CLEAVE_CUDA(cudaMemcpyAsync, &value, loss, sizeof value, cudaMemcpyDeviceToHost, compute_stream());
+  detail::sync_compute();
+  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(value));
+  std::fflush(stdout);
+}
+
+void log_info(const std::string &msg) {
+  if (message_rank() > 0) return;
+  std::fprintf(stderr, "cleave: %s\n", msg.c_str());
+}
+
+Arena::Arena(size_t bytes, size_t align) : size_(bytes) {
+  // cudaMalloc aligns to at least 256 bytes.
+  if (align < alignof(std::max_align_t) || (align & (align - 1)) != 0 || align > 256)
+    fail("arena alignment " + std::to_string(align) + " is not a power of two in [max_align_t, 256]");
+  CLEAVE_CUDA(cudaMalloc, &base_, bytes == 0 ? 256 : bytes);
+  // On the compute stream (non-blocking: the legacy default stream would not order before it).
+  if (bytes > 0) CLEAVE_CUDA(cudaMemsetAsync, base_, 0, bytes, compute_stream());
+}
+
+Arena::~Arena() {
+  if (base_) CLEAVE_CUDA(cudaFree, base_);
+}
+
+Arena::Arena(Arena &&other) noexcept : base_(other.base_), size_(other.size_) {
+  other.base_ = nullptr;
+  other.size_ = 0;
+}
+
+Arena &Arena::operator=(Arena &&other) noexcept {
+  if (this != &other) {
+    if (base_) CLEAVE_CUDA(cudaFree, base_);
+    base_ = other.base_;
+    size_ = other.size_;
+    other.base_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+void *Arena::at(size_t offset, size_t bytes) const {
+  if (offset + bytes > size_)
+    fail("arena access [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) + ") beyond its " +
+         std::to_string(size_) + " bytes");
+  return static_cast<char *>(base_) + offset;
+}
+
+namespace detail {
+
+cublasHandle_t cublas() {
+  if (!g_cublas) fail("cuBLAS is used before cleave::rt::init");
+  return g_cublas;
+}
+
+cudnnHandle_t cudnn() {
+  if (!g_cudnn) fail("cuDNN is used before cleave::rt::init");
+  return g_cudnn;
+}
+
+void *scratch(size_t bytes) { return grow(g_scratch[0], bytes); }
+void *scratch2(size_t bytes) { return grow(g_scratch[1], bytes); }
+
+void sync_compute() { CLEAVE_CUDA(cudaStreamSynchronize, compute_stream()); }
+
+int64_t product(const Dims &d) {
+  int64_t p = 1;
+  for (int64_t v : d) p *= v;
+  return p;
+}
+
+Small small(const Dims &d, const char *what) {
+  if (d.size() > static_cast<size_t>(kMaxRank))
+    fail(std::string(what) + ": rank " + std::to_string(d.size()) + " exceeds the CUDA backend's " +
+         std::to_string(kMaxRank));
+  Small s;
+  s.n = static_cast<int>(d.size());
+  for (size_t i = 0; i < d.size(); ++i) s.v[i] = d[i];
+  return s;
+}
+
+int *error_flag() {
+  if (!g_error_flag) fail("the CUDA runtime is used before cleave::rt::init");
+  return g_error_flag;
+}
+
+void check_error_flag(const std::string &msg) {
+  int flag = 0;
+  CLEAVE_CUDA(cudaMemcpyAsync, &flag, error_flag(), sizeof flag, cudaMemcpyDeviceToHost, compute_stream());
+  sync_compute();
+  if (flag) fail(msg);
+}
+
+}  // namespace detail
+}  // namespace cleave::rt

@@ -1,0 +1,86 @@
+#pragma once
+// Internal to the CUDA backend: library handles, checking macros for cuBLAS/cuDNN/NCCL (CLEAVE_CUDA and
+// CLEAVE_LAUNCH live in rt.h, the rank sources use them too), scratch memory, and small fixed-rank shape records
+// passed to kernels by value.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
+
+#include <string>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt {
+
+void check_cublas(cublasStatus_t code, const char *call, const char *file, int line);
+void check_cudnn(cudnnStatus_t code, const char *call, const char *file, int line);
+void check_nccl(ncclResult_t code, const char *call, const char *file, int line);
+#define CLEAVE_CUBLAS(fn, ...) ::cleave::rt::check_cublas(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+#define CLEAVE_CUDNN(fn, ...) ::cleave::rt::check_cudnn(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+#define CLEAVE_NCCL(fn, ...) ::cleave::rt::check_nccl(fn(__VA_ARGS__), #fn, __FILE__, __LINE__)
+
+namespace detail {
+
+cublasHandle_t cublas();
+cudnnHandle_t cudnn();
+/** The stream NCCL runs on; collectives are ordered after the compute stream's work and before its later work by
+ *  events (nccl.cu). */
+cudaStream_t comm_stream();
+
+/** Device scratch of at least `bytes`, valid until the next scratch() call: growing it synchronises the compute
+ *  stream first, so kernels still reading the old block never see it freed. */
+void *scratch(size_t bytes);
+/** A second, independent scratch block (for calls that need two). */
+void *scratch2(size_t bytes);
+
+/** Waits for the compute stream: before the host reads device results or frees host staging. */
+void sync_compute();
+
+/** Starts the watchdog thread (nccl.cu): it reports NCCL's asynchronous errors, and communication that waits longer
+ *  than CLEAVE_COMM_TIMEOUT seconds (default 900; 0 = no timeout), naming the rank and the last communication. */
+void start_watchdog(int rank, int device);
+/** Creates NCCL's world communicator (its id broadcast over MPI) and the communication stream. */
+void init_nccl(int rank, int world);
+void release_nccl();
+
+/** Host-side checks shared with the CPU backend's messages. */
+int64_t product(const Dims &d);
+
+constexpr int kMaxRank = 8;
+/** A shape or stride list of at most kMaxRank entries, passed to kernels by value. */
+struct Small {
+  int64_t v[kMaxRank] = {};
+  int n = 0;
+  __host__ __device__ int64_t operator[](int i) const { return v[i]; }
+};
+/** Copies `d` into a Small; fail()s naming `what` if it has more than kMaxRank entries. */
+Small small(const Dims &d, const char *what);
+
+/** A device flag for errors found inside kernels (bad labels or indices): kernels set it, the host checks it. */
+int *error_flag();
+/** Copies the flag to the host (synchronising) and fail()s with `msg` if a kernel set it. */
+void check_error_flag(const std::string &msg);
+
+// Block-wide sums in double for one-block-per-row reductions (blockDim.x == kThreads).
+__device__ inline double block_sum(double v, double *shared) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // shared may still be read by a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  double t = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < (static_cast<int>(blockDim.x) + 31) / 32; ++w) t += shared[w];
+  __syncthreads();
+  if (threadIdx.x == 0) shared[0] = t;
+  __syncthreads();
+  return shared[0];
+}
+
+/** Blocks for a grid of one block per row, capped (kernels loop over the rest). */
+inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows); }
+
+}  // namespace detail
+}  // namespace cleave::rt

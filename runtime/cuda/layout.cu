@@ -1,0 +1,524 @@
+// Data movement on the device: raw copies, broadcast and its adjoint, transpose, slice, concat/split, constant
+// padding, gather, sum/mean/max reductions and region copy (Tofu's MultiFetch: one kernel over several boxes).
+// Index arithmetic mirrors cpu/layout.cpp; every output element is written by one thread.
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda/internal.cuh"
+
+namespace cleave::rt {
+namespace {
+
+using detail::kMaxRank;
+using detail::Small;
+using detail::small;
+
+/** Row-major strides of `shape`. */
+Dims strides_of(const Dims &shape) {
+  Dims st(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+  return st;
+}
+
+/** out[o] = in[base + sum_d idx_d(o) * st[d]] over out_shape. */
+template <typename T>
+__global__ void strided_gather(int64_t n, Small shape, Small st, int64_t base, const T *in, T *out) {
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+       o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rem = o, off = base;
+    for (int d = shape.n - 1; d >= 0; --d) {
+      off += rem % shape[d] * st[d];
+      rem /= shape[d];
+    }
+    out[o] = in[off];
+  }
+}
+
+/** out[base + sum_d idx_d(o) * st[d]] = in[o] (distinct targets). */
+template <typename T>
+__global__ void strided_scatter(int64_t n, Small shape, Small st, int64_t base, const T *in, T *out) {
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+       o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rem = o, off = base;
+    for (int d = shape.n - 1; d >= 0; --d) {
+      off += rem % shape[d] * st[d];
+      rem /= shape[d];
+    }
+    out[off] = in[o];
+  }
+}
+
+/** Dispatches a strided gather on the element size (a size other than 1/2/4/8 becomes a trailing dim of bytes). */
+void gather_bytes(Dims shape, Dims st, int64_t base, const void *in, void *out, size_t elem_size, const char *what) {
+  int64_t n = detail::product(shape);
+  if (n == 0) return;
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) {
+    for (int64_t &s : st) s *= static_cast<int64_t>(elem_size);
+    base *= static_cast<int64_t>(elem_size);
+    shape.push_back(static_cast<int64_t>(elem_size));
+    st.push_back(1);
+    elem_size = 1;
+    n *= static_cast<int64_t>(shape.back());
+  }
+  Small sh = small(shape, what), ss = small(st, what);
+  unsigned g = detail::grid_for(n);
+  switch (elem_size) {
+    case 1: CLEAVE_LAUNCH(strided_gather<uint8_t>, g, detail::kThreads, n, sh, ss, base, static_cast<const uint8_t *>(in), static_cast<uint8_t *>(out)); break;
+    case 2: CLEAVE_LAUNCH(strided_gather<uint16_t>, g, detail::kThreads, n, sh, ss, base, static_cast<const uint16_t *>(in), static_cast<uint16_t *>(out)); break;
+    case 4: CLEAVE_LAUNCH(strided_gather<uint32_t>, g, detail::kThreads, n, sh, ss, base, static_cast<const uint32_t *>(in), static_cast<uint32_t *>(out)); break;
+    default: CLEAVE_LAUNCH(strided_gather<uint64_t>, g, detail::kThreads, n, sh, ss, base, static_cast<const uint64_t *>(in), static_cast<uint64_t *>(out)); break;
+  }
+}
+
+/** For each dim of out_shape, the stride of the broadcast input (0 where it is repeated or absent). */
+Dims broadcast_strides(const Dims &in_shape, const Dims &out_shape, const char *what) {
+  size_t r = out_shape.size();
+  if (in_shape.size() > r) fail(std::string(what) + ": input rank exceeds output rank");
+  Dims st(r, 0);
+  int64_t s = 1;
+  for (size_t i = 0; i < in_shape.size(); ++i) {
+    size_t din = in_shape.size() - 1 - i, dout = r - 1 - i;
+    if (in_shape[din] != out_shape[dout] && in_shape[din] != 1)
+      fail(std::string(what) + ": dim " + std::to_string(in_shape[din]) + " does not broadcast to " +
+           std::to_string(out_shape[dout]));
+    st[dout] = in_shape[din] == 1 ? 0 : s;
+    s *= in_shape[din];
+  }
+  return st;
+}
+
+// Reductions: output o enumerates `kept` (row-major) at input strides kst; each block sums (or maxes) the `red`
+// sub-space at strides rst, in double for sums.
+__global__ void reduce_kernel(int64_t ny, Small kept, Small kst, int64_t nred, Small red, Small rst, const float *x,
+                              float *y, double divisor) {
+  __shared__ double shared[32];
+  for (int64_t o = blockIdx.x; o < ny; o += gridDim.x) {
+    int64_t rem = o, base = 0;
+    for (int d = kept.n - 1; d >= 0; --d) {
+      base += rem % kept[d] * kst[d];
+      rem /= kept[d];
+    }
+    double acc = 0;
+    for (int64_t r = threadIdx.x; r < nred; r += blockDim.x) {
+      int64_t rr = r, off = base;
+      for (int d = red.n - 1; d >= 0; --d) {
+        off += rr % red[d] * rst[d];
+        rr /= red[d];
+      }
+      acc += x[off];
+    }
+    acc = detail::block_sum(acc, shared);
+    if (threadIdx.x == 0) y[o] = static_cast<float>(acc / divisor);
+  }
+}
+
+__device__ inline float pick(float a, float b, bool min) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return min ? (b < a ? b : a) : (b > a ? b : a);
+}
+
+__global__ void reduce_max_kernel(int64_t ny, Small kept, Small kst, int64_t nred, Small red, Small rst,
+                                  const float *x, float *y, bool min) {
+  __shared__ float shared[detail::kThreads];
+  for (int64_t o = blockIdx.x; o < ny; o += gridDim.x) {
+    int64_t rem = o, base = 0;
+    for (int d = kept.n - 1; d >= 0; --d) {
+      base += rem % kept[d] * kst[d];
+      rem /= kept[d];
+    }
+    float acc = min ? INFINITY : -INFINITY;
+    for (int64_t r = threadIdx.x; r < nred; r += blockDim.x) {
+      int64_t rr = r, off = base;
+      for (int d = red.n - 1; d >= 0; --d) {
+        off += rr % red[d] * rst[d];
+        rr /= red[d];
+      }
+      acc = pick(acc, x[off], min);
+    }
+    __syncthreads();
+    shared[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (static_cast<int>(threadIdx.x) < s) shared[threadIdx.x] = pick(shared[threadIdx.x], shared[threadIdx.x + s], min);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) y[o] = shared[0];
+  }
+}
+
+/** Splits x_shape's dims into kept and reduced (reduced[d]), with their input strides. */
+struct ReductionPlan {
+  Dims kept, kst, red, rst;
+  int64_t ny = 1, nred = 1;
+};
+
+ReductionPlan plan_reduction(const Dims &x_shape, const std::vector<bool> &reduced) {
+  ReductionPlan p;
+  Dims st = strides_of(x_shape);
+  for (size_t d = 0; d < x_shape.size(); ++d) {
+    if (reduced[d]) {
+      p.red.push_back(x_shape[d]);
+      p.rst.push_back(st[d]);
+      p.nred *= x_shape[d];
+    } else {
+      p.kept.push_back(x_shape[d]);
+      p.kst.push_back(st[d]);
+      p.ny *= x_shape[d];
+    }
+  }
+  return p;
+}
+
+void launch_reduce(const ReductionPlan &p, const float *x, float *y, double divisor, const char *what) {
+  if (p.ny == 0) return;
+  CLEAVE_LAUNCH(reduce_kernel, detail::rows_grid(p.ny), detail::kThreads, p.ny, small(p.kept, what),
+                small(p.kst, what), p.nred, small(p.red, what), small(p.rst, what), x, y, divisor);
+}
+
+std::vector<bool> axes_mask(const Dims &x_shape, const Dims &axes, const char *what) {
+  std::vector<bool> reduced(x_shape.size(), false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(x_shape.size()))
+      fail(std::string(what) + ": axis " + std::to_string(a) + " out of range");
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  return reduced;
+}
+
+int64_t slice_len(int64_t start, int64_t end, int64_t step) {
+  if (step == 0) fail("slice: step 0");
+  int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+  return len > 0 ? len : 0;
+}
+
+void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out, Dims &st,
+                    int64_t &base) {
+  size_t r = shape.size();
+  if (starts.size() != r || ends.size() != r || steps.size() != r) fail("slice: one start/end/step per dim expected");
+  out.assign(r, 0);
+  st.assign(r, 0);
+  base = 0;
+  int64_t s = 1;
+  for (size_t d = r; d-- > 0;) {
+    out[d] = slice_len(starts[d], ends[d], steps[d]);
+    st[d] = s * steps[d];
+    if (out[d] > 0) base += starts[d] * s;
+    s *= shape[d];
+  }
+}
+
+__global__ void pad_kernel(int64_t n, Small xs, Small ys, Small pads_begin, float value, const float *x, float *y) {
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+       o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rem = o, src = 0, xst = 1;
+    bool inside = true;
+    for (int d = ys.n - 1; d >= 0; --d) {
+      int64_t i = rem % ys[d] - pads_begin[d];
+      rem /= ys[d];
+      inside = inside && i >= 0 && i < xs[d];
+      src += i * xst;
+      xst *= xs[d];
+    }
+    y[o] = inside ? x[src] : value;
+  }
+}
+
+__global__ void gather_kernel(int64_t outer, int64_t num, int64_t inner, int64_t dim, const int64_t *indices,
+                              const float *data, float *y, int64_t global_dim, int64_t index_base, int *error) {
+  int64_t n = outer * num * inner;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t i = e % inner, j = e / inner % num, o = e / inner / num;
+    int64_t g = indices[j];
+    if (g < -global_dim || g >= global_dim) {
+      *error = 1;
+      y[e] = 0.0f;
+      continue;
+    }
+    if (g < 0) g += global_dim;
+    int64_t row = g - index_base;
+    y[e] = row >= 0 && row < dim ? data[(o * dim + row) * inner + i] : 0.0f;
+  }
+}
+
+__global__ void gather_backward_kernel(int64_t outer, int64_t num, int64_t inner, int64_t dim,
+                                       const int64_t *indices, const float *dy, float *ddata, int64_t global_dim,
+                                       int64_t index_base, int *error) {
+  int64_t n = outer * num * inner;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t i = e % inner, j = e / inner % num, o = e / inner / num;
+    int64_t g = indices[j];
+    if (g < -global_dim || g >= global_dim) {
+      *error = 1;
+      continue;
+    }
+    if (g < 0) g += global_dim;
+    int64_t row = g - index_base;
+    // Repeated indices accumulate: atomics make the order of those additions (not the set) vary between runs.
+    if (row >= 0 && row < dim) atomicAdd(&ddata[(o * dim + row) * inner + i], dy[e]);
+  }
+}
+
+void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) fail("gather: axis out of range");
+  outer = inner = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) < axis) outer *= shape[d];
+    if (static_cast<int64_t>(d) > axis) inner *= shape[d];
+  }
+  dim = shape[static_cast<size_t>(axis)];
+}
+
+// Region copy: up to kBoxesPerLaunch boxes per launch, passed by value; thread e finds its box by the prefix sums.
+constexpr int kBoxesPerLaunch = 12;
+struct DeviceBox {
+  const char *src = nullptr;
+  int64_t src_base = 0, dst_base = 0, first = 0;  // first: the box's first element in the launch's numbering
+  Small extent, src_st;
+};
+struct BoxBatch {
+  DeviceBox box[kBoxesPerLaunch];
+  int count = 0;
+  int64_t total = 0;
+  Small dst_st;
+};
+
+template <typename T>
+__global__ void region_copy_kernel(BoxBatch batch, T *dst) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < batch.total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int b = 0;
+    while (b + 1 < batch.count && batch.box[b + 1].first <= e) ++b;
+    const DeviceBox &bx = batch.box[b];
+    int64_t rem = e - bx.first, so = bx.src_base, dof = bx.dst_base;
+    for (int d = bx.extent.n - 1; d >= 0; --d) {
+      int64_t i = rem % bx.extent[d];
+      rem /= bx.extent[d];
+      so += i * bx.src_st[d];
+      dof += i * batch.dst_st[d];
+    }
+    dst[dof] = reinterpret_cast<const T *>(bx.src)[so];
+  }
+}
+
+void launch_boxes(const BoxBatch &batch, void *dst, size_t elem_size) {
+  if (batch.total == 0) return;
+  unsigned g = detail::grid_for(batch.total);
+  switch (elem_size) {
+    case 1: CLEAVE_LAUNCH(region_copy_kernel<uint8_t>, g, detail::kThreads, batch, static_cast<uint8_t *>(dst)); break;
+    case 2: CLEAVE_LAUNCH(region_copy_kernel<uint16_t>, g, detail::kThreads, batch, static_cast<uint16_t *>(dst)); break;
+    case 4: CLEAVE_LAUNCH(region_copy_kernel<uint32_t>, g, detail::kThreads, batch, static_cast<uint32_t *>(dst)); break;
+    default: CLEAVE_LAUNCH(region_copy_kernel<uint64_t>, g, detail::kThreads, batch, static_cast<uint64_t *>(dst)); break;
+  }
+}
+
+}  // namespace
+
+void copy(void *dst, const void *src, int64_t bytes) {
+  if (bytes > 0)
+    CLEAVE_CUDA(cudaMemcpyAsync, dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, compute_stream());
+}
+
+void fill_bytes(void *dst, uint8_t value, int64_t bytes) {
+  if (bytes > 0) CLEAVE_CUDA(cudaMemsetAsync, dst, value, static_cast<size_t>(bytes), compute_stream());
+}
+
+void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+  gather_bytes(out_shape, broadcast_strides(in_shape, out_shape, "broadcast"), 0, x, y, 4, "broadcast");
+}
+
+void broadcast_bytes(const Dims &in_shape, const Dims &out_shape, const void *x, void *y, size_t elem_size) {
+  gather_bytes(out_shape, broadcast_strides(in_shape, out_shape, "broadcast_bytes"), 0, x, y, elem_size,
+               "broadcast_bytes");
+}
+
+void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+  broadcast_strides(out_shape, in_shape, "reduce_to_shape");  // checks that out_shape broadcasts to in_shape
+  size_t lead = in_shape.size() - out_shape.size();
+  std::vector<bool> reduced(in_shape.size(), false);
+  for (size_t d = 0; d < in_shape.size(); ++d)
+    reduced[d] = d < lead || (out_shape[d - lead] == 1 && in_shape[d] != 1);
+  // Kept dims enumerate out_shape in order (its size-1 dims add nothing), so output o is y[o].
+  launch_reduce(plan_reduction(in_shape, reduced), x, y, 1.0, "reduce_to_shape");
+}
+
+void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {
+  ReductionPlan p = plan_reduction(x_shape, axes_mask(x_shape, axes, "reduce"));
+  launch_reduce(p, x, y, mean && p.nred > 0 ? static_cast<double>(p.nred) : 1.0, "reduce");
+}
+
+void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min) {
+  ReductionPlan p = plan_reduction(x_shape, axes_mask(x_shape, axes, "reduce_max"));
+  if (p.ny == 0) return;
+  CLEAVE_LAUNCH(reduce_max_kernel, detail::rows_grid(p.ny), detail::kThreads, p.ny, small(p.kept, "reduce_max"),
+                small(p.kst, "reduce_max"), p.nred, small(p.red, "reduce_max"), small(p.rst, "reduce_max"), x, y, min);
+}
+
+void pad_constant(const Dims &x_shape, const Dims &pads, float value, const float *x, float *y) {
+  size_t r = x_shape.size();
+  if (pads.size() != 2 * r) fail("pad_constant: pads needs 2 values per dim");
+  Dims ys(r), begins(pads.begin(), pads.begin() + static_cast<int64_t>(r));
+  for (size_t d = 0; d < r; ++d) {
+    ys[d] = x_shape[d] + pads[d] + pads[d + r];
+    if (ys[d] < 0) fail("pad_constant: pads crop a dim below 0");
+  }
+  int64_t n = detail::product(ys);
+  if (n == 0) return;
+  CLEAVE_LAUNCH(pad_kernel, detail::grid_for(n), detail::kThreads, n, small(x_shape, "pad_constant"),
+                small(ys, "pad_constant"), small(begins, "pad_constant"), value, x, y);
+}
+
+void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size) {
+  size_t r = shape.size();
+  if (perm.size() != r) fail("transpose: perm rank differs from the shape's");
+  Dims in_st = strides_of(shape), st(r), out(r);
+  std::vector<bool> seen(r, false);
+  for (size_t d = 0; d < r; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(r) || seen[static_cast<size_t>(perm[d])])
+      fail("transpose: perm is not a permutation");
+    seen[static_cast<size_t>(perm[d])] = true;
+    out[d] = shape[static_cast<size_t>(perm[d])];
+    st[d] = in_st[static_cast<size_t>(perm[d])];
+  }
+  gather_bytes(out, st, 0, x, y, elem_size, "transpose");
+}
+
+void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y) {
+  Dims out, st;
+  int64_t base = 0;
+  slice_geometry(shape, starts, ends, steps, out, st, base);
+  gather_bytes(out, st, base, x, y, 4, "slice");
+}
+
+void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *dy,
+                    float *dx) {
+  Dims out, st;
+  int64_t base = 0;
+  slice_geometry(shape, starts, ends, steps, out, st, base);
+  fill_bytes(dx, 0, detail::product(shape) * 4);
+  int64_t n = detail::product(out);
+  if (n == 0) return;
+  CLEAVE_LAUNCH(strided_scatter<float>, detail::grid_for(n), detail::kThreads, n, small(out, "slice_backward"),
+                small(st, "slice_backward"), base, dy, dx);
+}
+
+void concat(const std::vector<const float *> &parts, const std::vector<Dims> &shapes, int64_t axis, float *y) {
+  if (parts.size() != shapes.size() || parts.empty()) fail("concat: one shape per part expected");
+  Dims y_shape = shapes[0];
+  size_t a = static_cast<size_t>(axis);
+  if (a >= y_shape.size()) fail("concat: axis out of range");
+  y_shape[a] = 0;
+  for (const Dims &s : shapes) y_shape[a] += s.at(a);
+  std::vector<Box> boxes;
+  int64_t off = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Box b;
+    b.src = parts[p];
+    b.src_shape = shapes[p];
+    b.src_start.assign(shapes[p].size(), 0);
+    b.extent = shapes[p];
+    b.dst_start.assign(shapes[p].size(), 0);
+    b.dst_start[a] = off;
+    off += shapes[p][a];
+    boxes.push_back(b);
+  }
+  region_copy(boxes, y, y_shape, 4);
+}
+
+void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x, const std::vector<float *> &parts) {
+  if (sizes.size() != parts.size()) fail("split: one size per part expected");
+  size_t a = static_cast<size_t>(axis);
+  if (a >= x_shape.size()) fail("split: axis out of range");
+  int64_t off = 0;
+  for (int64_t s : sizes) off += s;
+  if (off != x_shape[a]) fail("split: sizes do not add up to the axis length");
+  off = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Box b;
+    b.src = x;
+    b.src_shape = x_shape;
+    b.src_start.assign(x_shape.size(), 0);
+    b.src_start[a] = off;
+    b.extent = x_shape;
+    b.extent[a] = sizes[p];
+    b.dst_start.assign(x_shape.size(), 0);
+    region_copy({b}, parts[p], b.extent, 4);
+    off += sizes[p];
+  }
+}
+
+void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
+            float *y, int64_t global_dim, int64_t index_base) {
+  int64_t outer, dim, inner;
+  gather_view(data_shape, axis, outer, dim, inner);
+  int64_t n = outer * num_indices * inner;
+  if (n == 0) return;
+  CLEAVE_LAUNCH(gather_kernel, detail::grid_for(n), detail::kThreads, outer, num_indices, inner, dim, indices, data,
+                y, global_dim, index_base, detail::error_flag());
+  detail::check_error_flag("gather: an index is out of range [" + std::to_string(-global_dim) + ", " +
+                           std::to_string(global_dim) + ")");
+}
+
+void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
+                     const float *dy, float *ddata, int64_t global_dim, int64_t index_base) {
+  int64_t outer, dim, inner;
+  gather_view(data_shape, axis, outer, dim, inner);
+  fill_bytes(ddata, 0, outer * dim * inner * 4);
+  int64_t n = outer * num_indices * inner;
+  if (n == 0) return;
+  CLEAVE_LAUNCH(gather_backward_kernel, detail::grid_for(n), detail::kThreads, outer, num_indices, inner, dim,
+                indices, dy, ddata, global_dim, index_base, detail::error_flag());
+  detail::check_error_flag("gather: an index is out of range [" + std::to_string(-global_dim) + ", " +
+                           std::to_string(global_dim) + ")");
+}
+
+void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size) {
+  size_t r = dst_shape.size();
+  // Element sizes other than 1/2/4/8 (and rank 0) become a trailing dim of bytes.
+  bool bytewise = elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8;
+  Dims dshape = dst_shape;
+  if (bytewise || r == 0) dshape.push_back(static_cast<int64_t>(bytewise ? elem_size : 1));
+  size_t unit = bytewise ? 1 : elem_size;
+  BoxBatch batch;
+  batch.dst_st = small(strides_of(dshape), "region_copy");
+  for (const Box &b : boxes) {
+    if (b.src_shape.size() != r || b.src_start.size() != r || b.extent.size() != r || b.dst_start.size() != r)
+      fail("region_copy: a box's rank differs from the destination's");
+    for (size_t d = 0; d < r; ++d)
+      if (b.extent[d] < 0 || b.src_start[d] < 0 || b.src_start[d] + b.extent[d] > b.src_shape[d] ||
+          b.dst_start[d] < 0 || b.dst_start[d] + b.extent[d] > dst_shape[d])
+        fail("region_copy: box dim " + std::to_string(d) + " lies outside its source or the destination");
+    Dims sshape = b.src_shape, extent = b.extent, sstart = b.src_start, dstart = b.dst_start;
+    if (bytewise || r == 0) {
+      int64_t tail = bytewise ? static_cast<int64_t>(elem_size) : 1;
+      sshape.push_back(tail);
+      extent.push_back(tail);
+      sstart.push_back(0);
+      dstart.push_back(0);
+    }
+    int64_t count = detail::product(extent);
+    if (count == 0) continue;
+    Dims sst = strides_of(sshape), dst_st = strides_of(dshape);
+    DeviceBox db;
+    db.src = static_cast<const char *>(b.src);
+    for (size_t d = 0; d < sshape.size(); ++d) {
+      db.src_base += sstart[d] * sst[d];
+      db.dst_base += dstart[d] * dst_st[d];
+    }
+    db.extent = small(extent, "region_copy");
+    db.src_st = small(sst, "region_copy");
+    db.first = batch.total;
+    batch.box[batch.count++] = db;
+    batch.total += count;
+    if (batch.count == kBoxesPerLaunch) {
+      launch_boxes(batch, dst, unit);
+      batch.count = 0;
+      batch.total = 0;
+    }
+  }
+  if (batch.count > 0) launch_boxes(batch, dst, unit);
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,170 @@
+// Softmax / log-softmax on cuDNN (accurate algorithm, channel mode over [outer, dim, inner, 1]); the losses as
+// kernels with cpu/loss.cpp's semantics (weights, ignore_index, reductions; sums in double).
+#include <climits>
+#include <cmath>
+
+#include "cuda/internal.cuh"
+
+namespace cleave::rt {
+namespace {
+
+/** Weight of position i (0 for ignore_index); a label outside [0, c) sets the error flag. */
+__device__ double position_weight(LossShape s, const int64_t *labels, const float *weights, int64_t i, int *error) {
+  int64_t l = labels[i];
+  if (s.has_ignore_index && l == s.ignore_index) return 0.0;
+  if (l < 0 || l >= s.c) {
+    *error = 1;
+    return 0.0;
+  }
+  return weights ? weights[l] : 1.0;
+}
+
+/** One block: totals[0] = sum of the weighted terms -w * logp[label], totals[1] = sum of the weights; `loss` as the
+ *  reduction asks (per position for none). */
+__global__ void loss_kernel(LossShape s, const float *logp, const int64_t *labels, const float *weights, float *loss,
+                            int *error) {
+  __shared__ double shared[32];
+  double sum = 0, wsum = 0;
+  for (int64_t i = threadIdx.x; i < s.n * s.d; i += blockDim.x) {
+    double w = position_weight(s, labels, weights, i, error);
+    int64_t n = i / s.d, d = i % s.d;
+    double term = w != 0 ? -w * logp[(n * s.c + labels[i]) * s.d + d] : 0.0;
+    if (s.reduction == Reduction::none) loss[i] = static_cast<float>(term);
+    sum += term;
+    wsum += w;
+  }
+  sum = detail::block_sum(sum, shared);
+  wsum = detail::block_sum(wsum, shared);
+  if (threadIdx.x != 0) return;
+  if (s.reduction == Reduction::sum) loss[0] = static_cast<float>(sum);
+  if (s.reduction == Reduction::mean) loss[0] = static_cast<float>(sum / (s.mean_divisor > 0 ? s.mean_divisor : wsum));
+}
+
+/** One block: *total = the sum of the position weights. */
+__global__ void weight_total_kernel(LossShape s, const int64_t *labels, const float *weights, double *total,
+                                    int *error) {
+  __shared__ double shared[32];
+  double wsum = 0;
+  for (int64_t i = threadIdx.x; i < s.n * s.d; i += blockDim.x) wsum += position_weight(s, labels, weights, i, error);
+  wsum = detail::block_sum(wsum, shared);
+  if (threadIdx.x == 0) *total = wsum;
+}
+
+/** d(loss)/d(term i) times the weight, as cpu/loss.cpp's upstream(). */
+__device__ double upstream(LossShape s, const float *dloss, const int64_t *labels, const float *weights,
+                           const double *wsum, int64_t i, int *error) {
+  double w = position_weight(s, labels, weights, i, error);
+  double up = s.reduction == Reduction::none ? dloss[i]
+              : s.reduction == Reduction::sum ? dloss[0]
+                                              : dloss[0] / (s.mean_divisor > 0 ? s.mean_divisor : *wsum);
+  return w * up;
+}
+
+__global__ void sce_backward_kernel(LossShape s, const float *dloss, const float *log_prob, const int64_t *labels,
+                                    const float *weights, const double *wsum, float *dscores, int *error) {
+  int64_t total = s.n * s.c * s.d;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t d = e % s.d, c = e / s.d % s.c, n = e / s.d / s.c;
+    double gi = upstream(s, dloss, labels, weights, wsum, n * s.d + d, error);
+    dscores[e] = gi == 0 ? 0.0f
+                         : static_cast<float>(gi * (exp(static_cast<double>(log_prob[e])) -
+                                                    (c == labels[n * s.d + d] ? 1.0 : 0.0)));
+  }
+}
+
+__global__ void nll_backward_kernel(LossShape s, const float *dloss, const int64_t *labels, const float *weights,
+                                    const double *wsum, float *dinput, int *error) {
+  int64_t total = s.n * s.c * s.d;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t d = e % s.d, c = e / s.d % s.c, n = e / s.d / s.c;
+    double gi = upstream(s, dloss, labels, weights, wsum, n * s.d + d, error);
+    dinput[e] = gi != 0 && c == labels[n * s.d + d] ? static_cast<float>(-gi) : 0.0f;
+  }
+}
+
+/** The divisor's device copy for the backward kernels (the weight total when the mean has no given divisor). */
+double *weight_total_on_device(const LossShape &s, const int64_t *labels, const float *weights) {
+  auto *total = static_cast<double *>(detail::scratch2(sizeof(double)));
+  CLEAVE_LAUNCH(weight_total_kernel, 1, detail::kThreads, s, labels, weights, total, detail::error_flag());
+  return total;
+}
+
+std::string label_message(const LossShape &s) {
+  return "loss: a label is out of range [0, " + std::to_string(s.c) + ")";
+}
+
+/** A cuDNN descriptor of [outer, dim, inner, 1]. */
+struct SoftmaxDesc {
+  cudnnTensorDescriptor_t desc = nullptr;
+  SoftmaxDesc(int64_t outer, int64_t dim, int64_t inner) {
+    if (outer > INT_MAX || dim > INT_MAX || inner > INT_MAX || outer * dim * inner > INT_MAX)
+      fail("softmax: tensor of " + std::to_string(outer * dim * inner) + " elements exceeds cuDNN's int range");
+    CLEAVE_CUDNN(cudnnCreateTensorDescriptor, &desc);
+    CLEAVE_CUDNN(cudnnSetTensor4dDescriptor, desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(outer),
+                 static_cast<int>(dim), static_cast<int>(inner), 1);
+  }
+  ~SoftmaxDesc() { CLEAVE_CUDNN(cudnnDestroyTensorDescriptor, desc); }
+};
+
+}  // namespace
+
+void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y, bool log) {
+  if (outer * dim * inner == 0) return;
+  SoftmaxDesc t(outer, dim, inner);
+  float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnSoftmaxForward, detail::cudnn(), log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+               CUDNN_SOFTMAX_MODE_CHANNEL, &one, t.desc, x, &zero, t.desc, y);
+}
+
+void softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx,
+                      bool log) {
+  if (outer * dim * inner == 0) return;
+  SoftmaxDesc t(outer, dim, inner);
+  float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnSoftmaxBackward, detail::cudnn(), log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+               CUDNN_SOFTMAX_MODE_CHANNEL, &one, t.desc, y, t.desc, dy, &zero, t.desc, dx);
+}
+
+double loss_weight_total(const LossShape &s, const int64_t *labels, const float *weights) {
+  double *total = weight_total_on_device(s, labels, weights);
+  double host = 0;
+  CLEAVE_CUDA(cudaMemcpyAsync, &host, total, sizeof host, cudaMemcpyDeviceToHost, compute_stream());
+  detail::check_error_flag(label_message(s));  // synchronises: host is valid after it
+  return host;
+}
+
+void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
+                                   const float *weights, float *loss, float *log_prob) {
+  if (!log_prob) log_prob = static_cast<float *>(detail::scratch(static_cast<size_t>(s.n * s.c * s.d) * 4));
+  softmax_forward(s.n, s.c, s.d, scores, log_prob, true);
+  nll_forward(s, log_prob, labels, weights, loss);
+}
+
+void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, const float *log_prob,
+                                    const int64_t *labels, const float *weights, float *dscores) {
+  double *wsum = weight_total_on_device(s, labels, weights);
+  int64_t total = s.n * s.c * s.d;
+  if (total > 0)
+    CLEAVE_LAUNCH(sce_backward_kernel, detail::grid_for(total), detail::kThreads, s, dloss, log_prob, labels, weights,
+                  wsum, dscores, detail::error_flag());
+  detail::check_error_flag(label_message(s));
+}
+
+void nll_forward(const LossShape &s, const float *input, const int64_t *labels, const float *weights, float *loss) {
+  CLEAVE_LAUNCH(loss_kernel, 1, detail::kThreads, s, input, labels, weights, loss, detail::error_flag());
+  detail::check_error_flag(label_message(s));
+}
+
+void nll_backward(const LossShape &s, const float *dloss, const int64_t *labels, const float *weights,
+                  float *dinput) {
+  double *wsum = weight_total_on_device(s, labels, weights);
+  int64_t total = s.n * s.c * s.d;
+  if (total > 0)
+    CLEAVE_LAUNCH(nll_backward_kernel, detail::grid_for(total), detail::kThreads, s, dloss, labels, weights, wsum,
+                  dinput, detail::error_flag());
+  detail::check_error_flag(label_message(s));
+}
+
+}  // namespace cleave::rt

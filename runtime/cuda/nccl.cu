@@ -1,0 +1,339 @@
+// NCCL communication: the world communicator (its ncclUniqueId broadcast over MPI), cached communicators for ordered
+// device groups, collectives and grouped send/recv on a communication stream ordered against the compute stream by
+// events, and the watchdog that ends a job whose collectives fail or hang.
+//
+// Group communicators are made with ncclCommInitRank over an id broadcast on the group's own MPI communicator, not
+// with ncclCommSplit: ncclCommSplit is collective over every rank of the parent, but rt::group is collective over
+// the members only (rt.h), and a rank outside a group never calls it.
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cuda/internal.cuh"
+
+// cudaEventQuery reports "not yet" as cudaErrorNotReady: only other codes are errors.
+#define CLEAVE_CUDA_QUERY(fn, ...)                                                                 \
+  [&] {                                                                                            \
+    cudaError_t code_ = fn(__VA_ARGS__);                                                           \
+    if (code_ != cudaErrorNotReady) ::cleave::rt::check_cuda(code_, #fn, __FILE__, __LINE__);      \
+    return code_;                                                                                  \
+  }()
+
+namespace cleave::rt {
+namespace {
+
+/** What Comm::handle points at. */
+struct Handles {
+  MPI_Comm mpi = MPI_COMM_NULL;
+  ncclComm_t nccl = nullptr;
+};
+
+std::map<std::vector<int>, std::unique_ptr<Comm>> &comm_cache() {
+  static std::map<std::vector<int>, std::unique_ptr<Comm>> cache;
+  return cache;
+}
+
+ncclComm_t g_world = nullptr;
+cudaStream_t g_comm_stream = nullptr;
+cudaEvent_t g_compute_ready = nullptr;  // recorded on the compute stream before a collective
+cudaEvent_t g_comm_done = nullptr;      // recorded on the communication stream after it
+
+// Watchdog state: the communication in flight (the last one issued and the start of the oldest unfinished one).
+using Clock = std::chrono::steady_clock;
+std::mutex g_watch_mutex;
+std::vector<ncclComm_t> g_watched;  // every communicator, for ncclCommGetAsyncError and ncclCommAbort
+std::string g_last = "none";        // the last communication issued, for messages
+int64_t g_pending_since_ms = 0;     // 0 = nothing in flight
+bool g_host_blocking = false;       // a blocking host call (communicator creation, barrier) is in progress
+int g_rank = -1;
+int64_t g_timeout_s = 0;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count() + 1;
+}
+
+std::string describe(const char *what, const std::vector<int> &ranks) {
+  std::string text = what;
+  if (!ranks.empty()) {
+    text += " on group [";
+    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+    text += "]";
+  }
+  return text;
+}
+
+void mark_issued(const std::string &what, bool host_blocking) {
+  std::lock_guard<std::mutex> lock(g_watch_mutex);
+  g_last = what;
+  if (g_pending_since_ms == 0) g_pending_since_ms = now_ms();
+  g_host_blocking = g_host_blocking || host_blocking;
+}
+
+/** Marks a blocking host call for the watchdog, like the CPU backend's CommWatch. */
+class HostWatch {
+ public:
+  HostWatch(const char *what, const std::vector<int> &ranks) { mark_issued(describe(what, ranks), true); }
+  ~HostWatch() {
+    std::lock_guard<std::mutex> lock(g_watch_mutex);
+    g_host_blocking = false;
+  }
+};
+
+[[noreturn]] void watchdog_abort(const std::string &why) {
+  std::string last;
+  {
+    std::lock_guard<std::mutex> lock(g_watch_mutex);
+    last = g_last;
+    // Aborting the communicators makes NCCL kernels of this rank return; the exit makes the launcher end the rest.
+    for (ncclComm_t c : g_watched) ncclCommAbort(c);  // cleave-unchecked: already failing, nothing left to report
+  }
+  std::fprintf(stderr, "cleave rank %d: %s (last communication: %s)\n", g_rank, why.c_str(), last.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void watch() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    int64_t since = 0;
+    bool host = false;
+    ncclResult_t failed = ncclSuccess;
+    {
+      // Under the lock: release_nccl() destroys communicators under it too.
+      std::lock_guard<std::mutex> lock(g_watch_mutex);
+      since = g_pending_since_ms;
+      host = g_host_blocking;
+      for (ncclComm_t c : g_watched) {
+        ncclResult_t async = ncclSuccess;
+        CLEAVE_NCCL(ncclCommGetAsyncError, c, &async);
+        if (async != ncclSuccess && async != ncclInProgress) failed = async;
+      }
+    }
+    if (failed != ncclSuccess) watchdog_abort(std::string("NCCL failed: ") + ncclGetErrorString(failed));
+    if (since == 0) continue;
+    if (!host && CLEAVE_CUDA_QUERY(cudaEventQuery, g_comm_done) == cudaSuccess) {
+      std::lock_guard<std::mutex> lock(g_watch_mutex);
+      if (!g_host_blocking) g_pending_since_ms = 0;  // everything issued so far has finished
+      continue;
+    }
+    if (g_timeout_s > 0 && now_ms() - since >= g_timeout_s * 1000)
+      watchdog_abort("communication timed out after " + std::to_string(g_timeout_s) +
+                     " s (a peer is dead or stuck; CLEAVE_COMM_TIMEOUT sets the limit)");
+  }
+}
+
+const Handles &handles_of(const Comm &c) {
+  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::group");
+  return *static_cast<const Handles *>(c.handle);
+}
+
+size_t as_count(int64_t count, const char *what) {
+  if (count < 0) fail(std::string(what) + ": negative count " + std::to_string(count));
+  return static_cast<size_t>(count);
+}
+
+/** Runs `issue(comm, stream)` on the communication stream after the compute stream's work so far; the compute
+ *  stream's later work waits for it. */
+template <typename Issue>
+void on_comm_stream(const std::string &what, Issue issue) {
+  CLEAVE_CUDA(cudaEventRecord, g_compute_ready, compute_stream());
+  CLEAVE_CUDA(cudaStreamWaitEvent, g_comm_stream, g_compute_ready, 0);
+  mark_issued(what, false);
+  issue(g_comm_stream);
+  CLEAVE_CUDA(cudaEventRecord, g_comm_done, g_comm_stream);
+  CLEAVE_CUDA(cudaStreamWaitEvent, compute_stream(), g_comm_done, 0);
+}
+
+int creation_tag(const std::vector<int> &ranks) {
+  uint32_t h = 2166136261u;
+  for (int r : ranks) h = (h ^ static_cast<uint32_t>(r)) * 16777619u;
+  return static_cast<int>(h % 32767u);
+}
+
+}  // namespace
+
+namespace detail {
+
+cudaStream_t comm_stream() {
+  if (!g_comm_stream) fail("communication before cleave::rt::init");
+  return g_comm_stream;
+}
+
+void init_nccl(int rank, int world) {
+  g_rank = rank;
+  CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_comm_stream, cudaStreamNonBlocking);
+  CLEAVE_CUDA(cudaEventCreateWithFlags, &g_compute_ready, cudaEventDisableTiming);
+  CLEAVE_CUDA(cudaEventCreateWithFlags, &g_comm_done, cudaEventDisableTiming);
+  ncclUniqueId id;
+  if (rank == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
+  CLEAVE_MPI(MPI_Bcast, &id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD);
+  // NCCL uses the current device, set by init() (context.cu).
+  CLEAVE_NCCL(ncclCommInitRank, &g_world, world, id, rank);
+  std::lock_guard<std::mutex> lock(g_watch_mutex);
+  g_watched.push_back(g_world);
+}
+
+void release_nccl() {
+  CLEAVE_CUDA(cudaStreamSynchronize, g_comm_stream);
+  std::lock_guard<std::mutex> lock(g_watch_mutex);
+  for (auto &[ranks, comm] : comm_cache()) {
+    auto *h = static_cast<Handles *>(comm->handle);
+    CLEAVE_NCCL(ncclCommDestroy, h->nccl);
+    if (h->mpi != MPI_COMM_NULL) CLEAVE_MPI(MPI_Comm_free, &h->mpi);
+    delete h;
+  }
+  comm_cache().clear();
+  CLEAVE_NCCL(ncclCommDestroy, g_world);
+  g_watched.clear();
+  g_world = nullptr;
+}
+
+void start_watchdog(int rank, int device) {
+  const char *env = std::getenv("CLEAVE_COMM_TIMEOUT");
+  g_timeout_s = env && *env ? std::atoll(env) : 900;
+  g_rank = rank;
+  // The thread also reports NCCL's asynchronous errors, so it runs even without a timeout. The current device is
+  // per thread: it queries this rank's events on this rank's device.
+  std::thread([device] {
+    CLEAVE_CUDA(cudaSetDevice, device);
+    watch();
+  }).detach();
+}
+
+}  // namespace detail
+
+const Comm &group(const std::vector<int> &ranks) {
+  auto it = comm_cache().find(ranks);
+  if (it != comm_cache().end()) return *it->second;
+  const Context &ctx = context();
+  auto comm = std::make_unique<Comm>();
+  comm->ranks = ranks;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= ctx.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
+    for (size_t j = 0; j < i; ++j)
+      if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
+    if (ranks[i] == ctx.rank) comm->index = static_cast<int>(i);
+  }
+  if (comm->index < 0) fail("this rank is not a member of the group it asked for");
+  HostWatch watch("group creation", ranks);
+  auto h = std::make_unique<Handles>();
+  MPI_Group world_group, sub_group;
+  CLEAVE_MPI(MPI_Comm_group, MPI_COMM_WORLD, &world_group);
+  CLEAVE_MPI(MPI_Group_incl, world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
+  CLEAVE_MPI(MPI_Comm_create_group, MPI_COMM_WORLD, sub_group, creation_tag(ranks), &h->mpi);
+  CLEAVE_MPI(MPI_Comm_set_errhandler, h->mpi, MPI_ERRORS_RETURN);
+  CLEAVE_MPI(MPI_Group_free, &sub_group);
+  CLEAVE_MPI(MPI_Group_free, &world_group);
+  int check = -1;
+  CLEAVE_MPI(MPI_Comm_rank, h->mpi, &check);
+  if (check != comm->index) fail("communicator rank order differs from the group order");
+  ncclUniqueId id;
+  if (comm->index == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
+  CLEAVE_MPI(MPI_Bcast, &id, static_cast<int>(sizeof id), MPI_BYTE, 0, h->mpi);
+  CLEAVE_NCCL(ncclCommInitRank, &h->nccl, static_cast<int>(ranks.size()), id, comm->index);
+  {
+    std::lock_guard<std::mutex> lock(g_watch_mutex);
+    g_watched.push_back(h->nccl);
+  }
+  comm->handle = h.release();
+  const Comm &ref = *comm;
+  comm_cache().emplace(ranks, std::move(comm));
+  return ref;
+}
+
+void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "all_reduce_sum");
+  on_comm_stream(describe("all_reduce_sum", c.ranks), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclAllReduce, send, recv, n, ncclFloat, ncclSum, nc, s);
+  });
+}
+
+void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "all_gather");
+  on_comm_stream(describe("all_gather", c.ranks), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclAllGather, send, recv, n, ncclFloat, nc, s);
+  });
+}
+
+void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "reduce_scatter_sum");
+  on_comm_stream(describe("reduce_scatter_sum", c.ranks), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclReduceScatter, send, recv, n, ncclFloat, ncclSum, nc, s);
+  });
+}
+
+void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "all_to_all");
+  on_comm_stream(describe("all_to_all", c.ranks), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclAlltoAll, send, recv, n, ncclFloat, nc, s);
+  });
+}
+
+void broadcast(const Comm &c, float *buf, int64_t count, int root) {
+  if (root < 0 || root >= c.size()) fail("broadcast root " + std::to_string(root) + " is not a group index");
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "broadcast");
+  on_comm_stream(describe("broadcast", c.ranks), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclBroadcast, buf, buf, n, ncclFloat, root, nc, s);
+  });
+}
+
+void send_recv(const std::vector<Transfer> &transfers) {
+  const Context &ctx = context();
+  std::vector<int> peers;
+  std::vector<const Transfer *> self_sends, self_recvs;
+  for (const Transfer &t : transfers) {
+    if (t.peer < 0 || t.peer >= ctx.world) fail("send_recv peer " + std::to_string(t.peer) + " is not a rank");
+    if (t.bytes < 0) fail("send_recv: negative size");
+    peers.push_back(t.peer);
+    if (t.peer == ctx.rank) (t.dir == Transfer::send ? self_sends : self_recvs).push_back(&t);
+  }
+  if (transfers.empty()) return;
+  // Transfers to this rank itself match in order, as between two ranks; they are device copies.
+  if (self_sends.size() != self_recvs.size()) fail("send_recv: unmatched transfers between this rank and itself");
+  for (size_t i = 0; i < self_sends.size(); ++i)
+    if (self_sends[i]->bytes != self_recvs[i]->bytes) fail("send_recv: a transfer to itself changes size");
+  on_comm_stream(describe("send_recv", peers), [&](cudaStream_t s) {
+    CLEAVE_NCCL(ncclGroupStart);
+    for (const Transfer &t : transfers) {
+      if (t.peer == ctx.rank || t.bytes == 0) continue;
+      if (t.dir == Transfer::send)
+        CLEAVE_NCCL(ncclSend, t.ptr, static_cast<size_t>(t.bytes), ncclUint8, t.peer, g_world, s);
+      else
+        CLEAVE_NCCL(ncclRecv, t.ptr, static_cast<size_t>(t.bytes), ncclUint8, t.peer, g_world, s);
+    }
+    CLEAVE_NCCL(ncclGroupEnd);
+    for (size_t i = 0; i < self_sends.size(); ++i)
+      if (self_sends[i]->bytes > 0)
+        CLEAVE_CUDA(cudaMemcpyAsync, self_recvs[i]->ptr, self_sends[i]->ptr, static_cast<size_t>(self_sends[i]->bytes),
+                    cudaMemcpyDeviceToDevice, s);
+  });
+}
+
+void barrier() {
+  detail::sync_compute();
+  HostWatch watch("barrier", {});
+  CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
+}
+
+double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights) {
+  // As the CPU backend: a float sum over the group (over MPI: it is a host value).
+  float total = static_cast<float>(loss_weight_total(s, labels, weights));
+  HostWatch watch("loss_weight_total_synced", g.ranks);
+  CLEAVE_MPI(MPI_Allreduce, MPI_IN_PLACE, &total, 1, MPI_FLOAT, MPI_SUM, handles_of(g).mpi);
+  return total;
+}
+
+}  // namespace cleave::rt

@@ -1,0 +1,312 @@
+// BatchNormalization (training, inference, batch-split partial sums and the synced forms) and LayerNormalization as
+// kernels with cpu/norm.cpp's and cpu/layer_norm.cpp's semantics: one block per channel (row), sums in double.
+// Not cuDNN's batch norm: it updates the running variance with the unbiased variance, ONNX (and the CPU backend)
+// with the biased one.
+#include <cmath>
+
+#include "cuda/internal.cuh"
+
+namespace cleave::rt {
+namespace {
+
+/** Element k in [0, n*d) of channel ch of X [n, c, d]. */
+__device__ inline int64_t at(int64_t k, int64_t c, int64_t d, int64_t ch) { return (k / d * c + ch) * d + k % d; }
+
+__global__ void bn_train_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                const float *bias, double eps, double mom, float *y, float *running_mean,
+                                float *running_var, float *saved_mean, float *saved_invstd) {
+  __shared__ double shared[32];
+  double count = static_cast<double>(n * d);
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    double sum = 0;
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) sum += x[at(k, c, d, ch)];
+    double mean = detail::block_sum(sum, shared) / count, sq = 0;
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+      double e = x[at(k, c, d, ch)] - mean;
+      sq += e * e;
+    }
+    double var = detail::block_sum(sq, shared) / count;
+    double invstd = 1.0 / sqrt(var + eps);
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+      int64_t e = at(k, c, d, ch);
+      y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+    }
+    if (threadIdx.x != 0) continue;
+    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+  }
+}
+
+__global__ void bn_infer_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                const float *bias, const float *mean, const float *var, double eps, float *y) {
+  int64_t total = n * c * d;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t ch = e / d % c;
+    double invstd = 1.0 / sqrt(static_cast<double>(var[ch]) + eps);
+    y[e] = static_cast<float>(scale[ch] * (x[e] - mean[ch]) * invstd + bias[ch]);
+  }
+}
+
+/** Per channel: sums[ch] = sum dY, sums[c + ch] = sum dY * xhat; then dX (if given) from them with count m. */
+__global__ void bn_backward_kernel(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                   const float *scale, const float *saved_mean, const float *saved_invstd, double m,
+                                   float *dx, float *dscale, float *dbias, float *sums) {
+  __shared__ double shared[32];
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    double mean = saved_mean[ch], invstd = saved_invstd[ch], db = 0, ds = 0;
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+      int64_t e = at(k, c, d, ch);
+      db += dy[e];
+      ds += dy[e] * (x[e] - mean) * invstd;
+    }
+    db = detail::block_sum(db, shared);
+    ds = detail::block_sum(ds, shared);
+    if (dx)
+      for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+        int64_t e = at(k, c, d, ch);
+        double xhat = (x[e] - mean) * invstd;
+        dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+      }
+    if (threadIdx.x != 0) continue;
+    if (dscale) dscale[ch] = static_cast<float>(ds);
+    if (dbias) dbias[ch] = static_cast<float>(db);
+    if (sums) {
+      sums[ch] = static_cast<float>(db);
+      sums[c + ch] = static_cast<float>(ds);
+    }
+  }
+}
+
+__global__ void bn_partial_stats_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *shift,
+                                        float *stats) {
+  __shared__ double shared[32];
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    double s = shift ? shift[ch] : 0.0, sum = 0, sq = 0;
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+      double e = x[at(k, c, d, ch)] - s;
+      sum += e;
+      sq += e * e;
+    }
+    sum = detail::block_sum(sum, shared);
+    sq = detail::block_sum(sq, shared);
+    if (threadIdx.x == 0) {
+      stats[ch] = static_cast<float>(sum);
+      stats[c + ch] = static_cast<float>(sq);
+    }
+  }
+}
+
+__global__ void bn_from_stats_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                     const float *bias, const float *stats, const float *shift, double m, double eps,
+                                     double mom, float *y, float *running_mean, float *running_var, float *saved_mean,
+                                     float *saved_invstd) {
+  for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
+    double centred_mean = stats[ch] / m;
+    double mean = centred_mean + (shift ? shift[ch] : 0.0);
+    double var = fmax(0.0, stats[c + ch] / m - centred_mean * centred_mean);
+    double invstd = 1.0 / sqrt(var + eps);
+    for (int64_t k = threadIdx.x; k < n * d; k += blockDim.x) {
+      int64_t e = at(k, c, d, ch);
+      y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+    }
+    __syncthreads();  // every thread has read the running statistics' inputs before thread 0 writes
+    if (threadIdx.x != 0) continue;
+    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+  }
+}
+
+/** mean[ch] = stats[ch] / count: the shift of the synced forward's second pass. */
+__global__ void mean_from_sums_kernel(int64_t c, const float *stats, double count, float *mean) {
+  for (int64_t ch = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; ch < c;
+       ch += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    mean[ch] = static_cast<float>(stats[ch] / count);
+}
+
+__global__ void bn_data_from_sums_kernel(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                         const float *scale, const float *saved_mean, const float *saved_invstd,
+                                         const float *sums, double m, float *dx) {
+  int64_t total = n * c * d;
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t ch = e / d % c;
+    double mean = saved_mean[ch], invstd = saved_invstd[ch], db = sums[ch], ds = sums[c + ch];
+    double xhat = (x[e] - mean) * invstd;
+    dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+  }
+}
+
+__global__ void ln_forward_kernel(int64_t outer, int64_t inner, const float *x, const float *scale,
+                                  const float *bias, double eps, float *y, float *mean, float *invstd) {
+  __shared__ double shared[32];
+  for (int64_t r = blockIdx.x; r < outer; r += gridDim.x) {
+    const float *row = x + r * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sum += row[i];
+    double m = detail::block_sum(sum, shared) / static_cast<double>(inner);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) sq += (row[i] - m) * (row[i] - m);
+    double is = 1.0 / sqrt(detail::block_sum(sq, shared) / static_cast<double>(inner) + eps);
+    float mf = static_cast<float>(m), isf = static_cast<float>(is);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
+      y[r * inner + i] = (row[i] - mf) * isf * scale[i] + (bias ? bias[i] : 0.0f);
+    if (threadIdx.x == 0) {
+      if (mean) mean[r] = mf;
+      if (invstd) invstd[r] = isf;
+    }
+  }
+}
+
+__global__ void ln_backward_dx_kernel(int64_t outer, int64_t inner, const float *dy, const float *x,
+                                      const float *scale, const float *mean, const float *invstd, float *dx) {
+  __shared__ double shared[32];
+  const double n = static_cast<double>(inner);
+  for (int64_t r = blockIdx.x; r < outer; r += gridDim.x) {
+    const float *xr = x + r * inner, *dyr = dy + r * inner;
+    double sg = 0, sgx = 0;
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      sg += g;
+      sgx += g * xhat;
+    }
+    sg = detail::block_sum(sg, shared);
+    sgx = detail::block_sum(sgx, shared);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      dx[r * inner + i] = static_cast<float>(invstd[r] * (g - sg / n - xhat * sgx / n));
+    }
+  }
+}
+
+/** One block per column i: dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY. */
+__global__ void ln_backward_params_kernel(int64_t outer, int64_t inner, const float *dy, const float *x,
+                                          const float *mean, const float *invstd, float *dscale, float *dbias) {
+  __shared__ double shared[32];
+  for (int64_t i = blockIdx.x; i < inner; i += gridDim.x) {
+    double ds = 0, db = 0;
+    for (int64_t r = threadIdx.x; r < outer; r += blockDim.x) {
+      double xhat = (static_cast<double>(x[r * inner + i]) - mean[r]) * invstd[r];
+      ds += dy[r * inner + i] * xhat;
+      db += dy[r * inner + i];
+    }
+    ds = detail::block_sum(ds, shared);
+    db = detail::block_sum(db, shared);
+    if (threadIdx.x == 0) {
+      if (dscale) dscale[i] = static_cast<float>(ds);
+      if (dbias) dbias[i] = static_cast<float>(db);
+    }
+  }
+}
+
+}  // namespace
+
+void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              float eps, float momentum, float *y, float *running_mean, float *running_var,
+                              float *saved_mean, float *saved_invstd) {
+  if (c == 0) return;
+  CLEAVE_LAUNCH(bn_train_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, scale, bias,
+                static_cast<double>(eps), static_cast<double>(momentum), y, running_mean, running_var, saved_mean,
+                saved_invstd);
+}
+
+void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
+                              const float *mean, const float *var, float eps, float *y) {
+  int64_t total = n * c * d;
+  if (total == 0) return;
+  CLEAVE_LAUNCH(bn_infer_kernel, detail::grid_for(total), detail::kThreads, n, c, d, x, scale, bias, mean, var,
+                static_cast<double>(eps), y);
+}
+
+void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
+                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias) {
+  if (c == 0) return;
+  CLEAVE_LAUNCH(bn_backward_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, dy, x, scale, saved_mean,
+                saved_invstd, static_cast<double>(n * d), dx, dscale, dbias, static_cast<float *>(nullptr));
+}
+
+void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *shift, float *stats) {
+  if (c == 0) return;
+  CLEAVE_LAUNCH(bn_partial_stats_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, shift, stats);
+}
+
+void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
+                                         const float *bias, const float *stats, const float *shift, int64_t count,
+                                         float eps, float momentum, float *y, float *running_mean, float *running_var,
+                                         float *saved_mean, float *saved_invstd) {
+  if (count <= 0) fail("batch_norm_train_forward_from_stats: count must be positive");
+  if (c == 0) return;
+  CLEAVE_LAUNCH(bn_from_stats_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, scale, bias, stats, shift,
+                static_cast<double>(count), static_cast<double>(eps), static_cast<double>(momentum), y, running_mean,
+                running_var, saved_mean, saved_invstd);
+}
+
+void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                      const float *saved_mean, const float *saved_invstd, float *sums) {
+  if (c == 0) return;
+  CLEAVE_LAUNCH(bn_backward_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, dy, x,
+                static_cast<const float *>(nullptr), saved_mean, saved_invstd, 1.0, static_cast<float *>(nullptr),
+                static_cast<float *>(nullptr), static_cast<float *>(nullptr), sums);
+}
+
+void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
+                                        const float *scale, const float *saved_mean, const float *saved_invstd,
+                                        const float *sums, int64_t count, float *dx) {
+  int64_t total = n * c * d;
+  if (total == 0) return;
+  CLEAVE_LAUNCH(bn_data_from_sums_kernel, detail::grid_for(total), detail::kThreads, n, c, d, dy, x, scale,
+                saved_mean, saved_invstd, sums, static_cast<double>(count), dx);
+}
+
+void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
+                                     const float *scale, const float *bias, float eps, float momentum, float *y,
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd) {
+  if (count <= 0) fail("batch_norm_train_forward_synced: count must be positive");
+  auto *stats = static_cast<float *>(detail::scratch2(static_cast<size_t>(3 * c) * sizeof(float)));
+  float *mean = stats + 2 * c;
+  batch_norm_partial_stats(n, c, d, x, nullptr, stats);
+  all_reduce_sum(g, stats, stats, c);
+  if (c > 0)
+    CLEAVE_LAUNCH(mean_from_sums_kernel, detail::grid_for(c), detail::kThreads, c, stats, static_cast<double>(count),
+                  mean);
+  batch_norm_partial_stats(n, c, d, x, mean, stats);
+  all_reduce_sum(g, stats, stats, 2 * c);
+  batch_norm_train_forward_from_stats(n, c, d, x, scale, bias, stats, mean, count, eps, momentum, y, running_mean,
+                                      running_var, saved_mean, saved_invstd);
+}
+
+void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
+                                const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
+                                float *dx, float *dscale, float *dbias) {
+  auto *sums = static_cast<float *>(detail::scratch2(static_cast<size_t>(2 * c) * sizeof(float)));
+  batch_norm_backward_partial_sums(n, c, d, dy, x, saved_mean, saved_invstd, sums);
+  all_reduce_sum(g, sums, sums, 2 * c);
+  if (dx) batch_norm_backward_data_from_sums(n, c, d, dy, x, scale, saved_mean, saved_invstd, sums, count, dx);
+  if (dbias) copy(dbias, sums, c * 4);
+  if (dscale) copy(dscale, sums + c, c * 4);
+}
+
+void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
+                        float *y, float *mean, float *invstd) {
+  if (inner <= 0) fail("layer_norm_forward: empty normalised dims");
+  if (outer == 0) return;
+  CLEAVE_LAUNCH(ln_forward_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, x, scale, bias,
+                static_cast<double>(eps), y, mean, invstd);
+}
+
+void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
+                         const float *mean, const float *invstd, float *dx, float *dscale, float *dbias) {
+  if (dx && outer > 0)
+    CLEAVE_LAUNCH(ln_backward_dx_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, dy, x, scale, mean,
+                  invstd, dx);
+  if ((dscale || dbias) && inner > 0)
+    CLEAVE_LAUNCH(ln_backward_params_kernel, detail::rows_grid(inner), detail::kThreads, outer, inner, dy, x, mean,
+                  invstd, dscale, dbias);
+}
+
+}  // namespace cleave::rt

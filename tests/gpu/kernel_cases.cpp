@@ -1,0 +1,274 @@
+// Kernel cases for comparing the CUDA backend with the CPU backend: the same source is built against each runtime
+// (kernel_cases_cpu as C++, kernel_cases_cuda as CUDA through kernel_cases.cu). Inputs are drawn on the device by
+// rt::map_index from cleave/rng.h, so both builds see identical inputs; every output is written with
+// rt::checkpoint_save to argv[1] and compare_checkpoints.py checks the two files against each other.
+// Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
+// blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer norm, losses with ignore_index and
+// weights, layout ops, region copy of several boxes, dropout (masks must match bit for bit), optimizers.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace rt = cleave::rt;
+
+namespace {
+
+rt::Arena *g_arena = nullptr;
+size_t g_used = 0;
+std::vector<rt::NamedBuffer> g_outputs;
+
+void *alloc_bytes(int64_t bytes) {
+  void *p = g_arena->at(g_used, static_cast<size_t>(bytes));
+  g_used += (static_cast<size_t>(bytes) + 255) / 256 * 256;
+  return p;
+}
+
+float *alloc(int64_t n) { return static_cast<float *>(alloc_bytes(n * 4)); }
+
+/** n values uniform in [lo, hi), drawn from (seed, i). */
+float *input(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  float *p = alloc(n);
+  rt::map_index(n, [=] CLEAVE_HD(int64_t i) { p[i] = lo + (hi - lo) * cleave::rng_uniform(seed, 7, i); });
+  return p;
+}
+
+/** n labels in [0, c), every `ignore_every`-th one replaced by `ignore` (0: none). */
+int64_t *labels(int64_t n, int64_t c, uint64_t seed, int64_t ignore_every = 0, int64_t ignore = -100) {
+  auto *p = static_cast<int64_t *>(alloc_bytes(n * 8));
+  rt::map_index(n, [=] CLEAVE_HD(int64_t i) {
+    p[i] = ignore_every > 0 && i % ignore_every == 1 ? ignore
+                                                      : static_cast<int64_t>(cleave::rng_uniform(seed, 3, i) * c);
+  });
+  return p;
+}
+
+float *output(const std::string &name, int64_t n) {
+  float *p = alloc(n);
+  rt::fill_bytes(p, 0xff, n * 4);  // NaN: an element a kernel forgets to write shows up
+  g_outputs.push_back({name, p, n * 4});
+  return p;
+}
+
+void record(const std::string &name, void *p, int64_t bytes) { g_outputs.push_back({name, p, bytes}); }
+
+int64_t prod(const rt::Dims &d) {
+  int64_t p = 1;
+  for (int64_t v : d) p *= v;
+  return p;
+}
+
+void gemm_cases() {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      int64_t m = 37, n = 19, k = 23, lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+      float *a = input((ta ? k : m) * lda, 1), *b = input((tb ? n : k) * ldb, 2);
+      std::string tag = std::string("gemm_") + (ta ? "t" : "n") + (tb ? "t" : "n");
+      float *c0 = output(tag + "_beta0", m * n);
+      rt::gemm(ta, tb, m, n, k, 0.5f, a, lda, b, ldb, 0.0f, c0, n);  // C starts as NaN: beta 0 must ignore it
+      float *c1 = output(tag + "_beta1", m * ldc);
+      rt::copy(c1, input(m * ldc, 3), m * ldc * 4);
+      rt::gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.75f, c1, ldc);
+    }
+  float *c_k0 = output("gemm_k0", 3 * 4);
+  rt::gemm(false, false, 3, 4, 0, 1.0f, c_k0, 1, c_k0, 4, 0.0f, c_k0, 4);  // k = 0, beta 0: zeros over the NaNs
+  int64_t batch = 5, m = 8, n = 6, k = 4;
+  float *a = input(m * k, 4), *b = input(batch * k * n, 5);
+  float *c = output("gemm_batched_broadcast_a", batch * m * n);
+  rt::gemm_strided_batched(false, false, m, n, k, 1.0f, a, k, 0, b, n, k * n, 0.0f, c, n, m * n, batch);
+}
+
+void conv_case(const std::string &name, rt::ConvShape s, bool bias) {
+  int64_t nx = s.n * s.c * prod(s.x), nw = s.m * (s.c / s.group) * prod(s.w), ny = s.n * s.m * prod(s.y);
+  float *x = input(nx, 11), *w = input(nw, 12), *b = bias ? input(s.m, 13) : nullptr, *dy = input(ny, 14);
+  rt::conv_forward(s, x, w, b, output(name + "_y", ny));
+  rt::conv_backward_data(s, dy, w, output(name + "_dx", nx));
+  rt::conv_backward_filter(s, dy, x, output(name + "_dw", nw));
+  rt::conv_backward_bias(s, dy, output(name + "_db", s.m));
+}
+
+/** The conv's output extent from cpu/conv.cpp's formula (floor division, negative pads allowed). */
+rt::ConvShape conv_shape(int64_t n, int64_t c, int64_t m, int64_t group, rt::Dims x, rt::Dims w, rt::Dims strides,
+                         rt::Dims pads, rt::Dims dil) {
+  rt::ConvShape s{n, c, m, group, x, w, {}, strides, pads, dil};
+  size_t sp = x.size();
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t span = x[d] + pads[d] + pads[d + sp] - dil[d] * (w[d] - 1) - 1;
+    s.y.push_back((span >= 0 ? span / strides[d] : -((-span + strides[d] - 1) / strides[d])) + 1);
+  }
+  return s;
+}
+
+void conv_cases() {
+  conv_case("conv2d_sym", conv_shape(2, 3, 4, 1, {9, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}), true);
+  conv_case("conv2d_asym_stride", conv_shape(2, 4, 6, 2, {10, 9}, {3, 2}, {2, 2}, {0, 1, 2, 0}, {1, 1}), true);
+  conv_case("conv2d_negative_block", conv_shape(1, 2, 3, 1, {8, 7}, {3, 3}, {1, 1}, {-1, 1, 0, -2}, {1, 2}), false);
+  conv_case("conv1d", conv_shape(3, 2, 5, 1, {12}, {4}, {2}, {1, 2}, {1}), true);
+  conv_case("conv3d", conv_shape(1, 2, 2, 1, {5, 4, 6}, {2, 3, 2}, {1, 1, 2}, {1, 0, 1, 1, 0, 1}, {1, 1, 1}), true);
+  // 4 spatial dims: past cuDNN's convolutions, the CUDA backend's direct kernels.
+  conv_case("conv4d_direct",
+            conv_shape(1, 2, 2, 1, {3, 3, 3, 4}, {2, 2, 2, 2}, {1, 1, 1, 1}, {0, 0, 0, 1, 1, 0, 0, 0}, {1, 1, 1, 1}),
+            true);
+}
+
+void pool_case(const std::string &name, rt::PoolShape s, bool max) {
+  int64_t nx = s.nc * prod(s.x), ny = s.nc * prod(s.y);
+  float *x = input(nx, 21), *dy = input(ny, 22);
+  if (max) {
+    rt::max_pool_forward(s, x, output(name + "_y", ny), nullptr);
+    rt::max_pool_backward(s, dy, x, output(name + "_dx", nx));
+  } else {
+    rt::avg_pool_forward(s, x, output(name + "_y", ny));
+    rt::avg_pool_backward(s, dy, output(name + "_dx", nx));
+  }
+}
+
+void pool_cases() {
+  // 7x7, kernel 3, stride 2, pads 1: ceil-mode output 4x4 whose last windows run past the padded input.
+  rt::PoolShape s;
+  s.nc = 6;
+  s.x = {7, 7};
+  s.y = {4, 4};
+  s.kernel = {3, 3};
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.dilations = {1, 1};
+  pool_case("maxpool_ceil", s, true);
+  pool_case("avgpool_exclude_pad", s, false);
+  s.count_include_pad = true;
+  pool_case("avgpool_include_pad", s, false);
+  // A spatial block (codegen's halo splits): X holds global [2, 7) of 9, the outputs global [1, 3), kernel 3,
+  // stride 2; the dX block of max_pool_backward is global [3, 6).
+  rt::PoolShape b;
+  b.nc = 3;
+  b.x = {5};
+  b.y = {2};
+  b.kernel = {3};
+  b.strides = {2};
+  b.pads = {0, 0};
+  b.dilations = {1};
+  b.x_begin = {2};
+  b.y_begin = {1};
+  b.x_full = {9};
+  float *bx = input(3 * 5, 25), *bdy = input(3 * 2, 26);
+  rt::max_pool_forward(b, bx, output("maxpool_block_y", 3 * 2), nullptr);
+  rt::avg_pool_forward(b, bx, output("avgpool_block_y", 3 * 2));
+  rt::avg_pool_backward(b, bdy, output("avgpool_block_dx", 3 * 5));
+  b.dx_begin = {3};
+  b.dx = {3};
+  rt::max_pool_backward(b, bdy, bx, output("maxpool_block_dx", 3 * 3));
+  float *x = input(6 * 20, 23);
+  rt::global_avg_pool_forward(6, 20, x, output("global_avg_y", 6));
+  rt::global_avg_pool_backward(6, 20, input(6, 24), output("global_avg_dx", 6 * 20), 40);
+}
+
+void norm_cases() {
+  int64_t n = 4, c = 5, d = 9;
+  float *x = input(n * c * d, 31, -2, 3), *scale = input(c, 32), *bias = input(c, 33), *dy = input(n * c * d, 34);
+  float *rm = output("bn_running_mean", c), *rv = output("bn_running_var", c);
+  rt::copy(rm, input(c, 35), c * 4);
+  rt::copy(rv, input(c, 36, 0.5f, 1.5f), c * 4);
+  float *mean = output("bn_saved_mean", c), *invstd = output("bn_saved_invstd", c);
+  rt::batch_norm_train_forward(n, c, d, x, scale, bias, 1e-5f, 0.9f, output("bn_y", n * c * d), rm, rv, mean, invstd);
+  rt::batch_norm_backward(n, c, d, dy, x, scale, mean, invstd, output("bn_dx", n * c * d), output("bn_dscale", c),
+                          output("bn_dbias", c));
+  rt::batch_norm_infer_forward(n, c, d, x, scale, bias, rm, rv, 1e-5f, output("bn_infer_y", n * c * d));
+  rt::batch_norm_partial_stats(n, c, d, x, rm, output("bn_partial_stats", 2 * c));
+  int64_t outer = 6, inner = 33;
+  float *lx = input(outer * inner, 37), *ls = input(inner, 38), *lb = input(inner, 39), *ldy = input(outer * inner, 40);
+  float *lm = output("ln_mean", outer), *li = output("ln_invstd", outer);
+  rt::layer_norm_forward(outer, inner, lx, ls, lb, 1e-5f, output("ln_y", outer * inner), lm, li);
+  rt::layer_norm_backward(outer, inner, ldy, lx, ls, lm, li, output("ln_dx", outer * inner), output("ln_dscale", inner),
+                          output("ln_dbias", inner));
+}
+
+void loss_cases() {
+  for (int log = 0; log < 2; ++log) {
+    std::string tag = log ? "logsoftmax" : "softmax";
+    float *x = input(3 * 7 * 4, 41, -3, 3), *y = output(tag + "_y", 3 * 7 * 4);
+    rt::softmax_forward(3, 7, 4, x, y, log);
+    rt::softmax_backward(3, 7, 4, input(3 * 7 * 4, 42), y, output(tag + "_dx", 3 * 7 * 4), log);
+  }
+  rt::LossShape s{4, 6, 3, rt::Reduction::mean, true, -100, 0};
+  float *scores = input(4 * 6 * 3, 43, -2, 2), *weights = input(6, 44, 0.5f, 2.0f);
+  int64_t *lab = labels(4 * 3, 6, 45, 4, -100);
+  float *logp = output("sce_log_prob", 4 * 6 * 3), *loss = output("sce_loss", 1), *dloss = input(1, 46);
+  rt::softmax_cross_entropy_forward(s, scores, lab, weights, loss, logp);
+  rt::softmax_cross_entropy_backward(s, dloss, logp, lab, weights, output("sce_dscores", 4 * 6 * 3));
+  rt::LossShape none = s;
+  none.reduction = rt::Reduction::none;
+  rt::nll_forward(none, logp, lab, nullptr, output("nll_none_loss", 4 * 3));
+  rt::nll_backward(none, input(4 * 3, 47), lab, nullptr, output("nll_none_dinput", 4 * 6 * 3));
+  float *total = output("loss_weight_total", 1);
+  float host_total = static_cast<float>(rt::loss_weight_total(s, lab, weights));
+  rt::map_index(1, [=] CLEAVE_HD(int64_t i) { total[i] = host_total; });
+}
+
+void layout_cases() {
+  float *x = input(2 * 3 * 4 * 5, 51);
+  rt::reduce({2, 3, 4, 5}, {1, 3}, x, output("reduce_mean_13", 2 * 4), true);
+  rt::reduce_max({2, 3, 4, 5}, {0, 2}, x, output("reduce_max_02", 3 * 5), false);
+  rt::reduce_max({2, 3, 4, 5}, {3}, x, output("reduce_min_3", 2 * 3 * 4), true);
+  rt::reduce_to_shape({2, 3, 4, 5}, {3, 1, 5}, x, output("reduce_to_shape", 15));
+  rt::broadcast({3, 1, 5}, {2, 3, 4, 5}, input(15, 52), output("broadcast", 120));
+  rt::transpose({2, 3, 4, 5}, {2, 0, 3, 1}, x, output("transpose", 120));
+  rt::slice({2, 3, 4, 5}, {1, 0, 3, 1}, {2, 3, -1, 5}, {1, 2, -2, 3}, x, output("slice", 1 * 2 * 2 * 2));
+  rt::slice_backward({2, 3, 4, 5}, {1, 0, 3, 1}, {2, 3, -1, 5}, {1, 2, -2, 3}, input(8, 53), output("slice_dx", 120));
+  rt::pad_constant({3, 4}, {1, -1, 2, 3}, 0.25f, input(12, 54), output("pad_constant", 6 * 6));
+  float *p0 = input(2 * 2 * 5, 55), *p1 = input(2 * 3 * 5, 56);
+  rt::concat({p0, p1}, {{2, 2, 5}, {2, 3, 5}}, 1, output("concat", 2 * 5 * 5));
+  rt::split({2, 3, 4, 5}, 2, {1, 3}, x, {output("split_0", 30), output("split_1", 90)});
+  auto *idx = static_cast<int64_t *>(alloc_bytes(7 * 8));
+  rt::map_index(7, [=] CLEAVE_HD(int64_t i) { idx[i] = (i * 5) % 9 - 4; });  // negative indices wrap
+  float *data = input(3 * 4 * 2, 57);  // rows [3, 7) of a global dim of 9 on axis 1
+  rt::gather({3, 4, 2}, 1, idx, 7, data, output("gather_shard", 3 * 7 * 2), 9, 3);
+  rt::gather_backward({3, 4, 2}, 1, idx, 7, input(3 * 7 * 2, 58), output("gather_backward_shard", 24), 9, 3);
+  float *a = input(4 * 6, 59), *b = input(3 * 5, 60);
+  float *dst = output("region_copy", 5 * 7);
+  rt::fill_bytes(dst, 0, 5 * 7 * 4);
+  rt::region_copy({{a, {4, 6}, {1, 2}, {3, 4}, {0, 0}}, {b, {3, 5}, {0, 1}, {2, 3}, {3, 4}}}, dst, {5, 7});
+  auto *i64 = static_cast<int64_t *>(alloc_bytes(6 * 8));
+  rt::map_index(6, [=] CLEAVE_HD(int64_t i) { i64[i] = (i + 1) * 1000000007ll; });
+  auto *i64_dst = static_cast<int64_t *>(alloc_bytes(4 * 8));
+  rt::region_copy({{i64, {2, 3}, {0, 1}, {2, 2}, {0, 0}}}, i64_dst, {2, 2}, 8);
+  record("region_copy_i64", i64_dst, 4 * 8);
+  auto *mask = static_cast<uint8_t *>(alloc_bytes(2 * 3 * 8));
+  rt::broadcast_bytes({3, 1}, {2, 3, 8}, mask, static_cast<uint8_t *>(alloc_bytes(48)), 1);
+}
+
+void optim_dropout_cases() {
+  int64_t n = 1000;
+  float *p = input(n, 61), *g = input(n, 62), *m = input(n, 63), *v = input(n, 64, 0, 1);
+  rt::sgd_step(n, p, g, 0.1f, 0.01f, output("sgd_p", n));
+  rt::momentum_step(n, p, g, m, 0.1f, 0.9f, 0.0f, true, output("momentum_p", n), output("momentum_b", n));
+  rt::adam_step(n, p, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, true, 3, output("adamw_p", n), output("adamw_m", n),
+                output("adamw_v", n));
+  rt::onnx_adagrad_step(n, p, g, v, 0.1f, 2, 0.1f, 1e-6f, 0.01f, output("onnx_adagrad_x", n), output("onnx_adagrad_h", n));
+  auto *dmask = static_cast<uint8_t *>(alloc_bytes(4 * 50));
+  rt::dropout_forward({4, 50}, {2, 10}, {100, 1}, 1234, 5, 0.3f, input(200, 65), output("dropout_y", 200), dmask);
+  record("dropout_mask", dmask, 200);
+  rt::dropout_backward(200, 0.3f, input(200, 66), dmask, output("dropout_dx", 200));
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  rt::init(&argc, &argv);
+  if (argc != 2) rt::fail("usage: kernel_cases OUTPUT_CHECKPOINT");
+  {
+    rt::Arena arena(64 << 20);
+    g_arena = &arena;
+    gemm_cases();
+    conv_cases();
+    pool_cases();
+    norm_cases();
+    loss_cases();
+    layout_cases();
+    optim_dropout_cases();
+    rt::checkpoint_save(argv[1], g_outputs);
+  }
+  rt::finalize();
+  return 0;
+}
