@@ -131,7 +131,7 @@ const char *c_type(DType t) {
 std::string indexed(const KernelCall &call, const std::string &body) {
   const Graph &g = call.graph();
   const Op &op = call.node();
-  const Shape &ys = call.out_shapes[0];
+  const Shape &ys = call.out_shapes[call.outs[0].empty() && call.outs.size() > 1 ? 1 : 0];
   std::string code = "{\n";
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const char *t = c_type(g.tensor(op.inputs[i]).dtype);
@@ -145,7 +145,13 @@ std::string indexed(const KernelCall &call, const std::string &body) {
               call.ins[i] + ", " + tmp + ", sizeof(" + t + "));\nconst " + t + " *" + p + " = " + tmp + ";\n";
     }
   }
-  code += c_type(g.tensor(op.outputs[0]).dtype) + std::string(" *y = ") + call.outs[0] + ";\n";
+  // Outputs: y (the first; may be absent when others exist), y1, y2, ... for the rest that are present.
+  for (size_t o = 0; o < op.outputs.size(); ++o) {
+    if (call.outs[o].empty()) continue;
+    CLEAVE_CHECK(call.out_shapes[o] == ys, "op ", op.name, ": output ", o, " is not in the broadcast shape");
+    code += c_type(g.tensor(op.outputs[o]).dtype) + std::string(o == 0 ? " *y = " : " *y" + num(int64_t(o)) + " = ") +
+            call.outs[o] + ";\n";
+  }
   code += "rt::map_index(" + num(prod(ys)) + ", [=] CLEAVE_HD (int64_t i) { " + body + " });\n}";
   return code;
 }
@@ -415,6 +421,14 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Mul: return binary(call, "a * b");
     case OpKind::Div: return binary(call, "a / b");
     case OpKind::Pow: return binary(call, "std::pow(a, b)");
+    case OpKind::PowGrad: {
+      // (dY, A, B) -> (dA?, dB?), both in the broadcast shape (autodiff sums them down to A's and B's shapes).
+      bool da = !outs[0].empty(), db = outs.size() > 1 && !outs[1].empty();
+      std::string body;
+      if (da) body += "y[i] = p0[i] * p2[i] * std::pow(p1[i], p2[i] - 1.0f); ";
+      if (db) body += "y1[i] = p0[i] * std::pow(p1[i], p2[i]) * std::log(p1[i]); ";
+      return indexed(call, body);
+    }
     case OpKind::ReluGrad: return binary(call, "b > 0.0f ? a : 0.0f");
     case OpKind::SigmoidGrad: return binary(call, "a * b * (1.0f - b)");
     case OpKind::TanhGrad: return binary(call, "a * (1.0f - b * b)");
@@ -423,9 +437,15 @@ std::string kernel_code(const KernelCall &call) {
       return binary(call, "a * 1.12837916709551257f * std::exp(-b * b)");
     case OpKind::Reshape:
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
-    case OpKind::Expand:
-      return "rt::broadcast(" + dims_literal(in_shapes[0]) + ", " + dims_literal(out_shapes[0]) + ", " + in(0) +
-             ", " + out(0) + ");";
+    case OpKind::Expand: {
+      DType t = g.tensor(op.outputs[0]).dtype;
+      if (t == DType::f32)
+        return "rt::broadcast(" + dims_literal(in_shapes[0]) + ", " + dims_literal(out_shapes[0]) + ", " + in(0) +
+               ", " + out(0) + ");";
+      // Masks (bool) and indices (int64) expand by their bytes.
+      return "rt::broadcast_bytes(" + dims_literal(in_shapes[0]) + ", " + dims_literal(out_shapes[0]) + ", " + in(0) +
+             ", " + out(0) + ", " + num(dtype_size(t)) + ");";
+    }
     case OpKind::Transpose:
       return "rt::transpose(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("perm")) + ", " + in(0) +
              ", " + out(0) + ");";

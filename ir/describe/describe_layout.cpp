@@ -163,7 +163,8 @@ Descs describe_GatherGrad(const Graph &g, const Op &op) {
   for (size_t d = axis + 1; d < ds.size(); ++d) yi.emplace_back(v[d]);
   E id = indices(ix(j));
   E hit = eq(id, value_of(v[axis])) + eq(id, value_of(v[axis] - ds[axis]));
-  return {std::move(b).build(idx(v), Reduce::sum, dy(yi) * hit)};
+  // A scalar index (rank-0 indices) selects one row: nothing to sum over.
+  return {std::move(b).build(idx(v), is.empty() ? Reduce::none : Reduce::sum, dy(yi) * hit)};
 }
 
 }  // namespace cleave::describe

@@ -189,6 +189,11 @@ TEST(DescriptionVsInterpreter, LayoutVariants) {
                             {{"axis", int64_t{1}}}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::GatherGrad, {{"dY", {3, 4, 2}}, {"indices", {4}, DType::i64}},
                             {{"axis", int64_t{1}}}, {{"ddata", Shape{3, 5, 2}}})), 1);
+  // A scalar index (x[:, 0] as torch exports it): the gradient has no reduction var.
+  EXPECT_EQ(check_op(one_op(OpKind::Gather, {{"data", {4, 8, 16}}, {"indices", {}, DType::i64}},
+                            {{"axis", int64_t{1}}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::GatherGrad, {{"dY", {4, 16}}, {"indices", {}, DType::i64}},
+                            {{"axis", int64_t{1}}}, {{"ddata", Shape{4, 8, 16}}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Concat, {{"X0", {2, 1, 3}}, {"X1", {2, 4, 3}}, {"X2", {2, 2, 3}}},
                             {{"axis", int64_t{1}}}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Split, {{"X", {7, 2}}}, {{"axis", int64_t{0}}, {"split", V{2, 4, 1}}},

@@ -12,7 +12,8 @@ The model (vocab 32, d 16, 2 heads, seq 8, 2 layers, 4 classes) exercises what t
 It is exported at opset 14 (LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div) and at opset 17
 (LayerNormalization), both with training=TRAINING and do_constant_folding=False, and dropout 0 (torch's dropout RNG
 is not Cleave's). For each export, 5 SGD steps (lr 0.1, batch 4) of `cleave eval` must give torch's losses within
-relative 1e-4. Exit 0 if both pass, 1 otherwise, one line per problem.
+relative 1e-4, and the data plan on 2 ranks must give the eval's within 1e-5. Exit 0 if all pass, 1 otherwise, one
+line per problem.
 """
 import copy
 import math
@@ -113,6 +114,30 @@ def cleave_losses(cleave, onnx_path, files, tag):
     return losses, []
 
 
+def bundle_matches_eval(cleave, onnx_path, files, eval_losses, tmp, tag):
+    """The data plan on 2 ranks (`cleave compile` + `cleave run`, ranks built at -O0) prints the eval's losses within
+    relative 1e-5: the scalar-index Gather (x[:, 0]) and the bool masks' Expand compile and split."""
+    sys.path.insert(0, os.path.join(sys.argv[2], "tests", "codegen"))
+    from bundle_check import losses, runtime_flags
+    bundle = os.path.join(tmp, f"bundle_{tag.replace(' ', '_')}")
+    train = ["--optimizer", "sgd", "--lr", repr(LR)]
+    data = ",".join(f"{k}={v}" for k, v in files.items())
+    for cmd in ([cleave, "compile", onnx_path, "--planner", "data", "--devices", "2", "--batch", str(BATCH), "-o",
+                 bundle] + train,
+                [cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--build-type", "Debug"]
+                + runtime_flags(cleave)):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            return [f"{tag}: `{' '.join(cmd[:3])} ...` exited with {proc.returncode}: {tail}"]
+    got = losses(proc.stdout)
+    worst = max((abs(a - b) / abs(b) for a, b in zip(got, eval_losses)), default=float("inf"))
+    print(f"{tag}: data plan on 2 ranks vs eval worst loss rel diff {worst:.3g}", file=sys.stderr)
+    if len(got) != STEPS or not worst <= 1e-5:
+        return [f"{tag}: 2-rank losses {got} vs eval {eval_losses} (worst rel {worst:.3g} > 1e-5)"]
+    return []
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: tiny_transformer.py <cleave-binary> <source-dir>")
@@ -145,6 +170,7 @@ def main():
                 if not rel <= LOSS_RTOL:
                     problems.append(f"opset {opset}: step {k}: loss {g!r}, torch {w!r} (relative {rel:.3g})")
             print(f"opset {opset}: losses {got} vs torch {want}", file=sys.stderr)
+            problems += bundle_matches_eval(cleave, path, files, got, tmp, f"opset {opset}")
     for p in problems:
         print(p)
     sys.exit(1 if problems else 0)
