@@ -206,6 +206,7 @@ std::string bundle_readme(int ranks, const std::string &backend) {
     s += "cmake -S . -B build -G Ninja -DCLEAVE_BACKEND=cpu\nninja -C build\n```\n\nNeeds MPI and OpenBLAS. "
          "`-DCLEAVE_BACKEND=cuda` builds the same ranks for GPUs.\n";
   s += "\n## Run\n\n```\nlaunch/mpirun.sh build --steps K NAME=FILE.npy ... [--save PREFIX]\n```\n\n"
+       "or on Slurm, from this directory: `sbatch launch/slurm.sbatch build --steps K NAME=FILE.npy ...`. "
        "Rank 0 prints `step <k> loss <value>`. CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
        "communication may wait before every rank is ended.\n";
   return s;
@@ -221,6 +222,22 @@ std::string launch_script(int ranks) {
          "exec mpirun --oversubscribe -np " + std::to_string(ranks) +
          " sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
          "\"$build\" \"$here\" \"$@\"\n";
+}
+
+/** The Slurm batch script: one task per rank (a GPU each for cuda), started by srun from the bundle directory. */
+std::string slurm_script(int ranks, const std::string &backend) {
+  std::string s = "#!/bin/sh\n#SBATCH --job-name=cleave\n#SBATCH --ntasks=" + std::to_string(ranks) + "\n";
+  if (backend == "cuda") s += "#SBATCH --gpus-per-task=1\n";
+  s += "# Runs the bundle on " + std::to_string(ranks) +
+       " ranks. Submit from the bundle directory (sbatch runs a copy of this file elsewhere):\n"
+       "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--save PREFIX]\n"
+       "# Each rank is SLURM_PROCID and reads weights/rank_<r>.bin; add site options (partition, time, nodes) above.\n"
+       "set -e\n"
+       "here=${SLURM_SUBMIT_DIR:-$(pwd)}\n"
+       "build=$1\nshift\n"
+       "exec srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
+       "\"$build\" \"$here\" \"$@\"\n";
+  return s;
 }
 
 }  // namespace
@@ -342,6 +359,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   files["CMakeLists.txt"] = bundle_cmake(l.devices, backend);
   files["README.md"] = bundle_readme(l.devices, backend);
   files["launch/mpirun.sh"] = launch_script(l.devices);
+  files["launch/slurm.sbatch"] = slurm_script(l.devices, backend);
   for (int r = 0; r < l.devices; ++r) {
     files["src/rank_" + std::to_string(r) + ".cpp"] = emit_rank_source(g, l, r);
     std::vector<std::pair<std::string, std::string>> shards;
@@ -428,8 +446,9 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   files["manifest.json"] = m.dump(1) + "\n";
 
   for (const auto &[path, bytes] : files) write_file(root / path, bytes);
-  fs::permissions(root / "launch/mpirun.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
-                  fs::perm_options::add);
+  for (const char *script : {"launch/mpirun.sh", "launch/slurm.sbatch"})
+    fs::permissions(root / script, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
 }
 
 }  // namespace cleave::codegen

@@ -110,10 +110,12 @@ const Context &init(int *argc, char ***argv) {
   CLEAVE_CUDA(cudaGetDeviceCount, &devices);
   int local = local_rank(g_context.rank);
   if (devices < 1) fail("no CUDA device is visible");
-  if (local >= devices)
+  // A launcher that binds one GPU per task (Slurm --gpus-per-task=1, launch/slurm.sbatch) shows each rank only its
+  // own: device 0. Otherwise the node's GPUs are shared out by local rank.
+  if (devices > 1 && local >= devices)
     fail("local rank " + std::to_string(local) + " has no GPU of its own (" + std::to_string(devices) +
          " visible): start at most one rank per GPU");
-  CLEAVE_CUDA(cudaSetDevice, local);
+  CLEAVE_CUDA(cudaSetDevice, devices == 1 ? 0 : local);
   CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_compute, cudaStreamNonBlocking);
   CLEAVE_CUBLAS(cublasCreate, &g_cublas);
   CLEAVE_CUBLAS(cublasSetStream, g_cublas, g_compute);

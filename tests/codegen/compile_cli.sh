@@ -14,9 +14,12 @@ check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; 
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/b" 2>/dev/null
 check "two compiles are byte-identical" "diff -r '$tmp/a' '$tmp/b' >/dev/null"
 for f in plan.txt manifest.json CMakeLists.txt src/rank_0.cpp src/rank_1.cpp weights/rank_0.bin weights/rank_1.bin \
-         launch/mpirun.sh runtime/CMakeLists.txt runtime/include/cleave/rt.h; do
+         launch/mpirun.sh launch/slurm.sbatch runtime/CMakeLists.txt runtime/include/cleave/rt.h; do
   check "bundle has $f" "[ -f '$tmp/a/$f' ]"
 done
+check "the launch scripts parse and are executable" \
+  "sh -n '$tmp/a/launch/mpirun.sh' && sh -n '$tmp/a/launch/slurm.sbatch' && [ -x '$tmp/a/launch/slurm.sbatch' ]"
+check "slurm.sbatch asks for one task per rank" "grep -qx '#SBATCH --ntasks=2' '$tmp/a/launch/slurm.sbatch'"
 check "plan.txt is the data plan" \
   "\"$CLEAVE\" plan '$SRC/models/cnn.onnx' --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 | diff - '$tmp/a/plan.txt' >/dev/null"
 # The same rank source must run where buffers are device memory (CLEAVE_BACKEND=cuda): bytes move only through rt::.
