@@ -1,8 +1,8 @@
 """Differential property test: random legal plans (`--planner random --seed S`, planner/random_plan.h) and every
 planner's plans of the tiny models train exactly like the 1-rank run.
 
-For each model (an MLP and a CNN from models/, the tiny LSTM language model and the tiny Transformer encoder of
-models/zoo) the reference is `cleave eval` (the 1-rank interpreter; tests/e2e checks it against torch). Each case
+For each model (an MLP and a CNN from models/, the tiny LSTM language model of models/zoo unrolled over 4 steps, the
+tiny Transformer encoder of models/zoo) the reference is `cleave eval` (the 1-rank interpreter; tests/e2e checks it against torch). Each case
 compiles the model under a plan for R ranks, runs it with `cleave run --build-type Debug` under mpirun, and requires
 every step's loss within relative 1e-5 of the eval's and every saved weight within 1e-5 * max(1, max|w|). One line per
 case: model, ranks, planner and seed, the plan's summary (how many ops split which kind of var, on device subsets,
@@ -29,8 +29,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bundle_check import losses, runtime_flags, weights  # noqa: E402
 
-STEPS, BATCH, LR = 3, 8, 0.1
-TRAIN = ["--optimizer", "sgd", "--lr", repr(LR)]
+STEPS, BATCH = 3, 8
+RNN_STEPS = 4
+# Random cases cycle through the optimizers by seed (their state tensors are sharded like their params); the
+# planner cases train with SGD.
+OPTIMIZERS = {"sgd": ["--optimizer", "sgd", "--lr", "0.1"],
+              "momentum": ["--optimizer", "momentum", "--lr", "0.05"],
+              "adam": ["--optimizer", "adam", "--lr", "0.01"]}
+
+
+def optimizer_of(seed):
+    return "sgd" if seed is None else list(OPTIMIZERS)[seed % len(OPTIMIZERS)]
 MODELS = ["mlp", "cnn", "rnn", "transformer"]
 SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu"]
 # The CI selection: (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks that
@@ -59,9 +68,12 @@ def prepare_model(cleave, src, name, tmp):
         return os.path.join(src, "models", name + ".onnx"), data
     sys.path.insert(0, os.path.join(src, "models", "zoo"))
     import generate
-    path = os.path.join(tmp, name + ".onnx")
-    generate.generate(name, "tiny", path)
     _, inputs, _ = generate.resolve(name, "tiny")
+    path = os.path.join(tmp, name + ".onnx")
+    # In a child process: torch's export warnings and the generator's summary stay out of the test's output.
+    sh([sys.executable, os.path.abspath(__file__), "--write-model", name, path, src])
+    if name == "rnn":
+        inputs = [(n, (RNN_STEPS,), dtype) for n, _, dtype in inputs]
     vocab = {"rnn": 16, "transformer": 32}[name]
     rng = np.random.default_rng(0)
     n = STEPS * BATCH
@@ -71,6 +83,18 @@ def prepare_model(cleave, src, name, tmp):
     np.save(xp, x)
     np.save(yp, y)
     return path, f"x={xp},y={yp}"
+
+
+def write_model(family, path, src):
+    """The family's tiny zoo model; the RNN unrolled over RNN_STEPS steps instead of 20 (the same ops: its rank
+    programs at 20 steps take minutes to compile even at -O0)."""
+    sys.path.insert(0, os.path.join(src, "models", "zoo"))
+    import generate
+    if family == "rnn":
+        resolve = generate.resolve
+        generate.resolve = lambda f, v: (lambda make, ins, opset: (make, [(n, (RNN_STEPS,), d) for n, _, d in ins],
+                                                                   opset))(*resolve(f, v))
+    generate.generate(family, "tiny", path)
 
 
 def compare(got, ref, saved, ref_w, rtol=1e-5):
@@ -94,6 +118,9 @@ def compare(got, ref, saved, ref_w, rtol=1e-5):
 
 
 def main(argv):
+    if argv[:1] == ["--write-model"]:
+        write_model(*argv[1:4])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cleave")
     ap.add_argument("src")
@@ -122,24 +149,23 @@ def main(argv):
     problems, count = [], 0
     start_all = time.time()
     with tempfile.TemporaryDirectory(prefix="cleave_random_plans_") as tmp:
-        refs = {}
-        for m in models:
-            if not any(c[0] == m for c in random_cases + planner_cases):
-                continue
-            onnx_path, data = prepare_model(a.cleave, a.src, m, tmp)
-            ref_model = os.path.join(tmp, m + "_eval.onnx")
-            out, _ = sh([a.cleave, "eval", onnx_path, "--data", data, "--batch", str(BATCH), "--steps", str(STEPS),
-                         "--save-model", ref_model] + TRAIN)
-            ref = losses(out)
-            if len(ref) != STEPS:
-                raise SystemExit(f"error: {m}: cleave eval printed {len(ref)} losses, want {STEPS}")
-            ref_w = {k: v.astype(np.float64) for k, v in weights(ref_model).items()
-                     if np.issubdtype(v.dtype, np.floating)}
-            refs[m] = (onnx_path, data, ref, ref_w)
+        models_at, refs = {}, {}
         cases = [(m, r, "random", s) for m, r, s in random_cases] + [(m, 4, p, None) for m, p in planner_cases]
         for m, r, planner, seed in cases:
-            onnx_path, data, ref, ref_w = refs[m]
-            where = f"{m} {r} ranks {planner}" + (f" seed {seed}" if seed is not None else "")
+            opt = optimizer_of(seed)
+            if m not in models_at:
+                models_at[m] = prepare_model(a.cleave, a.src, m, tmp)
+            onnx_path, data = models_at[m]
+            if (m, opt) not in refs:
+                ref_model = os.path.join(tmp, f"{m}_{opt}_eval.onnx")
+                out, _ = sh([a.cleave, "eval", onnx_path, "--data", data, "--batch", str(BATCH), "--steps",
+                             str(STEPS), "--save-model", ref_model] + OPTIMIZERS[opt])
+                if len(losses(out)) != STEPS:
+                    raise SystemExit(f"error: {m}: cleave eval printed {len(losses(out))} losses, want {STEPS}")
+                refs[m, opt] = (losses(out), {k: v.astype(np.float64) for k, v in weights(ref_model).items()
+                                              if np.issubdtype(v.dtype, np.floating)})
+            ref, ref_w = refs[m, opt]
+            where = f"{m} {r} ranks {planner}" + (f" seed {seed}" if seed is not None else "") + f" {opt}"
             if m in EXCLUDED:
                 print(f"{where}: EXCLUDED ({EXCLUDED[m]})", flush=True)
                 continue
@@ -149,7 +175,7 @@ def main(argv):
             try:
                 plan_flags = ["--planner", planner] + (["--seed", str(seed)] if seed is not None else [])
                 _, err = sh([a.cleave, "compile", onnx_path, "--devices", str(r), "--batch", str(BATCH), "-o", bundle]
-                            + plan_flags + TRAIN)
+                            + plan_flags + OPTIMIZERS[opt])
                 summary = next((l.split(": ", 1)[1] for l in err.splitlines() if l.startswith("random plan")), "")
                 saved = bundle + "_trained.onnx"
                 out, _ = sh([a.cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
