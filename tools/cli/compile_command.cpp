@@ -44,14 +44,15 @@ Command add_compile_command(CLI::App &app) {
       app.add_option("--planner", args->planner,
                      "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
           ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
-  app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+  CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
       ->check(kPositive);
   app.add_option("-o,--output", args->out, "the bundle directory to write (replaced if it exists)")->required();
   add_topology_option(app, args->topology);
   args->train_flags.add_to(app);
-  return [args] {
+  return [args, seed] {
+    if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
     // A bad topology is reported before anything is read or written; with one, the cost model's prediction for the
     // bundle is printed (stderr) once it is written.
     std::optional<plan::Topology> topo;

@@ -73,14 +73,15 @@ Command add_plan_command(CLI::App &app) {
   app.add_option("--planner", args->planner,
                  "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
       ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
-  app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+  CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   app.add_option("--check", args->check,
                  "compare the plan with this file instead of printing it: exit 1 if they differ (for CI)");
   add_topology_option(app, args->topology);
   args->train_flags.add_to(app);
-  return [args] {
+  return [args, seed] {
+    if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
