@@ -11,7 +11,8 @@ permuted orders, 2-D meshes) and the worst differences.
 
     random_plans.py CLEAVE SOURCE_DIR             the CI selection (a few minutes)
     random_plans.py CLEAVE SOURCE_DIR --many N    N seeds per model on each of 2, 4 and 8 ranks, and every planner at
-                                                  4 ranks on every model
+                                                  4 ranks on every model (slow: a random 8-rank Transformer case
+                                                  builds 8 distinct rank programs, ~10 min on a busy 2-core machine)
     options: --models mlp,cnn,rnn,transformer  --ranks 2,4,8  --seeds A-B (instead of --many)  --planners a,b
              --keep DIR (keep the bundles of failing cases there)
 Exit 1 if any case fails; every failure is listed at the end.
@@ -43,12 +44,10 @@ OPTIMIZERS = {"sgd": ["--optimizer", "sgd", "--lr", "0.1"],
               "adam": ["--optimizer", "adam", "--lr", "0.01", "--eps", "1e-4"]}
 
 
-def optimizer_of(seed):
-    return "sgd" if seed is None else list(OPTIMIZERS)[seed % len(OPTIMIZERS)]
 MODELS = ["mlp", "cnn", "rnn", "transformer"]
 SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu"]
-# The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed): (model, ranks, seed) random
-# cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are run by
+# The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
+# (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are run by
 # tests/codegen/search_planners.py and the data plans of rnn and transformer by tests/e2e/zoo_plans_*.py; `--many`
 # runs every planner on every model.
 CI_RANDOM = [("mlp", 2, 1), ("cnn", 4, 3), ("cnn", 8, 4), ("transformer", 2, 5), ("rnn", 2, 6)]
@@ -56,6 +55,10 @@ CI_PLANNERS = [("transformer", "tofu")]
 # Plans whose failures come from known open bugs owned elsewhere: (model, reason). None now; a draw excluded here is
 # printed with its reason, never skipped silently.
 EXCLUDED = {}
+
+
+def optimizer_of(seed):
+    return "sgd" if seed is None else list(OPTIMIZERS)[seed % len(OPTIMIZERS)]
 
 
 def sh(cmd):
@@ -145,7 +148,6 @@ def main(argv):
     if a.many or a.seeds:
         lo, hi = (1, a.many) if a.many else map(int, a.seeds.split("-"))
         random_cases = [(m, r, s) for m in models for r in ranks for s in range(lo, hi + 1)]
-        # Different seeds for different (model, ranks), so a bench run draws as many distinct plans as it can.
         planner_cases = [(m, p) for m in models for p in (a.planners.split(",") if a.planners else SEARCH_PLANNERS)]
     else:
         random_cases = [c for c in CI_RANDOM if c[0] in models and c[1] in ranks]
