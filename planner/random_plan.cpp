@@ -145,7 +145,8 @@ Plan random_plan(const Graph &g, int devices, uint64_t seed) {
   for (OpId o = 0; o < g.num_ops(); ++o) {
     const Op &op = g.op(o);
     std::vector<Description> descs = describe::describe(g, op);
-    bool makes_loss = g.loss != kNoTensor && std::find(op.outputs.begin(), op.outputs.end(), g.loss) != op.outputs.end();
+    bool makes_loss =
+        g.loss != kNoTensor && std::find(op.outputs.begin(), op.outputs.end(), g.loss) != op.outputs.end();
     ParallelConfig c = draw_config(rng, g, op, descs, devices, makes_loss);
     for (size_t k = 0; k < op.outputs.size(); ++k)
       if (op.outputs[k] != kNoTensor) shardings[static_cast<size_t>(op.outputs[k])] = implied_sharding(op, descs, c, k);
@@ -162,7 +163,8 @@ Plan random_plan(const Graph &g, int devices, uint64_t seed) {
     else
       shardings[static_cast<size_t>(t)] = draw_source(rng, tensor, devices);
   }
-  for (TensorId t = 0; t < g.num_tensors(); ++t) p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
   validate_plan(g, p);
   return p;
 }

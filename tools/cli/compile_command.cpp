@@ -43,7 +43,8 @@ Command add_compile_command(CLI::App &app) {
   auto *planner =
       app.add_option("--planner", args->planner,
                      "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
-          ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+          ->check(CLI::IsMember(
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
   CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")

@@ -72,7 +72,8 @@ Command add_plan_command(CLI::App &app) {
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   app.add_option("--planner", args->planner,
                  "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
-      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+      ->check(CLI::IsMember(
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
   CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
