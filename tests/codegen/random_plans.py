@@ -13,7 +13,7 @@ permuted orders, 2-D meshes) and the worst differences.
     random_plans.py CLEAVE SOURCE_DIR --many N    N seeds per model on each of 2, 4 and 8 ranks, and every planner at
                                                   4 ranks on every model (slow: a random 8-rank Transformer case
                                                   builds 8 distinct rank programs, ~10 min on a busy 2-core machine)
-    options: --models mlp,cnn,rnn,transformer  --ranks 2,4,8  --seeds A-B (instead of --many)  --planners a,b
+    options: --models mlp,cnn,rnn,transformer[,resnet]  --ranks 2,4,8  --seeds A-B (instead of --many)  --planners a,b
              --keep DIR (keep the bundles of failing cases there)
 Exit 1 if any case fails; every failure is listed at the end.
 """
@@ -44,7 +44,8 @@ OPTIMIZERS = {"sgd": ["--optimizer", "sgd", "--lr", "0.1"],
               "adam": ["--optimizer", "adam", "--lr", "0.01", "--eps", "1e-4"]}
 
 
-MODELS = ["mlp", "cnn", "rnn", "transformer"]
+# resnet (the tiny 33x33 ResNet of models/zoo) is not in the default set: its BatchNorm lowering is being reworked.
+MODELS = ["mlp", "cnn", "rnn", "transformer", "resnet"]
 SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu"]
 # The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
 # (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are
@@ -83,11 +84,15 @@ def prepare_model(cleave, src, name, tmp):
     sh([sys.executable, os.path.abspath(__file__), "--write-model", name, path, src])
     if name == "rnn":
         inputs = [(n, (RNN_STEPS,), dtype) for n, _, dtype in inputs]
-    vocab = {"rnn": 16, "transformer": 32}[name]
     rng = np.random.default_rng(0)
     n = STEPS * BATCH
-    x = rng.integers(0, vocab, (n,) + inputs[0][1]).astype(np.int64)
-    y = rng.integers(0, vocab, (n,) + inputs[1][1]).astype(np.int64)
+    if name == "resnet":  # images [3, 33, 33], 10 classes
+        x = rng.standard_normal((n,) + inputs[0][1]).astype(np.float32)
+        y = rng.integers(0, 10, n).astype(np.int64)
+    else:
+        vocab = {"rnn": 16, "transformer": 32}[name]
+        x = rng.integers(0, vocab, (n,) + inputs[0][1]).astype(np.int64)
+        y = rng.integers(0, vocab, (n,) + inputs[1][1]).astype(np.int64)
     xp, yp = os.path.join(tmp, name + "_x.npy"), os.path.join(tmp, name + "_y.npy")
     np.save(xp, x)
     np.save(yp, y)
@@ -135,7 +140,7 @@ def main(argv):
     ap.add_argument("src")
     ap.add_argument("--many", type=int, help="seeds per model and rank count (bench mode)")
     ap.add_argument("--seeds", help="A-B: these seeds per model and rank count")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS[:4]))
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--planners", help="planners to run at 4 ranks (default: all with --many, else the CI ones)")
     ap.add_argument("--keep", help="copy the bundles of failing cases into this directory")
