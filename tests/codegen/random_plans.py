@@ -44,8 +44,12 @@ OPTIMIZERS = {"sgd": ["--optimizer", "sgd", "--lr", "0.1"],
               "adam": ["--optimizer", "adam", "--lr", "0.01", "--eps", "1e-4"]}
 
 
-# resnet (the tiny 33x33 ResNet of models/zoo) is not in the default set: its BatchNorm lowering is being reworked.
 MODELS = ["mlp", "cnn", "rnn", "transformer", "resnet"]
+# Models left out of the default set, with why; `--models` can still name them. The tiny ResNet (models/zoo, 33x33)
+# fails even under the data plan (tests/codegen/plans/family_plans.py resnet data: 4 ranks, step 2 loss off by 2e-3,
+# fc.weight by 0.02) at commit ffea822; its cause is not investigated here (the ResNet's BatchNorm and stride-2 lowering
+# is being reworked elsewhere). Random plans fail likewise.
+EXCLUDED_MODELS = {"resnet": "its 4-rank data plan fails too: open ResNet lowering bug, worked on elsewhere"}
 SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu"]
 # The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
 # (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are
@@ -53,9 +57,6 @@ SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "t
 # `--many` runs every planner on every model.
 CI_RANDOM = [("mlp", 2, 1), ("cnn", 4, 3), ("cnn", 8, 4), ("transformer", 2, 5), ("rnn", 2, 6)]
 CI_PLANNERS = [("transformer", "tofu")]
-# Plans whose failures come from known open bugs owned elsewhere: (model, reason). None now; a draw excluded here is
-# printed with its reason, never skipped silently.
-EXCLUDED = {}
 
 
 def optimizer_of(seed):
@@ -140,7 +141,7 @@ def main(argv):
     ap.add_argument("src")
     ap.add_argument("--many", type=int, help="seeds per model and rank count (bench mode)")
     ap.add_argument("--seeds", help="A-B: these seeds per model and rank count")
-    ap.add_argument("--models", default=",".join(MODELS[:4]))
+    ap.add_argument("--models", default=",".join(m for m in MODELS if m not in EXCLUDED_MODELS))
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--planners", help="planners to run at 4 ranks (default: all with --many, else the CI ones)")
     ap.add_argument("--keep", help="copy the bundles of failing cases into this directory")
@@ -150,6 +151,9 @@ def main(argv):
     if unknown:
         ap.error(f"unknown model(s) {', '.join(unknown)} (expected {', '.join(MODELS)})")
     ranks = [int(r) for r in a.ranks.split(",")]
+    for m, why in EXCLUDED_MODELS.items():
+        if m not in models:
+            print(f"excluded: {m} ({why})", flush=True)
     if a.many or a.seeds:
         lo, hi = (1, a.many) if a.many else map(int, a.seeds.split("-"))
         random_cases = [(m, r, s) for m in models for r in ranks for s in range(lo, hi + 1)]
@@ -179,9 +183,6 @@ def main(argv):
                                               if np.issubdtype(v.dtype, np.floating)})
             ref, ref_w = refs[m, opt]
             where = f"{m} {r} ranks {planner}" + (f" seed {seed}" if seed is not None else "") + f" {opt}"
-            if m in EXCLUDED:
-                print(f"{where}: EXCLUDED ({EXCLUDED[m]})", flush=True)
-                continue
             bundle = os.path.join(tmp, f"{m}_{r}_{planner}_{seed}")
             start = time.time()
             count += 1
