@@ -4,6 +4,7 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/baselines.h"
+#include "planner/random_plan.h"
 #include "planner/tofu.h"
 #include "planner/validate.h"
 
@@ -132,7 +133,8 @@ std::vector<int> batch_dims(const Graph &g) {
   return batch;
 }
 
-Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology) {
+Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology,
+               uint64_t seed) {
   if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
   if (topology && devices > topology->devices())
     CLEAVE_USER_ERROR(devices, " devices, but topology ", topology->name, " has ", topology->devices());
@@ -143,6 +145,7 @@ Plan make_plan(const Graph &g, const std::string &planner, int devices, const To
   else if (planner == "icml18") p = tofu_plan(g, devices, TofuOptions{{}, false, topology});
   else if (planner == "owt" || planner == "allrow" || planner == "spartan" || planner == "equalchop")
     p = baseline_plan(g, planner, devices);
+  else if (planner == "random") p = random_plan(g, devices, seed);
   else
     CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", kPlannerNames, ")");
   validate_plan(g, p);

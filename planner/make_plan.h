@@ -1,7 +1,9 @@
 #pragma once
 // The planners (DESIGN §5): `single` puts everything on device 0; `data` is data parallelism over every device,
 // splitting each op's batch var on a 1-D mesh; `tofu` searches (planner/tofu.h); `icml18`, `owt`, `allrow`,
-// `spartan` and `equalchop` are Tofu's baselines (planner/baselines.h).
+// `spartan` and `equalchop` are Tofu's baselines (planner/baselines.h); `random` draws a random legal plan from a
+// seed, for differential tests (planner/random_plan.h).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,12 +19,13 @@ namespace cleave::plan {
 std::vector<int> batch_dims(const Graph &g);
 
 /** The planner names make_plan accepts, for messages and --help. */
-inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan or equalchop";
+inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan, equalchop or random";
 
 /** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. `topology` (may be null) is the
- *  machine: tofu and icml18 recurse along its hierarchy (tofu.h); the other planners do not weigh links. Deterministic.
- *  Throws UserError for an unknown planner, a device count below 1 or above the topology's, or (data) a batch not
- *  divisible by the device count. The result passes validate_plan. */
-Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology = nullptr);
+ *  machine: tofu and icml18 recurse along its hierarchy (tofu.h); the other planners do not weigh links. `seed` drives
+ *  `random` only. Deterministic. Throws UserError for an unknown planner, a device count below 1 or above the
+ *  topology's, or (data) a batch not divisible by the device count. The result passes validate_plan. */
+Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology = nullptr,
+               uint64_t seed = 0);
 
 }  // namespace cleave::plan

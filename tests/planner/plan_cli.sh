@@ -19,6 +19,13 @@ for planner in single data; do
   "$cleave" plan "$src/models/cnn.onnx" --devices 4 --batch 8 --planner $planner --optimizer adam >"$work/b"
   cmp "$work/a" "$work/b" || fail "$planner: two runs differ"
 done
+# The random planner: the same seed draws the same bytes, another seed another plan; a summary goes to stderr.
+"$cleave" plan "$src/models/cnn.onnx" --devices 8 --batch 8 --planner random --seed 7 >"$work/a" 2>"$work/err"
+"$cleave" plan "$src/models/cnn.onnx" --devices 8 --batch 8 --planner random --seed 7 >"$work/b" 2>/dev/null
+cmp "$work/a" "$work/b" || fail "random: two runs with seed 7 differ"
+"$cleave" plan "$src/models/cnn.onnx" --devices 8 --batch 8 --planner random --seed 8 >"$work/b" 2>/dev/null
+! cmp -s "$work/a" "$work/b" || fail "random: seeds 7 and 8 drew the same plan"
+grep -q '^random plan, seed 7: 33 ops: .* replicated, .* split an output var' "$work/err" || fail "$(cat "$work/err")"
 
 # Errors: non-zero exit, one line on stderr, no output file (not even a partial one).
 if "$cleave" plan "$src/models/mlp.onnx" --devices 3 --batch 16 -o "$work/bad.plan" 2>"$work/err"; then
@@ -32,4 +39,8 @@ if "$cleave" plan "$src/models/mlp.onnx" --devices 2 --batch 16 -o "$work/no/suc
   fail "-o into a missing directory accepted"
 fi
 grep -q 'error: -o: directory .* does not exist' "$work/err" || fail "$(cat "$work/err")"
-echo "ok cleave plan: golden, -o, determinism, errors"
+if "$cleave" plan "$src/models/mlp.onnx" --devices 2 --batch 16 --seed 3 2>"$work/err"; then
+  fail "--seed with the data planner accepted"
+fi
+grep -qx 'error: --seed applies to --planner random only' "$work/err" || fail "$(cat "$work/err")"
+echo "ok cleave plan: golden, -o, determinism, random seeds, errors"

@@ -1,0 +1,35 @@
+#pragma once
+// The `random` planner: a random legal plan, for differential testing (tests/codegen/random_plans.py): whatever the
+// plan, a partitioned run must train exactly like the 1-device run, so random plans probe codegen and the runtime
+// where no search planner goes (device subsets, permuted device orders, 2-D and 3-D meshes, a var split on several
+// axes, replicated compute next to split compute).
+//
+// Per op, independently:
+//   - group size: every device with probability 1/2, else a divisor of the device count drawn uniformly;
+//   - devices: a uniformly random ordered subset of that size (the op computing the loss always includes device 0,
+//     which logs it: codegen/lower.cpp);
+//   - mesh: an ordered factorisation of the group size into factors >= 2, drawn uniformly ([1] for one device);
+//   - vars: per mesh axis a splittable var of the op's primary description or none, the tuple drawn uniformly among
+//     those config_problems and codegen_supports (strategies.h) accept (all-none always is).
+// Produced tensors take the sharding their producer implies; a param or optimizer state bound by an assign takes its
+// new value's (partial axes replicated), since codegen copies the update shard to shard; graph inputs and labels get
+// a random group and mesh with each axis replicate or split(0) (codegen reads data split on the batch dim only);
+// other sources a random group and mesh with each axis replicate or split(any dim), where the dim divides evenly.
+// Deterministic per seed on every platform (its own generator, no std distributions).
+#include <cstdint>
+#include <string>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+
+namespace cleave::plan {
+
+/** A random legal plan of `g` over `devices` devices (rules above). Passes validate_plan. */
+Plan random_plan(const Graph &g, int devices, uint64_t seed);
+
+/** One line for people describing plan `p` of `g`: how many ops are replicated, how many split an output var, a
+ *  reduction var (partial outputs), a synced var; how many run on a device subset, on a permuted device order, on a
+ *  mesh of rank 2 or more. */
+std::string plan_summary(const Graph &g, const Plan &p);
+
+}  // namespace cleave::plan
