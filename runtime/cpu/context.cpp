@@ -1,4 +1,5 @@
-// Process context from the launch environment, error reporting that aborts the whole job, logging, the arena.
+// The cpu backend's process context (init: common/process.cpp, then MPI communicators, BLAS threads, watchdog), logging and
+// the arena.
 #include <mpi.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <new>
 
 #include "cleave/rt.h"
+#include "common/process.h"
 #include "cpu/internal.h"
 
 namespace cleave::rt {
@@ -15,68 +17,11 @@ namespace {
 Context g_context;
 bool g_initialised = false;
 
-/** The integer value of an environment variable, or -1. */
-int env_int(const char *name) {
-  const char *v = std::getenv(name);
-  return v && *v ? std::atoi(v) : -1;
-}
-
-/** This process's rank for messages: MPI's when initialised, else the launcher's, else -1. */
-int message_rank() {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (inited && !finalized) {
-    int r = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
-    if (env_int(name) >= 0) return env_int(name);
-  return -1;
-}
-
-[[noreturn]] void abort_job() {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  int inited = 0, finalized = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&finalized);
-  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
-}
-
 }  // namespace
 
 const Context &init(int *argc, char ***argv) {
   if (g_initialised) return g_context;
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) fail("MPI_Init failed");
-  // Errors must come back as codes so CLEAVE_MPI can name the call and the place before aborting.
-  CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &g_context.rank);
-  CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &g_context.world);
-  g_context.launcher = "none";
-  if (env_int("OMPI_COMM_WORLD_RANK") >= 0) {
-    g_context.launcher = "ompi";
-    g_context.launcher_rank = env_int("OMPI_COMM_WORLD_RANK");
-    g_context.launcher_world = env_int("OMPI_COMM_WORLD_SIZE");
-  } else if (env_int("SLURM_PROCID") >= 0) {
-    g_context.launcher = "slurm";
-    g_context.launcher_rank = env_int("SLURM_PROCID");
-    g_context.launcher_world = env_int("SLURM_NTASKS");
-  } else if (env_int("RANK") >= 0) {
-    g_context.launcher = "env";
-    g_context.launcher_rank = env_int("RANK");
-    g_context.launcher_world = env_int("WORLD_SIZE");
-  }
-  // A launcher that disagrees with MPI (e.g. srun without PMI support starting singletons) would silently train
-  // world-size-1 copies: refuse.
-  if (g_context.launcher_world > 0 && g_context.launcher_world != g_context.world)
-    fail("the launcher (" + g_context.launcher + ") reports " + std::to_string(g_context.launcher_world) +
-         " ranks but MPI has " + std::to_string(g_context.world) + " (is MPI built with this launcher's support?)");
+  host::init_process(argc, argv, g_context);
   detail::init_communication();
   detail::configure_blas_threads();
   detail::start_watchdog(g_context.rank);
@@ -96,31 +41,10 @@ void finalize() {
   g_initialised = false;
 }
 
-void fail(const std::string &msg) {
-  std::fprintf(stderr, "cleave rank %d: %s\n", message_rank(), msg.c_str());
-  abort_job();
-}
-
-void check_mpi(int code, const char *call, const char *file, int line) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING + 1] = {0};
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", code);
-  const char *base = std::strrchr(file, '/');
-  std::fprintf(stderr, "cleave rank %d: %s failed at %s:%d: %s\n", message_rank(), call, base ? base + 1 : file, line,
-               text);
-  abort_job();
-}
-
 void log_loss(int64_t step, const float *loss) {
-  if (message_rank() > 0) return;
+  if (host::message_rank() > 0) return;
   std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(*loss));
   std::fflush(stdout);
-}
-
-void log_info(const std::string &msg) {
-  if (message_rank() > 0) return;
-  std::fprintf(stderr, "cleave: %s\n", msg.c_str());
 }
 
 Arena::Arena(size_t bytes, size_t align) : size_(bytes) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/process.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -24,49 +25,6 @@ struct ScratchBlock {
 ScratchBlock g_scratch[2];
 int *g_error_flag = nullptr;
 
-int env_int(const char *name) {
-  const char *v = std::getenv(name);
-  return v && *v ? std::atoi(v) : -1;
-}
-
-int message_rank() {
-  int inited = 0, finalized = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&finalized);
-  if (inited && !finalized) {
-    int r = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-  }
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
-    if (env_int(name) >= 0) return env_int(name);
-  return -1;
-}
-
-[[noreturn]] void abort_job() {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  int inited = 0, finalized = 0;
-  MPI_Initialized(&inited);
-  MPI_Finalized(&finalized);
-  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
-}
-
-[[noreturn]] void report(const char *call, const char *file, int line, const std::string &text) {
-  const char *base = std::strrchr(file, '/');
-  std::fprintf(stderr, "cleave rank %d: %s failed at %s:%d: %s\n", message_rank(), call, base ? base + 1 : file, line,
-               text.c_str());
-  abort_job();
-}
-
-/** The node-local rank that picks this process's GPU: the launcher's local rank, else the world rank. */
-int local_rank(int world_rank) {
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
-    if (env_int(name) >= 0) return env_int(name);
-  return world_rank;
-}
-
 void *grow(ScratchBlock &b, size_t bytes) {
   if (bytes <= b.bytes) return b.ptr;
   detail::sync_compute();  // kernels queued before may still read the old block
@@ -80,35 +38,13 @@ void *grow(ScratchBlock &b, size_t bytes) {
 
 const Context &init(int *argc, char ***argv) {
   if (g_initialised) return g_context;
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) fail("MPI_Init failed");
-  CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &g_context.rank);
-  CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &g_context.world);
-  g_context.launcher = "none";
-  if (env_int("OMPI_COMM_WORLD_RANK") >= 0) {
-    g_context.launcher = "ompi";
-    g_context.launcher_rank = env_int("OMPI_COMM_WORLD_RANK");
-    g_context.launcher_world = env_int("OMPI_COMM_WORLD_SIZE");
-  } else if (env_int("SLURM_PROCID") >= 0) {
-    g_context.launcher = "slurm";
-    g_context.launcher_rank = env_int("SLURM_PROCID");
-    g_context.launcher_world = env_int("SLURM_NTASKS");
-  } else if (env_int("RANK") >= 0) {
-    g_context.launcher = "env";
-    g_context.launcher_rank = env_int("RANK");
-    g_context.launcher_world = env_int("WORLD_SIZE");
-  }
-  if (g_context.launcher_world > 0 && g_context.launcher_world != g_context.world)
-    fail("the launcher (" + g_context.launcher + ") reports " + std::to_string(g_context.launcher_world) +
-         " ranks but MPI has " + std::to_string(g_context.world) + " (is MPI built with this launcher's support?)");
+  host::init_process(argc, argv, g_context);
   // fp32 GEMMs and convolutions without TF32 (cuBLAS and cuDNN read this when they start), so GPU runs equal CPU
   // runs within fp32 tolerance; a user's own setting wins.
   setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
   int devices = 0;
   CLEAVE_CUDA(cudaGetDeviceCount, &devices);
-  int local = local_rank(g_context.rank);
+  int local = host::local_rank(g_context.rank);
   if (devices < 1) fail("no CUDA device is visible");
   // A launcher that binds one GPU per task (Slurm --gpus-per-task=1, launch/slurm.sbatch) shows each rank only its
   // own: device 0. Otherwise the node's GPUs are shared out by local rank.
@@ -154,33 +90,20 @@ void finalize() {
   g_initialised = false;
 }
 
-void fail(const std::string &msg) {
-  std::fprintf(stderr, "cleave rank %d: %s\n", message_rank(), msg.c_str());
-  abort_job();
-}
-
-void check_mpi(int code, const char *call, const char *file, int line) {
-  if (code == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING + 1] = {0};
-  int len = 0;
-  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", code);
-  report(call, file, line, text);
-}
-
 void check_cuda(cudaError_t code, const char *call, const char *file, int line) {
-  if (code != cudaSuccess) report(call, file, line, cudaGetErrorString(code));
+  if (code != cudaSuccess) host::report(call, file, line, cudaGetErrorString(code));
 }
 
 void check_cublas(cublasStatus_t code, const char *call, const char *file, int line) {
-  if (code != CUBLAS_STATUS_SUCCESS) report(call, file, line, cublasGetStatusString(code));
+  if (code != CUBLAS_STATUS_SUCCESS) host::report(call, file, line, cublasGetStatusString(code));
 }
 
 void check_cudnn(cudnnStatus_t code, const char *call, const char *file, int line) {
-  if (code != CUDNN_STATUS_SUCCESS) report(call, file, line, cudnnGetErrorString(code));
+  if (code != CUDNN_STATUS_SUCCESS) host::report(call, file, line, cudnnGetErrorString(code));
 }
 
 void check_nccl(ncclResult_t code, const char *call, const char *file, int line) {
-  if (code != ncclSuccess && code != ncclInProgress) report(call, file, line, ncclGetErrorString(code));
+  if (code != ncclSuccess && code != ncclInProgress) host::report(call, file, line, ncclGetErrorString(code));
 }
 
 cudaStream_t compute_stream() {
@@ -189,17 +112,12 @@ cudaStream_t compute_stream() {
 }
 
 void log_loss(int64_t step, const float *loss) {
-  if (message_rank() > 0) return;
+  if (host::message_rank() > 0) return;
   float value = 0;
   CLEAVE_CUDA(cudaMemcpyAsync, &value, loss, sizeof value, cudaMemcpyDeviceToHost, compute_stream());
   detail::sync_compute();
   std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(value));
   std::fflush(stdout);
-}
-
-void log_info(const std::string &msg) {
-  if (message_rank() > 0) return;
-  std::fprintf(stderr, "cleave: %s\n", msg.c_str());
 }
 
 Arena::Arena(size_t bytes, size_t align) : size_(bytes) {

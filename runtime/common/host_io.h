@@ -1,0 +1,26 @@
+#pragma once
+// Host-side file formats shared by every backend (not part of the API): .npy sample reading into host memory and the
+// raw checkpoint format. A backend whose buffers live elsewhere stages through host memory with its own copies.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt::host {
+
+/** npy_read_samples into host memory (float or int64_t; converts from the file's dtype). */
+template <typename T>
+void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst);
+
+/** Copies `bytes` bytes between a backend buffer and host memory. */
+using CopyFn = std::function<void(void *dst, const void *src, size_t bytes)>;
+
+/** checkpoint_save of `buffers`, each read through `to_host` (buffer -> host staging). */
+void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &to_host);
+/** checkpoint_load into `buffers`, each written through `from_host` (host staging -> buffer). */
+void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &from_host);
+
+}  // namespace cleave::rt::host

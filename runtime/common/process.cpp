@@ -1,0 +1,109 @@
+// What every backend does the same way: the launch environment, MPI start-up, and failures that end the whole job.
+#include "common/process.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace cleave::rt {
+namespace {
+
+[[noreturn]] void abort_job() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int inited = 0, finalized = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+}  // namespace
+
+namespace host {
+
+int env_int(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::atoi(v) : -1;
+}
+
+int message_rank() {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (inited && !finalized) {
+    int r = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"})
+    if (env_int(name) >= 0) return env_int(name);
+  return -1;
+}
+
+[[noreturn]] void report(const char *call, const char *file, int line, const std::string &text) {
+  const char *base = std::strrchr(file, '/');
+  std::fprintf(stderr, "cleave rank %d: %s failed at %s:%d: %s\n", message_rank(), call, base ? base + 1 : file, line,
+               text.c_str());
+  abort_job();
+}
+
+void init_process(int *argc, char ***argv, Context &c) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) fail("MPI_Init failed");
+  // Errors must come back as codes so CLEAVE_MPI can name the call and the place before aborting.
+  CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &c.rank);
+  CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &c.world);
+  c.launcher = "none";
+  if (env_int("OMPI_COMM_WORLD_RANK") >= 0) {
+    c.launcher = "ompi";
+    c.launcher_rank = env_int("OMPI_COMM_WORLD_RANK");
+    c.launcher_world = env_int("OMPI_COMM_WORLD_SIZE");
+  } else if (env_int("SLURM_PROCID") >= 0) {
+    c.launcher = "slurm";
+    c.launcher_rank = env_int("SLURM_PROCID");
+    c.launcher_world = env_int("SLURM_NTASKS");
+  } else if (env_int("RANK") >= 0) {
+    c.launcher = "env";
+    c.launcher_rank = env_int("RANK");
+    c.launcher_world = env_int("WORLD_SIZE");
+  }
+  // A launcher that disagrees with MPI (e.g. srun without PMI support starting singletons) would silently train
+  // world-size-1 copies: refuse.
+  if (c.launcher_world > 0 && c.launcher_world != c.world)
+    fail("the launcher (" + c.launcher + ") reports " + std::to_string(c.launcher_world) +
+         " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
+}
+
+int local_rank(int world_rank) {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
+    if (env_int(name) >= 0) return env_int(name);
+  return world_rank;
+}
+
+}  // namespace host
+
+void fail(const std::string &msg) {
+  std::fprintf(stderr, "cleave rank %d: %s\n", host::message_rank(), msg.c_str());
+  abort_job();
+}
+
+void check_mpi(int code, const char *call, const char *file, int line) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING + 1] = {0};
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) std::snprintf(text, sizeof text, "error code %d", code);
+  host::report(call, file, line, text);
+}
+
+void log_info(const std::string &msg) {
+  if (host::message_rank() > 0) return;
+  std::fprintf(stderr, "cleave: %s\n", msg.c_str());
+}
+
+}  // namespace cleave::rt

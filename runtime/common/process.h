@@ -1,0 +1,22 @@
+#pragma once
+// The process side every backend shares (not part of the API): the launch environment, MPI start-up, and reporting
+// a failure so that the whole job ends. fail(), check_mpi() and log_info() are defined with them (common/process.cpp).
+#include <string>
+
+#include "cleave/rt.h"
+
+namespace cleave::rt::host {
+
+/** The integer value of an environment variable, or -1. */
+int env_int(const char *name);
+/** This process's rank for messages: MPI's when initialised, else the launcher's, else -1. */
+int message_rank();
+/** Prints `cleave rank R: CALL failed at FILE:LINE: TEXT` and ends the job (the checks behind the CLEAVE_* macros). */
+[[noreturn]] void report(const char *call, const char *file, int line, const std::string &text);
+/** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, and the launcher's claim
+ *  (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's: the part of init() every backend shares. */
+void init_process(int *argc, char ***argv, Context &c);
+/** The node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK), else the world rank. */
+int local_rank(int world_rank);
+
+}  // namespace cleave::rt::host
