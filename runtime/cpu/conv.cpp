@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "common/shapes.h"
 
 namespace cleave::rt {
 namespace {
@@ -21,21 +22,8 @@ struct Geometry {
 };
 
 Geometry make_geometry(const ConvShape &s) {
+  host::check_conv_shape(s);
   size_t sp = s.x.size();
-  if (sp == 0 || s.w.size() != sp || s.y.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
-      s.pads.size() != 2 * sp)
-    fail("conv: spatial ranks of x, w, y, strides, dilations and pads (2 per dim) disagree");
-  if (s.group < 1 || s.c % s.group != 0 || s.m % s.group != 0)
-    fail("conv: group " + std::to_string(s.group) + " does not divide channels " + std::to_string(s.c) + " -> " +
-         std::to_string(s.m));
-  for (size_t d = 0; d < sp; ++d) {
-    // Floor division: the local pads of a block may be negative (rt.h).
-    int64_t span = s.x[d] + s.pads[d] + s.pads[d + sp] - s.dilations[d] * (s.w[d] - 1) - 1;
-    int64_t expect = (span >= 0 ? span / s.strides[d] : -((-span + s.strides[d] - 1) / s.strides[d])) + 1;
-    if (s.y[d] != expect)
-      fail("conv: output dim " + std::to_string(d) + " is " + std::to_string(s.y[d]) + ", expected " +
-           std::to_string(expect));
-  }
   Geometry g;
   g.cg = s.c / s.group;
   g.mg = s.m / s.group;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "common/shapes.h"
 
 namespace cleave::rt {
 namespace {
@@ -45,30 +46,6 @@ void walk(const Dims &out_shape, const std::vector<int64_t> &st, F f) {
       in -= st[d] * idx[d];
       idx[d] = 0;
     }
-  }
-}
-
-/** The number of elements slice() takes on one dim. */
-int64_t slice_len(int64_t start, int64_t end, int64_t step) {
-  if (step == 0) fail("slice: step 0");
-  int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
-  return len > 0 ? len : 0;
-}
-
-/** Slice geometry: output shape, input strides per output dim, and the flat input offset of the first element. */
-void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out,
-                    std::vector<int64_t> &st, int64_t &base) {
-  size_t r = shape.size();
-  if (starts.size() != r || ends.size() != r || steps.size() != r) fail("slice: one start/end/step per dim expected");
-  out.assign(r, 0);
-  st.assign(r, 0);
-  base = 0;
-  int64_t s = 1;
-  for (size_t d = r; d-- > 0;) {
-    out[d] = slice_len(starts[d], ends[d], steps[d]);
-    st[d] = s * steps[d];
-    if (out[d] > 0) base += starts[d] * s;
-    s *= shape[d];
   }
 }
 
@@ -120,7 +97,7 @@ void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &
   Dims out;
   std::vector<int64_t> st;
   int64_t base = 0;
-  slice_geometry(shape, starts, ends, steps, out, st, base);
+  host::slice_geometry(shape, starts, ends, steps, out, st, base);
   walk(out, st, [&](int64_t o, int64_t i) { y[o] = x[base + i]; });
 }
 
@@ -129,7 +106,7 @@ void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, con
   Dims out;
   std::vector<int64_t> st;
   int64_t base = 0;
-  slice_geometry(shape, starts, ends, steps, out, st, base);
+  host::slice_geometry(shape, starts, ends, steps, out, st, base);
   std::memset(dx, 0, static_cast<size_t>(product(shape)) * sizeof(float));
   walk(out, st, [&](int64_t o, int64_t i) { dx[base + i] = dy[o]; });
 }

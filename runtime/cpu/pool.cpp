@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "common/shapes.h"
 
 namespace cleave::rt {
 namespace {
@@ -24,11 +25,7 @@ int64_t or_whole(const Dims &v, size_t d, int64_t whole) { return v.empty() ? wh
 
 Windows make_windows(const PoolShape &s) {
   size_t sp = s.x.size();
-  if (sp == 0 || s.y.size() != sp || s.kernel.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
-      s.pads.size() != 2 * sp)
-    fail("pool: spatial ranks of x, y, kernel, strides, dilations and pads (2 per dim) disagree");
-  for (const Dims *v : {&s.x_begin, &s.y_begin, &s.x_full, &s.dx_begin, &s.dx})
-    if (!v->empty() && v->size() != sp) fail("pool: a spatial block field has the wrong rank");
+  host::check_pool_ranks(s);
   Windows w;
   for (size_t d = 0; d < sp; ++d) {
     w.nx *= s.x[d];

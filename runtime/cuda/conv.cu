@@ -9,29 +9,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include "common/shapes.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
 namespace {
 
 using detail::Small;
-
-void check_shape(const ConvShape &s) {
-  size_t sp = s.x.size();
-  if (sp == 0 || s.w.size() != sp || s.y.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
-      s.pads.size() != 2 * sp)
-    fail("conv: spatial ranks of x, w, y, strides, dilations and pads (2 per dim) disagree");
-  if (s.group < 1 || s.c % s.group != 0 || s.m % s.group != 0)
-    fail("conv: group " + std::to_string(s.group) + " does not divide channels " + std::to_string(s.c) + " -> " +
-         std::to_string(s.m));
-  for (size_t d = 0; d < sp; ++d) {
-    int64_t span = s.x[d] + s.pads[d] + s.pads[d + sp] - s.dilations[d] * (s.w[d] - 1) - 1;
-    int64_t expect = (span >= 0 ? span / s.strides[d] : -((-span + s.strides[d] - 1) / s.strides[d])) + 1;
-    if (s.y[d] != expect)
-      fail("conv: output dim " + std::to_string(d) + " is " + std::to_string(s.y[d]) + ", expected " +
-           std::to_string(expect));
-  }
-}
 
 // ---------------------------------------------------------------- direct kernels (the fallback)
 
@@ -259,7 +243,7 @@ const float *explicit_x(const ConvShape &s, const float *x, const Padding &p) {
 }  // namespace
 
 void conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y) {
-  check_shape(s);
+  host::check_conv_shape(s);
   if (s.n * s.m * detail::product(s.y) == 0) return;
   Padding p = padding_for(s);
   if (!cudnn_can(s, p.x_extent)) {
@@ -288,7 +272,7 @@ void conv_forward(const ConvShape &s, const float *x, const float *w, const floa
 }
 
 void conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx) {
-  check_shape(s);
+  host::check_conv_shape(s);
   int64_t nxe = s.n * s.c * detail::product(s.x);
   Padding p = padding_for(s);
   auto direct = [&] {
@@ -326,7 +310,7 @@ void conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
 }
 
 void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw) {
-  check_shape(s);
+  host::check_conv_shape(s);
   int64_t nw = s.m * (s.c / s.group) * detail::product(s.w);
   Padding p = padding_for(s);
   if (s.n * s.m * detail::product(s.y) == 0) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/shapes.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -186,28 +187,6 @@ std::vector<bool> axes_mask(const Dims &x_shape, const Dims &axes, const char *w
   return reduced;
 }
 
-int64_t slice_len(int64_t start, int64_t end, int64_t step) {
-  if (step == 0) fail("slice: step 0");
-  int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
-  return len > 0 ? len : 0;
-}
-
-void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out, Dims &st,
-                    int64_t &base) {
-  size_t r = shape.size();
-  if (starts.size() != r || ends.size() != r || steps.size() != r) fail("slice: one start/end/step per dim expected");
-  out.assign(r, 0);
-  st.assign(r, 0);
-  base = 0;
-  int64_t s = 1;
-  for (size_t d = r; d-- > 0;) {
-    out[d] = slice_len(starts[d], ends[d], steps[d]);
-    st[d] = s * steps[d];
-    if (out[d] > 0) base += starts[d] * s;
-    s *= shape[d];
-  }
-}
-
 __global__ void pad_kernel(int64_t n, Small xs, Small ys, Small pads_begin, float value, const float *x, float *y) {
   for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
        o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -388,7 +367,7 @@ void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, si
 void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y) {
   Dims out, st;
   int64_t base = 0;
-  slice_geometry(shape, starts, ends, steps, out, st, base);
+  host::slice_geometry(shape, starts, ends, steps, out, st, base);
   gather_bytes(out, st, base, x, y, 4, "slice");
 }
 
@@ -396,7 +375,7 @@ void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, con
                     float *dx) {
   Dims out, st;
   int64_t base = 0;
-  slice_geometry(shape, starts, ends, steps, out, st, base);
+  host::slice_geometry(shape, starts, ends, steps, out, st, base);
   fill_bytes(dx, 0, detail::product(shape) * 4);
   int64_t n = detail::product(out);
   if (n == 0) return;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/shapes.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -22,11 +23,7 @@ struct PoolGeom {
 
 PoolGeom make_geom(const PoolShape &s) {
   size_t sp = s.x.size();
-  if (sp == 0 || s.y.size() != sp || s.kernel.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
-      s.pads.size() != 2 * sp)
-    fail("pool: spatial ranks of x, y, kernel, strides, dilations and pads (2 per dim) disagree");
-  for (const Dims *v : {&s.x_begin, &s.y_begin, &s.x_full, &s.dx_begin, &s.dx})
-    if (!v->empty() && v->size() != sp) fail("pool: a spatial block field has the wrong rank");
+  host::check_pool_ranks(s);
   PoolGeom g;
   g.sp = static_cast<int>(sp);
   g.nc = s.nc;

@@ -1,0 +1,18 @@
+#pragma once
+// Argument checks and index geometry every backend computes the same way on the host (not part of the API).
+#include "cleave/rt.h"
+
+namespace cleave::rt::host {
+
+/** fail()s unless the conv's spatial ranks agree, group divides both channel counts, and every y[d] is the output
+ *  extent of its window (floor division: a block's local pads may be negative, rt.h). */
+void check_conv_shape(const ConvShape &s);
+/** fail()s unless the pool's spatial ranks agree, spatial block fields included (empty = a whole op). */
+void check_pool_ranks(const PoolShape &s);
+/** The number of elements slice() takes on one dim; fail()s on step 0. */
+int64_t slice_len(int64_t start, int64_t end, int64_t step);
+/** Slice geometry: output shape, input strides per output dim, and the flat input offset of the first element. */
+void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out, Dims &st,
+                    int64_t &base);
+
+}  // namespace cleave::rt::host
