@@ -24,26 +24,6 @@ void collect_accesses(const ExprPtr &e, std::vector<const Expr *> &out) {
   for (const describe::Index &i : e->index) collect_accesses(i.indirect, out);
 }
 
-/** The var indexing a batch dim of an operand exactly (coefficient 1, no offset, no division, not indirect), taking
- *  operands in slot order; -1 if none. */
-int batch_var(const Op &op, const Description &d, const std::vector<int> &batch) {
-  std::vector<const Expr *> accesses;
-  collect_accesses(d.body, accesses);
-  collect_accesses(d.post, accesses);
-  for (const describe::OperandInfo &o : d.operands) {
-    int bd = batch[static_cast<size_t>(op.input(static_cast<size_t>(o.slot)))];
-    if (bd < 0) continue;
-    for (const Expr *a : accesses) {
-      if (a->slot != o.slot) continue;
-      const describe::Index &ix = a->index.at(static_cast<size_t>(bd));
-      if (!ix.indirect && ix.div == 1 && ix.affine.constant == 0 && ix.affine.terms.size() == 1 &&
-          ix.affine.terms[0].second == 1)
-        return ix.affine.terms[0].first;
-    }
-  }
-  return -1;
-}
-
 /** The dim of output description `d` that var `name` indexes, or -1. */
 int output_dim_of(const Description &d, const std::string &name) {
   int v = d.var(name);
@@ -116,6 +96,24 @@ Plan data_plan(const Graph &g, int devices) {
 }
 
 }  // namespace
+
+int batch_var(const Op &op, const Description &d, const std::vector<int> &batch) {
+  std::vector<const Expr *> accesses;
+  collect_accesses(d.body, accesses);
+  collect_accesses(d.post, accesses);
+  for (const describe::OperandInfo &o : d.operands) {
+    int bd = batch[static_cast<size_t>(op.input(static_cast<size_t>(o.slot)))];
+    if (bd < 0) continue;
+    for (const Expr *a : accesses) {
+      if (a->slot != o.slot) continue;
+      const describe::Index &ix = a->index.at(static_cast<size_t>(bd));
+      if (!ix.indirect && ix.div == 1 && ix.affine.constant == 0 && ix.affine.terms.size() == 1 &&
+          ix.affine.terms[0].second == 1)
+        return ix.affine.terms[0].first;
+    }
+  }
+  return -1;
+}
 
 std::vector<int> batch_dims(const Graph &g) {
   std::vector<int> batch(static_cast<size_t>(g.num_tensors()), -1);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/topology.h"
@@ -17,6 +18,10 @@ namespace cleave::plan {
  *  order (an op's batch var is a var indexing a batch dim of an operand exactly; the output dims it indexes carry the
  *  batch). */
 std::vector<int> batch_dims(const Graph &g);
+
+/** The batch var of `op` (whose primary description is `d`) given `batch` = batch_dims(g): the var indexing a batch dim
+ *  of an operand exactly (coefficient 1, no offset, no division, not indirect), operands in slot order; -1 if none. */
+int batch_var(const Op &op, const describe::Description &d, const std::vector<int> &batch);
 
 /** The planner names make_plan accepts, for messages and --help. */
 inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan, equalchop or random";

@@ -71,6 +71,13 @@ expect devices_zero 2 '--devices: must be a positive integer, got "0"' -- plan "
 expect batch_not_a_number 2 '--batch: must be a positive integer, got "two"' -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy" --batch two --save-model "$work/out.onnx"
 expect unknown_flag 2 "--fast" -- plan "$m/good.onnx" --batch 2 --fast
 expect run_build_type 2 "--build-type: Fast not in" -- run "$work" --data "x=$work/x.npy" --build-type Fast
+# cleave oracle: the device range, strategies and planners are checked before any work.
+expect oracle_range_empty '*' '--devices: range "8..2" is empty' -- oracle "$m/good.onnx" --batch 2 --devices 8..2
+expect oracle_range_bad '*' '--devices: "x" is not a positive integer' -- oracle "$m/good.onnx" --batch 2 --devices 1..x
+expect oracle_too_many '*' "--devices: 64 devices, topology k80x8 has 8" -- oracle "$m/good.onnx" --batch 2 --devices 1..64
+expect oracle_strategy '*' '--strategies: unknown strategy "model"' -- oracle "$m/good.onnx" --batch 2 --strategies data,model
+expect oracle_planner '*' "--planners: unknown planner" -- oracle "$m/good.onnx" --batch 2 --planners data,nope
+expect oracle_random '*' '--planners: "random" is not a search planner' -- oracle "$m/good.onnx" --batch 2 --planners random
 expect describe_unknown '*' "Nope" -- describe Nope
 
 echo "$failures failures"

@@ -83,5 +83,7 @@ Command add_run_command(CLI::App &app);
 Command add_explain_command(CLI::App &app);
 /** `cleave diff`: what changed between two plans and the cost totals' deltas, with --fail-on thresholds. */
 Command add_diff_command(CLI::App &app);
+/** `cleave oracle`: ParaDL's strategies over device counts, priced by the cost model. */
+Command add_oracle_command(CLI::App &app);
 
 }  // namespace cleave::cli
