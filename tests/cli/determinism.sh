@@ -31,3 +31,10 @@ for model in "$src"/models/*.onnx; do
     echo "ok $(basename "$model") plan $spec: $(wc -l <"$work/a.plan") lines, stable across runs and thread counts"
   done
 done
+# The oracle's table (every strategy, device counts 1..8, the search planners' best) is printed for machines too.
+for model in "$src"/models/*.onnx; do
+  "$cleave" oracle "$model" --batch 16 --devices 1..8 >"$work/a.oracle"
+  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$cleave" oracle "$model" --batch 16 --devices 1..8 >"$work/b.oracle"
+  cmp "$work/a.oracle" "$work/b.oracle" || { echo "FAIL: $model: oracle tables differ"; exit 1; }
+  echo "ok $(basename "$model") oracle: $(wc -l <"$work/a.oracle") lines, stable"
+done
