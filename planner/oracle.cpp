@@ -97,6 +97,7 @@ std::string mesh_str(const std::vector<int64_t> &sizes) {
 OracleRow score(const Graph &g, const Plan &p, const Topology &t, bool sequential) {
   CostReport r = estimate_cost(g, p, t);
   OracleRow row;
+  row.plan = p;
   row.devices = p.devices;
   row.comm_bytes = r.comm_bytes;
   row.peak_memory_bytes = r.peak_memory_bytes;

@@ -54,6 +54,8 @@ struct OracleRow {
   int fallback_ops = 0;
   double compute_seconds = 0, comm_seconds = 0, step_seconds = 0;
   int64_t comm_bytes = 0, peak_memory_bytes = 0;
+  /** The plan priced (applicable rows). */
+  Plan plan;
 };
 
 /** The plan of strategy `s` (not a hybrid, nor pipeline) on a mesh whose axes are `kinds[i]` (data, spatial, filter

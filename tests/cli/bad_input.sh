@@ -77,6 +77,7 @@ expect oracle_range_bad '*' '--devices: "x" is not a positive integer' -- oracle
 expect oracle_too_many '*' "--devices: 64 devices, topology k80x8 has 8" -- oracle "$m/good.onnx" --batch 2 --devices 1..64
 expect oracle_strategy '*' '--strategies: unknown strategy "model"' -- oracle "$m/good.onnx" --batch 2 --strategies data,model
 expect oracle_planner '*' "--planners: unknown planner" -- oracle "$m/good.onnx" --batch 2 --planners data,nope
+expect oracle_plans_dir '*' "--plans-dir: $work/nodir is not a directory" -- oracle "$m/good.onnx" --batch 2 --plans-dir "$work/nodir"
 expect oracle_random '*' '--planners: "random" is not a search planner' -- oracle "$m/good.onnx" --batch 2 --planners random
 expect describe_unknown '*' "Nope" -- describe Nope
 

@@ -1,5 +1,7 @@
 // `cleave oracle`: ParaDL's comparison of parallel strategies over device counts (planner/oracle.h).
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,6 +24,7 @@ struct OracleArgs {
   std::string strategies = "all";
   std::string planners = "data,tofu,owt,icml18";
   std::string format = "text";
+  std::string plans_dir;
   TrainFlags train_flags;
 };
 
@@ -128,8 +131,13 @@ Command add_oracle_command(CLI::App &app) {
   app.add_option("--planners", args->planners,
                  "search planners for the best-plan row (default data,tofu,owt,icml18; empty: none)");
   app.add_option("--format", args->format, "text | json (default text)")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--plans-dir", args->plans_dir,
+                 "also write every priced plan there as <devices>-<strategy>.plan (an existing directory), for "
+                 "cleave compile --plan");
   args->train_flags.add_to(app);
   return [args] {
+    if (!args->plans_dir.empty() && !std::filesystem::is_directory(args->plans_dir))
+      CLEAVE_USER_ERROR("--plans-dir: ", args->plans_dir, " is not a directory");
     std::vector<int> counts = parse_device_range(args->devices);
     std::vector<plan::OracleStrategy> strategies = parse_strategies(args->strategies);
     std::vector<std::string> planners = split_list(args->planners);
@@ -149,6 +157,16 @@ Command add_oracle_command(CLI::App &app) {
       }
     }
     std::vector<plan::OracleRow> rows = plan::run_oracle(g, counts, strategies, planners, topo);
+    if (!args->plans_dir.empty())
+      for (const plan::OracleRow &r : rows) {
+        if (!r.applicable) continue;
+        std::string name = r.strategy.rfind("best:", 0) == 0 ? "best-" + r.strategy.substr(5) : r.strategy;
+        std::filesystem::path path =
+            std::filesystem::path(args->plans_dir) / (std::to_string(r.devices) + "-" + name + ".plan");
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        if (f) f << plan::print_plan(r.plan);
+        if (!f || !f.flush()) CLEAVE_USER_ERROR("--plans-dir: cannot write ", path.string());
+      }
     std::cout << (args->format == "json" ? json_rows(rows) : plan::oracle_table(rows));
     return 0;
   };
