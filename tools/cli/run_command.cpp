@@ -80,6 +80,11 @@ Command add_run_command(CLI::App &app) {
       CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: ", e.what());
     }
     int ranks = m.at("ranks").get<int>();
+    // The backend the bundle was compiled for (cleave compile --backend): a cuda bundle builds with nvcc and its
+    // ranks need one GPU each (local rank = GPU index).
+    std::string backend = m.value("backend", std::string("cpu"));
+    if (backend != "cpu" && backend != "cuda")
+      CLEAVE_USER_ERROR(manifest_path.string(), ": unknown backend \"", backend, "\"");
     if (!args->save_model.empty()) {
       fs::path sdir = fs::path(args->save_model).parent_path();
       if (!sdir.empty() && !fs::is_directory(sdir))
@@ -115,15 +120,17 @@ Command add_run_command(CLI::App &app) {
     if (rt_dir.empty())
       if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) rt_dir = env;
     // Configure once, and again when the build type changes (Ninja then rebuilds the rank programs).
-    std::string cached_type;
+    std::string cached_type, cached_backend;
     if (fs::exists(build / "build.ninja")) {
       std::istringstream cache(slurp(build / "CMakeCache.txt"));
-      for (std::string line; std::getline(cache, line);)
+      for (std::string line; std::getline(cache, line);) {
         if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
+        if (line.starts_with("CLEAVE_BACKEND:")) cached_backend = line.substr(line.find('=') + 1);
+      }
     }
-    if (cached_type != args->build_type) {
+    if (cached_type != args->build_type || cached_backend != backend) {
       std::string cmd = "cmake -S " + shell_quote(dir.string()) + " -B " + shell_quote(build.string()) +
-                        " -G Ninja -DCMAKE_BUILD_TYPE=" + args->build_type + " -DCLEAVE_BACKEND=cpu";
+                        " -G Ninja -DCMAKE_BUILD_TYPE=" + args->build_type + " -DCLEAVE_BACKEND=" + backend;
       if (!rt_dir.empty()) cmd += " -DCLEAVE_RUNTIME_DIR=" + shell_quote(fs::absolute(rt_dir).string());
       if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR(args->bundle, ": configuring the bundle failed");
     }
