@@ -9,6 +9,7 @@
 
 #include "codegen/collectives.h"
 #include "codegen/kernels.h"
+#include "codegen/overlap.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/validate.h"
@@ -150,6 +151,8 @@ class Lowerer {
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) lower_op(o);
     finish_step();
+    for (auto &prog : out_.ranks) overlap_reductions(prog);
+    check_collective_order(out_);
     for (auto &prog : out_.ranks) plan_memory(prog);
     return std::move(out_);
   }

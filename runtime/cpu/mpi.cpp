@@ -102,6 +102,23 @@ void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count
   CLEAVE_MPI(MPI_Allreduce, s, recv, as_count(count, "all_reduce_sum"), MPI_FLOAT, MPI_SUM, handle_of(c));
 }
 
+Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
+  auto *request = new MPI_Request;
+  CLEAVE_MPI(MPI_Iallreduce, MPI_IN_PLACE, buf, as_count(count, "all_reduce_sum_start"), MPI_FLOAT, MPI_SUM,
+             handle_of(c), request);
+  return Pending{&c, request};
+}
+
+void wait(Pending &p) {
+  if (!p.request) fail("wait on a collective that was not started (or was already waited for)");
+  // The watchdog bounds the wait, which is where a dead peer would hang this rank.
+  detail::CommWatch watch("all_reduce_sum", p.comm->ranks);
+  auto *request = static_cast<MPI_Request *>(p.request);
+  CLEAVE_MPI(MPI_Wait, request, MPI_STATUS_IGNORE);
+  delete request;
+  p.request = nullptr;
+}
+
 void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
   detail::CommWatch watch("all_gather", c.ranks);
   int n = as_count(count, "all_gather");

@@ -257,6 +257,30 @@ void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count
   });
 }
 
+Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
+  ncclComm_t nc = handles_of(c).nccl;
+  size_t n = as_count(count, "all_reduce_sum_start");
+  // On the communication stream after the compute stream's work so far; unlike on_comm_stream, the compute stream
+  // does not wait for it here but in wait(), so kernels launched in between overlap it.
+  CLEAVE_CUDA(cudaEventRecord, g_compute_ready, compute_stream());
+  CLEAVE_CUDA(cudaStreamWaitEvent, g_comm_stream, g_compute_ready, 0);
+  mark_issued(describe("all_reduce_sum_start", c.ranks), false);
+  CLEAVE_NCCL(ncclAllReduce, buf, buf, n, ncclFloat, ncclSum, nc, g_comm_stream);
+  cudaEvent_t done;
+  CLEAVE_CUDA(cudaEventCreateWithFlags, &done, cudaEventDisableTiming);
+  CLEAVE_CUDA(cudaEventRecord, done, g_comm_stream);
+  return Pending{&c, done};
+}
+
+void wait(Pending &p) {
+  if (!p.request) fail("wait on a collective that was not started (or was already waited for)");
+  auto done = static_cast<cudaEvent_t>(p.request);
+  CLEAVE_CUDA(cudaStreamWaitEvent, compute_stream(), done, 0);
+  // Destroying an event a stream still waits on is allowed: CUDA releases it once the wait is satisfied.
+  CLEAVE_CUDA(cudaEventDestroy, done);
+  p.request = nullptr;
+}
+
 void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
   ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "all_gather");

@@ -403,6 +403,20 @@ void all_gather(const Comm &c, const float *send, float *recv, int64_t count);
 void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count);
 /** Member i sends block j of send [size * count] to member j, which stores it as block i of recv. */
 void all_to_all(const Comm &c, const float *send, float *recv, int64_t count);
+/** An all-reduce in flight: started by all_reduce_sum_start, completed by wait. */
+struct Pending {
+  const Comm *comm = nullptr;
+  void *request = nullptr;  // the backend's handle (an MPI_Request, a CUDA event)
+};
+/** Starts summing buf [count] over the group in place and returns at once; buf must be neither read nor written
+ *  until wait(). Like blocking collectives, started collectives must be started in the same order on every member.
+ *  Generated code starts a partial tensor's reduction right after the kernel producing it and waits before its
+ *  first reader, so the reduction overlaps the kernels in between (cuda: on the communication stream; cpu: MPI
+ *  progresses it inside later MPI calls and the wait). */
+Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count);
+/** Completes a started collective: cpu blocks until it is done; cuda makes the compute stream's later work wait
+ *  for it. */
+void wait(Pending &p);
 /** buf [count] of member `root` (a group index) is copied to every member. */
 void broadcast(const Comm &c, float *buf, int64_t count, int root);
 

@@ -44,6 +44,26 @@ void check_group(const std::vector<int> &ranks, int me) {
     expect(inplace[static_cast<size_t>(i)] == want, "all_reduce_sum in place", ranks, i, inplace[static_cast<size_t>(i)], want);
   }
 
+  // Started collectives: two in flight at once (started in the same order on every member), a blocking one on the
+  // same group issued while they are pending, then waited for in the other order.
+  std::vector<float> first(send.begin(), send.begin() + count), second(send.begin(), send.begin() + count);
+  for (float &v : second) v *= 2;
+  rt::Pending p1 = rt::all_reduce_sum_start(c, first.data(), count);
+  rt::Pending p2 = rt::all_reduce_sum_start(c, second.data(), count);
+  std::vector<float> between(send.begin(), send.begin() + count);
+  rt::all_reduce_sum(c, between.data(), between.data(), count);
+  rt::wait(p2);
+  rt::wait(p1);
+  for (int64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r : ranks) want += data(r, i);
+    expect(first[static_cast<size_t>(i)] == want, "all_reduce_sum_start", ranks, i, first[static_cast<size_t>(i)], want);
+    expect(second[static_cast<size_t>(i)] == 2 * want, "all_reduce_sum_start (second)", ranks, i,
+           second[static_cast<size_t>(i)], 2 * want);
+    expect(between[static_cast<size_t>(i)] == want, "all_reduce_sum while started ones are pending", ranks, i,
+           between[static_cast<size_t>(i)], want);
+  }
+
   rt::all_gather(c, send.data(), recv.data(), count);
   for (int j = 0; j < n; ++j)
     for (int64_t i = 0; i < count; ++i) {

@@ -1,0 +1,92 @@
+// Splitting reductions into start/wait pairs, and the collective-order check (overlap.h).
+#include "codegen/overlap.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+
+#include "ir/error.h"
+
+namespace cleave::codegen {
+namespace {
+
+/** The group id and count of an in-place all-reduce statement of buffer `b` ("rt::all_reduce_sum(G3, $7$, $7$, 40);"),
+ *  or false. */
+bool in_place_all_reduce(const Instr &in, int &gid, int &b, std::string &count) {
+  static const std::string head = "rt::all_reduce_sum(G";
+  const std::string &c = in.code;
+  if (in.buffers.size() != 1 || c.rfind(head, 0) != 0 || c.find('\n') != std::string::npos) return false;
+  size_t comma = c.find(", ", head.size());
+  if (comma == std::string::npos) return false;
+  gid = std::stoi(c.substr(head.size(), comma - head.size()));
+  b = in.buffers[0];
+  std::string ref = "$" + std::to_string(b) + "$";
+  std::string args = ref + ", " + ref + ", ";
+  if (c.compare(comma + 2, args.size(), args) != 0) return false;
+  size_t start = comma + 2 + args.size();
+  if (c.size() < start + 3 || c.compare(c.size() - 2, 2, ");") != 0) return false;
+  count = c.substr(start, c.size() - 2 - start);
+  return true;
+}
+
+}  // namespace
+
+void overlap_reductions(RankProgram &prog) {
+  std::vector<Instr> &step = prog.step;
+  // starts[i]: the start statements to place right before statement i (in the order their all-reduces appeared).
+  std::map<size_t, std::vector<Instr>> starts;
+  int pending = 0;
+  for (size_t i = 0; i < step.size(); ++i) {
+    int gid = -1, b = -1;
+    std::string count;
+    if (!in_place_all_reduce(step[i], gid, b, count)) continue;
+    size_t j = i;
+    while (j > 0 && std::find(step[j - 1].buffers.begin(), step[j - 1].buffers.end(), b) == step[j - 1].buffers.end())
+      --j;
+    if (j == 0 || j == i) continue;  // never written before (a source), or nothing to overlap with
+    std::string name = "pending_" + std::to_string(pending++);
+    std::string ref = "$" + std::to_string(b) + "$";
+    starts[j].push_back({"rt::Pending " + name + " = rt::all_reduce_sum_start(G" + std::to_string(gid) + ", " + ref +
+                             ", " + count + ");",
+                         {b}});
+    step[i] = {"rt::wait(" + name + ");", {b}};
+  }
+  if (starts.empty()) return;
+  std::vector<Instr> out;
+  out.reserve(step.size() + static_cast<size_t>(pending));
+  for (size_t i = 0; i < step.size(); ++i) {
+    if (auto it = starts.find(i); it != starts.end())
+      for (Instr &s : it->second) out.push_back(std::move(s));
+    out.push_back(std::move(step[i]));
+  }
+  step = std::move(out);
+}
+
+void check_collective_order(const Lowered &l) {
+  // Per rank and group: the names of the collectives it starts on the group, in program order (every "rt::NAME(G<id>"
+  // in the statements, kernels included).
+  std::vector<std::map<int, std::vector<std::string>>> seq(l.ranks.size());
+  for (size_t r = 0; r < l.ranks.size(); ++r)
+    for (const Instr &in : l.ranks[r].step) {
+      const std::string &c = in.code;
+      for (size_t at = c.find("rt::"); at != std::string::npos; at = c.find("rt::", at + 4)) {
+        size_t open = c.find('(', at);
+        if (open == std::string::npos || c.compare(open + 1, 1, "G") != 0) continue;
+        size_t end = open + 2;
+        while (end < c.size() && std::isdigit(static_cast<unsigned char>(c[end]))) ++end;
+        if (end == open + 2 || (c[end] != ',' && c[end] != ')')) continue;
+        seq[r][std::stoi(c.substr(open + 2, end - open - 2))].push_back(c.substr(at + 4, open - at - 4));
+      }
+    }
+  for (size_t gid = 0; gid < l.groups.size(); ++gid) {
+    const std::vector<int> &members = l.groups[gid];
+    for (int r : members)
+      CLEAVE_CHECK(seq[static_cast<size_t>(r)][static_cast<int>(gid)] ==
+                       seq[static_cast<size_t>(members[0])][static_cast<int>(gid)],
+                   "codegen: ranks ", members[0], " and ", r, " start the collectives of group ", gid,
+                   " in different orders");
+  }
+}
+
+}  // namespace cleave::codegen

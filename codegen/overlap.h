@@ -1,0 +1,27 @@
+#pragma once
+// Overlap of reductions with compute (DESIGN §7: "transfers overlap compute where the plan allows").
+//
+// Lowering reduces a partial tensor where it is first read (lower.h), by a blocking in-place all-reduce right before
+// the reader's kernel. Nothing touches the partial buffer between the kernel that produced it and that all-reduce,
+// so the reduction can start as soon as the producer is done: this pass splits each such all-reduce into
+// `rt::all_reduce_sum_start` right after the last earlier statement that uses its buffer and `rt::wait` where the
+// all-reduce was. Typical win: data parallelism's gradient all-reduces, issued at the update ops, now start when each
+// gradient is produced and run under the rest of the backward pass (on the cuda backend's communication stream).
+//
+// Collectives must start in the same order on every member of a group. A start lands right after the producer's
+// kernel, a point every member of the group reaches in the graph's op order, and starts at the same point keep
+// their order, so the order stays consistent; check_collective_order verifies it over the whole program.
+#include "codegen/lower.h"
+
+namespace cleave::codegen {
+
+/** Rewrites rank `prog`'s in-place all-reduces (`rt::all_reduce_sum(G, $b$, $b$, n);`) into start/wait pairs where
+ *  at least one statement lies between the last earlier use of the buffer and the all-reduce. Run before memory
+ *  planning: the buffer's live range is unchanged (it is in use from its producer to the wait anyway). */
+void overlap_reductions(RankProgram &prog);
+
+/** Internal error unless, for every group, its members start its collectives (blocking, started, and those inside
+ *  kernels) in the same sequence. */
+void check_collective_order(const Lowered &l);
+
+}  // namespace cleave::codegen

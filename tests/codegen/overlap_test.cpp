@@ -1,0 +1,106 @@
+// codegen/overlap.h: in-place all-reduces with statements between them and their buffer's last earlier use become
+// start/wait pairs; the collective-order check catches ranks that would start a group's collectives in different
+// orders (a deadlock). That such programs still train like `cleave eval` is checked end to end by every bundle test
+// with a data plan (tests/codegen/run_matches_eval.sh, search_planners.sh, random_plans.sh).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/overlap.h"
+#include "frontend/onnx_import.h"
+#include "ir/autodiff/autodiff.h"
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "planner/make_plan.h"
+
+namespace cleave::codegen {
+namespace {
+
+RankProgram program(std::vector<Instr> step) {
+  RankProgram p;
+  p.buffers.resize(4);
+  p.step = std::move(step);
+  return p;
+}
+
+TEST(Overlap, SplitsAnAllReduceWithWorkBeforeIt) {
+  RankProgram p = program({{"kernel_a($0$, $1$);", {0, 1}},
+                           {"kernel_b($2$, $3$);", {2, 3}},
+                           {"rt::all_reduce_sum(G0, $1$, $1$, 40);", {1}},
+                           {"kernel_c($1$);", {1}}});
+  overlap_reductions(p);
+  ASSERT_EQ(p.step.size(), 5u);
+  EXPECT_EQ(p.step[1].code, "rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 40);");
+  EXPECT_EQ(p.step[1].buffers, std::vector<int>{1});
+  EXPECT_EQ(p.step[2].code, "kernel_b($2$, $3$);");
+  EXPECT_EQ(p.step[3].code, "rt::wait(pending_0);");
+  EXPECT_EQ(p.step[4].code, "kernel_c($1$);");
+}
+
+TEST(Overlap, LeavesAllReducesWithNothingToOverlap) {
+  // Right after its producer, a source's (never written in the step), and one that is not in place.
+  std::vector<Instr> step = {{"kernel_a($0$, $1$);", {0, 1}},
+                             {"rt::all_reduce_sum(G0, $1$, $1$, 40);", {1}},
+                             {"rt::all_reduce_sum(G0, $2$, $2$, 8);", {2}},
+                             {"kernel_b($3$);", {3}},
+                             {"rt::all_reduce_sum(G0, $0$, $3$, 8);", {0, 3}}};
+  RankProgram p = program(step);
+  overlap_reductions(p);
+  ASSERT_EQ(p.step.size(), step.size());
+  for (size_t i = 0; i < step.size(); ++i) EXPECT_EQ(p.step[i].code, step[i].code);
+}
+
+TEST(Overlap, StartsKeepTheirOrderAtOnePoint) {
+  RankProgram p = program({{"kernel_a($0$, $1$);", {0, 1}},
+                           {"kernel_b($3$);", {3}},
+                           {"rt::all_reduce_sum(G0, $1$, $1$, 4);", {1}},
+                           {"rt::all_reduce_sum(G1, $0$, $0$, 4);", {0}}});
+  overlap_reductions(p);
+  ASSERT_EQ(p.step.size(), 6u);
+  EXPECT_EQ(p.step[1].code, "rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 4);");
+  EXPECT_EQ(p.step[2].code, "rt::Pending pending_1 = rt::all_reduce_sum_start(G1, $0$, 4);");
+}
+
+TEST(Overlap, OrderCheckCatchesDivergentRanks) {
+  Lowered l;
+  l.groups = {{0, 1}, {0, 1}};
+  l.ranks.resize(2);
+  l.ranks[0].step = {{"rt::all_gather(G0, $0$, $1$, 4);", {0, 1}}, {"rt::all_reduce_sum(G0, $1$, $1$, 4);", {1}}};
+  l.ranks[1].step = l.ranks[0].step;
+  check_collective_order(l);  // the same sequence: fine
+  l.ranks[1].step = {{"rt::all_reduce_sum(G0, $1$, $1$, 4);", {1}}, {"rt::all_gather(G0, $0$, $1$, 4);", {0, 1}}};
+  EXPECT_THROW(check_collective_order(l), InternalError);
+}
+
+TEST(Overlap, DataParallelGradientsOverlapTheBackwardPass) {
+  ImportOptions opts;
+  opts.batch = 16;
+  Graph g = import_onnx(std::string(CLEAVE_SOURCE_DIR) + "/models/mlp.onnx", opts);
+  build_training_graph(g, TrainOptions{});
+  verify(g);
+  Lowered l = lower(g, plan::make_plan(g, "data", 2));
+  for (const RankProgram &prog : l.ranks) {
+    int starts = 0, waits = 0, grads = 0;
+    size_t first_start = prog.step.size(), last_wait = 0;
+    for (size_t i = 0; i < prog.step.size(); ++i) {
+      const std::string &c = prog.step[i].code;
+      if (c.find("rt::all_reduce_sum_start(") != std::string::npos) {
+        ++starts;
+        first_start = std::min(first_start, i);
+      }
+      if (c.rfind("rt::wait(", 0) == 0) {
+        ++waits;
+        last_wait = i;
+      }
+    }
+    for (const Tensor &t : g.tensors())
+      grads += t.role == Role::param && g.find_tensor(t.name + ".grad").has_value();
+    // Every parameter gradient's all-reduce starts early; the first starts before the last wait (they overlap).
+    EXPECT_EQ(starts, grads) << "rank " << prog.rank;
+    EXPECT_EQ(waits, starts);
+    EXPECT_LT(first_start, last_wait);
+  }
+}
+
+}  // namespace
+}  // namespace cleave::codegen
