@@ -83,5 +83,9 @@ Command add_run_command(CLI::App &app);
 Command add_explain_command(CLI::App &app);
 /** `cleave diff`: what changed between two plans and the cost totals' deltas, with --fail-on thresholds. */
 Command add_diff_command(CLI::App &app);
+/** `cleave profile`: measured kernel and collective times on this machine, as a profile for --profile. */
+Command add_profile_command(CLI::App &app);
+/** --profile FILE (planner/profile.h, written by `cleave profile`): measured times for the cost model. */
+void add_profile_option(CLI::App &app, std::string &profile);
 
 }  // namespace cleave::cli

@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
       "Print a plan's predicted costs: per-op compute and communication, per-device memory, step time");
   add(cleave::cli::add_diff_command, "diff",
       "Print what changed between two plans and the cost totals' deltas; --fail-on thresholds for CI");
+  add(cleave::cli::add_profile_command, "profile",
+      "Measure op kernel times at the plans' shard shapes and collective times on this machine, as a profile");
 
   try {
     app.parse(argc, argv);
