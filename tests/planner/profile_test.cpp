@@ -52,8 +52,11 @@ Profile sample() {
   Profile p;
   p.compute["Gemm_0"]["b=4,i=8"] = 1.5e-5;
   p.compute["Relu_1"]["i=4,j=16"] = 2e-6;
-  for (int n : {2, 3})
-    for (const char *k : kProfileCollectives) p.collectives[k][n] = {{4, 1e-5 * n}, {8, 1.1e-5 * n}, {16, 1.3e-5 * n}};
+  // Values of at most 6 significant digits: the JSON form keeps no more.
+  for (const char *k : kProfileCollectives) {
+    p.collectives[k][2] = {{4, 1e-5}, {8, 1.1e-5}, {16, 1.3e-5}};
+    p.collectives[k][3] = {{4, 2.5e-5}, {1024, 3.125e-5}, {1 << 20, 0.00123457}};
+  }
   p.plans.push_back({"data", 2, 1.25e-3});
   p.compute["odd [name] \"q\""]["n=[2]"] = 3e-6;  // names may hold brackets and quotes
   return p;
@@ -64,6 +67,10 @@ TEST(Profile, JsonRoundTrip) {
   std::string text = profile_json(p);
   EXPECT_EQ(parse_profile(text, "x.json"), p);
   EXPECT_EQ(profile_json(parse_profile(text, "x.json")), text);
+  // Measurements are kept to 6 significant digits.
+  Profile q;
+  q.compute["a"]["i=1"] = 1.234567891e-4;
+  EXPECT_EQ(parse_profile(profile_json(q), "q.json").compute["a"]["i=1"], 1.23457e-4);
   // Sorted keys: "backend" < "collectives" < "compute" < "format" < "plans".
   EXPECT_LT(text.find("\"backend\""), text.find("\"collectives\""));
   EXPECT_LT(text.find("\"compute\""), text.find("\"format\""));
