@@ -3,7 +3,8 @@
 #  - the profile has a measured time for every op of the plan (cleave plan's op lines) and a curve for every
 #    collective over 2 ranks at every size 4..MAX (powers of two), with positive times;
 #  - profiling changes nothing a run prints on stdout (the `step <k> loss <v>` lines are identical with and without
-#    CLEAVE_PROFILE), every rank wrote its JSON, and rank 0 logged the step median on stderr;
+#    CLEAVE_PROFILE), every rank wrote its JSON, rank 0 logged the step median on stderr, and per step the timed
+#    statements add up to no more than the step;
 #  - `cleave explain --profile`: each op's compute seconds are the profile's time of its share (the data plan's two
 #    shares have the same key), not the roofline's; the report counts every share as measured; the
 #    communication of every event comes from the curves.
@@ -63,6 +64,17 @@ CLEAVE_PROFILE="$tmp/again" "$CLEAVE" run "$tmp/work/plan_0" --data "$data" --st
 check "stdout is the same step/loss lines with and without CLEAVE_PROFILE" \
   "[ \$(grep -c '^step [0-9]* loss ' '$tmp/plain.out') -eq 3 ] && cmp -s '$tmp/plain.out' '$tmp/prof.out'"
 check "CLEAVE_PROFILE names where the rank files go" "[ -f '$tmp/again.rank_0.json' ] && [ -f '$tmp/again.rank_1.json' ]"
+# The timed statements are disjoint parts of a step: per rank and step their sum cannot exceed the step's wall time.
+check "per step, the sites' times add up to at most the step's" "/usr/bin/python3 - '$tmp/again' <<'PY'
+import json, sys
+for r in (0, 1):
+    j = json.load(open('%s.rank_%d.json' % (sys.argv[1], r)))
+    assert j['rank'] == r and j['world'] == 2 and len(j['steps']) == 3, j
+    for k, step in enumerate(j['steps']):
+        timed = sum(s['seconds'][k] for s in j['sites'])
+        assert 0 < timed <= step, (r, k, timed, step)
+    assert any(s['kind'] == 'comm' for s in j['sites']) and any(s['kind'] == 'kernel' for s in j['sites'])
+PY"
 
 "$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
   >"$tmp/roof.json" 2>/dev/null
