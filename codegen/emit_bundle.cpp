@@ -210,7 +210,9 @@ std::string bundle_readme(int ranks, const std::string &backend) {
   s += "\n## Run\n\n```\nlaunch/mpirun.sh build --steps K NAME=FILE.npy ... [--save PREFIX]\n```\n\n"
        "or on Slurm, from this directory: `sbatch launch/slurm.sbatch build --steps K NAME=FILE.npy ...`. "
        "Rank 0 prints `step <k> loss <value>`. CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
-       "communication may wait before every rank is ended.\n";
+       "communication may wait before every rank is ended. With CLEAVE_PROFILE=PREFIX each rank times its kernels, "
+       "communication and steps and writes PREFIX.rank_<r>.json; rank 0 prints the median step time on stderr "
+       "(runtime/include/cleave/rt.h).\n";
   return s;
 }
 
