@@ -24,6 +24,10 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
                   const std::string &model_path, const std::string &backend = "cpu",
                   const plan::CostReport *predicted = nullptr);
 
+/** The compiler's runtime sources (its source tree's runtime/), which bundles copy and `cleave profile` builds its
+ *  collective benchmark (runtime/bench) from. */
+std::string runtime_source_dir();
+
 /** FNV-1a 64-bit of `bytes`, as 16 lower-case hex digits. */
 std::string fnv1a64_hex(const std::string &bytes);
 

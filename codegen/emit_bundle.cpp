@@ -25,6 +25,8 @@ std::string fnv1a64_hex(const std::string &bytes) {
   return buf;
 }
 
+std::string runtime_source_dir() { return (fs::path(CLEAVE_SOURCE_DIR) / "runtime").string(); }
+
 namespace {
 
 constexpr char kMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', '1'};
@@ -208,7 +210,9 @@ std::string bundle_readme(int ranks, const std::string &backend) {
   s += "\n## Run\n\n```\nlaunch/mpirun.sh build --steps K NAME=FILE.npy ... [--save PREFIX]\n```\n\n"
        "or on Slurm, from this directory: `sbatch launch/slurm.sbatch build --steps K NAME=FILE.npy ...`. "
        "Rank 0 prints `step <k> loss <value>`. CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
-       "communication may wait before every rank is ended.\n";
+       "communication may wait before every rank is ended. With CLEAVE_PROFILE=PREFIX each rank times its kernels, "
+       "communication and steps and writes PREFIX.rank_<r>.json; rank 0 prints the median step time on stderr "
+       "(runtime/include/cleave/rt.h).\n";
   return s;
 }
 
@@ -334,9 +338,42 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   for (size_t i = 0; i < prog.data.size(); ++i)
     s += "  rt::NpyFile npy_" + std::to_string(i) + " = data_file(" + quoted(g.tensor(prog.data[i].tensor).name) +
          ");\n";
+  // Profiling sites: every timed statement (a kernel, or the communication before an op) has one; rt::profile_*
+  // cost one branch each unless CLEAVE_PROFILE is set (rt.h).
+  std::string site_ops, sites;
+  int num_sites = 0, num_site_ops = 0;
+  std::vector<int> site_of(prog.step.size(), -1);
+  for (size_t i = 0; i < prog.step.size(); ++i) {
+    const Timing &t = prog.step[i].timing;
+    if (t.kind == Timing::Kind::none) continue;
+    site_of[i] = num_sites++;
+    sites += std::string(sites.empty() ? "" : ",\n      ") + "{" +
+             (t.kind == Timing::Kind::kernel ? "rt::ProfileSite::kernel" : "rt::ProfileSite::comm") + ", " +
+             quoted(t.shard) + ", " + std::to_string(num_site_ops) + ", " + std::to_string(t.ops.size()) + "}";
+    for (OpId o : t.ops) {
+      site_ops += std::string(site_ops.empty() ? "" : ",\n      ") + quoted(g.op(o).name);
+      ++num_site_ops;
+    }
+  }
+  if (num_sites > 0) {
+    if (num_site_ops > 0) s += "  static const char *const profile_ops[] = {\n      " + site_ops + "};\n";
+    s += "  static const rt::ProfileSite profile_sites[] = {\n      " + sites + "};\n";
+    s += "  rt::profile_setup(profile_sites, " + std::to_string(num_sites) + ", " +
+         (num_site_ops > 0 ? "profile_ops" : "nullptr") + ");\n";
+  } else {
+    s += "  rt::profile_setup(nullptr, 0, nullptr);\n";
+  }
   s += "  for (int64_t step = 1; step <= steps; ++step) {\n";
-  for (const Instr &in : prog.step) s += indent(replace_refs(in.code), "    ");
+  s += "    rt::profile_step_begin();\n";
+  for (size_t i = 0; i < prog.step.size(); ++i) {
+    const Instr &in = prog.step[i];
+    if (site_of[i] >= 0) s += "    rt::profile_begin(" + std::to_string(site_of[i]) + ");\n";
+    s += indent(replace_refs(in.code), "    ");
+    if (site_of[i] >= 0) s += "    rt::profile_end(" + std::to_string(site_of[i]) + ");\n";
+  }
+  s += "    rt::profile_step_end();\n";
   s += "  }\n";
+  s += "  rt::profile_finish();\n";
   s += "  if (!save.empty()) rt::checkpoint_save(save + \".rank_" + std::to_string(r) + ".bin\", {";
   for (size_t i = 0; i < prog.saved.size(); ++i) {
     const PersistentShard &ps = prog.persistent[prog.saved[i]];

@@ -12,6 +12,7 @@
 #include "codegen/overlap.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/profile.h"
 #include "planner/validate.h"
 
 namespace cleave::codegen {
@@ -181,7 +182,7 @@ class Lowerer {
   }
 
   void emit(int r, std::string code, std::vector<int> buffers) {
-    out_.ranks[r].step.push_back({std::move(code), std::move(buffers)});
+    out_.ranks[r].step.push_back({std::move(code), std::move(buffers), timing_});
   }
 
   int group_id(const std::vector<int> &ranks) {
@@ -352,6 +353,7 @@ class Lowerer {
     CLEAVE_CHECK(cit != config_.end(), "op ", op.name, " has no config");
     const plan::ParallelConfig &config = cit->second;
     bool split = std::any_of(config.vars.begin(), config.vars.end(), [](const auto &v) { return !v.empty(); });
+    timing_ = {Timing::Kind::comm, {o}, ""};
 
     struct Need {
       std::vector<std::optional<Box>> in;
@@ -532,6 +534,7 @@ class Lowerer {
       };
       std::string label = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
       std::string code = kernel_code(call);
+      timing_ = {Timing::Kind::kernel, {o}, plan::shard_key(g_, op, config, static_cast<int64_t>(i))};
       if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
         emit(r, "// " + label + "\n" + code, used);
         if (call.map && op.outputs.size() == 1)
@@ -541,6 +544,7 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+    timing_ = {};
     for (TensorId t : op.outputs)
       if (t != kNoTensor && is_partial(sharding(t))) pending_partial_.insert(t);
   }
@@ -566,7 +570,9 @@ class Lowerer {
     for (int b : used)
       if (b != prev->buffer && std::find(buffers.begin(), buffers.end(), b) == buffers.end()) buffers.push_back(b);
     prev->label += " + " + label;
-    instr = {"// fused: " + prev->label + "\n" + map_code(fused), buffers};
+    Timing timing = instr.timing;
+    timing.ops.push_back(o);
+    instr = {"// fused: " + prev->label + "\n" + map_code(fused), buffers, timing};
     prev->spec = fused;
     prev->tensor = op.outputs[0];
     prev->buffer = tensor_buf_[r][op.outputs[0]];
@@ -589,7 +595,9 @@ class Lowerer {
 
   void finish_step() {
     // Partial tensors nobody read (the loss, assigned results) are all-reduced, in tensor order.
+    timing_ = {Timing::Kind::comm, {}, ""};
     for (TensorId t : std::vector<TensorId>(pending_partial_.begin(), pending_partial_.end())) resolve_partial(t, {});
+    timing_ = {};
     // The loss, logged by rank 0.
     if (g_.loss != kNoTensor) {
       int b = tensor_buf_[0][g_.loss];
@@ -678,6 +686,8 @@ class Lowerer {
   std::vector<int> readers_;
   /** Partial tensors produced and not reduced yet. */
   std::set<TensorId> pending_partial_;
+  /** How emit() tags what it emits: the communication before an op, its kernel, or untimed. */
+  Timing timing_;
 };
 
 }  // namespace

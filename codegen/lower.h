@@ -31,10 +31,20 @@ struct Buffer {
   int64_t bytes() const;
 };
 
+/** What a statement is timed as when the rank program profiles itself (CLEAVE_PROFILE, runtime rt.h). */
+struct Timing {
+  enum class Kind : uint8_t { none, kernel, comm } kind = Kind::none;
+  /** kernel: the ops it computes (several when fused); comm: the op it runs before (none: the end of the step). */
+  std::vector<OpId> ops;
+  /** kernel: planner/profile.h's shard_key of this rank's share of ops[0]. */
+  std::string shard;
+};
+
 /** One statement of a rank's step. `code` refers to buffer b as `$b$` (replaced by a typed pointer at emission). */
 struct Instr {
   std::string code;
   std::vector<int> buffers;
+  Timing timing;
 };
 
 /** A tensor shard a rank holds in a persistent buffer (weights file and --save-model). */

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
@@ -56,7 +57,8 @@ Work device_work(const Graph &g, const Op &op, const std::vector<describe::Descr
 
 class Estimator {
  public:
-  Estimator(const Graph &g, const Plan &p, const Topology &t) : g_(g), p_(p), t_(t) {
+  Estimator(const Graph &g, const Plan &p, const Topology &t, const Profile *profile)
+      : g_(g), p_(p), t_(t), profile_(profile) {
     if (p.devices > t.devices())
       CLEAVE_USER_ERROR("the plan uses ", p.devices, " devices, topology ", t.name, " has ", t.devices());
     r_.topology = t.name;
@@ -82,6 +84,14 @@ class Estimator {
         Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
         double secs = std::max(static_cast<double>(w.flops) / t_.device.peak_flops,
                                static_cast<double>(w.bytes) / t_.device.memory_bandwidth);
+        if (profile_) {
+          if (auto m = profile_->compute_seconds(op.name, shard_key(g_, op, c, static_cast<int64_t>(i)))) {
+            secs = *m;
+            ++r_.measured_shares;
+          } else {
+            ++r_.roofline_shares;
+          }
+        }
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
         d.compute_seconds += secs;
@@ -141,17 +151,27 @@ class Estimator {
       }
       std::map<int, double> send_s, recv_s;
       std::map<int, std::map<int, int64_t>> sent;  // rank -> level -> bytes
+      std::set<int> exchanging;
+      for (const auto &tr : e.transfers) exchanging.insert({tr.src, tr.dst});
+      bool measured = false;
       for (const auto &tr : e.transfers) {
         int l = t_.level_between(tr.src, tr.dst);
         const Level &lv = t_.levels[static_cast<size_t>(std::max(l, 0))];
         double bw = lv.shared ? lv.bandwidth / senders_per_level[l] : lv.bandwidth;
         double s = lv.latency + static_cast<double>(tr.bytes) / bw;
+        if (profile_)
+          if (auto m = profile_->collective_seconds("send_recv", static_cast<int>(exchanging.size()),
+                                                    static_cast<double>(tr.bytes))) {
+            s = *m;
+            measured = true;
+          }
         send_s[tr.src] += s;
         recv_s[tr.dst] += s;
         sent[tr.src][l] += tr.bytes;
       }
       std::map<int, bool> ranks;
       for (const auto &tr : e.transfers) ranks[tr.src] = ranks[tr.dst] = true;
+      if (profile_) ++(measured ? r_.measured_comm : r_.modelled_comm);
       for (const auto &[r, unused] : ranks) {
         double secs = std::max(send_s[r], recv_s[r]);
         bool first = true;
@@ -188,6 +208,15 @@ class Estimator {
         break;
       case CommEvent::Kind::send_recv: break;
     }
+    if (profile_) {
+      const char *kind = e.kind == CommEvent::Kind::sync ? "all_reduce" : comm_kind_name(e.kind).data();
+      if (auto m = profile_->collective_seconds(kind, p, static_cast<double>(n))) {
+        secs = *m;
+        ++r_.measured_comm;
+      } else {
+        ++r_.modelled_comm;
+      }
+    }
     for (int r : e.group) charge(e, r, l, sent, secs);
   }
 
@@ -221,15 +250,16 @@ class Estimator {
   const Graph &g_;
   const Plan &p_;
   const Topology &t_;
+  const Profile *profile_;
   CostReport r_;
   std::vector<std::vector<double>> op_comm_;
 };
 
 }  // namespace
 
-CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t) {
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile) {
   validate_plan(g, p);
-  return Estimator(g, p, t).run();
+  return Estimator(g, p, t, profile).run();
 }
 
 }  // namespace cleave::plan

@@ -36,6 +36,7 @@
 
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/profile.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -121,10 +122,17 @@ struct CostReport {
   /** Max over devices. */
   int64_t peak_memory_bytes = 0;
   double predicted_step_seconds = 0;
+  /** With a profile: how many (op, device) shares took their compute time from it (the rest: roofline), and how many
+   *  communication events took theirs from its measured curves (the rest: α-β). */
+  int64_t measured_shares = 0, roofline_shares = 0, measured_comm = 0, modelled_comm = 0;
 };
 
-/** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has. */
-CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t);
+/** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has.
+ *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
+ *  shard_key) and the roofline otherwise; a collective's time is interpolated from the measured curve of its kind and
+ *  group size (sync events as all-reduces; each send/recv transfer from the curve of the op's number of exchanging
+ *  ranks) and α-β where there is none. */
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr);
 
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);

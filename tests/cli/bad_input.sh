@@ -80,6 +80,20 @@ expect oracle_planner '*' "--planners: unknown planner" -- oracle "$m/good.onnx"
 expect oracle_plans_dir '*' "--plans-dir: $work/nodir is not a directory" -- oracle "$m/good.onnx" --batch 2 --plans-dir "$work/nodir"
 expect oracle_random '*' '--planners: "random" is not a search planner' -- oracle "$m/good.onnx" --batch 2 --planners random
 expect describe_unknown '*' "Nope" -- describe Nope
+# Profiles (cleave profile, --profile): one line naming the file and the field; nothing written.
+echo '{"format": "cleave-profile-1", "compute": {"Gemm_0": {"b=2": -1}}}' >"$work/neg.json"
+echo '{"format": "cleave-profile-1", "collectives": {"all_reduce": {"2": [[8, 1e-5], [4, 2e-5]]}}}' >"$work/order.json"
+echo '{"format": "cleave-profile-1", "extra": 1}' >"$work/extra.json"
+echo '{"format": ' >"$work/trunc.json"
+expect profile_missing '*' "$work/none.json: cannot open profile file" -- explain "$m/good.onnx" --batch 2 --profile "$work/none.json"
+expect profile_negative '*' "$work/neg.json: compute.Gemm_0.b=2: must be a positive number of seconds" -- explain "$m/good.onnx" --batch 2 --profile "$work/neg.json"
+expect profile_curve_order '*' "$work/order.json: collectives.all_reduce.2[1]: bytes must increase along the curve" -- plan "$m/good.onnx" --batch 2 --profile "$work/order.json"
+expect profile_unknown_field '*' "$work/extra.json: extra: unknown field" -- compile "$m/good.onnx" --batch 2 --profile "$work/extra.json" -o "$work/out.onnx"
+expect profile_malformed '*' "$work/trunc.json: (top level): malformed JSON" -- explain "$m/good.onnx" --batch 2 --profile "$work/trunc.json"
+expect profile_out_dir '*' "-o: directory $work/no/such does not exist" -- profile "$m/good.onnx" --batch 2 -o "$work/no/such/p.json"
+expect profile_backend 2 "--backend: cuda not in {cpu}" -- profile "$m/good.onnx" --batch 2 --backend cuda -o "$work/out.onnx"
+"$cleave" plan "$m/good.onnx" --batch 2 --devices 2 -o "$work/two.plan" 2>/dev/null
+expect profile_plan_devices '*' "two.plan: the plan is for 2 devices, --devices says 1" -- profile "$m/good.onnx" --batch 2 --plan "$work/two.plan" -o "$work/out.onnx"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

@@ -85,5 +85,9 @@ Command add_explain_command(CLI::App &app);
 Command add_diff_command(CLI::App &app);
 /** `cleave oracle`: ParaDL's strategies over device counts, priced by the cost model. */
 Command add_oracle_command(CLI::App &app);
+/** `cleave profile`: measured kernel and collective times on this machine, as a profile for --profile. */
+Command add_profile_command(CLI::App &app);
+/** --profile FILE (planner/profile.h, written by `cleave profile`): measured times for the cost model. */
+void add_profile_option(CLI::App &app, std::string &profile);
 
 }  // namespace cleave::cli

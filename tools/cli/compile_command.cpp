@@ -29,6 +29,7 @@ struct CompileArgs {
   std::string out;
   std::string topology;
   std::string backend = "cpu";
+  std::string profile;
   TrainFlags train_flags;
 };
 
@@ -69,8 +70,11 @@ Command add_compile_command(CLI::App &app) {
   app.get_option("--topology")->description(
       "machine to plan for (tofu, icml18) and to predict the step on (manifest.json): a preset (k80x8, p100-4x4, "
       "v100-2x8, h100x8) or a JSON file (models/topologies/); default k80x8, or p100-4x4 beyond 8 ranks");
+  add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   return [args, seed] {
+    std::optional<plan::Profile> profile;
+    if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
     // A bad topology is reported before anything is read or written; with one, the cost model's prediction for the
     // bundle is printed (stderr) once it is written. The manifest carries the prediction on it, or on a default.
@@ -105,8 +109,10 @@ Command add_compile_command(CLI::App &app) {
     plan::validate_plan(g, p);
     codegen::Lowered lowered = codegen::lower(g, p);
     std::optional<plan::CostReport> predicted;
-    if (topo) predicted = plan::estimate_cost(g, p, *topo);
-    else if (std::optional<plan::Topology> d = default_topology(p.devices)) predicted = plan::estimate_cost(g, p, *d);
+    const plan::Profile *measured = profile ? &*profile : nullptr;
+    if (topo) predicted = plan::estimate_cost(g, p, *topo, measured);
+    else if (std::optional<plan::Topology> d = default_topology(p.devices))
+      predicted = plan::estimate_cost(g, p, *d, measured);
 
     fs::path target = fs::path(args->out);
     fs::path parent = target.parent_path();
@@ -130,8 +136,8 @@ Command add_compile_command(CLI::App &app) {
                  p.devices == 1 ? "" : "s", args->out.c_str());
     if (topo) {
       const plan::CostReport &r = *predicted;
-      std::fprintf(stderr, "predicted on %s: step %.3e s, comm %lld bytes, peak memory %lld bytes per device\n",
-                   topo->name.c_str(), r.predicted_step_seconds, static_cast<long long>(r.comm_bytes),
+      std::fprintf(stderr, "predicted on %s%s%s: step %.3e s, comm %lld bytes, peak memory %lld bytes per device\n",
+                   topo->name.c_str(), profile ? " with profile " : "", args->profile.c_str(), r.predicted_step_seconds, static_cast<long long>(r.comm_bytes),
                    static_cast<long long>(r.peak_memory_bytes));
     }
     return 0;

@@ -33,6 +33,7 @@ struct ExplainArgs {
   std::optional<int64_t> batch;
   std::string topology = "k80x8";
   std::string format = "text";
+  std::string profile;
   TrainFlags train_flags;
 };
 
@@ -51,11 +52,20 @@ std::string config_str(const plan::ParallelConfig &c) {
   return s;
 }
 
-std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r) {
+std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r, const std::string &profile) {
   std::string s;
   char buf[1024];
-  std::snprintf(buf, sizeof buf, "# %d device%s on %s; seconds: roofline compute + alpha-beta communication, no overlap\n",
-                p.devices, p.devices == 1 ? "" : "s", r.topology.c_str());
+  if (profile.empty())
+    std::snprintf(buf, sizeof buf,
+                  "# %d device%s on %s; seconds: roofline compute + alpha-beta communication, no overlap\n", p.devices,
+                  p.devices == 1 ? "" : "s", r.topology.c_str());
+  else
+    std::snprintf(buf, sizeof buf,
+                  "# %d device%s on %s; seconds: compute measured for %lld of %lld op shares (the rest roofline) + "
+                  "communication measured for %lld of %lld events (the rest alpha-beta) from profile %s, no overlap\n",
+                  p.devices, p.devices == 1 ? "" : "s", r.topology.c_str(), static_cast<long long>(r.measured_shares),
+                  static_cast<long long>(r.measured_shares + r.roofline_shares), static_cast<long long>(r.measured_comm),
+                  static_cast<long long>(r.measured_comm + r.modelled_comm), profile.c_str());
   s += buf;
   std::snprintf(buf, sizeof buf, "%-48s %-14s %16s %10s %14s %10s\n", "op", "config", "flops", "compute_s",
                 "comm_bytes", "comm_s");
@@ -92,7 +102,7 @@ std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostRep
   return s;
 }
 
-std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r) {
+std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostReport &r, const std::string &profile) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["topology"] = r.topology;
@@ -131,6 +141,12 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
   j["peak_memory_bytes"] = peaks;
   // Seconds as fixed-format strings, like the table: the same bytes on every machine that computes the same doubles.
   j["predicted_step_seconds"] = sci(r.predicted_step_seconds);
+  if (!profile.empty())
+    j["profile"] = {{"file", profile},
+                    {"measured_op_shares", r.measured_shares},
+                    {"roofline_op_shares", r.roofline_shares},
+                    {"measured_comm_events", r.measured_comm},
+                    {"modelled_comm_events", r.modelled_comm}};
   return j.dump(1) + "\n";
 }
 
@@ -157,6 +173,12 @@ plan::Plan PlanSource::make(const Graph &g) const {
   return p;
 }
 
+void add_profile_option(CLI::App &app, std::string &profile) {
+  app.add_option("--profile", profile,
+                 "a profile from `cleave profile`: measured op times where it has the op's shard, collective times "
+                 "interpolated from its curves (else roofline and alpha-beta)");
+}
+
 void add_topology_option(CLI::App &app, std::string &topology) {
   app.add_option("--topology", topology,
                  "machine to cost the plan on: a preset (k80x8, p100-4x4, v100-2x8, h100x8) or a JSON file "
@@ -177,14 +199,17 @@ Command add_explain_command(CLI::App &app) {
       ->check(kPositive);
   add_topology_option(app, args->topology);
   app.add_option("--format", args->format, "text | json (default text)")->check(CLI::IsMember({"text", "json"}));
+  add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   return [args, src] {
+    std::optional<plan::Profile> profile;
+    if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     plan::Topology topo = plan::load_topology(args->topology);
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     plan::Plan p = src->make(g);
-    plan::CostReport r = plan::estimate_cost(g, p, topo);
-    std::cout << (args->format == "json" ? json_report(g, p, r) : text_report(g, p, r));
+    plan::CostReport r = plan::estimate_cost(g, p, topo, profile ? &*profile : nullptr);
+    std::cout << (args->format == "json" ? json_report(g, p, r, args->profile) : text_report(g, p, r, args->profile));
     return 0;
   };
 }

@@ -28,6 +28,8 @@ int main(int argc, char **argv) {
       "Print what changed between two plans and the cost totals' deltas; --fail-on thresholds for CI");
   add(cleave::cli::add_oracle_command, "oracle",
       "Compare ParaDL's parallel strategies (data, spatial, filter, channel, pipeline, hybrids) over device counts");
+  add(cleave::cli::add_profile_command, "profile",
+      "Measure op kernel times at the plans' shard shapes and collective times on this machine, as a profile");
 
   try {
     app.parse(argc, argv);

@@ -10,6 +10,7 @@
 
 #include "ir/error.h"
 #include "ir/verifier.h"
+#include "planner/cost_model.h"
 #include "planner/make_plan.h"
 #include "planner/random_plan.h"
 #include "planner/strategies.h"
@@ -28,6 +29,7 @@ struct PlanArgs {
   std::string out;
   std::string check;
   std::string topology;
+  std::string profile;
   TrainFlags train_flags;
 };
 
@@ -80,8 +82,11 @@ Command add_plan_command(CLI::App &app) {
   app.add_option("--check", args->check,
                  "compare the plan with this file instead of printing it: exit 1 if they differ (for CI)");
   add_topology_option(app, args->topology);
+  add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   return [args, seed] {
+    std::optional<plan::Profile> profile;
+    if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     auto t0 = std::chrono::steady_clock::now();
@@ -104,6 +109,15 @@ Command add_plan_command(CLI::App &app) {
     std::clock_t c2 = std::clock();
     auto t2 = std::chrono::steady_clock::now();
     std::string text = plan::print_plan(p);
+    if (profile) {
+      // The plans themselves do not depend on measurements yet; the profile prices the plan chosen (for people).
+      plan::Topology t = topo ? *topo : plan::preset_topology("k80x8");
+      plan::CostReport r = plan::estimate_cost(g, p, t, &*profile);
+      std::fprintf(stderr, "predicted on %s with profile %s: step %.3e s (%lld of %lld op shares measured)\n",
+                   t.name.c_str(), args->profile.c_str(), r.predicted_step_seconds,
+                   static_cast<long long>(r.measured_shares),
+                   static_cast<long long>(r.measured_shares + r.roofline_shares));
+    }
     auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
     if (!args->check.empty()) {
       std::ifstream f(args->check, std::ios::binary);

@@ -55,6 +55,47 @@ void log_loss(int64_t step, const float *loss);
 /** On rank 0 only: prints `cleave: <msg>` to stderr. */
 void log_info(const std::string &msg);
 
+// ---------------------------------------------------------------- profiling (common/profile.cpp)
+// With CLEAVE_PROFILE=PREFIX in the environment a rank program times itself: every timed statement of its step (a
+// kernel, or the communication before an op) and every step. At profile_finish() each rank writes
+// PREFIX.rank_<r>.json ({"rank", "steps": [seconds per step], "sites": [{"kind", "ops", "shard", "seconds": [per
+// step]}]}) and rank 0 logs (stderr) the median step time over the steps after the first (a warm-up). Statement
+// times are wall clock on the cpu backend and CUDA events on the compute stream under cuda; step times are wall
+// clock (under cuda after a device synchronize). Without the variable each call below costs one untaken branch.
+
+/** A timed statement of the generated step. */
+struct ProfileSite {
+  enum Kind { kernel, comm } kind = kernel;
+  /** kernel: the key of this rank's share of its first op (the planner's shard_key); comm: "". */
+  const char *shard = "";
+  /** Its ops, as a range of profile_setup's `ops`: a kernel's (several when fused), or the op a comm runs before (none:
+   *  the end of the step). */
+  int first_op = 0, num_ops = 0;
+};
+namespace detail {
+extern bool g_profiling;
+void profile_mark(int site, bool end);
+void profile_step(bool end);
+}  // namespace detail
+/** Reads CLEAVE_PROFILE and registers the program's sites (`sites` and `ops` must outlive the run: static arrays).
+ *  Call once, after init(). */
+void profile_setup(const ProfileSite *sites, int count, const char *const *ops);
+inline bool profiling() { return detail::g_profiling; }
+inline void profile_begin(int site) {
+  if (detail::g_profiling) detail::profile_mark(site, false);
+}
+inline void profile_end(int site) {
+  if (detail::g_profiling) detail::profile_mark(site, true);
+}
+inline void profile_step_begin() {
+  if (detail::g_profiling) detail::profile_step(false);
+}
+inline void profile_step_end() {
+  if (detail::g_profiling) detail::profile_step(true);
+}
+/** Writes this rank's JSON file and logs the median step time (rank 0); does nothing without CLEAVE_PROFILE. */
+void profile_finish();
+
 // ---------------------------------------------------------------- arena (context.cpp)
 
 /** One aligned allocation; the codegen's memory plan assigns every buffer a byte offset into it. */

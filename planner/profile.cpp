@@ -1,0 +1,240 @@
+#include "planner/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "planner/region.h"
+
+namespace cleave::plan {
+
+double interpolate(const std::vector<std::pair<double, double>> &points, double x) {
+  CLEAVE_CHECK(!points.empty(), "interpolate over no points");
+  if (x <= points.front().first) return points.front().second;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const auto &[x0, y0] = points[i - 1];
+    const auto &[x1, y1] = points[i];
+    if (x <= x1) return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+  }
+  const auto &[xl, yl] = points.back();
+  if (points.size() == 1) return yl * x / xl;
+  const auto &[xp, yp] = points[points.size() - 2];
+  return std::max(yl, yl + (yl - yp) * (x - xl) / (xl - xp));
+}
+
+std::optional<double> Profile::compute_seconds(const std::string &op, const std::string &key) const {
+  auto o = compute.find(op);
+  if (o == compute.end()) return std::nullopt;
+  auto k = o->second.find(key);
+  if (k == o->second.end()) return std::nullopt;
+  return k->second;
+}
+
+std::optional<double> Profile::collective_seconds(const std::string &kind, int group, double bytes) const {
+  auto c = collectives.find(kind);
+  if (c == collectives.end()) return std::nullopt;
+  auto g = c->second.find(group);
+  if (g == c->second.end() || g->second.empty()) return std::nullopt;
+  return interpolate(g->second, bytes);
+}
+
+std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index) {
+  std::vector<describe::Description> descs = describe::describe(g, op);
+  for (size_t k = 0; k < descs.size(); ++k) {
+    if (op.output(k) == kNoTensor) continue;
+    std::vector<Interval> ranges = var_ranges(descs[k], config, index);
+    std::string key;
+    for (size_t v = 0; v < descs[k].vars.size(); ++v)
+      key += (v ? "," : "") + descs[k].vars[v].name + "=" + std::to_string(std::max<int64_t>(ranges[v].size(), 0));
+    return key;
+  }
+  return "";
+}
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string &source, const std::string &field, const std::string &problem) {
+  CLEAVE_USER_ERROR(source, ": ", field, ": ", problem);
+}
+
+void check_keys(const json &j, const std::string &source, const std::string &where,
+                const std::set<std::string> &allowed) {
+  if (!j.is_object()) bad(source, where.empty() ? "(top level)" : where, "must be an object");
+  for (const auto &[key, value] : j.items())
+    if (!allowed.count(key)) bad(source, where.empty() ? key : where + "." + key, "unknown field");
+}
+
+double seconds(const json &j, const std::string &source, const std::string &where) {
+  if (!j.is_number()) bad(source, where, "must be a number");
+  double v = j.get<double>();
+  if (!std::isfinite(v) || v <= 0) bad(source, where, "must be a positive number of seconds");
+  return v;
+}
+
+/** A double rounded to 6 significant digits (measurements carry no more; the file stays short and diffable). */
+double round6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return std::strtod(buf, nullptr);
+}
+
+/** JSON text with every innermost array (of scalars) on one line: a curve point reads "[4096, 2.8e-06]". */
+std::string compact_arrays(const std::string &text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"') {  // a string (an op name may hold brackets): copied as it is
+      size_t end = i + 1;
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      out += text.substr(i, end - i + 1);
+      i = end;
+      continue;
+    }
+    if (text[i] != '[') {
+      out += text[i];
+      continue;
+    }
+    size_t close = text.find_first_of("[]{\"", i + 1);
+    if (close == std::string::npos || text[close] != ']') {
+      out += text[i];
+      continue;
+    }
+    // Numbers only: drop the line breaks and indentation.
+    std::string inner;
+    bool space = false;
+    for (size_t k = i + 1; k < close; ++k) {
+      char c = text[k];
+      if (c == '\n' || c == ' ') {
+        space = !inner.empty();
+        continue;
+      }
+      if (space && inner.back() == ',') inner += ' ';
+      space = false;
+      inner += c;
+    }
+    out += "[" + inner + "]";
+    i = close;
+  }
+  return out;
+}
+
+}  // namespace
+
+Profile parse_profile(const std::string &json_text, const std::string &source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception &e) {
+    // nlohmann's message names the byte; keep it to one line.
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    bad(source, "(top level)", "malformed JSON: " + what);
+  }
+  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "plans"});
+  Profile p;
+  if (!j.contains("format")) bad(source, "format", "missing");
+  if (j["format"] != "cleave-profile-1") bad(source, "format", "must be \"cleave-profile-1\"");
+  if (j.contains("backend")) {
+    if (!j["backend"].is_string() || (j["backend"] != "cpu" && j["backend"] != "cuda"))
+      bad(source, "backend", "must be \"cpu\" or \"cuda\"");
+    p.backend = j["backend"].get<std::string>();
+  }
+  if (j.contains("compute")) {
+    const json &c = j["compute"];
+    if (!c.is_object()) bad(source, "compute", "must be an object");
+    for (const auto &[op, shards] : c.items()) {
+      std::string where = "compute." + op;
+      if (!shards.is_object()) bad(source, where, "must be an object of shard keys");
+      for (const auto &[key, secs] : shards.items()) p.compute[op][key] = seconds(secs, source, where + "." + key);
+    }
+  }
+  if (j.contains("collectives")) {
+    const json &c = j["collectives"];
+    std::set<std::string> kinds(std::begin(kProfileCollectives), std::end(kProfileCollectives));
+    check_keys(c, source, "collectives", kinds);
+    for (const auto &[kind, groups] : c.items()) {
+      std::string where = "collectives." + kind;
+      if (!groups.is_object()) bad(source, where, "must be an object of group sizes");
+      for (const auto &[size, points] : groups.items()) {
+        std::string w = where + "." + size;
+        size_t used = 0;
+        int n = 0;
+        try {
+          n = std::stoi(size, &used);
+        } catch (const std::exception &) {
+          used = 0;
+        }
+        if (used != size.size() || n < 2) bad(source, w, "group size must be an integer >= 2");
+        if (!points.is_array() || points.empty()) bad(source, w, "must be a non-empty array of [bytes, seconds]");
+        auto &curve = p.collectives[kind][n];
+        for (size_t i = 0; i < points.size(); ++i) {
+          std::string pw = w + "[" + std::to_string(i) + "]";
+          const json &pt = points[i];
+          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number()) bad(source, pw, "must be [bytes, seconds]");
+          double bytes = pt[0].get<double>();
+          if (!(bytes > 0) || !std::isfinite(bytes)) bad(source, pw, "bytes must be positive");
+          if (!curve.empty() && bytes <= curve.back().first) bad(source, pw, "bytes must increase along the curve");
+          curve.emplace_back(bytes, seconds(pt[1], source, pw));
+        }
+      }
+    }
+  }
+  if (j.contains("plans")) {
+    const json &ps = j["plans"];
+    if (!ps.is_array()) bad(source, "plans", "must be an array");
+    for (size_t i = 0; i < ps.size(); ++i) {
+      std::string w = "plans[" + std::to_string(i) + "]";
+      check_keys(ps[i], source, w, {"name", "devices", "step_seconds"});
+      ProfiledPlan pp;
+      if (!ps[i].contains("name") || !ps[i]["name"].is_string()) bad(source, w + ".name", "must be a string");
+      if (!ps[i].contains("devices") || !ps[i]["devices"].is_number_integer() || ps[i]["devices"].get<int>() < 1)
+        bad(source, w + ".devices", "must be a positive integer");
+      if (!ps[i].contains("step_seconds")) bad(source, w + ".step_seconds", "missing");
+      pp.name = ps[i]["name"].get<std::string>();
+      pp.devices = ps[i]["devices"].get<int>();
+      pp.step_seconds = seconds(ps[i]["step_seconds"], source, w + ".step_seconds");
+      p.plans.push_back(pp);
+    }
+  }
+  return p;
+}
+
+Profile load_profile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) CLEAVE_USER_ERROR(path, ": cannot open profile file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_profile(ss.str(), path);
+}
+
+std::string profile_json(const Profile &p) {
+  json j = json::object();
+  j["format"] = "cleave-profile-1";
+  j["backend"] = p.backend;
+  json compute = json::object();
+  for (const auto &[op, shards] : p.compute)
+    for (const auto &[key, secs] : shards) compute[op][key] = round6(secs);
+  j["compute"] = compute;
+  json coll = json::object();
+  for (const auto &[kind, groups] : p.collectives)
+    for (const auto &[n, curve] : groups) {
+      json pts = json::array();
+      for (const auto &[bytes, secs] : curve) pts.push_back({static_cast<int64_t>(bytes), round6(secs)});
+      coll[kind][std::to_string(n)] = pts;
+    }
+  j["collectives"] = coll;
+  json plans = json::array();
+  for (const ProfiledPlan &pp : p.plans)
+    plans.push_back({{"name", pp.name}, {"devices", pp.devices}, {"step_seconds", round6(pp.step_seconds)}});
+  j["plans"] = plans;
+  return compact_arrays(j.dump(1)) + "\n";
+}
+
+}  // namespace cleave::plan

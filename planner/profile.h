@@ -1,0 +1,74 @@
+#pragma once
+// Measured costs (DESIGN §5; FlexFlow and ParaDL measure, TensorOpt interpolates): the profile `cleave profile`
+// writes and `--profile FILE` feeds to the cost model (cost_model.h).
+//
+// JSON form (keys sorted; unknown keys are errors):
+//   {"format": "cleave-profile-1", "backend": "cpu",
+//    "compute": {"<op name>": {"<shard key>": seconds, ...}, ...},
+//    "collectives": {"<kind>": {"<group size>": [[bytes, seconds], ...], ...}, ...},
+//    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
+// - compute: the median kernel time of one device's share of an op, keyed by the op's name and shard_key() of that
+//   share (what the device computes, not which device: shares of equal extents share a key). Several ops fused into
+//   one generated kernel split its time equally.
+// - collectives: kind is all_reduce, all_gather, reduce_scatter, all_to_all or send_recv; bytes is the size the
+//   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
+//   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
+//   with their ring neighbours at once); points sorted by bytes (powers of two), seconds > 0.
+// - plans: the measured step time of each plan profiled (information; the cost model does not read it).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/plan.h"
+
+namespace cleave::plan {
+
+/** The collectives a profile measures, in its JSON spelling (sorted). */
+inline constexpr const char *kProfileCollectives[] = {"all_gather", "all_reduce", "all_to_all", "reduce_scatter",
+                                                      "send_recv"};
+
+struct ProfiledPlan {
+  std::string name;
+  int devices = 1;
+  double step_seconds = 0;
+  bool operator==(const ProfiledPlan &) const = default;
+};
+
+struct Profile {
+  std::string backend = "cpu";
+  /** op name -> shard key -> seconds. */
+  std::map<std::string, std::map<std::string, double>> compute;
+  /** kind -> group size -> (bytes, seconds) sorted by bytes. */
+  std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> collectives;
+  std::vector<ProfiledPlan> plans;
+  bool operator==(const Profile &) const = default;
+
+  /** The measured time of `op`'s share with `shard_key`, if measured. */
+  std::optional<double> compute_seconds(const std::string &op, const std::string &shard_key) const;
+  /** The time of collective `kind` over `group` ranks for `bytes`, interpolated from the measured curve of that group
+   *  size (interpolate()); nothing when that kind or group size was not measured. */
+  std::optional<double> collective_seconds(const std::string &kind, int group, double bytes) const;
+};
+
+/** Piecewise-linear interpolation of (x, y) points sorted by x (at least one): linear between neighbours; below the
+ *  first point, the first y (latency dominates small messages: the curve is flat there); above the last, the line
+ *  through the last two points, never below the last y (one point: the last y scaled by x / x_last). */
+double interpolate(const std::vector<std::pair<double, double>> &points, double x);
+
+/** The key of device `index`'s share of `op` under `config`: the extents of its var ranges in the description of the
+ *  op's first present output, "name=extent" joined by commas in the description's var order (e.g. "b=4,i=64,o=10").
+ *  Codegen labels each kernel with the same key, so measured and predicted shares match. */
+std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index);
+
+/** Parses the JSON form; errors are UserError `<source>: <field>: <problem>`. */
+Profile parse_profile(const std::string &json_text, const std::string &source);
+/** Reads and parses a profile file; UserError naming the file when it cannot be read. */
+Profile load_profile(const std::string &path);
+/** The JSON form, deterministic in form (keys sorted, numbers as "%.6g"-rounded doubles). */
+std::string profile_json(const Profile &p);
+
+}  // namespace cleave::plan

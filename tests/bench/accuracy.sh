@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Accuracy of the cost model (issue 7, item 6; on demand, not in CI: ~15-30 min on 2 busy cores). On real MPI ranks on
+# this machine, for distinct plans of several models (planners single, data, owt, tofu and random seeds at 1, 2 and 4
+# ranks, --oversubscribe), the measured step time next to each predictor's: mean absolute % error and Spearman rank
+# correlation per predictor, and a table of every plan.
+#
+# Protocol:
+#  1. per model and rank count, `cleave plan -o` writes each plan; `cleave profile --plan ...` (one call per model and
+#     rank count) measures the kernels of those plans and the collectives on 2..N ranks, keeping its built bundles;
+#  2. measured: each kept bundle runs again (`cleave run`, --steps $STEPS, CLEAVE_PROFILE set): rank 0's median step
+#     time after the warm-up step. The profile's kernel times come from the profiling run of the same plans (in
+#     sample, as FlexFlow profiles every op config it later simulates), the step times from this second run;
+#  3. predicted: each function named in $PREDICTORS (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
+#     roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the same with --profile. A new
+#     predictor (e.g. the task-graph simulator) is one more function and one more word in PREDICTORS.
+# Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
+# Environment: STEPS (default 8), PREDICTORS (default "roofline profile"), CASES (default below: model:batch:ranks:
+# planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default the one next to CLEAVE_BINARY's build).
+set -u
+cleave=$(readlink -f "$1")
+src=$(readlink -f "$2")
+work=${3:-$(mktemp -d)}
+mkdir -p "$work"
+work=$(readlink -f "$work")
+steps=${STEPS:-8}
+predictors=${PREDICTORS:-"roofline profile"}
+topology=$src/models/topologies/cpu-local.json
+rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
+rtflag=()
+[ -f "$rt/libcleave_rt_cpu.a" ] && rtflag=(--runtime-dir "$rt")
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# model:batch:ranks:planner[/seed]. Models: mlp and cnn (models/), the zoo's tiny ResNet and Transformer.
+cases=${CASES:-"mlp:64:1:single mlp:64:2:data mlp:64:2:owt mlp:64:2:tofu mlp:64:2:random/1 mlp:64:4:data mlp:64:4:random/2
+cnn:16:1:single cnn:16:2:data cnn:16:2:tofu cnn:16:4:data cnn:16:2:random/3
+resnet-tiny:8:1:single resnet-tiny:8:2:data resnet-tiny:8:2:tofu
+transformer-tiny:8:1:single transformer-tiny:8:2:data transformer-tiny:8:2:random/4"}
+
+model_file() {
+  case $1 in
+    mlp | cnn) echo "$src/models/$1.onnx" ;;
+    *-tiny)
+      local f=$work/models/$1.onnx
+      if [ ! -f "$f" ]; then
+        mkdir -p "$work/models"
+        /usr/bin/python3 "$src/models/zoo/generate.py" --family "${1%-tiny}" --variant tiny -o "$f" >&2 || return 1
+      fi
+      echo "$f" ;;
+  esac
+}
+
+# The predictors: MODEL BATCH PLAN PROFILE -> predicted step seconds.
+explain_step() {
+  "$cleave" explain "$1" --batch "$2" --plan "$3" --topology "$topology" --format json "${@:5}" |
+    /usr/bin/python3 -c 'import json, sys; print(float(json.load(sys.stdin)["predicted_step_seconds"]))'
+}
+predict_roofline() { explain_step "$1" "$2" "$3" "$4"; }
+predict_profile() { explain_step "$1" "$2" "$3" "$4" --profile "$4"; }
+
+# Plans, grouped by (model, batch, ranks): one profile per group.
+declare -A group_plans
+results=$work/results.tsv
+: >"$results"
+for c in $cases; do
+  IFS=: read -r model batch ranks planner <<<"$c"
+  seed=${planner#*/}
+  [ "$seed" = "$planner" ] && seed=""
+  name=${planner%/*}${seed:+-s$seed}
+  dir=$work/$model-$batch-$ranks
+  mkdir -p "$dir"
+  onnx=$(model_file "$model") || { echo "skip $c: cannot generate the model" >&2; continue; }
+  "$cleave" plan "$onnx" --batch "$batch" --devices "$ranks" --planner "${planner%/*}" ${seed:+--seed "$seed"} \
+    -o "$dir/$name.plan" 2>>"$work/log" || { echo "skip $c: cleave plan failed" >&2; continue; }
+  group_plans[$model:$batch:$ranks]+="$name "
+done
+
+for key in $(printf '%s\n' "${!group_plans[@]}" | sort); do
+  IFS=: read -r model batch ranks <<<"$key"
+  dir=$work/$model-$batch-$ranks
+  onnx=$(model_file "$model")
+  flags=()
+  for name in ${group_plans[$key]}; do flags+=(--plan "$dir/$name.plan"); done
+  echo "profiling $key: ${group_plans[$key]}" >&2
+  if ! "$cleave" profile "$onnx" --backend cpu --devices "$ranks" --batch "$batch" "${flags[@]}" -o "$dir/profile.json" \
+      --work-dir "$dir/work" --steps 4 --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
+    echo "skip $key: cleave profile failed (see $work/log)" >&2
+    continue
+  fi
+  i=0
+  for name in ${group_plans[$key]}; do
+    bundle=$dir/work/plan_$i
+    i=$((i + 1))
+    data=$(/usr/bin/python3 -c "
+import json
+m = json.load(open('$bundle/manifest.json'))
+print(','.join('%s=$bundle/input_%d.npy' % (n, k + 1) for k, n in enumerate(m['inputs'])))")
+    rm -f "$bundle"/measure.rank_*.json
+    if ! CLEAVE_PROFILE=$bundle/measure "$cleave" run "$bundle" --data "$data" --steps "$steps" "${rtflag[@]}" \
+        >/dev/null 2>>"$work/log"; then
+      echo "skip $key $name: the measured run failed" >&2
+      continue
+    fi
+    measured=$(/usr/bin/python3 -c "
+import json, statistics
+s = json.load(open('$bundle/measure.rank_0.json'))['steps'][1:]
+print(statistics.median(s))")
+    row="$model	$batch	$ranks	$name	$measured"
+    for p in $predictors; do row+="	$(predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile.json" 2>>"$work/log" || echo nan)"; done
+    echo "$row" >>"$results"
+  done
+done
+
+/usr/bin/python3 - "$results" $predictors <<'PY'
+import math, sys
+rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
+preds = sys.argv[2:]
+print('%-18s %5s %5s %-12s %12s' % ('model', 'batch', 'ranks', 'plan', 'measured_s') +
+      ''.join(' %12s %8s' % (p + '_s', 'err%') for p in preds))
+for r in rows:
+    m = float(r[4])
+    line = '%-18s %5s %5s %-12s %12.4e' % (r[0], r[1], r[2], r[3], m)
+    for k in range(len(preds)):
+        v = float(r[5 + k])
+        line += ' %12.4e %8.1f' % (v, 100 * (v - m) / m)
+    print(line)
+
+def ranks(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    rk = [0.0] * len(xs)
+    i = 0
+    while i < len(order):  # ties share their mean rank
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            rk[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return rk
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = math.sqrt(sum((x - ma) ** 2 for x in ra))
+    vb = math.sqrt(sum((y - mb) ** 2 for y in rb))
+    return cov / (va * vb) if va and vb else float('nan')
+
+meas = [float(r[4]) for r in rows]
+models = sorted({r[0] for r in rows})
+print('\n%d plans of %d models (%s)' % (len(rows), len(models), ', '.join(models)))
+for k, p in enumerate(preds):
+    pv = [float(r[5 + k]) for r in rows]
+    ok = [(m, v) for m, v in zip(meas, pv) if not math.isnan(v)]
+    mape = 100 * sum(abs(v - m) / m for m, v in ok) / len(ok) if ok else float('nan')
+    rho = spearman([m for m, _ in ok], [v for _, v in ok]) if len(ok) > 1 else float('nan')
+    print('%-10s mean abs error %7.1f %%   Spearman %6.3f   (%d plans)' % (p, mape, rho, len(ok)))
+PY

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# `cleave profile` on the MLP at 2 ranks, and `--profile` in the cost model. Checks:
+#  - the profile has a measured time for every op of the plan (cleave plan's op lines) and a curve for every
+#    collective over 2 ranks at every size 4..MAX (powers of two), with positive times;
+#  - profiling changes nothing a run prints on stdout (the `step <k> loss <v>` lines are identical with and without
+#    CLEAVE_PROFILE), every rank wrote its JSON, rank 0 logged the step median on stderr, and per step the timed
+#    statements add up to no more than the step;
+#  - `cleave explain --profile`: each op's compute seconds are the profile's time of its share (the data plan's two
+#    shares have the same key), not the roofline's; the report counts every share as measured; the
+#    communication of every event comes from the curves.
+# Usage: profile_cli.sh CLEAVE_BINARY SOURCE_DIR
+set -u
+CLEAVE=$1
+SRC=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# The main build's runtime, so the bundle compiles only its rank sources.
+rt=$(dirname "$(dirname "$(readlink -f "$CLEAVE")")")/runtime
+rtflag=()
+[ -f "$rt/libcleave_rt_cpu.a" ] && rtflag=(--runtime-dir "$rt")
+max=65536
+
+"$CLEAVE" plan "$SRC/models/mlp.onnx" --devices 2 --batch 8 --planner data -o "$tmp/data.plan" 2>/dev/null
+start=$(date +%s)
+"$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 --batch 8 --plan "$tmp/data.plan" -o "$tmp/p.json" \
+  --steps 3 --build-type Debug --max-bytes $max --reps 2 --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/profile.err"
+code=$?
+echo "cleave profile: exit $code in $(($(date +%s) - start)) s"
+check "cleave profile succeeds" "[ $code -eq 0 ]" || { tail -20 "$tmp/profile.err"; }
+check "rank 0 logged the step median (stderr)" "grep -q 'cleave: profile: step median .* s over 2 steps after 1 warm-up step' '$tmp/profile.err'"
+check "every rank wrote its profile" "[ -f '$tmp/work/plan_0/profile.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile.rank_1.json' ]"
+
+check "the profile has every op of the plan and every collective" "/usr/bin/python3 - '$tmp/p.json' '$tmp/data.plan' $max <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+ops = [l.split()[1] for l in open(sys.argv[2]) if l.startswith('op ')]
+assert ops, 'no op lines in the plan'
+missing = [o for o in ops if not p['compute'].get(o)]
+assert not missing, 'ops without a measured time: %s' % missing[:5]
+assert all(v > 0 for o in p['compute'].values() for v in o.values())
+sizes = []
+b = 4
+while b <= int(sys.argv[3]):
+    sizes.append(b)
+    b *= 2
+for k in ['all_gather', 'all_reduce', 'all_to_all', 'reduce_scatter', 'send_recv']:
+    curve = p['collectives'][k]['2']
+    assert [x for x, _ in curve] == sizes, (k, curve)
+    assert all(t > 0 for _, t in curve), k
+assert p['plans'][0]['devices'] == 2 and p['plans'][0]['step_seconds'] > 0
+assert list(p) == sorted(p), 'keys not sorted'
+PY"
+
+# Profiling must not change what a run prints: the same bundle, with and without CLEAVE_PROFILE.
+data=$(/usr/bin/python3 -c "
+import json, sys
+m = json.load(open('$tmp/work/plan_0/manifest.json'))
+print(','.join('%s=$tmp/work/plan_0/input_%d.npy' % (n, i + 1) for i, n in enumerate(m['inputs'])))")
+"$CLEAVE" run "$tmp/work/plan_0" --data "$data" --steps 3 --build-type Debug "${rtflag[@]}" >"$tmp/plain.out" 2>/dev/null
+CLEAVE_PROFILE="$tmp/again" "$CLEAVE" run "$tmp/work/plan_0" --data "$data" --steps 3 --build-type Debug "${rtflag[@]}" \
+  >"$tmp/prof.out" 2>/dev/null
+check "stdout is the same step/loss lines with and without CLEAVE_PROFILE" \
+  "[ \$(grep -c '^step [0-9]* loss ' '$tmp/plain.out') -eq 3 ] && cmp -s '$tmp/plain.out' '$tmp/prof.out'"
+check "CLEAVE_PROFILE names where the rank files go" "[ -f '$tmp/again.rank_0.json' ] && [ -f '$tmp/again.rank_1.json' ]"
+# The timed statements are disjoint parts of a step: per rank and step their sum cannot exceed the step's wall time.
+check "per step, the sites' times add up to at most the step's" "/usr/bin/python3 - '$tmp/again' <<'PY'
+import json, sys
+for r in (0, 1):
+    j = json.load(open('%s.rank_%d.json' % (sys.argv[1], r)))
+    assert j['rank'] == r and j['world'] == 2 and len(j['steps']) == 3, j
+    for k, step in enumerate(j['steps']):
+        timed = sum(s['seconds'][k] for s in j['sites'])
+        assert 0 < timed <= step, (r, k, timed, step)
+    assert any(s['kind'] == 'comm' for s in j['sites']) and any(s['kind'] == 'kernel' for s in j['sites'])
+PY"
+
+"$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
+  >"$tmp/roof.json" 2>/dev/null
+"$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
+  --profile "$tmp/p.json" >"$tmp/meas.json" 2>/dev/null
+check "explain --profile takes each op's compute time from the profile" "/usr/bin/python3 - '$tmp/p.json' '$tmp/roof.json' '$tmp/meas.json' <<'PY'
+import json, sys
+p, roof, meas = (json.load(open(f)) for f in sys.argv[1:])
+n = len(meas['ops'])
+assert meas['profile']['measured_op_shares'] == 2 * n and meas['profile']['roofline_op_shares'] == 0, meas['profile']
+assert meas['profile']['modelled_comm_events'] == 0 and meas['profile']['measured_comm_events'] > 0, meas['profile']
+differs = 0
+for r, m in zip(roof['ops'], meas['ops']):
+    keys = p['compute'][m['op']]
+    assert len(keys) == 1, (m['op'], keys)   # both ranks' shares of a data plan have the same extents
+    want = '%.3e' % list(keys.values())[0]
+    assert m['compute_seconds'] == want, (m['op'], m['compute_seconds'], want)
+    differs += r['compute_seconds'] != want
+assert differs > 0, 'measured times equal the roofline everywhere'
+assert meas['predicted_step_seconds'] != roof['predicted_step_seconds']
+print('ops %d, measured differs from roofline on %d; step roofline %s, measured %s' % (
+    n, differs, roof['predicted_step_seconds'], meas['predicted_step_seconds']))
+PY"
+check "explain's text header names the profile" \
+  "\"$CLEAVE\" explain '$SRC/models/mlp.onnx' --batch 8 --plan '$tmp/data.plan' --profile '$tmp/p.json' | head -1 | grep -q 'compute measured for'"
+[ "$fail" -eq 0 ] && echo "all ok"
+exit $fail

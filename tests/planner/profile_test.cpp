@@ -1,0 +1,197 @@
+// Profiles (planner/profile.h) and their use by the cost model:
+//  - interpolation reproduces any affine curve sampled at powers of two, inside and beyond the samples (the property
+//    that makes α-β-shaped measurements interpolate exactly), and is flat below the first sample;
+//  - the JSON form reads back to the same profile, with sorted keys;
+//  - every kind of bad file is one error naming the file and the field;
+//  - shard keys: codegen labels each rank's kernels with the key the cost model looks up (the lowered programs'
+//    timing tags against shard_key over the plan's configs);
+//  - the cost model takes a measured share's time from the profile and the roofline elsewhere, and a collective's
+//    from the curve of its group size, compared with estimates made without the profile and with
+//    derive_communication's own events.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "codegen/lower.h"
+#include "frontend/onnx_import.h"
+#include "ir/autodiff/autodiff.h"
+#include "ir/error.h"
+#include "planner/cost_model.h"
+#include "planner/make_plan.h"
+#include "planner/profile.h"
+
+namespace cleave::plan {
+namespace {
+
+Graph mlp(int64_t batch) {
+  ImportOptions opts;
+  opts.batch = batch;
+  Graph g = import_onnx(std::string(CLEAVE_SOURCE_DIR) + "/models/mlp.onnx", opts);
+  TrainOptions t;
+  build_training_graph(g, t);
+  return g;
+}
+
+TEST(Profile, InterpolationIsExactOnAffineCurves) {
+  for (auto [alpha, beta] : {std::pair{3e-6, 1e-9}, std::pair{5e-5, 4e-10}}) {
+    std::vector<std::pair<double, double>> pts;
+    for (double x = 4; x <= 4096; x *= 2) pts.emplace_back(x, alpha + beta * x);
+    for (double x : {4.0, 5.0, 100.0, 3000.0, 4096.0, 10000.0, 1e6})
+      EXPECT_NEAR(interpolate(pts, x), alpha + beta * x, 1e-12 * (alpha + beta * x)) << x;
+    // Below the first sample the curve is flat (latency dominates).
+    EXPECT_DOUBLE_EQ(interpolate(pts, 1), alpha + beta * 4);
+  }
+  // One sample: proportional above it.
+  EXPECT_DOUBLE_EQ(interpolate({{8, 2e-6}}, 16), 4e-6);
+  // A curve that falls at its end is not extrapolated below its last value.
+  EXPECT_DOUBLE_EQ(interpolate({{4, 2e-6}, {8, 1e-6}}, 64), 1e-6);
+}
+
+Profile sample() {
+  Profile p;
+  p.compute["Gemm_0"]["b=4,i=8"] = 1.5e-5;
+  p.compute["Relu_1"]["i=4,j=16"] = 2e-6;
+  // Values of at most 6 significant digits: the JSON form keeps no more.
+  for (const char *k : kProfileCollectives) {
+    p.collectives[k][2] = {{4, 1e-5}, {8, 1.1e-5}, {16, 1.3e-5}};
+    p.collectives[k][3] = {{4, 2.5e-5}, {1024, 3.125e-5}, {1 << 20, 0.00123457}};
+  }
+  p.plans.push_back({"data", 2, 1.25e-3});
+  p.compute["odd [name] \"q\""]["n=[2]"] = 3e-6;  // names may hold brackets and quotes
+  return p;
+}
+
+TEST(Profile, JsonRoundTrip) {
+  Profile p = sample();
+  std::string text = profile_json(p);
+  EXPECT_EQ(parse_profile(text, "x.json"), p);
+  EXPECT_EQ(profile_json(parse_profile(text, "x.json")), text);
+  // Measurements are kept to 6 significant digits.
+  Profile q;
+  q.compute["a"]["i=1"] = 1.234567891e-4;
+  EXPECT_EQ(parse_profile(profile_json(q), "q.json").compute["a"]["i=1"], 1.23457e-4);
+  // Sorted keys: "backend" < "collectives" < "compute" < "format" < "plans".
+  EXPECT_LT(text.find("\"backend\""), text.find("\"collectives\""));
+  EXPECT_LT(text.find("\"compute\""), text.find("\"format\""));
+  EXPECT_LT(text.find("\"format\""), text.find("\"plans\""));
+}
+
+std::string error_of(const std::string &json) {
+  try {
+    parse_profile(json, "p.json");
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Profile, BadFilesNameFileAndField) {
+  const std::string head = R"({"format": "cleave-profile-1", )";
+  EXPECT_EQ(error_of("{"), error_of("{"));  // malformed JSON: checked below by prefix
+  EXPECT_EQ(error_of("{").rfind("p.json: (top level): malformed JSON", 0), 0u) << error_of("{");
+  EXPECT_EQ(error_of("{}"), "p.json: format: missing");
+  EXPECT_EQ(error_of(R"({"format": "x"})"), "p.json: format: must be \"cleave-profile-1\"");
+  EXPECT_EQ(error_of(head + R"("extra": 1})"), "p.json: extra: unknown field");
+  EXPECT_EQ(error_of(head + R"("backend": "tpu"})"), "p.json: backend: must be \"cpu\" or \"cuda\"");
+  EXPECT_EQ(error_of(head + R"("compute": {"Gemm_0": 3}})"), "p.json: compute.Gemm_0: must be an object of shard keys");
+  EXPECT_EQ(error_of(head + R"("compute": {"Gemm_0": {"b=4": -1}}})"),
+            "p.json: compute.Gemm_0.b=4: must be a positive number of seconds");
+  EXPECT_EQ(error_of(head + R"("compute": {"Gemm_0": {"b=4": "fast"}}})"), "p.json: compute.Gemm_0.b=4: must be a number");
+  EXPECT_EQ(error_of(head + R"("collectives": {"broadcast": {}}})"), "p.json: collectives.broadcast: unknown field");
+  EXPECT_EQ(error_of(head + R"("collectives": {"all_reduce": {"1": [[4, 1e-5]]}}})"),
+            "p.json: collectives.all_reduce.1: group size must be an integer >= 2");
+  EXPECT_EQ(error_of(head + R"("collectives": {"all_reduce": {"2": []}}})"),
+            "p.json: collectives.all_reduce.2: must be a non-empty array of [bytes, seconds]");
+  EXPECT_EQ(error_of(head + R"("collectives": {"all_reduce": {"2": [[8, 1e-5], [4, 2e-5]]}}})"),
+            "p.json: collectives.all_reduce.2[1]: bytes must increase along the curve");
+  EXPECT_EQ(error_of(head + R"("collectives": {"all_reduce": {"2": [[8]]}}})"),
+            "p.json: collectives.all_reduce.2[0]: must be [bytes, seconds]");
+  EXPECT_EQ(error_of(head + R"("plans": [{"name": "d", "devices": 0, "step_seconds": 1}]})"),
+            "p.json: plans[0].devices: must be a positive integer");
+  try {
+    load_profile("/nonexistent/p.json");
+    FAIL() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/p.json: cannot open profile file");
+  }
+}
+
+TEST(Profile, CodegenTagsKernelsWithTheCostModelsKeys) {
+  Graph g = mlp(8);
+  for (const char *planner : {"data", "owt", "random"}) {
+    Plan p = make_plan(g, planner, 2, nullptr, 3);
+    codegen::Lowered l = codegen::lower(g, p);
+    std::map<std::string, const ParallelConfig *> configs;
+    for (const auto &o : p.ops) configs[o.name] = &o.config;
+    std::set<OpId> timed;
+    for (const codegen::RankProgram &prog : l.ranks)
+      for (const codegen::Instr &in : prog.step) {
+        if (in.timing.kind != codegen::Timing::Kind::kernel) continue;
+        ASSERT_FALSE(in.timing.ops.empty());
+        const Op &op = g.op(in.timing.ops[0]);
+        const ParallelConfig &c = *configs.at(op.name);
+        auto it = std::find(c.devices.begin(), c.devices.end(), prog.rank);
+        ASSERT_NE(it, c.devices.end()) << op.name;
+        EXPECT_EQ(in.timing.shard, shard_key(g, op, c, it - c.devices.begin())) << planner << " " << op.name;
+        timed.insert(in.timing.ops.begin(), in.timing.ops.end());
+      }
+    // Every op's kernel is timed (alone or fused) on some rank.
+    EXPECT_EQ(timed.size(), static_cast<size_t>(g.num_ops())) << planner;
+  }
+}
+
+TEST(Profile, CostModelUsesMeasuredTimesWhereItHasThem) {
+  Graph g = mlp(8);
+  Plan p = make_plan(g, "data", 2);
+  Topology t = preset_topology("k80x8");
+  CostReport roof = estimate_cost(g, p, t);
+  // Measure one op (both ranks' shares have the same key under the data plan) and the all-reduce over 2 ranks.
+  const Op &op0 = g.op(0);
+  const ParallelConfig *c0 = nullptr;
+  for (const auto &o : p.ops)
+    if (o.name == op0.name) c0 = &o.config;
+  ASSERT_NE(c0, nullptr);
+  std::string key = shard_key(g, op0, *c0, 0);
+  ASSERT_EQ(key, shard_key(g, op0, *c0, 1));
+  Profile prof;
+  prof.compute[op0.name][key] = 0.25;
+  prof.compute["no such op"]["x=1"] = 7;
+  std::vector<std::pair<double, double>> curve = {{4, 1e-3}, {1024, 2e-3}, {1 << 20, 5e-3}};
+  prof.collectives["all_reduce"][2] = curve;
+  CostReport meas = estimate_cost(g, p, t, &prof);
+  EXPECT_EQ(meas.measured_shares, 2);
+  EXPECT_EQ(meas.roofline_shares, 2 * g.num_ops() - 2);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    if (o == 0)
+      EXPECT_DOUBLE_EQ(meas.ops[o].compute_seconds, 0.25);
+    else
+      EXPECT_DOUBLE_EQ(meas.ops[o].compute_seconds, roof.ops[o].compute_seconds) << g.op(o).name;
+  }
+  // Communication: each all-reduce of n bytes over 2 ranks costs interpolate(curve, n), summed per rank.
+  Communication comm = derive_communication(g, p);
+  double want = 0;
+  int events = 0;
+  for (const CommEvent &e : comm.events) {
+    // Weight gradients are all-reduced; the loss's weight total is a sync (priced as an all-reduce).
+    ASSERT_TRUE(e.kind == CommEvent::Kind::all_reduce || e.kind == CommEvent::Kind::sync) << comm_kind_name(e.kind);
+    ASSERT_EQ(e.group.size(), 2u);
+    want += interpolate(curve, static_cast<double>(e.count * e.elem_bytes));
+    ++events;
+  }
+  ASSERT_GT(events, 0);
+  EXPECT_EQ(meas.measured_comm, events);
+  EXPECT_EQ(meas.modelled_comm, 0);
+  EXPECT_NEAR(meas.devices[0].comm_seconds, want, 1e-12);
+  // Without a curve for the group size the α-β formulas stay.
+  Profile other;
+  other.collectives["all_reduce"][3] = curve;
+  CostReport ab = estimate_cost(g, p, t, &other);
+  EXPECT_DOUBLE_EQ(ab.devices[0].comm_seconds, roof.devices[0].comm_seconds);
+  EXPECT_EQ(ab.modelled_comm, events);
+  // The step: per device compute + communication, max over devices.
+  EXPECT_NEAR(meas.predicted_step_seconds, meas.devices[0].compute_seconds + meas.devices[0].comm_seconds, 1e-12);
+}
+
+}  // namespace
+}  // namespace cleave::plan

@@ -1,0 +1,323 @@
+// `cleave profile`: measures, on this machine, what the cost model otherwise estimates (planner/profile.h): the
+// kernel time of every op at the shard shapes the given plans use, and the time of each collective per group size
+// and message size. Each plan is compiled into a bundle, built, and run for a few steps under mpirun with
+// CLEAVE_PROFILE set (the rank programs time themselves: runtime rt.h); the collectives are timed by
+// runtime/bench/comm_bench.cpp, built against the same runtime.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/bundle.h"
+#include "codegen/lower.h"
+#include "ir/error.h"
+#include "ir/tensor_data.h"
+#include "ir/verifier.h"
+#include "planner/make_plan.h"
+#include "planner/profile.h"
+#include "planner/validate.h"
+#include "tools/cli/commands.h"
+
+namespace cleave::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct ProfileArgs {
+  std::string model;
+  std::string backend = "cpu";
+  int devices = 1;
+  std::optional<int64_t> batch;
+  std::vector<std::string> planners, plan_files;
+  uint64_t seed = 0;
+  std::string topology;
+  std::string out;
+  int64_t steps = 4;
+  std::string work_dir;
+  std::string runtime_dir;
+  std::string build_type = "Release";
+  int64_t max_bytes = int64_t{1} << 22;
+  int reps = 5;
+  TrainFlags train_flags;
+};
+
+std::string quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+int shell(const std::string &cmd) {
+  std::fflush(stdout);
+  int rc = std::system(cmd.c_str());
+  if (rc == -1) return 127;
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+}
+
+std::string slurp(const fs::path &p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) CLEAVE_USER_ERROR(p.string(), ": cannot read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double median(std::vector<double> v) {
+  CLEAVE_CHECK(!v.empty(), "median of nothing");
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/** A .npy (format 1.0) of `shape` and dtype: float32 normal values from `seed`, or int64 zeros (class 0 and index 0
+ *  are valid for every label and index input, and timing does not depend on the values). */
+void write_npy(const fs::path &path, const std::vector<int64_t> &shape, bool integer, uint32_t seed) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ",";
+  if (shape.size() > 1) dims.pop_back();
+  std::string header = std::string("{'descr': '") + (integer ? "<i8" : "<f4") + "', 'fortran_order': False, 'shape': (" +
+                       dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  uint16_t len = static_cast<uint16_t>(header.size());
+  bytes += static_cast<char>(len & 0xff);
+  bytes += static_cast<char>(len >> 8);
+  bytes += header;
+  int64_t n = num_elements(shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  for (int64_t i = 0; i < n; ++i) {
+    if (integer) {
+      int64_t zero = 0;
+      bytes.append(reinterpret_cast<const char *>(&zero), 8);
+    } else {
+      float v = normal(rng);
+      bytes.append(reinterpret_cast<const char *>(&v), 4);
+    }
+  }
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) CLEAVE_USER_ERROR(path.string(), ": cannot write");
+}
+
+struct NamedPlan {
+  std::string name;
+  plan::Plan plan;
+};
+
+/** Per (op name, shard key): the per-rank medians of every plan that ran that share. */
+using Samples = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+/** Compiles, builds and runs one plan with CLEAVE_PROFILE; adds its kernel times to `samples` and returns rank 0's
+ *  median step seconds after the warm-up step. */
+double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir, Samples &samples) {
+  codegen::Lowered lowered = codegen::lower(g, np.plan);
+  fs::create_directories(dir);
+  codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(), "cpu");
+  // Inputs: synthetic, one batch.
+  nlohmann::json m = nlohmann::json::parse(slurp(dir / "manifest.json"));
+  std::string data;
+  uint32_t seed = 1;
+  for (const auto &[name, info] : m.at("inputs").items()) {
+    fs::path file = dir / ("input_" + std::to_string(seed) + ".npy");
+    std::string dtype = info.at("dtype").get<std::string>();
+    if (dtype != "f32" && dtype != "i64")
+      CLEAVE_USER_ERROR("input \"", name, "\" has dtype ", dtype, ": cleave profile synthesises f32 and i64 inputs only");
+    write_npy(file, info.at("shape").get<std::vector<int64_t>>(), dtype == "i64", seed++);
+    data += (data.empty() ? "" : ",") + name + "=" + file.string();
+  }
+  fs::path prefix = dir / "profile";
+  std::string cmd = "CLEAVE_PROFILE=" + quote(prefix.string()) + " " + quote(fs::read_symlink("/proc/self/exe").string()) +
+                    " run " + quote(dir.string()) + " --data " + quote(data) + " --steps " + std::to_string(a.steps) +
+                    " --build-type " + a.build_type;
+  if (!a.runtime_dir.empty()) cmd += " --runtime-dir " + quote(fs::absolute(a.runtime_dir).string());
+  std::fprintf(stderr, "profiling plan %s on %d rank%s\n", np.name.c_str(), np.plan.devices,
+               np.plan.devices == 1 ? "" : "s");
+  if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR("plan ", np.name, ": the profiling run failed (see above)");
+
+  std::map<std::string, const plan::ParallelConfig *> configs;
+  for (const auto &o : np.plan.ops) configs[o.name] = &o.config;
+  double step = 0;
+  for (int r = 0; r < np.plan.devices; ++r) {
+    fs::path file = prefix.string() + ".rank_" + std::to_string(r) + ".json";
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(slurp(file));
+    } catch (const nlohmann::json::exception &e) {
+      CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: ", e.what());
+    }
+    // The first step warms up (allocations, caches, communicator set-up): medians are over the rest.
+    auto timed = [&](const nlohmann::json &v) {
+      std::vector<double> s = v.get<std::vector<double>>();
+      CLEAVE_CHECK(!s.empty(), file.string(), ": no steps");
+      if (s.size() > 1) s.erase(s.begin());
+      return median(s);
+    };
+    if (r == 0) step = timed(j.at("steps"));
+    for (const auto &site : j.at("sites")) {
+      if (site.at("kind") != "kernel") continue;
+      std::vector<std::string> ops = site.at("ops").get<std::vector<std::string>>();
+      double secs = timed(site.at("seconds")) / static_cast<double>(ops.size());  // a fused kernel: equal shares
+      for (const std::string &op : ops) {
+        const plan::ParallelConfig &c = *configs.at(op);
+        auto it = std::find(c.devices.begin(), c.devices.end(), r);
+        CLEAVE_CHECK(it != c.devices.end(), "op ", op, " timed on rank ", r, " outside its group");
+        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), c, it - c.devices.begin());
+        samples[{op, key}].push_back(secs);
+      }
+    }
+  }
+  return step;
+}
+
+/** Builds and runs the collective benchmark on `devices` ranks; its curves. */
+std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> profile_collectives(
+    const ProfileArgs &a, const fs::path &dir) {
+  fs::path src = fs::path(codegen::runtime_source_dir()) / "bench", build = dir / "comm_bench";
+  std::string cfg = "cmake -S " + quote(src.string()) + " -B " + quote(build.string()) +
+                    " -G Ninja -DCMAKE_BUILD_TYPE=Release";
+  if (!a.runtime_dir.empty()) cfg += " -DCLEAVE_RUNTIME_DIR=" + quote(fs::absolute(a.runtime_dir).string());
+  std::fprintf(stderr, "profiling collectives on 2..%d ranks, 4..%lld bytes\n", a.devices,
+               static_cast<long long>(a.max_bytes));
+  if (shell(cfg + " 1>&2") != 0 || shell("cmake --build " + quote(build.string()) + " 1>&2") != 0)
+    CLEAVE_USER_ERROR("building the collective benchmark (", src.string(), ") failed");
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  fs::path out = dir / "comm_bench.txt";
+  std::string run = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(a.devices) + " " +
+                    quote((build / "comm_bench").string()) + " --max-bytes " + std::to_string(a.max_bytes) +
+                    " --reps " + std::to_string(a.reps) + " > " + quote(out.string());
+  if (shell(run) != 0) CLEAVE_USER_ERROR("the collective benchmark failed (see above)");
+  std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> curves;
+  std::istringstream lines(slurp(out));
+  std::string kind;
+  int group = 0;
+  double bytes = 0, secs = 0;
+  while (lines >> kind >> group >> bytes >> secs)
+    curves[kind][group].emplace_back(bytes, std::max(secs, 1e-9));  // a clock tick of 0 is still a positive time
+  for (const char *k : plan::kProfileCollectives)
+    for (int p = 2; p <= a.devices; ++p)
+      CLEAVE_CHECK(curves.count(k) && curves[k].count(p), "the collective benchmark printed no ", k, " over ", p,
+                   " ranks");
+  return curves;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App &app) {
+  auto args = std::make_shared<ProfileArgs>();
+  app.footer("Measure on this machine the kernel time of every op at the shard shapes the given plans use (each plan "
+             "is compiled, built and run for --steps steps under mpirun with CLEAVE_PROFILE set) and the time of each "
+             "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and write them "
+             "as a profile (planner/profile.h) for --profile on explain, plan and compile.");
+  app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
+  app.add_option("--backend", args->backend, "cpu (the only backend measured so far)")
+      ->check(CLI::IsMember({"cpu"}));
+  app.add_option("--devices", args->devices, "ranks: the plans' device count and the largest collective group")
+      ->check(kPositive);
+  app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")->check(kPositive);
+  app.add_option("--planner", args->planners,
+                 "plans to measure, by planner (repeatable): single | data | tofu | icml18 | owt | allrow | spartan | "
+                 "equalchop | random (default data when no --plan)")
+      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+  app.add_option("--plan", args->plan_files, "plans to measure, as plan files (repeatable)");
+  app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+  add_topology_option(app, args->topology);
+  app.get_option("--topology")->description("machine the tofu and icml18 planners plan for (a preset or a JSON file)");
+  app.add_option("-o,--output", args->out, "the profile JSON to write")->required();
+  app.add_option("--steps", args->steps, "steps per plan run; the first is a warm-up (default 4)")->check(kPositive);
+  app.add_option("--work-dir", args->work_dir,
+                 "where bundles and the benchmark are built (kept); default a temporary directory, removed after");
+  app.add_option("--runtime-dir", args->runtime_dir,
+                 "a prebuilt runtime library directory (default: $CLEAVE_RUNTIME_DIR, else build the bundled one)");
+  app.add_option("--build-type", args->build_type, "CMake build type of the rank programs (default Release)")
+      ->check(CLI::IsMember({"Release", "RelWithDebInfo", "Debug", "MinSizeRel"}));
+  app.add_option("--max-bytes", args->max_bytes, "largest collective message, bytes (default 4194304)")
+      ->check(kPositive);
+  app.add_option("--reps", args->reps, "timed repetitions per collective case (default 5)")->check(kPositive);
+  args->train_flags.add_to(app);
+  return [args] {
+    const ProfileArgs &a = *args;
+    if (a.max_bytes < 4) CLEAVE_USER_ERROR("--max-bytes: must be at least 4, got ", a.max_bytes);
+    fs::path target(a.out);
+    if (!target.parent_path().empty() && !fs::is_directory(target.parent_path()))
+      CLEAVE_USER_ERROR("-o: directory ", target.parent_path().string(), " does not exist");
+    std::optional<plan::Topology> topo;
+    if (!a.topology.empty()) topo = plan::load_topology(a.topology);
+    std::string runtime_dir = a.runtime_dir;
+    if (runtime_dir.empty())
+      if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) runtime_dir = env;
+    ProfileArgs resolved = a;
+    resolved.runtime_dir = runtime_dir;
+
+    Graph g = load_training_graph(a.model, a.batch, a.train_flags, Weights::defer_external);
+    verify(g);
+    std::vector<NamedPlan> plans;
+    std::vector<std::string> planners = a.planners;
+    if (planners.empty() && a.plan_files.empty()) planners.push_back("data");
+    for (const std::string &name : planners)
+      plans.push_back({name, plan::make_plan(g, name, a.devices, topo ? &*topo : nullptr, a.seed)});
+    for (const std::string &file : a.plan_files) {
+      plan::Plan p = read_plan_file(file);
+      if (p.devices != a.devices)
+        CLEAVE_USER_ERROR(file, ": the plan is for ", p.devices, " devices, --devices says ", a.devices);
+      plans.push_back({fs::path(file).filename().string(), p});
+    }
+    for (NamedPlan &np : plans) plan::validate_plan(g, np.plan);
+
+    bool temporary = a.work_dir.empty();
+    fs::path work = temporary ? fs::temp_directory_path() / ("cleave-profile-" + std::to_string(::getpid()))
+                              : fs::absolute(a.work_dir);
+    fs::create_directories(work);
+    plan::Profile profile;
+    profile.backend = a.backend;
+    try {
+      Samples samples;
+      for (size_t i = 0; i < plans.size(); ++i) {
+        double step = profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), samples);
+        profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(step, 1e-9)});
+      }
+      for (const auto &[key, secs] : samples) profile.compute[key.first][key.second] = std::max(median(secs), 1e-9);
+      if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
+    } catch (...) {
+      std::error_code ec;
+      if (temporary) fs::remove_all(work, ec);
+      throw;
+    }
+    std::string text = plan::profile_json(profile);
+    fs::path tmp = target;
+    tmp += ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << text;
+      if (!f) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        CLEAVE_USER_ERROR(a.out, ": cannot write");
+      }
+    }
+    fs::rename(tmp, target);
+    if (temporary) fs::remove_all(work);
+    size_t shares = 0;
+    for (const auto &[op, keys] : profile.compute) shares += keys.size();
+    std::fprintf(stderr, "wrote %s: %zu op shares of %zu ops, %zu collective curves\n", a.out.c_str(), shares,
+                 profile.compute.size(),
+                 [&] {
+                   size_t n = 0;
+                   for (const auto &[k, groups] : profile.collectives) n += groups.size();
+                   return n;
+                 }());
+    return 0;
+  };
+}
+
+}  // namespace cleave::cli
