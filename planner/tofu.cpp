@@ -79,10 +79,12 @@ bool is_elementwise(const Graph &g, const Op &op, const std::vector<Description>
 }
 
 /** The choices tofu weighs for op `o`: its splits (Tofu partitions every op), and replicated compute too where
- *  `replicable` allows it (replicated_updates). */
+ *  `replicable` allows it (replicated_updates), first: ties go to it, since a replicated update leaves the later
+ *  steps nothing to gather (the tiny CNN's 10-float bias costs the same split or whole on 2 devices, but split it
+ *  is fetched by every later step). */
 std::vector<int> tofu_choices(const StepModel &m, OpId o, const std::vector<char> &replicable) {
   std::vector<int> r = m.partitioning_choices(o);
-  if (replicable[static_cast<size_t>(o)] && r.back() != m.none_choice(o)) r.push_back(m.none_choice(o));
+  if (replicable[static_cast<size_t>(o)] && r.back() != m.none_choice(o)) r.insert(r.begin(), m.none_choice(o));
   return r;
 }
 

@@ -357,20 +357,32 @@ int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
   size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), edge.tensor) - op.outputs.begin());
   Sharding s = implied_sharding(op, descs_[static_cast<size_t>(edge.owner)],
                                 config(edge.owner, choices(edge.owner)[static_cast<size_t>(oc)]), k);
+  int64_t n = 1;
   for (size_t a = 0; a < s.axes.size(); ++a)
-    if ((s.axes[a].kind == AxisSharding::Kind::partial) != (a + 1 == s.axes.size())) return 0;
-  // Only the new axis is partial: codegen reduce-scatters it into the reader's blocks if they tile the shard.
+    if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
+  if (n < 2) return 0;
+  // Codegen reduces the tensor by one collective per group of devices differing only along its partial axes: a
+  // reduce-scatter when the reader's boxes tile the shard. The group of device 0 stands for all of them.
+  const Op &reader = g_.op(edge.consumer);
+  ParallelConfig rc = config(edge.consumer, choices(edge.consumer)[static_cast<size_t>(cc)]);
   Box whole = shard_region(t.shape, s, 0);
   std::vector<Box> blocks;
-  for (int64_t i = 0; i < factor_; ++i) {
-    const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
+  for (int64_t i = 0; i < group_size_; ++i) {
+    std::vector<int64_t> at = mesh_coords(mesh_, i);
+    bool member = true;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      member = member && (s.axes[a].kind == AxisSharding::Kind::partial || at[a] == 0);
+    if (!member) continue;
+    std::optional<Box> b = i < factor_ ? need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)]
+                                       : input_regions(reader, descs_[static_cast<size_t>(edge.consumer)], rc,
+                                                       i)[static_cast<size_t>(edge.slot)];
     if (!b) return 0;
     blocks.push_back(*b);
   }
   if (!boxes_tile(blocks, whole)) return 0;
-  int64_t saved = 0;
-  for (const Box &b : blocks) saved += 2 * (factor_ - 1) * volume(whole) / factor_ - (factor_ - 1) * volume(b);
-  return saved * dtype_size(t.dtype) * groups_;
+  // unary() charged a ring all-reduce (2(n-1)/n of the shard per device); a reduce-scatter moves (n-1) blocks.
+  int64_t elem = dtype_size(t.dtype);
+  return group_size_ * 2 * (n - 1) * volume(whole) * elem / n - group_size_ / n * (n - 1) * volume(whole) * elem;
 }
 
 int64_t StepModel::unary(OpId o, int c) {
