@@ -25,10 +25,16 @@ int64_t box_elems(const Box &b) {
 
 std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
                                           size_t axis) {
+  return axes_groups(devices, mesh, {axis});
+}
+
+std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          const std::vector<size_t> &axes) {
+  // Devices are laid out row-major, so visiting them in order lists each group's members row-major along `axes`.
   std::map<std::vector<int64_t>, std::vector<int>> groups;
   for (size_t i = 0; i < devices.size(); ++i) {
     auto c = plan::mesh_coords(mesh, static_cast<int64_t>(i));
-    c[axis] = 0;
+    for (size_t a : axes) c[a] = 0;
     groups[c].push_back(devices[i]);
   }
   std::vector<std::vector<int>> out;

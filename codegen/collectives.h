@@ -20,6 +20,12 @@ int64_t box_elems(const Box &b);
 std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
                                           size_t axis);
 
+/** The groups of `devices` whose mesh coordinates differ only along `axes`, in order of their other coordinates, each
+ *  ordered row-major by its coordinates along `axes`: the communicators of the product of those axes (one all-reduce
+ *  of a tensor partial on several axes runs over such a group). */
+std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          const std::vector<size_t> &axes);
+
 /** `blocks` are non-empty, of one size, inside `whole`, pairwise disjoint, and cover it. */
 bool tiles(const std::vector<Box> &blocks, const Box &whole);
 

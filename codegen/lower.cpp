@@ -202,37 +202,36 @@ class Lowerer {
     return nullptr;
   }
 
-  /** Reduces a partial tensor before its first read. `wants` are the boxes the next reader's ranks need: when the
-   *  members of a partial group need disjoint equal blocks that tile their shard, the sum is reduce-scattered into
-   *  those blocks (each rank then owns only its block); otherwise it is all-reduced (replicated). Deferring the
+  /** Reduces a partial tensor before its first read, by one collective per group of ranks that differ only along
+   *  its partial axes (the product of those axes' groups: on a [2, 2] mesh partial on both, one all-reduce over 4
+   *  ranks moves 3/2 of the shard per rank where one per axis would move 2). `wants` are the boxes the next reader's
+   *  ranks need: when a group's members need disjoint equal blocks that tile their shard, the sum is reduce-scattered
+   *  into those blocks (each rank then owns only its block); otherwise it is all-reduced (replicated). Deferring the
    *  reduction to the first read is what lets a partial result that is only read in blocks never travel whole. */
   void resolve_partial(TensorId t, const std::map<int, Box> &wants) {
     pending_partial_.erase(t);
     const plan::Sharding &s = sharding(t);
     const Tensor &tensor = g_.tensor(t);
-    int partial_axes = 0;
-    for (const auto &a : s.axes) partial_axes += a.kind == plan::AxisSharding::Kind::partial;
-    for (size_t axis = 0; axis < s.axes.size(); ++axis) {
-      if (s.axes[axis].kind != plan::AxisSharding::Kind::partial) continue;
-      for (const auto &members : axis_groups(s.devices, s.mesh, axis)) {
-        if (members.size() < 2) continue;
-        int gid = group_id(members);
-        const Box whole = owned_by(t, members[0])->box;
-        std::vector<Box> blocks;
-        for (int r : members)
-          if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
-        if (partial_axes == 1 && tensor.dtype == DType::f32 && blocks.size() == members.size() &&
-            tiles(blocks, whole)) {
-          reduce_scatter(t, gid, members, blocks, whole);
-          continue;
-        }
-        for (int r : members) {
-          int b = tensor_buf_[r][t];
-          emit(r,
-               "rt::all_reduce_sum(G" + std::to_string(gid) + ", " + ref(b) + ", " + ref(b) + ", " +
-                   std::to_string(out_.ranks[r].buffers[b].elems) + ");",
-               {b});
-        }
+    std::vector<size_t> axes;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (s.axes[a].kind == plan::AxisSharding::Kind::partial) axes.push_back(a);
+    for (const auto &members : axes_groups(s.devices, s.mesh, axes)) {
+      if (members.size() < 2) continue;
+      int gid = group_id(members);
+      const Box whole = owned_by(t, members[0])->box;
+      std::vector<Box> blocks;
+      for (int r : members)
+        if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
+      if (tensor.dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
+        reduce_scatter(t, gid, members, blocks, whole);
+        continue;
+      }
+      for (int r : members) {
+        int b = tensor_buf_[r][t];
+        emit(r,
+             "rt::all_reduce_sum(G" + std::to_string(gid) + ", " + ref(b) + ", " + ref(b) + ", " +
+                 std::to_string(out_.ranks[r].buffers[b].elems) + ");",
+             {b});
       }
     }
   }

@@ -96,12 +96,13 @@ bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &w
   return true;
 }
 
-std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
-                                          size_t axis) {
+/** The groups of ranks differing only along `axes` (codegen/collectives.h axes_groups). */
+std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          const std::vector<size_t> &axes) {
   std::map<std::vector<int64_t>, std::vector<int>> groups;
   for (size_t i = 0; i < devices.size(); ++i) {
     auto c = mesh_coords(mesh, static_cast<int64_t>(i));
-    c[axis] = 0;
+    for (size_t a : axes) c[a] = 0;
     groups[c].push_back(devices[i]);
   }
   std::vector<std::vector<int>> out;
@@ -234,38 +235,35 @@ class Replay {
     return e;
   }
 
-  // [resolve_partial]
+  // [resolve_partial] one collective per group of ranks differing only along the partial axes.
   void resolve_partial(TensorId t, const std::map<int, Box> &wants) {
     pending_.erase(t);
     const Sharding &s = *sharding_[t];
-    int partial_axes = 0;
-    for (const auto &a : s.axes) partial_axes += a.kind == AxisSharding::Kind::partial;
-    for (size_t axis = 0; axis < s.axes.size(); ++axis) {
-      if (s.axes[axis].kind != AxisSharding::Kind::partial) continue;
-      for (const auto &members : axis_groups(s.devices, s.mesh, axis)) {
-        if (members.size() < 2) continue;
-        const Box whole = owned_by(t, members[0])->box;
-        std::vector<Box> blocks;
-        for (int r : members)
-          if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
-        if (partial_axes == 1 && g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() &&
-            tiles(blocks, whole)) {
-          out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, elems(blocks[0])));
-          bool in_order = concatenates(blocks, whole);
-          for (size_t m = 0; m < members.size(); ++m) {
-            int r = members[m];
-            use(owned_by(t, r));
-            if (!in_order) buffer(r, bytes(t, elems(whole)));
-            size_t mine = buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)));
-            for (auto &ow : owned_[t])
-              if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
-          }
-          continue;
+    std::vector<size_t> axes;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (s.axes[a].kind == AxisSharding::Kind::partial) axes.push_back(a);
+    for (const auto &members : axes_groups(s.devices, s.mesh, axes)) {
+      if (members.size() < 2) continue;
+      const Box whole = owned_by(t, members[0])->box;
+      std::vector<Box> blocks;
+      for (int r : members)
+        if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
+      if (g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
+        out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, elems(blocks[0])));
+        bool in_order = concatenates(blocks, whole);
+        for (size_t m = 0; m < members.size(); ++m) {
+          int r = members[m];
+          use(owned_by(t, r));
+          if (!in_order) buffer(r, bytes(t, elems(whole)));
+          size_t mine = buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)));
+          for (auto &ow : owned_[t])
+            if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
         }
-        out_.events.push_back(
-            event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(elems(owned_by(t, members[0])->box), 1)));
-        for (int r : members) use(owned_by(t, r));
+        continue;
       }
+      out_.events.push_back(
+          event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(elems(owned_by(t, members[0])->box), 1)));
+      for (int r : members) use(owned_by(t, r));
     }
   }
 

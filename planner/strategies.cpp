@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "ir/error.h"
 #include "planner/validate.h"
@@ -230,52 +232,53 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
           input_regions(g.op(o), descs, e.config, static_cast<int64_t>(i));
   }
   int64_t bytes = 0;
-  // Partial tensors, reduced where their first reader reads them: per partial axis and group along it, a
-  // reduce-scatter into the reader's blocks when they tile the shard (one partial axis, f32), each rank then owning
-  // its block; else a ring all-reduce (2(n-1)/n of the shard per member), every member owning the whole.
+  // Partial tensors, reduced where their first reader reads them, by one collective per group of members that differ
+  // only along the partial axes: a reduce-scatter into the reader's blocks when they tile the shard (f32), each rank
+  // then owning its block; else a ring all-reduce (2(n-1)/n of the shard per member), every member owning the whole.
   std::map<std::pair<TensorId, int>, Box> owned;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const Sharding &s = *sharding[static_cast<size_t>(t)];
     const Tensor &tensor = g.tensor(t);
-    int partial_axes = 0;
-    for (const AxisSharding &a : s.axes) partial_axes += a.kind == AxisSharding::Kind::partial;
-    if (partial_axes == 0) continue;
+    std::vector<size_t> axes;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      if (s.axes[a].kind == AxisSharding::Kind::partial) axes.push_back(a);
+    if (axes.empty()) continue;
     std::vector<OpId> readers = g.consumers(t);
     const Op *reader = readers.empty() ? nullptr : &g.op(readers.front());
     size_t slot = reader ? static_cast<size_t>(std::find(reader->inputs.begin(), reader->inputs.end(), t) -
                                                reader->inputs.begin())
                          : 0;
     int64_t elem = dtype_size(tensor.dtype);
-    for (size_t a = 0; a < s.axes.size(); ++a) {
-      if (s.axes[a].kind != AxisSharding::Kind::partial || s.mesh[a] < 2) continue;
-      std::map<std::vector<int64_t>, std::vector<int64_t>> groups;  // other coords -> member indices
-      for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i) {
-        std::vector<int64_t> c = mesh_coords(s.mesh, i);
-        c[a] = 0;
-        groups[c].push_back(i);
+    std::map<std::vector<int64_t>, std::vector<int64_t>> groups;  // other coords -> member indices
+    for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i) {
+      std::vector<int64_t> c = mesh_coords(s.mesh, i);
+      for (size_t a : axes) c[a] = 0;
+      groups[c].push_back(i);
+    }
+    for (const auto &[key, members] : groups) {
+      int64_t n = static_cast<int64_t>(members.size());
+      if (n < 2) continue;
+      Box whole = shard_region(tensor.shape, s, members[0]);
+      std::vector<Box> blocks;
+      for (int64_t i : members) {
+        if (!reader) break;
+        const auto &want = needs[static_cast<size_t>(readers.front())];
+        auto it = want.find(s.devices[static_cast<size_t>(i)]);
+        if (it != want.end() && it->second[slot]) blocks.push_back(*it->second[slot]);
       }
-      int64_t n = s.mesh[a];
-      for (const auto &[key, members] : groups) {
-        Box whole = shard_region(tensor.shape, s, members[0]);
-        std::vector<Box> blocks;
-        for (int64_t i : members) {
-          if (!reader) break;
-          const auto &want = needs[static_cast<size_t>(readers.front())];
-          auto it = want.find(s.devices[static_cast<size_t>(i)]);
-          if (it != want.end() && it->second[slot]) blocks.push_back(*it->second[slot]);
+      if (tensor.dtype == DType::f32 && blocks.size() == members.size() && boxes_tile(blocks, whole)) {
+        for (size_t m = 0; m < members.size(); ++m) {
+          bytes += (n - 1) * volume(blocks[m]) * elem;
+          owned[{t, s.devices[static_cast<size_t>(members[m])]}] = blocks[m];
         }
-        if (partial_axes == 1 && tensor.dtype == DType::f32 && blocks.size() == members.size() &&
-            boxes_tile(blocks, whole)) {
-          for (size_t m = 0; m < members.size(); ++m) {
-            bytes += (n - 1) * volume(blocks[m]) * elem;
-            owned[{t, s.devices[static_cast<size_t>(members[m])]}] = blocks[m];
-          }
-        } else {
-          bytes += static_cast<int64_t>(members.size()) * 2 * (n - 1) * volume(whole) * elem / n;
-        }
+      } else {
+        bytes += n * 2 * (n - 1) * volume(whole) * elem / n;
       }
     }
   }
+  // Reads: what a needed box lacks beyond the reader's own shard, fetched once per step per (rank, tensor, box), as
+  // codegen assembles a box once and reuses it for every later reader of it.
+  std::set<std::tuple<int, TensorId, std::string>> fetched;
   for (const OpEntry &e : p.ops) {
     OpId o = *g.find_op(e.name);
     const Op &op = g.op(o);
@@ -291,6 +294,7 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
           have = volume(intersect(*need[slot], mine->second));
         else if (at != s.devices.end())
           have = volume(intersect(*need[slot], shard_region(g.tensor(t).shape, s, at - s.devices.begin())));
+        if (have == volume(*need[slot]) || !fetched.emplace(rank, t, box_str(*need[slot])).second) continue;
         bytes += (volume(*need[slot]) - have) * dtype_size(g.tensor(t).dtype);
       }
     }

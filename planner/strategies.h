@@ -63,11 +63,13 @@ bool source_sharding_supported(const Tensor &t, const Sharding &s);
 bool boxes_tile(const std::vector<Box> &blocks, const Box &whole);
 
 /** Bytes one training step of plan `p` moves between devices, as codegen derives it (codegen/lower.cpp): a tensor
- *  with partial axes is reduced where its first reader reads it, per partial axis and group along it: reduce-scatter
- *  ((n-1) blocks per member) when the reader's boxes tile the shard (one partial axis, f32), each rank then owning
- *  its block, else a ring all-reduce (2(n-1)/n of the shard per member); then each op's device fetches what its
- *  input boxes need beyond what it owns. Summed over devices (bytes received). Precondition: validate_plan(g, p)
- *  passes. */
+ *  with partial axes is reduced where its first reader reads it, by one collective per group of members that differ
+ *  only along its partial axes: a reduce-scatter ((n-1) blocks per member) when the reader's boxes tile the shard
+ *  (f32), each rank then owning its block, else a ring all-reduce (2(n-1)/n of the shard per member); then each op's
+ *  device fetches what its input boxes need beyond what it owns, once per step per (device, tensor, box): a box
+ *  assembled for one reader is reused by every later reader of that box. Summed over devices (bytes received). It
+ *  leaves out what the cost model (cost_model.h) adds: the statistics synced inside kernels (BatchNorm, losses).
+ *  Precondition: validate_plan(g, p) passes. */
 int64_t plan_comm_bytes(const Graph &g, const Plan &p);
 
 }  // namespace cleave::plan

@@ -79,10 +79,12 @@ bool is_elementwise(const Graph &g, const Op &op, const std::vector<Description>
 }
 
 /** The choices tofu weighs for op `o`: its splits (Tofu partitions every op), and replicated compute too where
- *  `replicable` allows it (replicated_updates). */
+ *  `replicable` allows it (replicated_updates), first: ties go to it, since a replicated update leaves the later
+ *  steps nothing to gather (the tiny CNN's 10-float bias costs the same split or whole on 2 devices, but split it
+ *  is fetched by every later step). */
 std::vector<int> tofu_choices(const StepModel &m, OpId o, const std::vector<char> &replicable) {
   std::vector<int> r = m.partitioning_choices(o);
-  if (replicable[static_cast<size_t>(o)] && r.back() != m.none_choice(o)) r.push_back(m.none_choice(o));
+  if (replicable[static_cast<size_t>(o)] && r.back() != m.none_choice(o)) r.insert(r.begin(), m.none_choice(o));
   return r;
 }
 
@@ -115,9 +117,10 @@ class GroupProblem {
     auto it = cross_.find(key);
     if (it != cross_.end()) return it->second;
     int64_t cost = 0;
+    StepModel::Reads reads(m_);
     for (int e : between_.at({a, b})) {
       const StepModel::Edge &edge = m_.edges()[static_cast<size_t>(e)];
-      cost += m_.edge_cost(e, op_choice(edge.owner, a, ca, cb), op_choice(edge.consumer, a, ca, cb));
+      cost += reads.add(e, op_choice(edge.owner, a, ca, cb), op_choice(edge.consumer, a, ca, cb));
     }
     cross_.emplace(key, cost);
     return cost;
@@ -148,13 +151,14 @@ class GroupProblem {
   int64_t internal_cost(int gi, const std::vector<int> &pick, size_t upto) {
     const std::vector<OpId> &g = groups_[static_cast<size_t>(gi)];
     int64_t cost = 0;
+    StepModel::Reads reads(m_);
     for (size_t k = 0; k <= upto; ++k) {
       cost += m_.unary(g[k], pick[k]);
       for (int e : m_.edges_of(g[k])) {
         const StepModel::Edge &edge = m_.edges()[static_cast<size_t>(e)];
         if (edge.consumer != g[k] || group_of_[static_cast<size_t>(edge.owner)] != gi) continue;
         size_t j = static_cast<size_t>(member(gi, edge.owner));
-        if (j <= upto) cost += m_.edge_cost(e, pick[j], pick[k]);
+        if (j <= upto) cost += reads.add(e, pick[j], pick[k]);
       }
     }
     return cost;
@@ -360,32 +364,50 @@ std::vector<int> solve(GroupProblem &p) {
 }
 
 /** Coordinate descent on single ops after the DP: a group's members were chosen with a heuristic tie to their
- *  anchor, so an op may still lower the step's true cost by changing alone. Sweeps in op order until nothing
- *  improves (at most kSweeps); strictly decreasing, so deterministic and terminating. */
+ *  anchor, and the DP sees reuse of a fetched box only among the edges of one group or one pair of groups, so an op
+ *  may still lower the step's true cost by changing alone. The step's cost is the ops' unary() plus, per tensor, the
+ *  reads of all its edges with reuse (StepModel::Reads); an op's change alters its own unary and the reads of the
+ *  tensors it owns or reads, so those are what it is weighed by. Sweeps in op order until nothing improves (at most
+ *  kSweeps); strictly decreasing, so deterministic and terminating. */
 void refine(StepModel &m, std::vector<int> &choice, const std::vector<char> &replicable) {
   constexpr int kSweeps = 8;
-  auto local = [&](OpId o, int c) {
-    int64_t cost = m.unary(o, c);
-    for (int e : m.edges_of(o)) {
+  std::map<TensorId, std::vector<int>> edges_of_tensor;
+  for (int e = 0; e < static_cast<int>(m.edges().size()); ++e)
+    edges_of_tensor[m.edges()[static_cast<size_t>(e)].tensor].push_back(e);
+  auto reads = [&](TensorId t) {
+    StepModel::Reads r(m);
+    int64_t cost = 0;
+    for (int e : edges_of_tensor.at(t)) {
       const StepModel::Edge &edge = m.edges()[static_cast<size_t>(e)];
-      cost += edge.owner == o ? m.edge_cost(e, c, choice[static_cast<size_t>(edge.consumer)])
-                              : m.edge_cost(e, choice[static_cast<size_t>(edge.owner)], c);
+      cost += r.add(e, choice[static_cast<size_t>(edge.owner)], choice[static_cast<size_t>(edge.consumer)]);
     }
     return cost;
   };
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     bool changed = false;
     for (OpId o = 0; o < static_cast<OpId>(choice.size()); ++o) {
+      std::vector<TensorId> touched;
+      for (int e : m.edges_of(o)) touched.push_back(m.edges()[static_cast<size_t>(e)].tensor);
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
       int &have = choice[static_cast<size_t>(o)];
-      int64_t best = local(o, have);
+      auto local = [&](int c) {
+        have = c;
+        int64_t cost = m.unary(o, c);
+        for (TensorId t : touched) cost += reads(t);
+        return cost;
+      };
+      int keep = have;
+      int64_t best = local(keep);
       for (int c : tofu_choices(m, o, replicable)) {
-        int64_t cost = local(o, c);
+        int64_t cost = local(c);
         if (cost < best) {
           best = cost;
-          have = c;
+          keep = c;
           changed = true;
         }
       }
+      have = keep;
     }
     if (!changed) break;
   }

@@ -189,6 +189,7 @@ StepModel::StepModel(const Graph &g, const std::vector<std::vector<Description>>
       if (t != kNoTensor && ++reads[static_cast<size_t>(t)] == 1) sole_reader_[static_cast<size_t>(t)] = o;
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (reads[static_cast<size_t>(t)] != 1) sole_reader_[static_cast<size_t>(t)] = kNoOp;
+  reads_ = std::move(reads);
   unary_.resize(static_cast<size_t>(g.num_ops()));
   edges_of_.resize(static_cast<size_t>(g.num_ops()));
   for (OpId o = 0; o < g.num_ops(); ++o) {
@@ -205,6 +206,9 @@ StepModel::StepModel(const Graph &g, const std::vector<std::vector<Description>>
     }
   }
   edge_cost_.resize(edges_.size());
+  need_.resize(static_cast<size_t>(g.num_ops()));
+  own_.resize(static_cast<size_t>(g.num_tensors()));
+  fetch_.resize(edges_.size());
 }
 
 ParallelConfig StepModel::config(OpId o, const std::string &var) const {
@@ -213,18 +217,36 @@ ParallelConfig StepModel::config(OpId o, const std::string &var) const {
   return c;
 }
 
-const std::vector<std::optional<Box>> &StepModel::need(OpId o, int c, int64_t index) {
-  auto key = std::make_pair(o, c);
-  auto it = need_.find(key);
-  if (it == need_.end()) {
-    const Op &op = g_.op(o);
-    const std::vector<Description> &ds = descs_[static_cast<size_t>(o)];
-    ParallelConfig cfg = config(o, choices(o)[static_cast<size_t>(c)]);
-    std::vector<std::vector<std::optional<Box>>> per(static_cast<size_t>(factor_));
-    for (int64_t i = 0; i < factor_; ++i) per[static_cast<size_t>(i)] = input_regions(op, ds, cfg, i);
-    it = need_.emplace(key, std::move(per)).first;
+const StepModel::Need &StepModel::need_entry(OpId o, int c) {
+  std::vector<Need> &per_choice = need_[static_cast<size_t>(o)];
+  if (per_choice.empty()) per_choice.resize(choices(o).size());
+  Need &n = per_choice[static_cast<size_t>(c)];
+  if (!n.boxes.empty()) return n;
+  const Op &op = g_.op(o);
+  const std::vector<Description> &ds = descs_[static_cast<size_t>(o)];
+  ParallelConfig cfg = config(o, choices(o)[static_cast<size_t>(c)]);
+  for (int64_t i = 0; i < factor_; ++i) {
+    n.boxes.push_back(input_regions(op, ds, cfg, i));
+    std::vector<int> &ids = n.ids.emplace_back();
+    for (const std::optional<Box> &b : n.boxes.back()) {
+      int id = -1;
+      if (b) {
+        std::vector<std::pair<int64_t, int64_t>> k;
+        for (const Interval &iv : *b) k.emplace_back(iv.begin, iv.end);
+        id = box_ids_.emplace(std::move(k), static_cast<int>(box_ids_.size())).first->second;
+      }
+      ids.push_back(id);
+    }
   }
-  return it->second[static_cast<size_t>(index)];
+  return n;
+}
+
+const std::vector<std::optional<Box>> &StepModel::need(OpId o, int c, int64_t index) {
+  return need_entry(o, c).boxes[static_cast<size_t>(index)];
+}
+
+int StepModel::need_id(OpId o, int c, int64_t index, size_t slot) {
+  return need_entry(o, c).ids[static_cast<size_t>(index)][slot];
 }
 
 Sharding StepModel::owned_sharding(TensorId t, int oc) {
@@ -260,15 +282,28 @@ Sharding StepModel::owned_sharding(TensorId t, int oc) {
 }
 
 const Box &StepModel::own(TensorId t, int oc, int64_t index) {
-  auto key = std::make_pair(t, oc);
-  auto it = own_.find(key);
-  if (it == own_.end()) {
+  std::vector<std::vector<Box>> &per_choice = own_[static_cast<size_t>(t)];
+  if (per_choice.empty()) per_choice.resize(choices(owner_[static_cast<size_t>(t)]).size());
+  std::vector<Box> &boxes = per_choice[static_cast<size_t>(oc)];
+  if (boxes.empty()) {
     Sharding s = owned_sharding(t, oc);
-    std::vector<Box> boxes;
     for (int64_t i = 0; i < factor_; ++i) boxes.push_back(shard_region(g_.tensor(t).shape, s, i));
-    it = own_.emplace(key, std::move(boxes)).first;
   }
-  return it->second[static_cast<size_t>(index)];
+  return boxes[static_cast<size_t>(index)];
+}
+
+const std::vector<int64_t> &StepModel::fetch(int e, int oc, int cc) {
+  const Edge &edge = edges_[static_cast<size_t>(e)];
+  std::vector<std::vector<int64_t>> &memo = fetch_[static_cast<size_t>(e)];
+  size_t width = choices(edge.consumer).size();
+  if (memo.empty()) memo.resize(choices(edge.owner).size() * width);
+  std::vector<int64_t> &elems = memo[static_cast<size_t>(oc) * width + static_cast<size_t>(cc)];
+  if (!elems.empty()) return elems;
+  for (int64_t i = 0; i < factor_; ++i) {
+    const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
+    elems.push_back(b ? volume(*b) - overlap(*b, own(edge.tensor, oc, i)) : 0);
+  }
+  return elems;
 }
 
 int64_t StepModel::edge_cost(int e, int oc, int cc) {
@@ -279,12 +314,37 @@ int64_t StepModel::edge_cost(int e, int oc, int cc) {
   int64_t &slot = memo[static_cast<size_t>(oc) * width + static_cast<size_t>(cc)];
   if (slot != kUnknown) return slot;
   int64_t elems = 0;
-  for (int64_t i = 0; i < factor_; ++i) {
-    const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
-    if (b) elems += volume(*b) - overlap(*b, own(edge.tensor, oc, i));
-  }
+  for (int64_t n : fetch(e, oc, cc)) elems += n;
   slot = elems * dtype_size(g_.tensor(edge.tensor).dtype) * groups_ - reduce_scatter_credit(edge, oc, cc);
   return slot;
+}
+
+int64_t StepModel::Reads::add(int e, int oc, int cc) {
+  const Edge &edge = m_.edges_[static_cast<size_t>(e)];
+  TensorId t = edge.tensor;
+  if (m_.reads_[static_cast<size_t>(t)] < 2) return m_.edge_cost(e, oc, cc);  // nothing to reuse
+  if (seeded_.insert(t).second) {
+    // The owner's own reads of t (a param its update reads, a source its first reader owns) are unary()'s.
+    const Op &op = m_.g_.op(edge.owner);
+    for (size_t s = 0; s < op.inputs.size(); ++s)
+      if (op.inputs[s] == t)
+        for (int64_t i = 0; i < m_.factor_; ++i) {
+          int id = m_.need_id(edge.owner, oc, i, s);
+          if (id >= 0) seen_.emplace(t, i, id);
+        }
+  }
+  const std::vector<int64_t> &fetched = m_.fetch(e, oc, cc);
+  int64_t elems = 0, reused = 0;
+  for (int64_t i = 0; i < m_.factor_; ++i) {
+    int id = m_.need_id(edge.consumer, cc, i, static_cast<size_t>(edge.slot));
+    if (id < 0) continue;
+    if (seen_.emplace(t, i, id).second)
+      elems += fetched[static_cast<size_t>(i)];
+    else
+      reused += fetched[static_cast<size_t>(i)];
+  }
+  // edge_cost less what is reused (its reduce-scatter credit included).
+  return m_.edge_cost(e, oc, cc) - reused * dtype_size(m_.g_.tensor(t).dtype) * m_.groups_;
 }
 
 int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
@@ -297,20 +357,32 @@ int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
   size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), edge.tensor) - op.outputs.begin());
   Sharding s = implied_sharding(op, descs_[static_cast<size_t>(edge.owner)],
                                 config(edge.owner, choices(edge.owner)[static_cast<size_t>(oc)]), k);
+  int64_t n = 1;
   for (size_t a = 0; a < s.axes.size(); ++a)
-    if ((s.axes[a].kind == AxisSharding::Kind::partial) != (a + 1 == s.axes.size())) return 0;
-  // Only the new axis is partial: codegen reduce-scatters it into the reader's blocks if they tile the shard.
+    if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
+  if (n < 2) return 0;
+  // Codegen reduces the tensor by one collective per group of devices differing only along its partial axes: a
+  // reduce-scatter when the reader's boxes tile the shard. The group of device 0 stands for all of them.
+  const Op &reader = g_.op(edge.consumer);
+  ParallelConfig rc = config(edge.consumer, choices(edge.consumer)[static_cast<size_t>(cc)]);
   Box whole = shard_region(t.shape, s, 0);
   std::vector<Box> blocks;
-  for (int64_t i = 0; i < factor_; ++i) {
-    const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
+  for (int64_t i = 0; i < group_size_; ++i) {
+    std::vector<int64_t> at = mesh_coords(mesh_, i);
+    bool member = true;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      member = member && (s.axes[a].kind == AxisSharding::Kind::partial || at[a] == 0);
+    if (!member) continue;
+    std::optional<Box> b = i < factor_ ? need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)]
+                                       : input_regions(reader, descs_[static_cast<size_t>(edge.consumer)], rc,
+                                                       i)[static_cast<size_t>(edge.slot)];
     if (!b) return 0;
     blocks.push_back(*b);
   }
   if (!boxes_tile(blocks, whole)) return 0;
-  int64_t saved = 0;
-  for (const Box &b : blocks) saved += 2 * (factor_ - 1) * volume(whole) / factor_ - (factor_ - 1) * volume(b);
-  return saved * dtype_size(t.dtype) * groups_;
+  // unary() charged a ring all-reduce (2(n-1)/n of the shard per device); a reduce-scatter moves (n-1) blocks.
+  int64_t elem = dtype_size(t.dtype);
+  return group_size_ * 2 * (n - 1) * volume(whole) * elem / n - group_size_ / n * (n - 1) * volume(whole) * elem;
 }
 
 int64_t StepModel::unary(OpId o, int c) {
@@ -323,12 +395,13 @@ int64_t StepModel::unary(OpId o, int c) {
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     if (op.outputs[k] == kNoTensor) continue;
     Sharding s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
-    // A ring all-reduce per partial axis (edge_cost credits a reduce-scatter into the first reader's blocks).
+    // One ring all-reduce over the product of the partial axes (edge_cost credits a reduce-scatter into the first
+    // reader's blocks).
     const Tensor &t = g_.tensor(op.outputs[k]);
+    int64_t n = 1;
     for (size_t a = 0; a < s.axes.size(); ++a)
-      if (s.axes[a].kind == AxisSharding::Kind::partial)
-        bytes += group_size_ * 2 * (s.mesh[a] - 1) * volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) /
-                 s.mesh[a];
+      if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
+    if (n > 1) bytes += group_size_ * 2 * (n - 1) * volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) / n;
   }
   // Sources this op owns and reads itself.
   for (size_t s = 0; s < op.inputs.size(); ++s) {

@@ -8,8 +8,10 @@
 // A step is costed on its representative group: the k_s devices whose coordinates on the earlier axes are all 0;
 // every group of that step looks alike up to edge halos, so costs are multiplied by the number of groups. Costs are
 // the bytes codegen moves (strategies.h plan_comm_bytes, evaluated on the representative group under every axis
-// decided so far): what each consumer's input box needs beyond the shard its device owns, and a ring all-reduce of
-// every partial output. Planning reads shapes and attributes only.
+// decided so far): what each consumer's input box needs beyond the shard its device owns, once per step per device
+// and box (StepModel::Reads: the unrolled timesteps of an RNN read the same weight boxes, which codegen fetches once),
+// and a ring all-reduce of every partial output over the product of its partial axes. Planning reads shapes and
+// attributes only.
 //
 // Every op-input pair is an edge from the tensor's owner to the consumer: the owner of a produced tensor is its
 // producer; of a source bound by an assign (a param, optimizer state) the producer of the assigned value, since
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -77,11 +80,31 @@ class StepModel {
   const std::vector<int> &edges_of(OpId o) const { return edges_of_[static_cast<size_t>(o)]; }
   /** Cost of op `o` alone under choice `c`: all-reduces of its partial outputs and reads of sources it owns. */
   int64_t unary(OpId o, int c);
-  /** Cost of edge `e` with its owner under choice `oc` and its consumer under choice `cc`. */
+  /** Cost of edge `e` with its owner under choice `oc` and its consumer under choice `cc`, on its own: the bytes the
+   *  consumer's devices fetch, less a reduce-scatter credit. */
   int64_t edge_cost(int e, int oc, int cc);
+
+  /** The cost of a set of edges with reuse (Reads::add): codegen assembles a box of a tensor once per step on a
+   *  device and hands it to every later reader of that box, so a read of a box already fetched by an edge of the
+   *  set, or read by the tensor's owner itself (unary()), costs nothing more. Edges of one tensor added to one set
+   *  must have their owner under one choice. */
+  class Reads {
+   public:
+    explicit Reads(StepModel &m) : m_(m) {}
+    /** Adds edge `e` (owner under `oc`, consumer under `cc`); returns what it costs beyond the edges added before. */
+    int64_t add(int e, int oc, int cc);
+
+   private:
+    StepModel &m_;
+    /** (tensor, device index, box id) fetched or owned-and-read already. */
+    std::set<std::tuple<TensorId, int64_t, int>> seen_;
+    std::set<TensorId> seeded_;
+  };
   /** What the device at `index` (0..factor-1) of the representative group reads of each input of op `o` under
    *  choice `c`. */
   const std::vector<std::optional<Box>> &need(OpId o, int c, int64_t index);
+  /** An id of need(o, c, index)[slot], equal for equal boxes of one model (-1 for nullopt). */
+  int need_id(OpId o, int c, int64_t index, size_t slot);
   /** The box of tensor `t` the device at `index` of the representative group holds with its owner under choice
    *  `oc` (partial axes resolved). */
   const Box &own(TensorId t, int oc, int64_t index);
@@ -95,6 +118,9 @@ class StepModel {
 
  private:
   ParallelConfig config(OpId o, const std::string &var) const;
+  /** Per device of the representative group, the elements edge `e`'s consumer fetches (owner under `oc`, consumer
+   *  under `cc`). */
+  const std::vector<int64_t> &fetch(int e, int oc, int cc);
   /** What a reduce-scatter into the reader's blocks saves over the all-reduce unary() charges, when codegen would
    *  use one (strategies.h plan_comm_bytes) and the tensor has no other reader. */
   int64_t reduce_scatter_credit(const Edge &edge, int oc, int cc);
@@ -112,10 +138,24 @@ class StepModel {
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;
   std::vector<OpId> sole_reader_;
+  /** Per tensor, its (op, input slot) reads. */
+  std::vector<int> reads_;
   std::vector<Edge> edges_;
   std::vector<std::vector<int>> edges_of_;
-  std::map<std::pair<OpId, int>, std::vector<std::vector<std::optional<Box>>>> need_;
-  std::map<std::pair<TensorId, int>, std::vector<Box>> own_;
+  struct Need {
+    /** Per device of the representative group, per input slot: the box read, and its id (need_id). */
+    std::vector<std::vector<std::optional<Box>>> boxes;
+    std::vector<std::vector<int>> ids;
+  };
+  /** Per op, per choice (empty: not computed yet). */
+  std::vector<std::vector<Need>> need_;
+  const Need &need_entry(OpId o, int c);
+  /** The ids given to boxes so far. */
+  std::map<std::vector<std::pair<int64_t, int64_t>>, int> box_ids_;
+  /** Per edge and choice pair, per device of the representative group: the elements its consumer fetches. */
+  std::vector<std::vector<std::vector<int64_t>>> fetch_;
+  /** Per tensor, per owner choice: the boxes held (empty: not computed yet). */
+  std::vector<std::vector<std::vector<Box>>> own_;
   /** Memos (tofu_step.cpp kUnknown: not computed yet). */
   std::vector<std::vector<int64_t>> edge_cost_;  // per edge: [owner choice * consumer choices + consumer choice]
   std::vector<std::vector<int64_t>> unary_;      // per op: [choice]

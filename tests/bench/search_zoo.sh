@@ -7,9 +7,9 @@
 # move no more than any baseline (status "BELOW TOFU" otherwise, on either byte count). A last row per model is the
 # 1-device peak memory (`single`), and tofu's row says its peak over (1-device peak / devices), which Tofu's memory
 # target keeps at most 1.15.
-# The two byte counts differ: plan_comm_bytes (what tofu's steps minimise) charges every read of a remote box, the
-# cost model (codegen's exact communication) fetches an assembled box once per step and reuses it, which matters
-# for the RNNs, whose unrolled timesteps read the same weight boxes.
+# The two byte counts agree up to the statistics synced inside kernels (BatchNorm, losses), which only the cost model
+# counts: both fetch an assembled box once per step per device and reuse it (the RNNs' unrolled timesteps read the
+# same weight boxes), and reduce a tensor partial on several mesh axes by one collective over their product.
 # Usage: tests/bench/search_zoo.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
 # Other models: ZOO_MODELS="family:variant:batch ..."; other planners: PLANNERS="..."; DEVICES (default 8).
 set -u

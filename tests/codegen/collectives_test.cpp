@@ -126,5 +126,46 @@ TEST(Collectives, LoweringReduceScattersAPartialReadInBlocks) {
   EXPECT_EQ(count(s, "rt::reduce_scatter_sum("), 0) << s;
 }
 
+TEST(Collectives, AxesGroupsSpanTheProductOfTheAxes) {
+  // 8 devices on a [2, 2, 2] mesh (row-major: device = 4 a0 + 2 a1 + a2).
+  std::vector<int> devices = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(axes_groups(devices, {2, 2, 2}, {0, 2}), (std::vector<std::vector<int>>{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+  EXPECT_EQ(axes_groups(devices, {2, 2, 2}, {1}), axis_groups(devices, {2, 2, 2}, 1));
+  EXPECT_EQ(axes_groups(devices, {2, 2, 2}, {0, 1, 2}), (std::vector<std::vector<int>>{devices}));
+}
+
+/** The members of the communicator of rank 0's `call`s, one list per call, in program order. */
+std::vector<std::vector<int>> call_groups(const std::string &plan, const std::string &call) {
+  Graph g = parse_graph(kGraph);
+  verify(g);
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (g.tensor(t).role == Role::param) g.tensor(t).data.assign(static_cast<size_t>(4 * 6 * 4), uint8_t{0});
+  Lowered l = lower(g, plan::parse_plan(plan));
+  std::vector<std::vector<int>> out;
+  for (const Instr &i : l.ranks[0].step)
+    if (i.code.rfind(call + "(G", 0) == 0) out.push_back(l.groups.at(std::stoul(i.code.substr(call.size() + 2))));
+  return out;
+}
+
+TEST(Collectives, LoweringReducesAPartialOnTwoAxesOverTheirProduct) {
+  // mm splits its summed var k along both axes of a 2x2 mesh: y is partial on both, and is reduced by one collective
+  // over all 4 ranks (not one per axis): all-reduced when r3 reads it whole, reduce-scattered when r3 reads it in 4
+  // row blocks.
+  auto plan = [](const std::string &r3, const std::string &z) {
+    std::string s = "plan devices=4\n";
+    for (const char *t : {"x", "a", "b"}) s += std::string("tensor ") + t + " devices=[0,1,2,3] mesh=[2,2] [replicate,replicate]\n";
+    s += "tensor w devices=[0,1,2,3] mesh=[2,2] [split(0),split(0)]\n"
+         "tensor y devices=[0,1,2,3] mesh=[2,2] [partial,partial]\n"
+         "tensor z devices=[0,1,2,3] mesh=[2,2] [" + z + "]\n";
+    for (const char *o : {"r1", "r2"}) s += std::string("op ") + o + " devices=[0,1,2,3] mesh=[2,2] [-,-]\n";
+    return s + "op mm devices=[0,1,2,3] mesh=[2,2] [k,k]\nop r3 devices=[0,1,2,3] mesh=[2,2] [" + r3 + "]\n";
+  };
+  std::vector<std::vector<int>> all4 = {{0, 1, 2, 3}};
+  EXPECT_EQ(call_groups(plan("-,-", "replicate,replicate"), "rt::all_reduce_sum"), all4);
+  EXPECT_EQ(call_groups(plan("-,-", "replicate,replicate"), "rt::reduce_scatter_sum"), std::vector<std::vector<int>>{});
+  EXPECT_EQ(call_groups(plan("i,i", "split(0),split(0)"), "rt::reduce_scatter_sum"), all4);
+  EXPECT_EQ(call_groups(plan("i,i", "split(0),split(0)"), "rt::all_reduce_sum"), std::vector<std::vector<int>>{});
+}
+
 }  // namespace
 }  // namespace cleave::codegen

@@ -24,6 +24,7 @@
 #include "ir/error.h"
 #include "planner/cost_model.h"
 #include "planner/make_plan.h"
+#include "planner/strategies.h"
 #include "planner/validate.h"
 
 namespace cleave::plan {
@@ -173,6 +174,34 @@ TEST(CostModel, CommunicationMatchesCodegen) {
   EXPECT_GT(checked, 20);  // the cases do communicate
   EXPECT_GT(synced_checked, 4);  // and split synced kernels (the loss, BatchNorm)
   std::printf("rank 0: %d lowering calls, %d synced-kernel exchanges compared\n", checked, synced_checked);
+}
+
+TEST(CostModel, PartialOnEveryAxisIsReducedOverTheWholeGroup) {
+  // The hand plans mlp_batch_2x2 and mlp_zero_2x2 (tests/codegen/plans, trained against `cleave eval` by
+  // cli.hand_plans) split the batch along both axes of a 2x2 mesh, so every weight gradient is partial on both: codegen
+  // reduces each by one collective over all 4 ranks, never by one per axis. From the params' shapes alone, both plans
+  // then move 2(n-1)/n of every param per rank, n = 4 (an all-reduce; or a reduce-scatter, (n-1)/n, and the forward
+  // Gemm's all-gather of the blocks, (n-1)/n); one all-reduce per axis would move 2 x 2(2-1)/2 = 2 instead of 3/2.
+  Graph g = training_graph("mlp.onnx", 16);
+  int64_t param_bytes = 0;
+  for (const Tensor &t : g.tensors())
+    if (t.role == Role::param) param_bytes += num_elements(t.shape) * dtype_size(t.dtype);
+  for (const char *name : {"mlp_batch_2x2", "mlp_zero_2x2"}) {
+    SCOPED_TRACE(name);
+    Plan p = read_plan(std::string(CLEAVE_SOURCE_DIR) + "/tests/codegen/plans/" + name + ".plan");
+    std::vector<std::vector<std::string>> lowered = lowered_comm(codegen::lower(g, p));
+    int reductions = 0;
+    for (const std::string &line : lowered[0])
+      if (line.rfind("all_reduce ", 0) == 0 || line.rfind("reduce_scatter ", 0) == 0) {
+        EXPECT_EQ(line.substr(line.find(' '), 11), " [0,1,2,3] ") << line;
+        ++reductions;
+      }
+    EXPECT_EQ(reductions, 4);  // one per weight gradient
+    EXPECT_EQ(plan_comm_bytes(g, p), 4 * 2 * 3 * param_bytes / 4);
+    // The cost model's bytes sent: the same, plus the loss kernels' three one-float syncs over the 4 ranks.
+    Topology t = preset_topology("k80x8");
+    EXPECT_EQ(estimate_cost(g, p, t).comm_bytes, 4 * 2 * 3 * param_bytes / 4 + 4 * 3 * (2 * 3 * 4 / 4));
+  }
 }
 
 // Memory relation checked (stated in planner/cost_model.h). From the lowered programs, independently of the cost

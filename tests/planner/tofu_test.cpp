@@ -67,13 +67,15 @@ TEST(SearchPlanners, CommBytesOfDataParallelismAreTheGradientAllReduces) {
 }
 
 TEST(SearchPlanners, TofuMovesNoMoreThanAnyBaseline) {
-  // Not a theorem: each recursion step is optimised on its own (Tofu §5.2), and the CNN on 8 devices is a case
-  // where a step's cheapest choice costs more later (tofu 123136 bytes, equalchop 117424).
+  // Not a theorem: each recursion step is optimised on its own (Tofu §5.2), so a step's cheapest choice can cost more
+  // later. Data parallelism included: a gradient partial on both axes of tofu's [2, 2] mesh is reduced by one
+  // all-reduce over the 4 devices, as data's over its 1-D mesh (the CNN on 4 devices: tofu 33440 bytes, data 33456;
+  // before that merge, and before tofu's costs counted a fetched box once, 41808 against 33456).
   for (const char *model : {"mlp.onnx", "cnn.onnx"})
     for (int devices : {2, 4, 8}) {
-      if (std::string(model) == "cnn.onnx" && devices == 8) continue;
       Graph g = model_graph(model, 16, true);
       int64_t tofu = plan_comm_bytes(g, make_plan(g, "tofu", devices));
+      EXPECT_LE(tofu, plan_comm_bytes(g, make_plan(g, "data", devices))) << model << " on " << devices << " devices";
       for (const char *planner : kSearchPlanners) {
         int64_t other = plan_comm_bytes(g, make_plan(g, planner, devices));
         EXPECT_LE(tofu, other) << model << " on " << devices << " devices: " << planner;
