@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/topology.h"
@@ -129,5 +130,19 @@ CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t);
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);
 double all_gather_seconds(double n, int p, double bandwidth, double latency);
+/** α-β seconds of an all-to-all over `p` members moving `m` bytes per pair: (p-1)(α + mβ). */
+double all_to_all_seconds(double m, int p, double bandwidth, double latency);
+
+/** The link a collective over `group` uses (the outermost level it spans; on a shared level its bandwidth divided
+ *  among the group), as estimate_cost prices it. */
+struct GroupLink {
+  double bandwidth = 0, latency = 0;
+};
+GroupLink group_link(const Topology &t, const std::vector<int> &group);
+
+/** Roofline seconds of `op` under `config` on `t`'s devices: its slowest device, as estimate_cost's
+ *  OpCost::compute_seconds (descs = describe(g, op)). */
+double op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                          const ParallelConfig &config, const Topology &t);
 
 }  // namespace cleave::plan
