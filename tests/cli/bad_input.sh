@@ -72,6 +72,16 @@ expect batch_not_a_number 2 '--batch: must be a positive integer, got "two"' -- 
 expect unknown_flag 2 "--fast" -- plan "$m/good.onnx" --batch 2 --fast
 expect run_build_type 2 "--build-type: Fast not in" -- run "$work" --data "x=$work/x.npy" --build-type Fast
 expect describe_unknown '*' "Nope" -- describe Nope
+# The frontier planner's flags (planner/frontier.h); the table would go to out.onnx, which must not be left behind.
+expect frontier_bad_mode '*' '--mode: "fast" is not mini-time, mini-parallelism or profile' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode fast --frontier-table "$work/out.onnx"
+expect frontier_nothing_fits '*' "--memory-limit 1: no frontier plan over 2 devices fits" -- plan "$m/good.onnx" --batch 2 --devices 2 --planner frontier --memory-limit 1 --frontier-table "$work/out.onnx"
+expect frontier_empty_range '*' "--devices: range 4..2 is empty" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 4..2 --frontier-table "$work/out.onnx"
+expect frontier_range_needs_profile '*' "--devices: a range 1..4 needs --mode profile" -- plan "$m/good.onnx" --batch 2 --planner frontier --devices 1..4 --frontier-table "$work/out.onnx"
+expect frontier_range_too_big '*' "--devices 1..64: topology k80x8 has 8 devices" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..64 --topology k80x8 --frontier-table "$work/out.onnx"
+expect frontier_bad_range 2 '--devices: must be a positive integer, got "x"' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..x
+expect frontier_flag_without_frontier '*' "--mode applies to --planner frontier only" -- plan "$m/good.onnx" --batch 2 --planner data --mode profile
+expect frontier_table_dir_missing '*' "--frontier-table: cannot write" -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-table "$work/no/such/dir/t.txt"
+expect frontier_unknown_baseline '*' '--frontier-baselines: unknown planner "nope"' -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-baselines data,nope --frontier-table "$work/out.onnx"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

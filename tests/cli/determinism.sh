@@ -19,7 +19,7 @@ done
 # Plans: every planner, twice and under different thread counts (the planners are single-threaded; OpenMP/OpenBLAS
 # settings must not leak into them), byte-identical; tofu also on a two-level topology (its hierarchy-aware search).
 for model in "$src"/models/*.onnx; do
-  for spec in "data 4" "tofu 8" "icml18 8" "owt 8" "allrow 8" "spartan 8" "equalchop 8" "tofu 16 p100-4x4"; do
+  for spec in "data 4" "tofu 8" "icml18 8" "owt 8" "allrow 8" "spartan 8" "equalchop 8" "tofu 16 p100-4x4" "frontier 4" "frontier 16 v100-2x8"; do
     read -r planner devices topo <<<"$spec"
     args=(--batch 16 --planner "$planner" --devices "$devices")
     [ -n "$topo" ] && args+=(--topology "$topo")

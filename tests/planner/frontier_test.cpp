@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "frontend/onnx_import.h"
+#include "ir/error.h"
 #include "ir/autodiff/autodiff.h"
 #include "ir/verifier.h"
 #include "planner/cost_model.h"
