@@ -81,6 +81,15 @@ struct Communication {
   std::vector<StepBuffer> buffers;
 };
 
+/** One exchange of statistics inside a synced kernel (CommEvent::Kind::sync): its group and f32 count. */
+struct SyncExchange {
+  std::vector<int> group;
+  int64_t count = 0;
+};
+/** The sync exchanges of `op` under `config` (none unless it splits a synced var), in program order. */
+std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const ParallelConfig &config);
+
 /** Every communication of one training step under `p` (which must pass validate_plan), in program order. */
 Communication derive_communication(const Graph &g, const Plan &p);
 

@@ -307,7 +307,9 @@ class Builder {
       if (t == kNoTensor) continue;
       const Tensor &tensor = g_.tensor(t);
       Sharding s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
-      cost.memory += static_cast<double>(shard_bytes(tensor, s));
+      // Forward activations are what is live at the peak (the start of the backward pass); gradients and updates
+      // come and go.
+      if (op.phase == Phase::forward) cost.memory += static_cast<double>(shard_bytes(tensor, s));
       if (readers_[static_cast<size_t>(t)] == 1) continue;  // resolved on its one edge
       for (size_t a = 0; a < s.axes.size(); ++a)
         if (s.axes[a].kind == AxisSharding::Kind::partial && s.mesh[a] > 1) {
@@ -315,6 +317,11 @@ class Builder {
           cost.time += all_reduce_seconds(static_cast<double>(shard_bytes(tensor, s)), static_cast<int>(s.mesh[a]),
                                           l.bandwidth, l.latency);
         }
+    }
+    for (const SyncExchange &x : sync_exchanges(g_, op, descs_[static_cast<size_t>(o)], cfg)) {
+      GroupLink l = group_link(t_, x.group);
+      cost.time += all_reduce_seconds(static_cast<double>(x.count * 4), static_cast<int>(x.group.size()), l.bandwidth,
+                                      l.latency);
     }
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       TensorId t = op.inputs[s];
@@ -436,9 +443,23 @@ class Builder {
           break;
         }
       const Level &lv = t_.levels[static_cast<size_t>(std::max(t_.level_between(src, dev), 0))];
-      worst = std::max(worst, lv.latency + static_cast<double>(missing * dtype_size(tensor.dtype)) / lv.bandwidth);
+      worst = std::max(worst, lv.latency + static_cast<double>(missing * dtype_size(tensor.dtype)) / lv.bandwidth *
+                                               (lv.shared ? fetching_all(tensor, s, need) : 1));
     }
     return worst;
+  }
+
+  /** Reader devices that lack part of their box: they share a shared level's bandwidth. */
+  int fetching_all(const Tensor &tensor, const Sharding &s, const Needs &need) {
+    int n = 0;
+    for (size_t r = 0; r < need.size(); ++r) {
+      if (!need[r]) continue;
+      auto at = std::find(s.devices.begin(), s.devices.end(), all_[r]);
+      int64_t have = at == s.devices.end() ? 0
+                                           : overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
+      n += volume(*need[r]) > have;
+    }
+    return std::max(n, 1);
   }
 
   const Graph &g_;

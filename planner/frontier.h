@@ -8,8 +8,10 @@
 // codegen_supports (strategies.h) accept it; an all-none 2-D config and a 2-D config splitting one var on both axes
 // (the same as the 1-D split) are left out; at most kMaxConfigs per op, 1-D first.
 // A config's cost: time = its roofline compute (cost_model.h op_compute_seconds), plus the all-reduce of partial
-// outputs that several ops read, plus fetching what it reads of sources it owns beyond its shard; memory = the
-// bytes of its outputs' shards and of the sources it owns (device 0's shard: every config spans every device).
+// outputs that several ops read, plus the statistics exchanges of synced kernels (cost_model.h sync_exchanges), plus
+// fetching what it reads of sources it owns beyond its shard; memory = the bytes of its outputs' shards if it is a
+// forward op (activations are what is live at the peak, the start of the backward pass) and of the sources it owns
+// (params, optimizer state), on device 0 (every config spans every device).
 // Tensors have owners (as in tofu_step.h): a produced tensor its producer, a param or optimizer state bound by an
 // assign the producer of its new value (it takes that value's sharding, partial axes replicated), another source its
 // first reader (split where that reader's boxes are exactly a sharding's blocks, graph data on dim 0 only, else
@@ -17,7 +19,7 @@
 // cheapest re-split (Dijkstra over the tensor's shardings on the owner's mesh, moves being the collectives
 // cost_model.h prices: all-reduce or reduce-scatter of a partial axis, all-gather, all-to-all between split dims,
 // free local slicing), then a send/recv of whatever the reader's boxes still lack (α + bytes·β over the link to the
-// first device owning part of it). A partial tensor read by one op is resolved on that edge (its reduce-scatter
+// first device owning part of it; on a shared level the readers that fetch split its bandwidth). A partial tensor read by one op is resolved on that edge (its reduce-scatter
 // counts); one read by several is all-reduced by its producer.
 // The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
 // re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.

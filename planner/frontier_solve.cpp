@@ -177,20 +177,17 @@ class Solver {
     adj_[static_cast<size_t>(b)].erase(a);
   }
 
-  /** One elimination of degree 0, 1 or 2 (the lowest such node id); false when none applies. */
+  /** One elimination: of the lowest-id node of degree 0 or 1 (branch: no new edge), else of degree 2 (node);
+   *  false when none applies. */
   bool reduce_once() {
-    for (; scan_ < alive_.size(); ++scan_) {
-      int v = static_cast<int>(scan_);
-      if (!alive_[scan_] || adj_[scan_].size() > 2) continue;
-      size_t deg = adj_[scan_].size();
-      if (deg == 0) fold_isolated(v);
-      else if (deg == 1) branch(v);
-      else node(v);
-      // An elimination only lowers degrees of v's neighbours, which may be earlier ids.
-      scan_ = 0;
-      return true;
-    }
-    scan_ = 0;
+    for (size_t most : {size_t{1}, size_t{2}})
+      for (size_t v = 0; v < alive_.size(); ++v) {
+        if (!alive_[v] || adj_[v].size() > most) continue;
+        if (adj_[v].empty()) fold_isolated(static_cast<int>(v));
+        else if (adj_[v].size() == 1) branch(static_cast<int>(v));
+        else node(static_cast<int>(v));
+        return true;
+      }
     return false;
   }
 
@@ -247,6 +244,12 @@ class Solver {
     double t = std::numeric_limits<double>::infinity();
     for (const Pt &p : s) t = std::min(t, p.time);
     return t;
+  }
+
+  static double least_memory(const Set &s) {
+    double m = std::numeric_limits<double>::infinity();
+    for (const Pt &p : s) m = std::min(m, p.memory);
+    return m;
   }
 
   void heuristic(const std::vector<int> &rest) {
@@ -325,14 +328,33 @@ class Solver {
         }
       std::vector<std::pair<std::vector<int>, Set>> all;
       for (auto &[key, c] : merged) all.emplace_back(key, finish(c));
-      if (all.size() > o_.max_states) {
-        std::stable_sort(all.begin(), all.end(),
-                         [](const auto &x, const auto &y) { return least_time(x.second) < least_time(y.second); });
-        stats_.ldp_states_dropped += static_cast<int64_t>(all.size() - o_.max_states);
-        all.resize(o_.max_states);
-      }
       states.clear();
-      for (auto &[key, s] : all) states.emplace(key, std::move(s));
+      if (all.size() > o_.max_states) {
+        // Both ends of the frontier: states taken alternately by least time and by least memory.
+        std::vector<size_t> by_time(all.size()), by_memory(all.size());
+        std::iota(by_time.begin(), by_time.end(), size_t{0});
+        std::iota(by_memory.begin(), by_memory.end(), size_t{0});
+        std::stable_sort(by_time.begin(), by_time.end(),
+                         [&](size_t x, size_t y) { return least_time(all[x].second) < least_time(all[y].second); });
+        std::stable_sort(by_memory.begin(), by_memory.end(), [&](size_t x, size_t y) {
+          return least_memory(all[x].second) < least_memory(all[y].second);
+        });
+        std::vector<char> taken(all.size(), 0);
+        size_t count = 0;
+        for (size_t i = 0; count < o_.max_states; ++i)
+          for (const std::vector<size_t> *order : {&by_time, &by_memory}) {
+            size_t k = (*order)[i];
+            if (count < o_.max_states && !taken[k]) {
+              taken[k] = 1;
+              ++count;
+            }
+          }
+        stats_.ldp_states_dropped += static_cast<int64_t>(all.size() - o_.max_states);
+        for (size_t k = 0; k < all.size(); ++k)
+          if (taken[k]) states.emplace(std::move(all[k].first), std::move(all[k].second));
+      } else {
+        for (auto &[key, s] : all) states.emplace(key, std::move(s));
+      }
       frontier = std::move(next);
     }
     std::vector<Cand> c;
@@ -374,7 +396,6 @@ class Solver {
   std::vector<EdgeState> edges_;
   std::vector<Deriv> arena_;
   Set global_;
-  size_t scan_ = 0;
 };
 
 Cost parse_cost(const std::string &word, const std::string &where) {

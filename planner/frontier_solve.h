@@ -11,13 +11,14 @@
 //     union over cv of E(u,v)[cu,cv] + N(v)[cv] + E(v,w)[cv,cw];
 //   - branch elimination: a node v of degree 1 (neighbour u) folds into u: N(u)[cu] += union over cv of
 //     E(u,v)[cu,cv] + N(v)[cv]; a node of degree 0 folds into the global set the same way;
+//   Degree 0 and 1 go first (they add no edge), then degree 2, lowest node id first;
 //   - heuristic elimination, when none of these applies and more than `ldp_max_nodes` nodes remain: the node of
 //     highest degree (it breaks the most cycles) is fixed to the config with the lowest time bound (its own least
 //     time plus, per edge, the least edge time plus neighbour time), its edges fold into its neighbours, and it
 //     becomes a degree-0 node (not exact: the other configs of that node are lost);
 //   - LDP: the nodes that remain, in id order, by a linear DP whose state is the configs of the processed nodes that
 //     still have an unprocessed neighbour (states with equal frontiers merge their sets); at most `max_states`
-//     states survive a step, those with the least time first (exact when none is dropped).
+//     states survive a step, taken alternately by least time and by least memory (exact when none is dropped).
 // Every set is pruned to its Pareto points (least time first; equal points keep the first found), then to at most
 // `max_points` of them spread evenly by rank, always keeping both ends (least time, least memory). With
 // max_points and max_states large enough, and no heuristic elimination, the result is the exact frontier.

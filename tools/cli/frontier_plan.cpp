@@ -178,13 +178,18 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   }
   std::string table = plan::frontier_table(g, r, topo.name);
   for (const plan::LabelledPoint &p : points) {
-    bool below = false;
-    for (const plan::FrontierPlan &f : r.frontier)
+    // below: the baseline dominates a frontier point (a failure of the search); dominated: a frontier point is at
+    // least as good in both; beside: neither (the frontier does not reach that far along the other axis).
+    bool below = false, dominated = false;
+    for (const plan::FrontierPlan &f : r.frontier) {
       below = below || (p.step_seconds <= f.step_seconds && p.peak_memory_bytes <= f.peak_memory_bytes &&
                         (p.step_seconds < f.step_seconds || p.peak_memory_bytes < f.peak_memory_bytes));
+      dominated = dominated || (f.step_seconds <= p.step_seconds && f.peak_memory_bytes <= p.peak_memory_bytes);
+    }
     char line[200];
     std::snprintf(line, sizeof line, "# baseline %s %.6e %lld %s\n", p.label.c_str(), p.step_seconds,
-                  static_cast<long long>(p.peak_memory_bytes), below ? "dominates-a-frontier-point" : "not-below");
+                  static_cast<long long>(p.peak_memory_bytes),
+                  below ? "dominates-a-frontier-point" : dominated ? "dominated" : "beside");
     table += line;
   }
   char line[200];
