@@ -2,6 +2,7 @@
 #include "planner/frontier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -122,9 +123,14 @@ class Builder {
         OpId owner = owner_[static_cast<size_t>(t)];
         if (owner == kNoOp || owner == o) continue;
         ft::CostGraph::Edge e{owner, o, {}};
+        // A box assembled for a forward op stays live into the backward pass (its gradient reads it too).
+        bool kept = op.phase == Phase::forward;
         for (int oc = 0; oc < configs(owner); ++oc)
-          for (int cc = 0; cc < configs(o); ++cc)
-            e.cost.push_back({resplit(t, owned(t, oc), needs(o, cc, s)), 0});
+          for (int cc = 0; cc < configs(o); ++cc) {
+            const Needs &need = needs(o, cc, s);
+            double secs = resplit(t, owned(t, oc), need);
+            e.cost.push_back({secs, kept && secs > 0 ? assembled_bytes(t, need) : 0});
+          }
         cg.edges.push_back(std::move(e));
       }
     }
@@ -449,6 +455,11 @@ class Builder {
     return worst;
   }
 
+  /** The bytes of the box device 0 of a reader assembles. */
+  double assembled_bytes(TensorId t, const Needs &need) const {
+    return need.empty() || !need[0] ? 0.0 : static_cast<double>(volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
+  }
+
   /** Reader devices that lack part of their box: they share a shared level's bandwidth. */
   int fetching_all(const Tensor &tensor, const Sharding &s, const Needs &need) {
     int n = 0;
@@ -493,8 +504,12 @@ std::string sci(double x) {
 FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options) {
   if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
   if (devices > t.devices()) CLEAVE_USER_ERROR(devices, " devices, but topology ", t.name, " has ", t.devices());
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  auto t0 = now();
   Builder b(g, devices, t);
   ft::CostGraph cg = b.cost_graph();
+  auto t1 = now();
   FrontierResult r;
   r.devices = devices;
   r.ops = g.num_ops();
@@ -502,6 +517,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   r.configs = b.total_configs();
   std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, options, &r.stats);
   r.candidates = static_cast<int>(points.size());
+  auto t2 = now();
   std::vector<FrontierPlan> all;
   for (const ft::FrontierPoint &p : points) {
     FrontierPlan f;
@@ -515,6 +531,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::vector<ft::Cost> costs;
   for (const FrontierPlan &f : all) costs.push_back({f.step_seconds, static_cast<double>(f.peak_memory_bytes)});
   for (size_t i : ft::pareto_keep(costs, std::numeric_limits<size_t>::max())) r.frontier.push_back(std::move(all[i]));
+  r.seconds = {secs(t0, t1), secs(t1, t2), secs(t2, now())};
   return r;
 }
 

@@ -149,17 +149,26 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   std::vector<int> counts = flags.mode == "mini-parallelism" ? counts_in(1, hi) : std::vector<int>{hi};
   std::vector<plan::FrontierResult> results;
   double best = -1;
+  std::string progress;  // for people, printed once a plan is chosen (an error is the only line otherwise)
   for (int n : counts) {
     auto t0 = std::chrono::steady_clock::now();
     results.push_back(plan::frontier_search(g, n, topo));
     double t = best_time(results.back(), limit);
-    std::fprintf(stderr, "frontier over %d devices on %s: %zu points, search %.2f s, best fitting step %.6e s\n", n,
-                 topo.name.c_str(), results.back().frontier.size(), secs(t0, std::chrono::steady_clock::now()), t);
+    char line[200];
+    const std::array<double, 3> &phase = results.back().seconds;
+    std::snprintf(line, sizeof line,
+                  "frontier over %d devices on %s: %zu points, search %.2f s (cost graph %.2f, FT %.2f, re-scoring "
+                  "%.2f), %s %.6e s\n",
+                  n, topo.name.c_str(), results.back().frontier.size(), secs(t0, std::chrono::steady_clock::now()),
+                  phase[0], phase[1], phase[2],
+                  t >= 0 ? "fastest fitting step" : "none fits; fastest step",
+                  t >= 0 ? t : results.back().frontier.front().step_seconds);
+    progress += line;
     if (t >= 0 && (best < 0 || t < best)) best = t;
   }
   size_t chosen = results.size() - 1;
   if (flags.mode == "mini-parallelism") {
-    if (best < 0) plan::fastest_fitting(results.back(), limit);  // throws, naming --memory-limit
+    if (best < 0) (void)plan::fastest_fitting(results.back(), limit);  // throws, naming --memory-limit
     for (size_t i = 0; i < results.size(); ++i) {
       double t = best_time(results[i], limit);
       if (t >= 0 && t <= 1.05 * best) {
@@ -170,6 +179,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   }
   const plan::FrontierResult &r = results[chosen];
   const plan::FrontierPlan &pick = plan::fastest_fitting(r, limit);
+  std::cerr << progress;
   std::vector<plan::LabelledPoint> points;
   for (const std::string &b : baselines) {
     plan::Plan p = plan::make_plan(g, b, r.devices, &topo);
