@@ -125,10 +125,18 @@ class Builder {
         ft::CostGraph::Edge e{owner, o, {}};
         // A box assembled for a forward op stays live into the backward pass (its gradient reads it too).
         bool kept = op.phase == Phase::forward;
+        // Many config pairs give the same sharding and boxes: price each distinct pair once.
+        std::vector<int> from_ids, need_ids;
+        for (int oc = 0; oc < configs(owner); ++oc)
+          from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+        for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(intern(key_of(needs(o, cc, s))));
         for (int oc = 0; oc < configs(owner); ++oc)
           for (int cc = 0; cc < configs(o); ++cc) {
             const Needs &need = needs(o, cc, s);
-            double secs = resplit(t, owned(t, oc), need);
+            auto [it, fresh] = pair_secs_.try_emplace({from_ids[static_cast<size_t>(oc)],
+                                                       need_ids[static_cast<size_t>(cc)]}, 0.0);
+            if (fresh) it->second = resplit(t, owned(t, oc), need);
+            double secs = it->second;
             e.cost.push_back({secs, kept && secs > 0 ? assembled_bytes(t, need) : 0});
           }
         cg.edges.push_back(std::move(e));
@@ -358,9 +366,7 @@ class Builder {
   /** Seconds to turn tensor `t` held as `from` into what the reader's devices (0..n-1 in order) need (frontier.h). */
   double resplit(TensorId t, const Sharding &from, const Needs &need) {
     const Tensor &tensor = g_.tensor(t);
-    std::string key = std::string(dtype_name(tensor.dtype)) + "[";
-    for (int64_t d : tensor.shape) key += std::to_string(d) + ",";
-    key += "]" + key_of(from) + "#" + key_of(need);
+    std::string key = tensor_key(t) + key_of(from) + "#" + key_of(need);
     auto it = resplit_.find(key);
     if (it != resplit_.end()) return it->second;
     // Dijkstra over shardings on from's mesh.
@@ -455,6 +461,17 @@ class Builder {
     return worst;
   }
 
+  std::string tensor_key(TensorId t) const {
+    const Tensor &tensor = g_.tensor(t);
+    std::string key = std::string(dtype_name(tensor.dtype)) + "[";
+    for (int64_t d : tensor.shape) key += std::to_string(d) + ",";
+    return key + "]";
+  }
+
+  int intern(const std::string &key) {
+    return ids_.emplace(key, static_cast<int>(ids_.size())).first->second;
+  }
+
   /** The bytes of the box device 0 of a reader assembles. */
   double assembled_bytes(TensorId t, const Needs &need) const {
     return need.empty() || !need[0] ? 0.0 : static_cast<double>(volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
@@ -485,6 +502,8 @@ class Builder {
   std::map<std::pair<OpId, int>, std::vector<Needs>> needs_;
   std::map<std::pair<TensorId, int>, Sharding> owned_;
   std::map<std::string, double> resplit_;
+  std::map<std::string, int> ids_;
+  std::map<std::pair<int, int>, double> pair_secs_;
 };
 
 std::string fixed(double x, int digits) {

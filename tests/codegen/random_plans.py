@@ -134,6 +134,25 @@ def compare(got, ref, saved, ref_w, rtol=1e-5):
     return problems, worst_loss, worst_w
 
 
+def frontier_min_memory_plan(cleave, onnx_path, ranks, bundle, opt_flags):
+    """The least-memory point of the frontier (its table's last line), planned with --memory-limit at its peak: the
+    other end from `--planner frontier`'s default (the fastest), which on the tiny models replicates most ops."""
+    table, plan = bundle + "_frontier.txt", bundle + "_frontier.plan"
+    common = ["plan", onnx_path, "--devices", str(ranks), "--batch", str(BATCH), "--planner", "frontier"] + opt_flags
+    sh([cleave] + common + ["--frontier-table", table])
+    with open(table) as f:
+        points = [l.split() for l in f if not l.startswith("#")]
+    sh([cleave] + common + ["--memory-limit", points[-1][2], "-o", plan])
+    return ["--plan", plan]
+
+
+def split_summary(plan_path):
+    """How many ops of a plan split a var, for the case's line."""
+    ops = [l.split() for l in open(plan_path) if l.startswith("op ")]
+    split = sum(1 for o in ops if any(v != "-" for v in o[-1].strip("[]").split(",")))
+    return f"{len(ops)} ops: {split} split, {len(ops) - split} replicated"
+
+
 def main(argv):
     if argv[:1] == ["--write-model"]:
         write_model(*argv[1:4])
@@ -193,9 +212,13 @@ def main(argv):
             count += 1
             try:
                 plan_flags = ["--planner", planner] + (["--seed", str(seed)] if seed is not None else [])
+                if planner == "frontier-min-memory":
+                    plan_flags = frontier_min_memory_plan(a.cleave, onnx_path, r, bundle, OPTIMIZERS[opt])
                 _, err = sh([a.cleave, "compile", onnx_path, "--devices", str(r), "--batch", str(BATCH), "-o", bundle]
                             + plan_flags + OPTIMIZERS[opt])
                 summary = next((l.split(": ", 1)[1] for l in err.splitlines() if l.startswith("random plan")), "")
+                if planner.startswith("frontier"):
+                    summary = split_summary(os.path.join(bundle, "plan.txt"))
                 saved = bundle + "_trained.onnx"
                 out, _ = sh([a.cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + flags)
