@@ -16,6 +16,7 @@
 #include "planner/region.h"
 #include "planner/strategies.h"
 #include "planner/tofu.h"
+#include "planner/tofu_step.h"
 #include "planner/validate.h"
 
 namespace cleave::plan {
@@ -73,6 +74,8 @@ std::vector<std::vector<int64_t>> meshes_for(int devices, const Topology &t) {
     if (c > 1) counts.push_back(c);
   if (counts.size() == 2) out.push_back({counts[1], counts[0]});  // outermost first
   else if (devices % 2 == 0 && devices > 2) out.push_back({2, devices / 2});
+  std::vector<int64_t> f = default_factors(devices);
+  if (f.size() >= 3) out.push_back({f[0], f[1], devices / (f[0] * f[1])});
   return out;
 }
 
@@ -198,10 +201,18 @@ class Builder {
             out.push_back(std::move(c));
         };
         for (const std::string &v : vars) consider({all_, meshes[0], {v}});
-        for (size_t m = 1; m < meshes.size(); ++m)
+        for (size_t m = 1; m < meshes.size(); ++m) {
+          if (meshes[m].size() == 2) {
+            for (const std::string &a : vars)
+              for (const std::string &b : vars)
+                if (!(a.empty() && b.empty()) && a != b) consider({all_, meshes[m], {a, b}});
+            continue;
+          }
           for (const std::string &a : vars)
             for (const std::string &b : vars)
-              if (!(a.empty() && b.empty()) && a != b) consider({all_, meshes[m], {a, b}});
+              for (const std::string &c : vars)
+                if (a != b && b != c && a != c) consider({all_, meshes[m], {a, b, c}});
+        }
         it->second = std::move(out);
       }
       configs_.push_back(it->second);

@@ -2,11 +2,13 @@
 // The `frontier` planner (TensorOpt §3): the Pareto set of (step time, per-device memory) over per-op parallel
 // configs, found by the frontier-tracking algorithm (frontier_solve.h) on a cost graph of the training graph.
 //
-// Cost graph: one node per op. An op's configs use every device in order 0..n-1 on the mesh [n] and, when n is
+// Cost graph: one node per op. An op's configs use every device in order 0..n-1 on the mesh [n], and, when n is
 // composite, on one 2-D mesh (the topology's two levels when its devices fill them, e.g. [2, 8] on v100-2x8, else
-// [2, n/2]); per mesh axis a splittable var of its description or none (replication), kept when config_problems and
-// codegen_supports (strategies.h) accept it; an all-none 2-D config and a 2-D config splitting one var on both axes
-// (the same as the 1-D split) are left out; at most kMaxConfigs per op, 1-D first.
+// [2, n/2]) and, when n has three or more prime factors, one 3-D mesh [p1, p2, n/(p1·p2)] (largest primes first:
+// [2, 2, 4] for 16); per mesh axis a splittable var of its description or none (replication), kept when
+// config_problems and codegen_supports (strategies.h) accept it. Configs with the same var on two axes (the same
+// split as on fewer axes) are left out, as are the all-none 2-D ones; at most kMaxConfigs per op, 1-D first, then
+// 2-D, then 3-D, each in var order.
 // A config's cost: time = its roofline compute (cost_model.h op_compute_seconds), plus the all-reduce of partial
 // outputs that several ops read, plus the statistics exchanges of synced kernels (cost_model.h sync_exchanges), plus
 // fetching what it reads of sources it owns beyond its shard; memory = the bytes of its outputs' shards if it is a
@@ -36,7 +38,7 @@
 
 namespace cleave::plan {
 
-inline constexpr size_t kMaxConfigs = 16;
+inline constexpr size_t kMaxConfigs = 24;
 
 struct FrontierPlan {
   Plan plan;
