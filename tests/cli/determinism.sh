@@ -31,3 +31,15 @@ for model in "$src"/models/*.onnx; do
     echo "ok $(basename "$model") plan $spec: $(wc -l <"$work/a.plan") lines, stable across runs and thread counts"
   done
 done
+# The frontier planner's table, plot and profile (planner/frontier.h): byte-identical across runs.
+for model in "$src"/models/*.onnx; do
+  for run in a b; do
+    "$cleave" plan "$model" --batch 16 --planner frontier --devices 4 --frontier-baselines data,owt \
+      --frontier-table "$work/$run.table" --frontier-svg "$work/$run.svg" >/dev/null 2>&1
+    "$cleave" plan "$model" --batch 16 --planner frontier --mode profile --devices 1..4 >"$work/$run.profile" 2>/dev/null
+  done
+  for f in table svg profile; do
+    cmp "$work/a.$f" "$work/b.$f" || { echo "FAIL: $model: frontier $f differs between two runs"; exit 1; }
+  done
+  echo "ok $(basename "$model") frontier table, plot and profile: stable across runs"
+done
