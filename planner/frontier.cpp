@@ -608,7 +608,7 @@ std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoin
   for (const LabelledPoint &p : others) see(p.step_seconds, static_cast<double>(p.peak_memory_bytes));
   if (!(tmin <= tmax)) tmin = 0, tmax = 1, mmin = 0, mmax = 1;
   double tpad = (tmax - tmin) * 0.05 + tmax * 1e-3 + 1e-12, mpad = (mmax - mmin) * 0.05 + mmax * 1e-3 + 1;
-  tmin -= tpad, tmax += tpad, mmin -= mpad, mmax += mpad;
+  tmin = std::max(0.0, tmin - tpad), tmax += tpad, mmin = std::max(0.0, mmin - mpad), mmax += mpad;
   auto x = [&](double t) { return left + (t - tmin) / (tmax - tmin) * (w - left - right); };
   auto y = [&](double m) { return h - bottom - (m - mmin) / (mmax - mmin) * (h - top - bottom); };
   std::ostringstream s;
@@ -625,7 +625,7 @@ std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoin
     s << "<text x=\"" << fixed(x(t), 1) << "\" y=\"" << h - bottom + 16 << "\" text-anchor=\"middle\">"
       << fixed(t * 1e3, 2) << "</text>\n";
     s << "<text x=\"" << left - 6 << "\" y=\"" << fixed(y(m) + 4, 1) << "\" text-anchor=\"end\">"
-      << fixed(m / (1 << 20), 0) << "</text>\n";
+      << fixed(m / (1 << 20), mmax < 10.0 * (1 << 20) ? 3 : 0) << "</text>\n";
   }
   s << "<text x=\"" << (left + w - right) / 2 << "\" y=\"" << h - 15 << "\" text-anchor=\"middle\">predicted step time "
     << "(ms)</text>\n";
