@@ -574,7 +574,7 @@ const FrontierPlan &fastest_fitting(const FrontierResult &r, int64_t memory_limi
                     " devices fits (the smallest peak is ", least, " bytes)");
 }
 
-std::string frontier_table(const Graph &g, const FrontierResult &r, const std::string &topology) {
+std::string frontier_table(const FrontierResult &r, const std::string &topology) {
   std::ostringstream out;
   out << "# frontier devices=" << r.devices << " topology=" << topology << " ops=" << r.ops << " configs=" << r.configs
       << " edges=" << r.edges << " candidates=" << r.candidates << "\n";
@@ -591,7 +591,6 @@ std::string frontier_table(const Graph &g, const FrontierResult &r, const std::s
         << static_cast<int64_t>(std::llround(f.model.memory)) << " " << split << " "
         << static_cast<int>(f.plan.ops.size()) - split << "\n";
   }
-  (void)g;
   return out.str();
 }
 

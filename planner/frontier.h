@@ -71,7 +71,7 @@ const FrontierPlan &fastest_fitting(const FrontierResult &r, int64_t memory_limi
 
 /** The frontier as a table, one line per plan (deterministic): index, step seconds, peak bytes, the FT model's
  *  seconds and bytes, and how many ops split / replicate. */
-std::string frontier_table(const Graph &g, const FrontierResult &r, const std::string &topology);
+std::string frontier_table(const FrontierResult &r, const std::string &topology);
 
 /** A point of another planner to draw beside the frontier. */
 struct LabelledPoint {

@@ -186,7 +186,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
     plan::CostReport c = plan::estimate_cost(g, p, topo);
     points.push_back({b, c.predicted_step_seconds, c.peak_memory_bytes});
   }
-  std::string table = plan::frontier_table(g, r, topo.name);
+  std::string table = plan::frontier_table(r, topo.name);
   for (const plan::LabelledPoint &p : points) {
     // below: the baseline dominates a frontier point (a failure of the search); dominated: a frontier point is at
     // least as good in both; beside: neither (the frontier does not reach that far along the other axis).
