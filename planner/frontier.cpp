@@ -72,8 +72,10 @@ std::vector<std::vector<int64_t>> meshes_for(int devices, const Topology &t) {
   std::vector<int64_t> counts;
   for (int c : used)
     if (c > 1) counts.push_back(c);
-  if (counts.size() == 2) out.push_back({counts[1], counts[0]});  // outermost first
-  else if (devices % 2 == 0 && devices > 2) out.push_back({2, devices / 2});
+  if (counts.size() == 2)
+    out.push_back({counts[1], counts[0]});  // outermost first
+  else if (devices % 2 == 0 && devices > 2)
+    out.push_back({2, devices / 2});
   std::vector<int64_t> f = default_factors(devices);
   if (f.size() >= 3) out.push_back({f[0], f[1], devices / (f[0] * f[1])});
   return out;
@@ -83,7 +85,8 @@ std::string key_of(const Sharding &s) {
   std::string k;
   for (int64_t m : s.mesh) k += std::to_string(m) + "x";
   k += "|";
-  for (const AxisSharding &a : s.axes) k += std::to_string(static_cast<int>(a.kind)) + ":" + std::to_string(a.dim) + ",";
+  for (const AxisSharding &a : s.axes)
+    k += std::to_string(static_cast<int>(a.kind)) + ":" + std::to_string(a.dim) + ",";
   return k;
 }
 
@@ -130,14 +133,13 @@ class Builder {
         bool kept = op.phase == Phase::forward;
         // Many config pairs give the same sharding and boxes: price each distinct pair once.
         std::vector<int> from_ids, need_ids;
-        for (int oc = 0; oc < configs(owner); ++oc)
-          from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+        for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
         for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(intern(key_of(needs(o, cc, s))));
         for (int oc = 0; oc < configs(owner); ++oc)
           for (int cc = 0; cc < configs(o); ++cc) {
             const Needs &need = needs(o, cc, s);
-            auto [it, fresh] = pair_secs_.try_emplace({from_ids[static_cast<size_t>(oc)],
-                                                       need_ids[static_cast<size_t>(cc)]}, 0.0);
+            auto [it, fresh] =
+                pair_secs_.try_emplace({from_ids[static_cast<size_t>(oc)], need_ids[static_cast<size_t>(cc)]}, 0.0);
             if (fresh) it->second = resplit(t, owned(t, oc), need);
             double secs = it->second;
             e.cost.push_back({secs, kept && secs > 0 ? assembled_bytes(t, need) : 0});
@@ -166,10 +168,11 @@ class Builder {
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
       if (g_.tensor(t).producer != kNoOp) continue;
       OpId owner = owner_[static_cast<size_t>(t)];
-      sh[static_cast<size_t>(t)] = owner == kNoOp ? Sharding{all_, {n_}, {AxisSharding{}}}
-                                                 : owned(t, choice[static_cast<size_t>(owner)]);
+      sh[static_cast<size_t>(t)] =
+          owner == kNoOp ? Sharding{all_, {n_}, {AxisSharding{}}} : owned(t, choice[static_cast<size_t>(owner)]);
     }
-    for (TensorId t = 0; t < g_.num_tensors(); ++t) p.tensors.push_back({g_.tensor(t).name, sh[static_cast<size_t>(t)]});
+    for (TensorId t = 0; t < g_.num_tensors(); ++t)
+      p.tensors.push_back({g_.tensor(t).name, sh[static_cast<size_t>(t)]});
     return p;
   }
 
@@ -180,9 +183,7 @@ class Builder {
   }
 
  private:
-  const ParallelConfig &config(OpId o, int c) const {
-    return configs_[static_cast<size_t>(o)][static_cast<size_t>(c)];
-  }
+  const ParallelConfig &config(OpId o, int c) const { return configs_[static_cast<size_t>(o)][static_cast<size_t>(c)]; }
 
   void enumerate_configs() {
     std::vector<std::vector<int64_t>> meshes = meshes_for(n_, t_);
@@ -357,7 +358,8 @@ class Builder {
     }
     // Sources bound to this op's outputs by assigns (params, optimizer state) live on their new value's boxes.
     for (const Assign &a : g_.assigns)
-      if (g_.tensor(a.src).producer == o && g_.tensor(a.dst).producer == kNoOp && readers_[static_cast<size_t>(a.dst)] == 0)
+      if (g_.tensor(a.src).producer == o && g_.tensor(a.dst).producer == kNoOp &&
+          readers_[static_cast<size_t>(a.dst)] == 0)
         cost.memory += static_cast<double>(shard_bytes(g_.tensor(a.dst), owned(a.dst, c)));
     return cost;
   }
@@ -390,7 +392,8 @@ class Builder {
     auto divisible = [&](const State &s) {
       std::map<int, int64_t> parts;
       for (size_t a = 0; a < s.size(); ++a)
-        if (s[a].kind == AxisSharding::Kind::split) parts[s[a].dim] = (parts.count(s[a].dim) ? parts[s[a].dim] : 1) * from.mesh[a];
+        if (s[a].kind == AxisSharding::Kind::split)
+          parts[s[a].dim] = (parts.count(s[a].dim) ? parts[s[a].dim] : 1) * from.mesh[a];
       for (const auto &[d, p] : parts)
         if (tensor.shape[static_cast<size_t>(d)] % p != 0) return false;
       return true;
@@ -431,11 +434,15 @@ class Builder {
           State next = s;
           next[a] = dim < 0 ? AxisSharding{} : AxisSharding{AxisSharding::Kind::split, dim};
           if (x.kind == AxisSharding::Kind::partial) {
-            if (dim < 0) relax(next, all_reduce_seconds(bytes, p, l.bandwidth, l.latency));
-            else if (partials == 1) relax(next, all_gather_seconds(bytes, p, l.bandwidth, l.latency));
+            if (dim < 0)
+              relax(next, all_reduce_seconds(bytes, p, l.bandwidth, l.latency));
+            else if (partials == 1)
+              relax(next, all_gather_seconds(bytes, p, l.bandwidth, l.latency));
           } else if (x.kind == AxisSharding::Kind::split) {
-            if (dim < 0) relax(next, all_gather_seconds(bytes * p, p, l.bandwidth, l.latency));
-            else if (dim != x.dim) relax(next, all_to_all_seconds(bytes / p, p, l.bandwidth, l.latency));
+            if (dim < 0)
+              relax(next, all_gather_seconds(bytes * p, p, l.bandwidth, l.latency));
+            else if (dim != x.dim)
+              relax(next, all_to_all_seconds(bytes / p, p, l.bandwidth, l.latency));
           } else if (dim >= 0) {
             relax(next, 0);
           }
@@ -451,7 +458,8 @@ class Builder {
   double fetch_seconds(const Tensor &tensor, const Sharding &s, const Needs &need) {
     double worst = 0;
     std::vector<Box> shards;
-    for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i) shards.push_back(shard_region(tensor.shape, s, i));
+    for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i)
+      shards.push_back(shard_region(tensor.shape, s, i));
     for (size_t r = 0; r < need.size(); ++r) {
       if (!need[r]) continue;
       int dev = all_[r];
@@ -479,9 +487,7 @@ class Builder {
     return key + "]";
   }
 
-  int intern(const std::string &key) {
-    return ids_.emplace(key, static_cast<int>(ids_.size())).first->second;
-  }
+  int intern(const std::string &key) { return ids_.emplace(key, static_cast<int>(ids_.size())).first->second; }
 
   /** The bytes of the box device 0 of a reader assembles. */
   double assembled_bytes(TensorId t, const Needs &need) const {
@@ -494,8 +500,8 @@ class Builder {
     for (size_t r = 0; r < need.size(); ++r) {
       if (!need[r]) continue;
       auto at = std::find(s.devices.begin(), s.devices.end(), all_[r]);
-      int64_t have = at == s.devices.end() ? 0
-                                           : overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
+      int64_t have =
+          at == s.devices.end() ? 0 : overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
       n += volume(*need[r]) > have;
     }
     return std::max(n, 1);
@@ -611,7 +617,8 @@ std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoin
   auto x = [&](double t) { return left + (t - tmin) / (tmax - tmin) * (w - left - right); };
   auto y = [&](double m) { return h - bottom - (m - mmin) / (mmax - mmin) * (h - top - bottom); };
   std::ostringstream s;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" "
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
+    << "\" font-family=\"sans-serif\" "
     << "font-size=\"11\">\n";
   s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s << "<text x=\"" << w / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << title << "</text>\n";

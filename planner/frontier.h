@@ -22,8 +22,9 @@
 // cost_model.h prices: all-reduce or reduce-scatter of a partial axis, all-gather, all-to-all between split dims,
 // free local slicing), then a send/recv of whatever the reader's boxes still lack (α + bytes·β over the link to the
 // first device owning part of it; on a shared level the readers that fetch split its bandwidth); its memory is the
-// box a forward reader's device assembles (it stays live into the backward pass), when anything moves. A partial tensor read by one op is resolved on that edge (its reduce-scatter
-// counts); one read by several is all-reduced by its producer.
+// box a forward reader's device assembles (it stays live into the backward pass), when anything moves. A partial
+// tensor read by one op is resolved on that edge (its reduce-scatter counts); one read by several is all-reduced by
+// its producer.
 // The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
 // re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.
 #include <array>

@@ -115,8 +115,10 @@ class Solver {
 
   int materialise(const Cand &c) {
     int d;
-    if (c.a < 0) d = c.b;
-    else if (c.b < 0) d = c.a;
+    if (c.a < 0)
+      d = c.b;
+    else if (c.b < 0)
+      d = c.a;
     else {
       d = static_cast<int>(arena_.size());
       arena_.push_back({-1, 0, c.a, c.b});
@@ -183,9 +185,12 @@ class Solver {
     for (size_t most : {size_t{1}, size_t{2}})
       for (size_t v = 0; v < alive_.size(); ++v) {
         if (!alive_[v] || adj_[v].size() > most) continue;
-        if (adj_[v].empty()) fold_isolated(static_cast<int>(v));
-        else if (adj_[v].size() == 1) branch(static_cast<int>(v));
-        else node(static_cast<int>(v));
+        if (adj_[v].empty())
+          fold_isolated(static_cast<int>(v));
+        else if (adj_[v].size() == 1)
+          branch(static_cast<int>(v));
+        else
+          node(static_cast<int>(v));
         return true;
       }
     return false;
@@ -336,9 +341,8 @@ class Solver {
         std::iota(by_memory.begin(), by_memory.end(), size_t{0});
         std::stable_sort(by_time.begin(), by_time.end(),
                          [&](size_t x, size_t y) { return least_time(all[x].second) < least_time(all[y].second); });
-        std::stable_sort(by_memory.begin(), by_memory.end(), [&](size_t x, size_t y) {
-          return least_memory(all[x].second) < least_memory(all[y].second);
-        });
+        std::stable_sort(by_memory.begin(), by_memory.end(),
+                         [&](size_t x, size_t y) { return least_memory(all[x].second) < least_memory(all[y].second); });
         std::vector<char> taken(all.size(), 0);
         size_t count = 0;
         for (size_t i = 0; count < o_.max_states; ++i)

@@ -3,8 +3,8 @@
 # TensorOpt's models: WResNet-50-4 (the zoo's WResNet with TensorOpt's depth 50 and width 4) and the Transformer
 # (`--variant tensoropt`), shapes only (generate.py --weights none). Per model: the load time (import + autodiff)
 # and the frontier search time (wall: cost graph, FT, re-scoring the candidates, as `cleave plan` reports it on
-# stderr; targets 60 s and 10 s after TensorOpt's Table 3, 1,292 s and 201 s), the frontier's points (predicted step seconds, peak bytes per device: estimate_cost), and each
-# baseline planner's point with "DOMINATES" (it is at least as good in both and better in one than some frontier
+# stderr; targets 60 s and 10 s after TensorOpt's Table 3, 1,292 s and 201 s), the frontier's points (predicted
+# step seconds, peak bytes per device: estimate_cost), and each baseline planner's point with "DOMINATES" (it is at least as good in both and better in one than some frontier
 # point: a failure of the frontier, exit 1), "dominated" (a frontier point is at least as good in both) or "beside"
 # (neither: the frontier does not reach that far along the other axis).
 # Usage: tests/bench/frontier_zoo.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]

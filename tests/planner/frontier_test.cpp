@@ -1,5 +1,7 @@
 // The frontier-tracking algorithm (planner/frontier_solve.h) against brute force over every assignment, and the
 // frontier planner (planner/frontier.h) on the tiny models.
+#include "planner/frontier.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,11 +9,10 @@
 #include <limits>
 
 #include "frontend/onnx_import.h"
-#include "ir/error.h"
 #include "ir/autodiff/autodiff.h"
+#include "ir/error.h"
 #include "ir/verifier.h"
 #include "planner/cost_model.h"
-#include "planner/frontier.h"
 #include "planner/frontier_solve.h"
 #include "planner/strategies.h"
 #include "planner/validate.h"

@@ -95,8 +95,8 @@ void FrontierFlags::add_to(CLI::App &app) {
                  "frontier planner: comma-separated planners whose (time, memory) points go in the table and plot");
 }
 
-std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::string &devices,
-                                                const std::string &topology, const FrontierFlags &flags) {
+std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::string &devices, const std::string &topology,
+                                                const FrontierFlags &flags) {
   if (flags.mode != "mini-time" && flags.mode != "mini-parallelism" && flags.mode != "profile")
     CLEAVE_USER_ERROR("--mode: \"", flags.mode, "\" is not mini-time, mini-parallelism or profile");
   auto [lo, hi] = device_range(devices);
@@ -160,8 +160,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                   "frontier over %d devices on %s: %zu points, search %.2f s (cost graph %.2f, FT %.2f, re-scoring "
                   "%.2f), %s %.6e s\n",
                   n, topo.name.c_str(), results.back().frontier.size(), secs(t0, std::chrono::steady_clock::now()),
-                  phase[0], phase[1], phase[2],
-                  t >= 0 ? "fastest fitting step" : "none fits; fastest step",
+                  phase[0], phase[1], phase[2], t >= 0 ? "fastest fitting step" : "none fits; fastest step",
                   t >= 0 ? t : results.back().frontier.front().step_seconds);
     progress += line;
     if (t >= 0 && (best < 0 || t < best)) best = t;
@@ -199,7 +198,9 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
     char line[200];
     std::snprintf(line, sizeof line, "# baseline %s %.6e %lld %s\n", p.label.c_str(), p.step_seconds,
                   static_cast<long long>(p.peak_memory_bytes),
-                  below ? "dominates-a-frontier-point" : dominated ? "dominated" : "beside");
+                  below       ? "dominates-a-frontier-point"
+                  : dominated ? "dominated"
+                              : "beside");
     table += line;
   }
   char line[200];
@@ -208,10 +209,13 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                 static_cast<long long>(limit));
   table += line;
   if (!flags.svg.empty())
-    write_file("--frontier-svg", flags.svg,
-               plan::frontier_svg(r, points, "frontier over " + std::to_string(r.devices) + " devices on " + topo.name));
-  if (!flags.table.empty()) write_file("--frontier-table", flags.table, table);
-  else std::cerr << table;
+    write_file(
+        "--frontier-svg", flags.svg,
+        plan::frontier_svg(r, points, "frontier over " + std::to_string(r.devices) + " devices on " + topo.name));
+  if (!flags.table.empty())
+    write_file("--frontier-table", flags.table, table);
+  else
+    std::cerr << table;
   return pick.plan;
 }
 
