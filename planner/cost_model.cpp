@@ -24,6 +24,17 @@ double all_gather_seconds(double n, int p, double bandwidth, double latency) {
   return static_cast<double>(p - 1) / p * n / bandwidth + (p - 1) * latency;
 }
 
+double all_to_all_seconds(double m, int p, double bandwidth, double latency) {
+  if (p < 2) return 0;
+  return (p - 1) * (latency + m / bandwidth);
+}
+
+GroupLink group_link(const Topology &t, const std::vector<int> &group) {
+  int p = static_cast<int>(group.size());
+  const Level &lv = t.levels[static_cast<size_t>(std::max(t.level_spanned(group), 0))];
+  return {lv.shared ? lv.bandwidth / p : lv.bandwidth, lv.latency};
+}
+
 namespace {
 
 int64_t box_elems(const Box &b) {
@@ -54,6 +65,21 @@ Work device_work(const Graph &g, const Op &op, const std::vector<describe::Descr
   }
   return w;
 }
+
+}  // namespace
+
+double op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                          const ParallelConfig &config, const Topology &t) {
+  double secs = 0;
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    Work w = device_work(g, op, descs, config, static_cast<int64_t>(i));
+    secs = std::max(secs, std::max(static_cast<double>(w.flops) / t.device.peak_flops,
+                                   static_cast<double>(w.bytes) / t.device.memory_bandwidth));
+  }
+  return secs;
+}
+
+namespace {
 
 class Estimator {
  public:
@@ -204,7 +230,7 @@ class Estimator {
         break;
       case CommEvent::Kind::all_to_all:
         sent = (p - 1) * n;
-        secs = (p - 1) * (lv.latency + static_cast<double>(n) / bw);
+        secs = all_to_all_seconds(static_cast<double>(n), p, bw, lv.latency);
         break;
       case CommEvent::Kind::send_recv: break;
     }

@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/profile.h"
@@ -80,6 +81,15 @@ struct Communication {
    *  its last reader, which may read an assembled copy instead. */
   std::vector<StepBuffer> buffers;
 };
+
+/** One exchange of statistics inside a synced kernel (CommEvent::Kind::sync): its group and f32 count. */
+struct SyncExchange {
+  std::vector<int> group;
+  int64_t count = 0;
+};
+/** The sync exchanges of `op` under `config` (none unless it splits a synced var), in program order. */
+std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const ParallelConfig &config);
 
 /** Every communication of one training step under `p` (which must pass validate_plan), in program order. */
 Communication derive_communication(const Graph &g, const Plan &p);
@@ -137,5 +147,19 @@ CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);
 double all_gather_seconds(double n, int p, double bandwidth, double latency);
+/** α-β seconds of an all-to-all over `p` members moving `m` bytes per pair: (p-1)(α + mβ). */
+double all_to_all_seconds(double m, int p, double bandwidth, double latency);
+
+/** The link a collective over `group` uses (the outermost level it spans; on a shared level its bandwidth divided
+ *  among the group), as estimate_cost prices it. */
+struct GroupLink {
+  double bandwidth = 0, latency = 0;
+};
+GroupLink group_link(const Topology &t, const std::vector<int> &group);
+
+/** Roofline seconds of `op` under `config` on `t`'s devices: its slowest device, as estimate_cost's
+ *  OpCost::compute_seconds (descs = describe(g, op)). */
+double op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                          const ParallelConfig &config, const Topology &t);
 
 }  // namespace cleave::plan

@@ -387,43 +387,9 @@ class Replay {
       if (t != kNoTensor && is_partial(*sharding_[t])) pending_.insert(t);
   }
 
-  /** Kernels that split a synced var exchange statistics among the ranks that differ only along the synced axes
-   *  (codegen/kernels_norm.cpp: sync_comm): BatchNorm its per-channel sum and sum of squares, a loss its total. */
   void sync(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config) {
-    std::vector<size_t> axes;
-    for (size_t a = 0; a < config.vars.size(); ++a) {
-      if (config.vars[a].empty() || config.mesh[a] < 2) continue;
-      for (size_t k = 0; k < descs.size(); ++k) {
-        int v = op.output(k) == kNoTensor ? -1 : descs[k].var(config.vars[a]);
-        if (v >= 0 && descs[k].vars[static_cast<size_t>(v)].synced) {
-          axes.push_back(a);
-          break;
-        }
-      }
-    }
-    if (axes.empty()) return;
-    std::map<std::vector<int64_t>, std::vector<int>> groups;
-    for (size_t i = 0; i < config.devices.size(); ++i) {
-      std::vector<int64_t> c = mesh_coords(config.mesh, static_cast<int64_t>(i));
-      for (size_t a : axes) c[a] = 0;
-      groups[c].push_back(config.devices[i]);
-    }
-    // The runtime's synced kernels (runtime/cpu/norm.cpp, loss.cpp): BatchNorm forward all-reduces C means then 2C
-    // sums, its gradient 2C sums; a loss its weight total (and, forward, the loss itself).
-    std::vector<int64_t> counts{1};
-    switch (op.kind) {
-      case OpKind::BatchNormalization: {
-        int64_t c = g_.tensor(op.inputs[0]).shape.at(1);
-        counts = {c, 2 * c};
-        break;
-      }
-      case OpKind::BatchNormalizationGrad: counts = {2 * g_.tensor(op.inputs[1]).shape.at(1)}; break;
-      case OpKind::SoftmaxCrossEntropyLoss:
-      case OpKind::NegativeLogLikelihoodLoss: counts = {1, 1}; break;
-      default: break;
-    }
-    for (auto &[key, members] : groups)
-      for (int64_t count : counts) out_.events.push_back(event(CommEvent::Kind::sync, kNoTensor, members, count));
+    for (const SyncExchange &x : sync_exchanges(g_, op, descs, config))
+      out_.events.push_back(event(CommEvent::Kind::sync, kNoTensor, x.group, x.count));
   }
 
   const Graph &g_;
@@ -438,6 +404,48 @@ class Replay {
 };
 
 }  // namespace
+
+/** Kernels that split a synced var exchange statistics among the ranks that differ only along the synced axes
+ *  (codegen/kernels_norm.cpp: sync_comm): BatchNorm its per-channel sum and sum of squares, a loss its total. */
+std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const ParallelConfig &config) {
+  std::vector<size_t> axes;
+  for (size_t a = 0; a < config.vars.size(); ++a) {
+    if (config.vars[a].empty() || config.mesh[a] < 2) continue;
+    for (size_t k = 0; k < descs.size(); ++k) {
+      int v = op.output(k) == kNoTensor ? -1 : descs[k].var(config.vars[a]);
+      if (v >= 0 && descs[k].vars[static_cast<size_t>(v)].synced) {
+        axes.push_back(a);
+        break;
+      }
+    }
+  }
+  if (axes.empty()) return {};
+  std::map<std::vector<int64_t>, std::vector<int>> groups;
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    std::vector<int64_t> c = mesh_coords(config.mesh, static_cast<int64_t>(i));
+    for (size_t a : axes) c[a] = 0;
+    groups[c].push_back(config.devices[i]);
+  }
+  // The runtime's synced kernels (runtime/cpu/norm.cpp, loss.cpp): BatchNorm forward all-reduces C means then 2C
+  // sums, its gradient 2C sums; a loss its weight total (and, forward, the loss itself).
+  std::vector<int64_t> counts{1};
+  switch (op.kind) {
+    case OpKind::BatchNormalization: {
+      int64_t c = g.tensor(op.inputs[0]).shape.at(1);
+      counts = {c, 2 * c};
+      break;
+    }
+    case OpKind::BatchNormalizationGrad: counts = {2 * g.tensor(op.inputs[1]).shape.at(1)}; break;
+    case OpKind::SoftmaxCrossEntropyLoss:
+    case OpKind::NegativeLogLikelihoodLoss: counts = {1, 1}; break;
+    default: break;
+  }
+  std::vector<SyncExchange> out;
+  for (auto &[key, members] : groups)
+    for (int64_t count : counts) out.push_back({members, count});
+  return out;
+}
 
 Communication derive_communication(const Graph &g, const Plan &p) { return Replay(g, p).run(); }
 

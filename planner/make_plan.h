@@ -2,7 +2,8 @@
 // The planners (DESIGN §5): `single` puts everything on device 0; `data` is data parallelism over every device,
 // splitting each op's batch var on a 1-D mesh; `tofu` searches (planner/tofu.h); `icml18`, `owt`, `allrow`,
 // `spartan` and `equalchop` are Tofu's baselines (planner/baselines.h); `random` draws a random legal plan from a
-// seed, for differential tests (planner/random_plan.h).
+// seed, for differential tests (planner/random_plan.h); `frontier` is TensorOpt's time/memory frontier, the fastest
+// plan fitting the device memory (planner/frontier.h).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ std::vector<int> batch_dims(const Graph &g);
 int batch_var(const Op &op, const describe::Description &d, const std::vector<int> &batch);
 
 /** The planner names make_plan accepts, for messages and --help. */
-inline constexpr const char *kPlannerNames = "single, data, tofu, icml18, owt, allrow, spartan, equalchop or random";
+inline constexpr const char *kPlannerNames =
+    "single, data, tofu, icml18, owt, allrow, spartan, equalchop, random or frontier";
 
 /** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. `topology` (may be null) is the
  *  machine: tofu and icml18 recurse along its hierarchy (tofu.h); the other planners do not weigh links. `seed` drives

@@ -94,6 +94,16 @@ expect profile_out_dir '*' "-o: directory $work/no/such does not exist" -- profi
 expect profile_backend 2 "--backend: cuda not in {cpu}" -- profile "$m/good.onnx" --batch 2 --backend cuda -o "$work/out.onnx"
 "$cleave" plan "$m/good.onnx" --batch 2 --devices 2 -o "$work/two.plan" 2>/dev/null
 expect profile_plan_devices '*' "two.plan: the plan is for 2 devices, --devices says 1" -- profile "$m/good.onnx" --batch 2 --plan "$work/two.plan" -o "$work/out.onnx"
+# The frontier planner's flags (planner/frontier.h); the table would go to out.onnx, which must not be left behind.
+expect frontier_bad_mode '*' '--mode: "fast" is not mini-time, mini-parallelism or profile' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode fast --frontier-table "$work/out.onnx"
+expect frontier_nothing_fits '*' "--memory-limit 1: no frontier plan over 2 devices fits" -- plan "$m/good.onnx" --batch 2 --devices 2 --planner frontier --memory-limit 1 --frontier-table "$work/out.onnx"
+expect frontier_empty_range '*' "--devices: range 4..2 is empty" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 4..2 --frontier-table "$work/out.onnx"
+expect frontier_range_needs_profile '*' "--devices: a range 1..4 needs --mode profile" -- plan "$m/good.onnx" --batch 2 --planner frontier --devices 1..4 --frontier-table "$work/out.onnx"
+expect frontier_range_too_big '*' "--devices 1..64: topology k80x8 has 8 devices" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..64 --topology k80x8 --frontier-table "$work/out.onnx"
+expect frontier_bad_range 2 '--devices: must be a positive integer, got "x"' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..x
+expect frontier_flag_without_frontier '*' "--mode applies to --planner frontier only" -- plan "$m/good.onnx" --batch 2 --planner data --mode profile
+expect frontier_table_dir_missing '*' "--frontier-table: cannot write" -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-table "$work/no/such/dir/t.txt"
+expect frontier_unknown_baseline '*' '--frontier-baselines: unknown planner "nope"' -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-baselines data,nope --frontier-table "$work/out.onnx"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]

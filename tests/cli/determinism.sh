@@ -19,7 +19,7 @@ done
 # Plans: every planner, twice and under different thread counts (the planners are single-threaded; OpenMP/OpenBLAS
 # settings must not leak into them), byte-identical; tofu also on a two-level topology (its hierarchy-aware search).
 for model in "$src"/models/*.onnx; do
-  for spec in "data 4" "tofu 8" "icml18 8" "owt 8" "allrow 8" "spartan 8" "equalchop 8" "tofu 16 p100-4x4"; do
+  for spec in "data 4" "tofu 8" "icml18 8" "owt 8" "allrow 8" "spartan 8" "equalchop 8" "tofu 16 p100-4x4" "frontier 4" "frontier 16 v100-2x8"; do
     read -r planner devices topo <<<"$spec"
     args=(--batch 16 --planner "$planner" --devices "$devices")
     [ -n "$topo" ] && args+=(--topology "$topo")
@@ -37,4 +37,16 @@ for model in "$src"/models/*.onnx; do
   OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$cleave" oracle "$model" --batch 16 --devices 1..8 >"$work/b.oracle"
   cmp "$work/a.oracle" "$work/b.oracle" || { echo "FAIL: $model: oracle tables differ"; exit 1; }
   echo "ok $(basename "$model") oracle: $(wc -l <"$work/a.oracle") lines, stable"
+done
+# The frontier planner's table, plot and profile (planner/frontier.h): byte-identical across runs.
+for model in "$src"/models/*.onnx; do
+  for run in a b; do
+    "$cleave" plan "$model" --batch 16 --planner frontier --devices 4 --frontier-baselines data,owt \
+      --frontier-table "$work/$run.table" --frontier-svg "$work/$run.svg" >/dev/null 2>&1
+    "$cleave" plan "$model" --batch 16 --planner frontier --mode profile --devices 1..4 >"$work/$run.profile" 2>/dev/null
+  done
+  for f in table svg profile; do
+    cmp "$work/a.$f" "$work/b.$f" || { echo "FAIL: $model: frontier $f differs between two runs"; exit 1; }
+  done
+  echo "ok $(basename "$model") frontier table, plot and profile: stable across runs"
 done

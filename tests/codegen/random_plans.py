@@ -14,6 +14,7 @@ permuted orders, 2-D meshes) and the worst differences.
                                                   4 ranks on every model (slow: a random 8-rank Transformer case
                                                   builds 8 distinct rank programs, ~10 min on a busy 2-core machine)
     options: --models mlp,cnn,rnn,transformer[,resnet]  --ranks 2,4,8  --seeds A-B (instead of --many)  --planners a,b
+             --planner-ranks 2,4 (the planner cases' rank counts, default 4)  --planners-only (no random cases)
              --keep DIR (keep the bundles of failing cases there)
 Exit 1 if any case fails; every failure is listed at the end.
 """
@@ -51,7 +52,7 @@ MODELS = ["mlp", "cnn", "rnn", "transformer", "resnet"]
 # misses too). tests/e2e/zoo_plans_resnet.py and zoo_tiny.py compare it at batch 16, lr 0.01 with data chosen for it
 # (bundle_check.pick_data).
 EXCLUDED_MODELS = {"resnet": "ill-conditioned at these settings (torch f32 vs f64 > 1e-5): see zoo_plans_resnet.py"}
-SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu"]
+SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu", "frontier"]
 # The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
 # (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are
 # run by tests/codegen/search_planners.py and the data plans of rnn and transformer by tests/e2e/zoo_plans_*.py;
@@ -133,6 +134,25 @@ def compare(got, ref, saved, ref_w, rtol=1e-5):
     return problems, worst_loss, worst_w
 
 
+def frontier_min_memory_plan(cleave, onnx_path, ranks, bundle, opt_flags):
+    """The least-memory point of the frontier (its table's last line), planned with --memory-limit at its peak: the
+    other end from `--planner frontier`'s default (the fastest), which on the tiny models replicates most ops."""
+    table, plan = bundle + "_frontier.txt", bundle + "_frontier.plan"
+    common = ["plan", onnx_path, "--devices", str(ranks), "--batch", str(BATCH), "--planner", "frontier"] + opt_flags
+    sh([cleave] + common + ["--frontier-table", table])
+    with open(table) as f:
+        points = [l.split() for l in f if not l.startswith("#")]
+    sh([cleave] + common + ["--memory-limit", points[-1][2], "-o", plan])
+    return ["--plan", plan]
+
+
+def split_summary(plan_path):
+    """How many ops of a plan split a var, for the case's line."""
+    ops = [l.split() for l in open(plan_path) if l.startswith("op ")]
+    split = sum(1 for o in ops if any(v != "-" for v in o[-1].strip("[]").split(",")))
+    return f"{len(ops)} ops: {split} split, {len(ops) - split} replicated"
+
+
 def main(argv):
     if argv[:1] == ["--write-model"]:
         write_model(*argv[1:4])
@@ -145,6 +165,8 @@ def main(argv):
     ap.add_argument("--models", default=",".join(m for m in MODELS if m not in EXCLUDED_MODELS))
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--planners", help="planners to run at 4 ranks (default: all with --many, else the CI ones)")
+    ap.add_argument("--planner-ranks", default="4", help="rank counts of the planner cases (default 4)")
+    ap.add_argument("--planners-only", action="store_true", help="no random cases (frontier_plans.sh)")
     ap.add_argument("--keep", help="copy the bundles of failing cases into this directory")
     a = ap.parse_args(argv)
     models = a.models.split(",")
@@ -160,7 +182,7 @@ def main(argv):
         random_cases = [(m, r, s) for m in models for r in ranks for s in range(lo, hi + 1)]
         planner_cases = [(m, p) for m in models for p in (a.planners.split(",") if a.planners else SEARCH_PLANNERS)]
     else:
-        random_cases = [c for c in CI_RANDOM if c[0] in models and c[1] in ranks]
+        random_cases = [] if a.planners_only else [c for c in CI_RANDOM if c[0] in models and c[1] in ranks]
         planner_cases = [(m, p) for m in models for p in a.planners.split(",")] if a.planners else \
             [c for c in CI_PLANNERS if c[0] in models]
     flags = runtime_flags(a.cleave) + ["--build-type", "Debug"]
@@ -168,7 +190,8 @@ def main(argv):
     start_all = time.time()
     with tempfile.TemporaryDirectory(prefix="cleave_random_plans_") as tmp:
         models_at, refs = {}, {}
-        cases = [(m, r, "random", s) for m, r, s in random_cases] + [(m, 4, p, None) for m, p in planner_cases]
+        cases = [(m, r, "random", s) for m, r, s in random_cases] + \
+            [(m, r, p, None) for m, p in planner_cases for r in map(int, a.planner_ranks.split(","))]
         for m, r, planner, seed in cases:
             opt = optimizer_of(seed)
             if m not in models_at:
@@ -189,9 +212,13 @@ def main(argv):
             count += 1
             try:
                 plan_flags = ["--planner", planner] + (["--seed", str(seed)] if seed is not None else [])
+                if planner == "frontier-min-memory":
+                    plan_flags = frontier_min_memory_plan(a.cleave, onnx_path, r, bundle, OPTIMIZERS[opt])
                 _, err = sh([a.cleave, "compile", onnx_path, "--devices", str(r), "--batch", str(BATCH), "-o", bundle]
                             + plan_flags + OPTIMIZERS[opt])
                 summary = next((l.split(": ", 1)[1] for l in err.splitlines() if l.startswith("random plan")), "")
+                if planner.startswith("frontier"):
+                    summary = split_summary(os.path.join(bundle, "plan.txt"))
                 saved = bundle + "_trained.onnx"
                 out, _ = sh([a.cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + flags)

@@ -77,6 +77,19 @@ Command add_eval_command(CLI::App &app);
 Command add_test_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);
 Command add_plan_command(CLI::App &app);
+
+/** `cleave plan --planner frontier`'s flags (tools/cli/frontier_plan.cpp, planner/frontier.h). */
+struct FrontierFlags {
+  std::string mode = "mini-time";
+  std::optional<int64_t> memory_limit;
+  std::string table, svg, baselines;
+  void add_to(CLI::App &app);
+};
+/** Runs the frontier search of `cleave plan`: `devices` is N, or A..B for --mode profile. Writes the table and SVG
+ *  files; returns the chosen plan (mini-time, mini-parallelism), or nullopt after printing the profile table to
+ *  stdout (profile). */
+std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::string &devices, const std::string &topology,
+                                                const FrontierFlags &flags);
 Command add_compile_command(CLI::App &app);
 Command add_run_command(CLI::App &app);
 /** `cleave explain`: the cost model's per-op table and totals for a plan. */

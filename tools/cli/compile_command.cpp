@@ -54,9 +54,9 @@ Command add_compile_command(CLI::App &app) {
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   auto *planner =
       app.add_option("--planner", args->planner,
-                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
+                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | frontier (default data)")
           ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "frontier"}));
   CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")

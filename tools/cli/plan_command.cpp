@@ -24,6 +24,8 @@ struct PlanArgs {
   std::string model;
   std::optional<int64_t> batch;
   int devices = 1;
+  /** --devices as given: N, or A..B for the frontier planner's profile mode. */
+  std::string devices_text = "1";
   std::string planner = "data";
   uint64_t seed = 0;
   std::string out;
@@ -31,6 +33,7 @@ struct PlanArgs {
   std::string topology;
   std::string profile;
   TrainFlags train_flags;
+  FrontierFlags frontier;
 };
 
 /** Writes `text` to `path` through a temporary file in the same directory and a rename, so a failure leaves
@@ -69,13 +72,22 @@ Command add_plan_command(CLI::App &app) {
       "parallelism: the batch split over every device, weight gradients partial, params replicated), tofu (Tofu's "
       "recursive search minimising the bytes moved per step), Tofu's baselines icml18, owt, allrow, spartan, "
       "equalchop (planner/baselines.h), and random (a random legal plan drawn from --seed, for differential tests: "
-      "planner/random_plan.h; it prints a one-line summary of the plan to stderr)");
+      "planner/random_plan.h; it prints a one-line summary of the plan to stderr), and frontier (TensorOpt's time/memory "
+      "Pareto set, planner/frontier.h: the plan of --mode, the frontier table on stderr or --frontier-table)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
+  app.add_option("--devices", args->devices_text, "number of devices (default 1; A..B for --mode profile)")
+      ->check(CLI::Validator(
+          [](std::string &value) {
+            std::string a = value.substr(0, value.find(".."));
+            std::string b = value.find("..") == std::string::npos ? a : value.substr(value.find("..") + 2);
+            std::string e = kPositive(a);
+            return e.empty() ? kPositive(b) : e;
+          },
+          "POSITIVE"));
   app.add_option("--planner", args->planner,
-                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
+                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | frontier (default data)")
       ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "frontier"}));
   CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
@@ -84,16 +96,24 @@ Command add_plan_command(CLI::App &app) {
   add_topology_option(app, args->topology);
   add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
-  return [args, seed] {
+  args->frontier.add_to(app);
+  return [args, seed, &app] {
     std::optional<plan::Profile> profile;
     if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
+    if (args->planner != "frontier")
+      for (const char *flag : {"--mode", "--memory-limit", "--frontier-table", "--frontier-svg", "--frontier-baselines"})
+        if (app.count(flag)) CLEAVE_USER_ERROR(flag, " applies to --planner frontier only");
+    bool range = args->devices_text.find("..") != std::string::npos;
+    if (range && args->planner != "frontier")
+      CLEAVE_USER_ERROR("--devices: a range ", args->devices_text, " needs --planner frontier --mode profile");
+    if (!range) args->devices = std::stoi(args->devices_text);
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     std::optional<plan::Topology> topo;
-    if (!args->topology.empty()) {
+    if (!args->topology.empty() && !range) {
       // tofu and icml18 recurse along the topology's hierarchy (planner/tofu.h); the others only need it to hold
       // every device.
       topo = plan::load_topology(args->topology);
@@ -102,7 +122,16 @@ Command add_plan_command(CLI::App &app) {
     }
     auto t1 = std::chrono::steady_clock::now();
     std::clock_t c1 = std::clock();
-    plan::Plan p = plan::make_plan(g, args->planner, args->devices, topo ? &*topo : nullptr, args->seed);
+    plan::Plan p;
+    if (args->planner == "frontier") {
+      std::optional<plan::Plan> chosen =
+          frontier_plan_command(g, args->devices_text, args->topology, args->frontier);
+      if (!chosen) return 0;  // profile: its table is the output
+      p = std::move(*chosen);
+      args->devices = p.devices;
+    } else {
+      p = plan::make_plan(g, args->planner, args->devices, topo ? &*topo : nullptr, args->seed);
+    }
     if (args->planner == "random")
       std::fprintf(stderr, "random plan, seed %llu: %s\n", static_cast<unsigned long long>(args->seed),
                    plan::plan_summary(g, p).c_str());

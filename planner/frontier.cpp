@@ -1,0 +1,672 @@
+// The frontier planner: the cost graph of a training graph, re-split costs, plans of FT points (frontier.h).
+#include "planner/frontier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <queue>
+#include <sstream>
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "ir/printer.h"
+#include "planner/cost_model.h"
+#include "planner/region.h"
+#include "planner/strategies.h"
+#include "planner/tofu.h"
+#include "planner/tofu_step.h"
+#include "planner/validate.h"
+
+namespace cleave::plan {
+namespace {
+
+using describe::Description;
+using Needs = std::vector<std::optional<Box>>;  // per device of a config, one input slot
+
+int64_t volume(const Box &b) {
+  int64_t v = 1;
+  for (const Interval &i : b) v *= i.size();
+  return v;
+}
+
+int64_t overlap(const Box &a, const Box &b) {
+  if (a.size() != b.size()) return 0;
+  int64_t v = 1;
+  for (size_t d = 0; d < a.size(); ++d)
+    v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
+  return v;
+}
+
+Sharding resolved(Sharding s) {
+  for (AxisSharding &a : s.axes)
+    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
+  return s;
+}
+
+/** What config checks read of an op (as tofu_step.cpp): kind, attributes, operand and result types. */
+std::string signature(const Graph &g, const Op &op) {
+  std::string s(op_kind_name(op.kind));
+  for (const std::vector<TensorId> *ts : {&op.inputs, &op.outputs}) {
+    s += "(";
+    for (TensorId t : *ts) {
+      if (t == kNoTensor) {
+        s += "_;";
+        continue;
+      }
+      s += std::string(dtype_name(g.tensor(t).dtype)) + "[";
+      for (int64_t d : g.tensor(t).shape) s += std::to_string(d) + ",";
+      s += "];";
+    }
+    s += ")";
+  }
+  for (const auto &[key, value] : op.attrs) s += key + "=" + print_attr(value) + ";";
+  return s;
+}
+
+/** The meshes configs use (frontier.h). */
+std::vector<std::vector<int64_t>> meshes_for(int devices, const Topology &t) {
+  std::vector<std::vector<int64_t>> out{{devices}};
+  std::vector<int> used = hierarchy_levels(t, devices);
+  std::vector<int64_t> counts;
+  for (int c : used)
+    if (c > 1) counts.push_back(c);
+  if (counts.size() == 2)
+    out.push_back({counts[1], counts[0]});  // outermost first
+  else if (devices % 2 == 0 && devices > 2)
+    out.push_back({2, devices / 2});
+  std::vector<int64_t> f = default_factors(devices);
+  if (f.size() >= 3) out.push_back({f[0], f[1], devices / (f[0] * f[1])});
+  return out;
+}
+
+std::string key_of(const Sharding &s) {
+  std::string k;
+  for (int64_t m : s.mesh) k += std::to_string(m) + "x";
+  k += "|";
+  for (const AxisSharding &a : s.axes)
+    k += std::to_string(static_cast<int>(a.kind)) + ":" + std::to_string(a.dim) + ",";
+  return k;
+}
+
+std::string key_of(const Needs &n) {
+  std::string k;
+  for (const std::optional<Box> &b : n) {
+    if (!b) {
+      k += "-;";
+      continue;
+    }
+    for (const Interval &i : *b) k += std::to_string(i.begin) + ":" + std::to_string(i.end) + ",";
+    k += ";";
+  }
+  return k;
+}
+
+class Builder {
+ public:
+  Builder(const Graph &g, int devices, const Topology &t) : g_(g), n_(devices), t_(t) {
+    for (int i = 0; i < devices; ++i) all_.push_back(i);
+    descs_.reserve(static_cast<size_t>(g.num_ops()));
+    for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
+    enumerate_configs();
+    find_owners();
+  }
+
+  ft::CostGraph cost_graph() {
+    ft::CostGraph cg;
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      cg.names.push_back(g_.op(o).name);
+      std::vector<ft::Cost> costs;
+      for (int c = 0; c < configs(o); ++c) costs.push_back(node_cost(o, c));
+      cg.nodes.push_back(std::move(costs));
+    }
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      const Op &op = g_.op(o);
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        TensorId t = op.inputs[s];
+        if (t == kNoTensor) continue;
+        OpId owner = owner_[static_cast<size_t>(t)];
+        if (owner == kNoOp || owner == o) continue;
+        ft::CostGraph::Edge e{owner, o, {}};
+        // A box assembled for a forward op stays live into the backward pass (its gradient reads it too).
+        bool kept = op.phase == Phase::forward;
+        // Many config pairs give the same sharding and boxes: price each distinct pair once.
+        std::vector<int> from_ids, need_ids;
+        for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+        for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(intern(key_of(needs(o, cc, s))));
+        for (int oc = 0; oc < configs(owner); ++oc)
+          for (int cc = 0; cc < configs(o); ++cc) {
+            const Needs &need = needs(o, cc, s);
+            auto [it, fresh] =
+                pair_secs_.try_emplace({from_ids[static_cast<size_t>(oc)], need_ids[static_cast<size_t>(cc)]}, 0.0);
+            if (fresh) it->second = resplit(t, owned(t, oc), need);
+            double secs = it->second;
+            e.cost.push_back({secs, kept && secs > 0 ? assembled_bytes(t, need) : 0});
+          }
+        cg.edges.push_back(std::move(e));
+      }
+    }
+    return cg;
+  }
+
+  int configs(OpId o) const { return static_cast<int>(configs_[static_cast<size_t>(o)].size()); }
+
+  /** The plan of one config per op. */
+  Plan plan(const std::vector<int> &choice) {
+    Plan p;
+    p.devices = n_;
+    std::vector<Sharding> sh(static_cast<size_t>(g_.num_tensors()));
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      const Op &op = g_.op(o);
+      const ParallelConfig &c = config(o, choice[static_cast<size_t>(o)]);
+      for (size_t k = 0; k < op.outputs.size(); ++k)
+        if (op.outputs[k] != kNoTensor)
+          sh[static_cast<size_t>(op.outputs[k])] = implied_sharding(op, descs_[static_cast<size_t>(o)], c, k);
+      p.ops.push_back({op.name, c});
+    }
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      if (g_.tensor(t).producer != kNoOp) continue;
+      OpId owner = owner_[static_cast<size_t>(t)];
+      sh[static_cast<size_t>(t)] =
+          owner == kNoOp ? Sharding{all_, {n_}, {AxisSharding{}}} : owned(t, choice[static_cast<size_t>(owner)]);
+    }
+    for (TensorId t = 0; t < g_.num_tensors(); ++t)
+      p.tensors.push_back({g_.tensor(t).name, sh[static_cast<size_t>(t)]});
+    return p;
+  }
+
+  int64_t total_configs() const {
+    int64_t n = 0;
+    for (const auto &c : configs_) n += static_cast<int64_t>(c.size());
+    return n;
+  }
+
+ private:
+  const ParallelConfig &config(OpId o, int c) const { return configs_[static_cast<size_t>(o)][static_cast<size_t>(c)]; }
+
+  void enumerate_configs() {
+    std::vector<std::vector<int64_t>> meshes = meshes_for(n_, t_);
+    std::map<std::string, std::vector<ParallelConfig>> memo;
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      const Op &op = g_.op(o);
+      const std::vector<Description> &ds = descs_[static_cast<size_t>(o)];
+      auto [it, fresh] = memo.emplace(signature(g_, op), std::vector<ParallelConfig>{});
+      if (fresh) {
+        const Description &d = ds[primary_output(op)];
+        std::vector<std::string> vars{""};
+        for (int v : describe::splittable_vars(d)) vars.push_back(d.vars[static_cast<size_t>(v)].name);
+        std::vector<ParallelConfig> out;
+        auto consider = [&](ParallelConfig c) {
+          if (out.size() < kMaxConfigs && config_problems(g_, op, ds, c, n_).empty() && codegen_supports(g_, op, ds, c))
+            out.push_back(std::move(c));
+        };
+        for (const std::string &v : vars) consider({all_, meshes[0], {v}});
+        for (size_t m = 1; m < meshes.size(); ++m) {
+          if (meshes[m].size() == 2) {
+            for (const std::string &a : vars)
+              for (const std::string &b : vars)
+                if (!(a.empty() && b.empty()) && a != b) consider({all_, meshes[m], {a, b}});
+            continue;
+          }
+          for (const std::string &a : vars)
+            for (const std::string &b : vars)
+              for (const std::string &c : vars)
+                if (a != b && b != c && a != c) consider({all_, meshes[m], {a, b, c}});
+        }
+        it->second = std::move(out);
+      }
+      configs_.push_back(it->second);
+    }
+  }
+
+  void find_owners() {
+    std::vector<TensorId> from(static_cast<size_t>(g_.num_tensors()), kNoTensor);
+    for (const Assign &a : g_.assigns) from[static_cast<size_t>(a.dst)] = a.src;
+    owner_.assign(static_cast<size_t>(g_.num_tensors()), kNoOp);
+    owner_tensor_.assign(static_cast<size_t>(g_.num_tensors()), kNoTensor);
+    readers_.assign(static_cast<size_t>(g_.num_tensors()), 0);
+    for (const Op &op : g_.ops())
+      for (TensorId t : op.inputs)
+        if (t != kNoTensor) ++readers_[static_cast<size_t>(t)];
+    for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+      const Tensor &tensor = g_.tensor(t);
+      TensorId src = from[static_cast<size_t>(t)];
+      if (tensor.producer != kNoOp) {
+        owner_[static_cast<size_t>(t)] = tensor.producer;
+        owner_tensor_[static_cast<size_t>(t)] = t;
+      } else if (src != kNoTensor && g_.tensor(src).producer != kNoOp) {
+        owner_[static_cast<size_t>(t)] = g_.tensor(src).producer;
+        owner_tensor_[static_cast<size_t>(t)] = src;
+      } else {
+        std::vector<OpId> readers = g_.consumers(t);
+        if (!readers.empty()) owner_[static_cast<size_t>(t)] = readers.front();
+      }
+    }
+  }
+
+  const Needs &needs(OpId o, int c, size_t slot) {
+    auto key = std::make_pair(o, c);
+    auto it = needs_.find(key);
+    if (it == needs_.end()) {
+      const ParallelConfig &cfg = config(o, c);
+      std::vector<Needs> per_slot(g_.op(o).inputs.size());
+      for (size_t i = 0; i < cfg.devices.size(); ++i) {
+        std::vector<std::optional<Box>> in =
+            input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
+        for (size_t s = 0; s < in.size(); ++s) per_slot[s].push_back(in[s]);
+      }
+      it = needs_.emplace(key, std::move(per_slot)).first;
+    }
+    return it->second[slot];
+  }
+
+  /** The sharding tensor `t` has with its owner under config `oc` (partial axes kept when one op reads it). */
+  Sharding owned(TensorId t, int oc) {
+    auto key = std::make_pair(t, oc);
+    auto it = owned_.find(key);
+    if (it != owned_.end()) return it->second;
+    OpId o = owner_[static_cast<size_t>(t)];
+    const Op &op = g_.op(o);
+    const ParallelConfig &cfg = config(o, oc);
+    TensorId produced = owner_tensor_[static_cast<size_t>(t)];
+    Sharding s;
+    if (produced != kNoTensor) {
+      size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), produced) - op.outputs.begin());
+      s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
+      if (produced != t || readers_[static_cast<size_t>(t)] != 1) s = resolved(s);
+    } else {
+      s = source_sharding(t, o, oc);
+    }
+    owned_.emplace(key, s);
+    return s;
+  }
+
+  /** A source first read by op `o` under config `oc`: the sharding whose blocks are exactly what o's devices read
+   *  (graph data split on dim 0 only), else replicated. */
+  Sharding source_sharding(TensorId t, OpId o, int oc) {
+    const Tensor &tensor = g_.tensor(t);
+    const ParallelConfig &cfg = config(o, oc);
+    const Op &op = g_.op(o);
+    size_t slot = static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
+    const Needs &need = needs(o, oc, slot);
+    bool data = tensor.role == Role::input || tensor.role == Role::label;
+    std::vector<AxisSharding> choices;
+    for (size_t d = 0; d < tensor.shape.size() && !(data && d > 0); ++d)
+      choices.push_back({AxisSharding::Kind::split, static_cast<int>(d)});
+    choices.push_back(AxisSharding{});
+    size_t axes = cfg.mesh.size();
+    std::vector<size_t> pick(axes, 0);
+    for (;;) {
+      Sharding s{cfg.devices, cfg.mesh, {}};
+      std::map<int, int64_t> parts;
+      for (size_t a = 0; a < axes; ++a) {
+        s.axes.push_back(choices[pick[a]]);
+        if (s.axes.back().kind == AxisSharding::Kind::split) {
+          auto [p, unused] = parts.try_emplace(s.axes.back().dim, 1);
+          p->second *= cfg.mesh[a];
+        }
+      }
+      bool ok = true;
+      for (const auto &[dim, p] : parts) ok = ok && tensor.shape[static_cast<size_t>(dim)] % p == 0;
+      for (size_t i = 0; ok && i < cfg.devices.size(); ++i)
+        ok = need[i] && *need[i] == shard_region(tensor.shape, s, static_cast<int64_t>(i));
+      if (ok) return s;
+      size_t a = 0;
+      while (a < axes && ++pick[a] == choices.size()) pick[a++] = 0;
+      if (a == axes) break;
+    }
+    return Sharding{cfg.devices, cfg.mesh, std::vector<AxisSharding>(axes, AxisSharding{})};
+  }
+
+  int64_t shard_bytes(const Tensor &t, const Sharding &s) {
+    return std::max<int64_t>(volume(shard_region(t.shape, s, 0)), 1) * dtype_size(t.dtype);
+  }
+
+  ft::Cost node_cost(OpId o, int c) {
+    const Op &op = g_.op(o);
+    const ParallelConfig &cfg = config(o, c);
+    ft::Cost cost;
+    cost.time = op_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      TensorId t = op.outputs[k];
+      if (t == kNoTensor) continue;
+      const Tensor &tensor = g_.tensor(t);
+      Sharding s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
+      // Forward activations are what is live at the peak (the start of the backward pass); gradients and updates
+      // come and go.
+      if (op.phase == Phase::forward) cost.memory += static_cast<double>(shard_bytes(tensor, s));
+      if (readers_[static_cast<size_t>(t)] == 1) continue;  // resolved on its one edge
+      for (size_t a = 0; a < s.axes.size(); ++a)
+        if (s.axes[a].kind == AxisSharding::Kind::partial && s.mesh[a] > 1) {
+          GroupLink l = group_link(t_, axis_group(s, a));
+          cost.time += all_reduce_seconds(static_cast<double>(shard_bytes(tensor, s)), static_cast<int>(s.mesh[a]),
+                                          l.bandwidth, l.latency);
+        }
+    }
+    for (const SyncExchange &x : sync_exchanges(g_, op, descs_[static_cast<size_t>(o)], cfg)) {
+      GroupLink l = group_link(t_, x.group);
+      cost.time += all_reduce_seconds(static_cast<double>(x.count * 4), static_cast<int>(x.group.size()), l.bandwidth,
+                                      l.latency);
+    }
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      TensorId t = op.inputs[s];
+      if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
+      Sharding sh = owned(t, c);
+      if (g_.tensor(t).producer == kNoOp) cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
+      cost.time += resplit(t, sh, needs(o, c, s));
+    }
+    // Sources bound to this op's outputs by assigns (params, optimizer state) live on their new value's boxes.
+    for (const Assign &a : g_.assigns)
+      if (g_.tensor(a.src).producer == o && g_.tensor(a.dst).producer == kNoOp &&
+          readers_[static_cast<size_t>(a.dst)] == 0)
+        cost.memory += static_cast<double>(shard_bytes(g_.tensor(a.dst), owned(a.dst, c)));
+    return cost;
+  }
+
+  /** The devices of `s` along mesh axis `a` with every other coordinate 0. */
+  static std::vector<int> axis_group(const Sharding &s, size_t a) {
+    std::vector<int> group;
+    for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i) {
+      std::vector<int64_t> c = mesh_coords(s.mesh, i);
+      bool zero = true;
+      for (size_t b = 0; b < c.size(); ++b) zero = zero && (b == a || c[b] == 0);
+      if (zero) group.push_back(s.devices[static_cast<size_t>(i)]);
+    }
+    return group;
+  }
+
+  /** Seconds to turn tensor `t` held as `from` into what the reader's devices (0..n-1 in order) need (frontier.h). */
+  double resplit(TensorId t, const Sharding &from, const Needs &need) {
+    const Tensor &tensor = g_.tensor(t);
+    std::string key = tensor_key(t) + key_of(from) + "#" + key_of(need);
+    auto it = resplit_.find(key);
+    if (it != resplit_.end()) return it->second;
+    // Dijkstra over shardings on from's mesh.
+    using State = std::vector<AxisSharding>;
+    auto encode = [](const State &s) {
+      std::vector<int> e;
+      for (const AxisSharding &a : s) e.push_back(static_cast<int>(a.kind) * 64 + a.dim + 1);
+      return e;
+    };
+    auto divisible = [&](const State &s) {
+      std::map<int, int64_t> parts;
+      for (size_t a = 0; a < s.size(); ++a)
+        if (s[a].kind == AxisSharding::Kind::split)
+          parts[s[a].dim] = (parts.count(s[a].dim) ? parts[s[a].dim] : 1) * from.mesh[a];
+      for (const auto &[d, p] : parts)
+        if (tensor.shape[static_cast<size_t>(d)] % p != 0) return false;
+      return true;
+    };
+    std::map<std::vector<int>, double> dist;
+    std::map<std::vector<int>, State> states;
+    using Item = std::pair<double, std::vector<int>>;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> queue;
+    dist[encode(from.axes)] = 0;
+    states[encode(from.axes)] = from.axes;
+    queue.push({0, encode(from.axes)});
+    double best = std::numeric_limits<double>::infinity();
+    while (!queue.empty()) {
+      auto [d, code] = queue.top();
+      queue.pop();
+      if (d > dist[code]) continue;
+      const State s = states[code];
+      Sharding sh{from.devices, from.mesh, s};
+      int partials = 0;
+      for (const AxisSharding &a : s) partials += a.kind == AxisSharding::Kind::partial;
+      if (partials == 0) best = std::min(best, d + fetch_seconds(tensor, sh, need));
+      double bytes = static_cast<double>(shard_bytes(tensor, sh));
+      for (size_t a = 0; a < s.size(); ++a) {
+        int p = static_cast<int>(from.mesh[a]);
+        if (p < 2) continue;
+        GroupLink l = group_link(t_, axis_group(sh, a));
+        auto relax = [&](State next, double secs) {
+          if (!divisible(next)) return;
+          std::vector<int> c = encode(next);
+          auto found = dist.find(c);
+          if (found != dist.end() && found->second <= d + secs) return;
+          dist[c] = d + secs;
+          states[c] = next;
+          queue.push({d + secs, c});
+        };
+        const AxisSharding &x = s[a];
+        for (int dim = -1; dim < static_cast<int>(tensor.shape.size()); ++dim) {
+          State next = s;
+          next[a] = dim < 0 ? AxisSharding{} : AxisSharding{AxisSharding::Kind::split, dim};
+          if (x.kind == AxisSharding::Kind::partial) {
+            if (dim < 0)
+              relax(next, all_reduce_seconds(bytes, p, l.bandwidth, l.latency));
+            else if (partials == 1)
+              relax(next, all_gather_seconds(bytes, p, l.bandwidth, l.latency));
+          } else if (x.kind == AxisSharding::Kind::split) {
+            if (dim < 0)
+              relax(next, all_gather_seconds(bytes * p, p, l.bandwidth, l.latency));
+            else if (dim != x.dim)
+              relax(next, all_to_all_seconds(bytes / p, p, l.bandwidth, l.latency));
+          } else if (dim >= 0) {
+            relax(next, 0);
+          }
+        }
+      }
+    }
+    resplit_.emplace(key, best);
+    return best;
+  }
+
+  /** Per reader device, α + bytes·β of what its box lacks, from the first device of `s` holding part of it; the
+   *  slowest device. */
+  double fetch_seconds(const Tensor &tensor, const Sharding &s, const Needs &need) {
+    double worst = 0;
+    std::vector<Box> shards;
+    for (int64_t i = 0; i < static_cast<int64_t>(s.devices.size()); ++i)
+      shards.push_back(shard_region(tensor.shape, s, i));
+    for (size_t r = 0; r < need.size(); ++r) {
+      if (!need[r]) continue;
+      int dev = all_[r];
+      auto at = std::find(s.devices.begin(), s.devices.end(), dev);
+      int64_t have = at == s.devices.end() ? 0 : overlap(*need[r], shards[static_cast<size_t>(at - s.devices.begin())]);
+      int64_t missing = volume(*need[r]) - have;
+      if (missing <= 0) continue;
+      int src = s.devices[0];
+      for (size_t i = 0; i < shards.size(); ++i)
+        if (s.devices[i] != dev && overlap(*need[r], shards[i]) > 0) {
+          src = s.devices[i];
+          break;
+        }
+      const Level &lv = t_.levels[static_cast<size_t>(std::max(t_.level_between(src, dev), 0))];
+      worst = std::max(worst, lv.latency + static_cast<double>(missing * dtype_size(tensor.dtype)) / lv.bandwidth *
+                                               (lv.shared ? fetching_all(tensor, s, need) : 1));
+    }
+    return worst;
+  }
+
+  std::string tensor_key(TensorId t) const {
+    const Tensor &tensor = g_.tensor(t);
+    std::string key = std::string(dtype_name(tensor.dtype)) + "[";
+    for (int64_t d : tensor.shape) key += std::to_string(d) + ",";
+    return key + "]";
+  }
+
+  int intern(const std::string &key) { return ids_.emplace(key, static_cast<int>(ids_.size())).first->second; }
+
+  /** The bytes of the box device 0 of a reader assembles. */
+  double assembled_bytes(TensorId t, const Needs &need) const {
+    return need.empty() || !need[0] ? 0.0 : static_cast<double>(volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
+  }
+
+  /** Reader devices that lack part of their box: they share a shared level's bandwidth. */
+  int fetching_all(const Tensor &tensor, const Sharding &s, const Needs &need) {
+    int n = 0;
+    for (size_t r = 0; r < need.size(); ++r) {
+      if (!need[r]) continue;
+      auto at = std::find(s.devices.begin(), s.devices.end(), all_[r]);
+      int64_t have =
+          at == s.devices.end() ? 0 : overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
+      n += volume(*need[r]) > have;
+    }
+    return std::max(n, 1);
+  }
+
+  const Graph &g_;
+  int n_;
+  const Topology &t_;
+  std::vector<int> all_;
+  std::vector<std::vector<Description>> descs_;
+  std::vector<std::vector<ParallelConfig>> configs_;
+  std::vector<OpId> owner_;
+  std::vector<TensorId> owner_tensor_;
+  std::vector<int> readers_;
+  std::map<std::pair<OpId, int>, std::vector<Needs>> needs_;
+  std::map<std::pair<TensorId, int>, Sharding> owned_;
+  std::map<std::string, double> resplit_;
+  std::map<std::string, int> ids_;
+  std::map<std::pair<int, int>, double> pair_secs_;
+};
+
+std::string fixed(double x, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+std::string sci(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6e", x);
+  return buf;
+}
+
+}  // namespace
+
+FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options) {
+  if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
+  if (devices > t.devices()) CLEAVE_USER_ERROR(devices, " devices, but topology ", t.name, " has ", t.devices());
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  auto t0 = now();
+  Builder b(g, devices, t);
+  ft::CostGraph cg = b.cost_graph();
+  auto t1 = now();
+  FrontierResult r;
+  r.devices = devices;
+  r.ops = g.num_ops();
+  r.edges = static_cast<int>(cg.edges.size());
+  r.configs = b.total_configs();
+  std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, options, &r.stats);
+  r.candidates = static_cast<int>(points.size());
+  auto t2 = now();
+  std::vector<FrontierPlan> all;
+  for (const ft::FrontierPoint &p : points) {
+    FrontierPlan f;
+    f.plan = b.plan(p.choice);
+    f.model = p.cost;
+    CostReport c = estimate_cost(g, f.plan, t);
+    f.step_seconds = c.predicted_step_seconds;
+    f.peak_memory_bytes = c.peak_memory_bytes;
+    all.push_back(std::move(f));
+  }
+  std::vector<ft::Cost> costs;
+  for (const FrontierPlan &f : all) costs.push_back({f.step_seconds, static_cast<double>(f.peak_memory_bytes)});
+  for (size_t i : ft::pareto_keep(costs, std::numeric_limits<size_t>::max())) r.frontier.push_back(std::move(all[i]));
+  r.seconds = {secs(t0, t1), secs(t1, t2), secs(t2, now())};
+  return r;
+}
+
+const FrontierPlan &fastest_fitting(const FrontierResult &r, int64_t memory_limit) {
+  for (const FrontierPlan &f : r.frontier)  // least time first
+    if (f.peak_memory_bytes <= memory_limit) return f;
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const FrontierPlan &f : r.frontier) least = std::min(least, f.peak_memory_bytes);
+  CLEAVE_USER_ERROR("--memory-limit ", memory_limit, ": no frontier plan over ", r.devices,
+                    " devices fits (the smallest peak is ", least, " bytes)");
+}
+
+std::string frontier_table(const FrontierResult &r, const std::string &topology) {
+  std::ostringstream out;
+  out << "# frontier devices=" << r.devices << " topology=" << topology << " ops=" << r.ops << " configs=" << r.configs
+      << " edges=" << r.edges << " candidates=" << r.candidates << "\n";
+  out << "# eliminations: edge=" << r.stats.edge << " node=" << r.stats.node << " branch=" << r.stats.branch
+      << " heuristic=" << r.stats.heuristic << " ldp_nodes=" << r.stats.ldp_nodes
+      << " ldp_states_dropped=" << r.stats.ldp_states_dropped << "\n";
+  out << "# point step_seconds peak_memory_bytes ft_seconds ft_memory_bytes split_ops replicated_ops\n";
+  for (size_t i = 0; i < r.frontier.size(); ++i) {
+    const FrontierPlan &f = r.frontier[i];
+    int split = 0;
+    for (const OpEntry &e : f.plan.ops)
+      split += std::any_of(e.config.vars.begin(), e.config.vars.end(), [](const std::string &v) { return !v.empty(); });
+    out << i << " " << sci(f.step_seconds) << " " << f.peak_memory_bytes << " " << sci(f.model.time) << " "
+        << static_cast<int64_t>(std::llround(f.model.memory)) << " " << split << " "
+        << static_cast<int>(f.plan.ops.size()) - split << "\n";
+  }
+  return out.str();
+}
+
+std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoint> &others, const std::string &title) {
+  const double w = 640, h = 480, left = 90, right = 20, top = 40, bottom = 60;
+  double tmin = std::numeric_limits<double>::infinity(), tmax = 0, mmin = tmin, mmax = 0;
+  auto see = [&](double t, double m) {
+    tmin = std::min(tmin, t);
+    tmax = std::max(tmax, t);
+    mmin = std::min(mmin, m);
+    mmax = std::max(mmax, m);
+  };
+  for (const FrontierPlan &f : r.frontier) see(f.step_seconds, static_cast<double>(f.peak_memory_bytes));
+  for (const LabelledPoint &p : others) see(p.step_seconds, static_cast<double>(p.peak_memory_bytes));
+  if (!(tmin <= tmax)) tmin = 0, tmax = 1, mmin = 0, mmax = 1;
+  double tpad = (tmax - tmin) * 0.05 + tmax * 1e-3 + 1e-12, mpad = (mmax - mmin) * 0.05 + mmax * 1e-3 + 1;
+  tmin = std::max(0.0, tmin - tpad), tmax += tpad, mmin = std::max(0.0, mmin - mpad), mmax += mpad;
+  auto x = [&](double t) { return left + (t - tmin) / (tmax - tmin) * (w - left - right); };
+  auto y = [&](double m) { return h - bottom - (m - mmin) / (mmax - mmin) * (h - top - bottom); };
+  std::ostringstream s;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
+    << "\" font-family=\"sans-serif\" "
+    << "font-size=\"11\">\n";
+  s << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s << "<text x=\"" << w / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << title << "</text>\n";
+  s << "<line x1=\"" << left << "\" y1=\"" << h - bottom << "\" x2=\"" << w - right << "\" y2=\"" << h - bottom
+    << "\" stroke=\"black\"/>\n";
+  s << "<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << h - bottom
+    << "\" stroke=\"black\"/>\n";
+  for (int i = 0; i <= 4; ++i) {
+    double t = tmin + (tmax - tmin) * i / 4, m = mmin + (mmax - mmin) * i / 4;
+    s << "<text x=\"" << fixed(x(t), 1) << "\" y=\"" << h - bottom + 16 << "\" text-anchor=\"middle\">"
+      << fixed(t * 1e3, 2) << "</text>\n";
+    s << "<text x=\"" << left - 6 << "\" y=\"" << fixed(y(m) + 4, 1) << "\" text-anchor=\"end\">"
+      << fixed(m / (1 << 20), mmax < 10.0 * (1 << 20) ? 3 : 0) << "</text>\n";
+  }
+  s << "<text x=\"" << (left + w - right) / 2 << "\" y=\"" << h - 15 << "\" text-anchor=\"middle\">predicted step time "
+    << "(ms)</text>\n";
+  s << "<text x=\"20\" y=\"" << (top + h - bottom) / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 20 "
+    << (top + h - bottom) / 2 << ")\">peak memory per device (MiB)</text>\n";
+  if (!r.frontier.empty()) {
+    s << "<polyline fill=\"none\" stroke=\"steelblue\" stroke-width=\"1.5\" points=\"";
+    for (const FrontierPlan &f : r.frontier)
+      s << fixed(x(f.step_seconds), 1) << "," << fixed(y(static_cast<double>(f.peak_memory_bytes)), 1) << " ";
+    s << "\"/>\n";
+  }
+  for (const FrontierPlan &f : r.frontier)
+    s << "<circle cx=\"" << fixed(x(f.step_seconds), 1) << "\" cy=\""
+      << fixed(y(static_cast<double>(f.peak_memory_bytes)), 1) << "\" r=\"4\" fill=\"steelblue\"/>\n";
+  for (const LabelledPoint &p : others) {
+    double px = x(p.step_seconds), py = y(static_cast<double>(p.peak_memory_bytes));
+    s << "<path d=\"M" << fixed(px - 4, 1) << "," << fixed(py - 4, 1) << " l8,8 m0,-8 l-8,8\" stroke=\"firebrick\" "
+      << "stroke-width=\"1.5\"/>\n";
+    s << "<text x=\"" << fixed(px + 6, 1) << "\" y=\"" << fixed(py - 6, 1) << "\" fill=\"firebrick\">" << p.label
+      << "</text>\n";
+  }
+  s << "</svg>\n";
+  return s.str();
+}
+
+Plan frontier_plan(const Graph &g, int devices, const Topology *t) {
+  std::optional<Topology> fallback;
+  if (!t) {
+    for (const char *name : {"k80x8", "p100-4x4"})
+      if (!fallback && devices <= preset_topology(name).devices()) fallback = preset_topology(name);
+    if (!fallback) CLEAVE_USER_ERROR("the frontier planner over ", devices, " devices needs --topology");
+    t = &*fallback;
+  }
+  FrontierResult r = frontier_search(g, devices, *t);
+  return fastest_fitting(r, t->device.memory_bytes).plan;
+}
+
+}  // namespace cleave::plan

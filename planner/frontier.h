@@ -1,0 +1,92 @@
+#pragma once
+// The `frontier` planner (TensorOpt §3): the Pareto set of (step time, per-device memory) over per-op parallel
+// configs, found by the frontier-tracking algorithm (frontier_solve.h) on a cost graph of the training graph.
+//
+// Cost graph: one node per op. An op's configs use every device in order 0..n-1 on the mesh [n], and, when n is
+// composite, on one 2-D mesh (the topology's two levels when its devices fill them, e.g. [2, 8] on v100-2x8, else
+// [2, n/2]) and, when n has three or more prime factors, one 3-D mesh [p1, p2, n/(p1·p2)] (largest primes first:
+// [2, 2, 4] for 16); per mesh axis a splittable var of its description or none (replication), kept when
+// config_problems and codegen_supports (strategies.h) accept it. Configs with the same var on two axes (the same
+// split as on fewer axes) are left out, as are the all-none 2-D ones; at most kMaxConfigs per op, 1-D first, then
+// 2-D, then 3-D, each in var order.
+// A config's cost: time = its roofline compute (cost_model.h op_compute_seconds), plus the all-reduce of partial
+// outputs that several ops read, plus the statistics exchanges of synced kernels (cost_model.h sync_exchanges), plus
+// fetching what it reads of sources it owns beyond its shard; memory = the bytes of its outputs' shards if it is a
+// forward op (activations are what is live at the peak, the start of the backward pass) and of the sources it owns
+// (params, optimizer state), on device 0 (every config spans every device).
+// Tensors have owners (as in tofu_step.h): a produced tensor its producer, a param or optimizer state bound by an
+// assign the producer of its new value (it takes that value's sharding, partial axes replicated), another source its
+// first reader (split where that reader's boxes are exactly a sharding's blocks, graph data on dim 0 only, else
+// replicated). Every other read of a tensor is an edge owner -> reader whose cost for a pair of configs is the
+// cheapest re-split (Dijkstra over the tensor's shardings on the owner's mesh, moves being the collectives
+// cost_model.h prices: all-reduce or reduce-scatter of a partial axis, all-gather, all-to-all between split dims,
+// free local slicing), then a send/recv of whatever the reader's boxes still lack (α + bytes·β over the link to the
+// first device owning part of it; on a shared level the readers that fetch split its bandwidth); its memory is the
+// box a forward reader's device assembles (it stays live into the backward pass), when anything moves. A partial
+// tensor read by one op is resolved on that edge (its reduce-scatter counts); one read by several is all-reduced by
+// its producer.
+// The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
+// re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "planner/frontier_solve.h"
+#include "planner/plan.h"
+#include "planner/topology.h"
+
+namespace cleave::plan {
+
+inline constexpr size_t kMaxConfigs = 24;
+
+struct FrontierPlan {
+  Plan plan;
+  /** The FT cost graph's additive estimate. */
+  ft::Cost model;
+  /** estimate_cost's. */
+  double step_seconds = 0;
+  int64_t peak_memory_bytes = 0;
+};
+
+struct FrontierResult {
+  int devices = 1;
+  /** Non-dominated re-scored plans, least step time first. */
+  std::vector<FrontierPlan> frontier;
+  ft::SolveStats stats;
+  int ops = 0, edges = 0;
+  int64_t configs = 0;
+  /** FT points before re-scoring. */
+  int candidates = 0;
+  /** Wall seconds of building the cost graph, FT, re-scoring (for people: not in the table). */
+  std::array<double, 3> seconds{};
+};
+
+/** The frontier of `g` over `devices` devices of `t` (rules above). Throws UserError when `t` has fewer devices. */
+FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options = {});
+
+/** mini-time: the fastest frontier plan whose peak fits `memory_limit` bytes. UserError naming --memory-limit when
+ *  none fits. */
+const FrontierPlan &fastest_fitting(const FrontierResult &r, int64_t memory_limit);
+
+/** The frontier as a table, one line per plan (deterministic): index, step seconds, peak bytes, the FT model's
+ *  seconds and bytes, and how many ops split / replicate. */
+std::string frontier_table(const FrontierResult &r, const std::string &topology);
+
+/** A point of another planner to draw beside the frontier. */
+struct LabelledPoint {
+  std::string label;
+  double step_seconds = 0;
+  int64_t peak_memory_bytes = 0;
+};
+
+/** An SVG scatter plot: step time (x) against peak memory (y), the frontier as a connected line of points, the
+ *  `others` as labelled crosses. Deterministic. */
+std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoint> &others, const std::string &title);
+
+/** The plan make_plan("frontier") returns: the fastest frontier plan fitting the topology's device memory (`t`, or
+ *  without one the first of k80x8 and p100-4x4 that holds `devices`). */
+Plan frontier_plan(const Graph &g, int devices, const Topology *t);
+
+}  // namespace cleave::plan

@@ -1,0 +1,498 @@
+// The frontier-tracking algorithm on an abstract cost graph (frontier_solve.h).
+#include "planner/frontier_solve.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace cleave::plan::ft {
+
+std::vector<size_t> pareto_keep(const std::vector<Cost> &points, size_t max_points) {
+  std::vector<size_t> order(points.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (points[a].time != points[b].time) return points[a].time < points[b].time;
+    return points[a].memory < points[b].memory;
+  });
+  std::vector<size_t> front;
+  double best_memory = std::numeric_limits<double>::infinity();
+  for (size_t i : order)
+    if (points[i].memory < best_memory) {
+      front.push_back(i);
+      best_memory = points[i].memory;
+    }
+  if (front.size() <= max_points) return front;
+  std::vector<size_t> kept;
+  size_t n = front.size(), k = std::max<size_t>(max_points, 2);
+  for (size_t j = 0; j < k; ++j) kept.push_back(front[(j * (n - 1) + (k - 1) / 2) / (k - 1)]);
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  return kept;
+}
+
+namespace {
+
+/** A point of a set and how it was reached: `deriv` indexes Solver::arena_ (-1: nothing chosen yet). */
+struct Pt {
+  double time = 0, memory = 0;
+  int deriv = -1;
+};
+using Set = std::vector<Pt>;
+
+/** A derivation: node >= 0 picks `config` for `node` on top of `left`; node < 0 sums `left` and `right`. */
+struct Deriv {
+  int node = -1, config = 0, left = -1, right = -1;
+};
+
+/** A point not yet materialised: its derivation is (pick node/config of) the sum of derivations a and b. */
+struct Cand {
+  double time = 0, memory = 0;
+  int a = -1, b = -1;
+  int node = -1, config = 0;
+};
+
+class Solver {
+ public:
+  Solver(const CostGraph &g, const SolveOptions &o, SolveStats &stats) : g_(g), o_(o), stats_(stats) {
+    size_t n = g.nodes.size();
+    node_.resize(n);
+    alive_.assign(n, true);
+    adj_.resize(n);
+    for (size_t v = 0; v < n; ++v) {
+      CLEAVE_CHECK(!g.nodes[v].empty(), "cost graph node ", v, " has no config");
+      for (const Cost &c : g.nodes[v]) node_[v].push_back(Set{Pt{c.time, c.memory, -1}});
+    }
+    for (const CostGraph::Edge &e : g.edges) {
+      CLEAVE_CHECK(e.a != e.b && e.cost.size() == static_cast<size_t>(g.configs(e.a)) * g.configs(e.b),
+                   "malformed cost graph edge");
+      std::vector<Set> sets;
+      for (const Cost &c : e.cost) sets.push_back(Set{Pt{c.time, c.memory, -1}});
+      add_edge(e.a, e.b, std::move(sets));
+    }
+    global_ = Set{Pt{}};
+  }
+
+  std::vector<FrontierPoint> run() {
+    for (;;) {
+      if (reduce_once()) continue;
+      std::vector<int> rest = remaining();
+      if (rest.empty()) break;
+      if (rest.size() <= o_.ldp_max_nodes) {
+        ldp(rest);
+        break;
+      }
+      heuristic(rest);
+    }
+    std::vector<FrontierPoint> out;
+    for (const Pt &p : global_) {
+      FrontierPoint f;
+      f.cost = {p.time, p.memory};
+      f.choice.assign(g_.nodes.size(), -1);
+      reconstruct(p.deriv, f.choice);
+      for (int c : f.choice) CLEAVE_CHECK(c >= 0, "frontier point misses a node's config");
+      out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+ private:
+  struct EdgeState {
+    int a = 0, b = 0;
+    std::vector<Set> cost;  // [ca * configs(b) + cb]
+  };
+
+  int configs(int v) const { return static_cast<int>(node_[static_cast<size_t>(v)].size()); }
+
+  /** The set of edge `e` with node `v` under cv and its other end under cn. */
+  const Set &edge_set(int e, int v, int cv, int cn) const {
+    const EdgeState &s = edges_[static_cast<size_t>(e)];
+    return s.a == v ? s.cost[static_cast<size_t>(cv * configs(s.b) + cn)]
+                    : s.cost[static_cast<size_t>(cn * configs(s.b) + cv)];
+  }
+
+  int materialise(const Cand &c) {
+    int d;
+    if (c.a < 0)
+      d = c.b;
+    else if (c.b < 0)
+      d = c.a;
+    else {
+      d = static_cast<int>(arena_.size());
+      arena_.push_back({-1, 0, c.a, c.b});
+    }
+    if (c.node >= 0) {
+      int p = static_cast<int>(arena_.size());
+      arena_.push_back({c.node, c.config, d, -1});
+      d = p;
+    }
+    return d;
+  }
+
+  /** Prunes candidates to a set (pareto_keep) and materialises the survivors' derivations. */
+  Set finish(const std::vector<Cand> &cands) {
+    std::vector<Cost> costs;
+    costs.reserve(cands.size());
+    for (const Cand &c : cands) costs.push_back({c.time, c.memory});
+    Set out;
+    for (size_t i : pareto_keep(costs, o_.max_points))
+      out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
+    return out;
+  }
+
+  /** Appends the candidates of a + b (every pair), optionally picking (node, config). */
+  static void add_sum(const Set &a, const Set &b, std::vector<Cand> &out, int node = -1, int config = 0) {
+    for (const Pt &x : a)
+      for (const Pt &y : b) out.push_back({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
+  }
+
+  Set sum(const Set &a, const Set &b) {
+    std::vector<Cand> c;
+    add_sum(a, b, c);
+    return finish(c);
+  }
+
+  void add_edge(int a, int b, std::vector<Set> sets) {
+    auto it = adj_[static_cast<size_t>(a)].find(b);
+    if (it == adj_[static_cast<size_t>(a)].end()) {
+      int e = static_cast<int>(edges_.size());
+      edges_.push_back({a, b, std::move(sets)});
+      adj_[static_cast<size_t>(a)][b] = e;
+      adj_[static_cast<size_t>(b)][a] = e;
+      return;
+    }
+    // Edge elimination: the existing edge and this one become one.
+    ++stats_.edge;
+    EdgeState &s = edges_[static_cast<size_t>(it->second)];
+    for (int ca = 0; ca < configs(a); ++ca)
+      for (int cb = 0; cb < configs(b); ++cb) {
+        size_t mine = static_cast<size_t>(ca * configs(b) + cb);
+        size_t theirs = s.a == a ? mine : static_cast<size_t>(cb * configs(a) + ca);
+        s.cost[theirs] = sum(s.cost[theirs], sets[mine]);
+      }
+  }
+
+  void remove_edge(int a, int b) {
+    adj_[static_cast<size_t>(a)].erase(b);
+    adj_[static_cast<size_t>(b)].erase(a);
+  }
+
+  /** One elimination: of the lowest-id node of degree 0 or 1 (branch: no new edge), else of degree 2 (node);
+   *  false when none applies. */
+  bool reduce_once() {
+    for (size_t most : {size_t{1}, size_t{2}})
+      for (size_t v = 0; v < alive_.size(); ++v) {
+        if (!alive_[v] || adj_[v].size() > most) continue;
+        if (adj_[v].empty())
+          fold_isolated(static_cast<int>(v));
+        else if (adj_[v].size() == 1)
+          branch(static_cast<int>(v));
+        else
+          node(static_cast<int>(v));
+        return true;
+      }
+    return false;
+  }
+
+  void fold_isolated(int v) {
+    std::vector<Cand> c;
+    for (int cv = 0; cv < configs(v); ++cv)
+      for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(cv)])
+        c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
+    Set pick = finish(c);
+    global_ = sum(global_, pick);
+    alive_[static_cast<size_t>(v)] = false;
+  }
+
+  void branch(int v) {
+    ++stats_.branch;
+    auto [u, e] = *adj_[static_cast<size_t>(v)].begin();
+    for (int cu = 0; cu < configs(u); ++cu) {
+      std::vector<Cand> c;
+      for (int cv = 0; cv < configs(v); ++cv)
+        add_sum(edge_set(e, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)], c, v, cv);
+      Set &nu = node_[static_cast<size_t>(u)][static_cast<size_t>(cu)];
+      nu = sum(nu, finish(c));
+    }
+    remove_edge(u, v);
+    alive_[static_cast<size_t>(v)] = false;
+  }
+
+  void node(int v) {
+    ++stats_.node;
+    auto it = adj_[static_cast<size_t>(v)].begin();
+    auto [u, eu] = *it++;
+    auto [w, ew] = *it;
+    // x[cu][cv] = E(u,v) + N(v): shared by every cw.
+    std::vector<std::vector<Set>> x(static_cast<size_t>(configs(u)));
+    for (int cu = 0; cu < configs(u); ++cu)
+      for (int cv = 0; cv < configs(v); ++cv)
+        x[static_cast<size_t>(cu)].push_back(
+            sum(edge_set(eu, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]));
+    std::vector<Set> sets;
+    for (int cu = 0; cu < configs(u); ++cu)
+      for (int cw = 0; cw < configs(w); ++cw) {
+        std::vector<Cand> c;
+        for (int cv = 0; cv < configs(v); ++cv)
+          add_sum(x[static_cast<size_t>(cu)][static_cast<size_t>(cv)], edge_set(ew, w, cw, cv), c, v, cv);
+        sets.push_back(finish(c));
+      }
+    remove_edge(u, v);
+    remove_edge(v, w);
+    alive_[static_cast<size_t>(v)] = false;
+    add_edge(u, w, std::move(sets));
+  }
+
+  static double least_time(const Set &s) {
+    double t = std::numeric_limits<double>::infinity();
+    for (const Pt &p : s) t = std::min(t, p.time);
+    return t;
+  }
+
+  static double least_memory(const Set &s) {
+    double m = std::numeric_limits<double>::infinity();
+    for (const Pt &p : s) m = std::min(m, p.memory);
+    return m;
+  }
+
+  void heuristic(const std::vector<int> &rest) {
+    ++stats_.heuristic;
+    int v = rest.front();
+    for (int r : rest)
+      if (adj_[static_cast<size_t>(r)].size() > adj_[static_cast<size_t>(v)].size()) v = r;
+    int best = 0;
+    double best_bound = std::numeric_limits<double>::infinity();
+    for (int cv = 0; cv < configs(v); ++cv) {
+      double bound = least_time(node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]);
+      for (const auto &[n, e] : adj_[static_cast<size_t>(v)]) {
+        double m = std::numeric_limits<double>::infinity();
+        for (int cn = 0; cn < configs(n); ++cn)
+          m = std::min(m, least_time(edge_set(e, v, cv, cn)) +
+                              least_time(node_[static_cast<size_t>(n)][static_cast<size_t>(cn)]));
+        bound += m;
+      }
+      if (bound < best_bound) {
+        best_bound = bound;
+        best = cv;
+      }
+    }
+    std::vector<std::pair<int, int>> nbrs(adj_[static_cast<size_t>(v)].begin(), adj_[static_cast<size_t>(v)].end());
+    for (const auto &[n, e] : nbrs) {
+      for (int cn = 0; cn < configs(n); ++cn) {
+        Set &s = node_[static_cast<size_t>(n)][static_cast<size_t>(cn)];
+        s = sum(s, edge_set(e, v, best, cn));
+      }
+      remove_edge(v, n);
+    }
+    // v keeps its one config: fold it in with that pick only.
+    std::vector<Cand> c;
+    for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(best)])
+      c.push_back({p.time, p.memory, p.deriv, -1, v, best});
+    global_ = sum(global_, finish(c));
+    alive_[static_cast<size_t>(v)] = false;
+  }
+
+  void ldp(const std::vector<int> &order) {
+    std::map<int, size_t> position;
+    for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+    // The last position at which each node has a neighbour: it leaves the frontier after that.
+    std::vector<size_t> last(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      last[i] = i;
+      for (const auto &[n, e] : adj_[static_cast<size_t>(order[i])]) last[i] = std::max(last[i], position.at(n));
+    }
+    std::vector<int> frontier;  // nodes, in processing order
+    std::map<std::vector<int>, Set> states{{{}, Set{Pt{}}}};
+    for (size_t i = 0; i < order.size(); ++i) {
+      ++stats_.ldp_nodes;
+      int v = order[i];
+      std::vector<int> next;
+      std::vector<size_t> keep;  // indices into frontier kept in next
+      for (size_t k = 0; k < frontier.size(); ++k)
+        if (last[position.at(frontier[k])] > i) {
+          next.push_back(frontier[k]);
+          keep.push_back(k);
+        }
+      bool v_stays = last[i] > i;
+      if (v_stays) next.push_back(v);
+      std::map<std::vector<int>, std::vector<Cand>> merged;
+      for (const auto &[key, set] : states)
+        for (int cv = 0; cv < configs(v); ++cv) {
+          Set s = sum(set, node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]);
+          for (size_t k = 0; k < frontier.size(); ++k) {
+            auto it = adj_[static_cast<size_t>(v)].find(frontier[k]);
+            if (it != adj_[static_cast<size_t>(v)].end()) s = sum(s, edge_set(it->second, v, cv, key[k]));
+          }
+          std::vector<int> nk;
+          for (size_t k : keep) nk.push_back(key[k]);
+          if (v_stays) nk.push_back(cv);
+          std::vector<Cand> &c = merged[nk];
+          for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
+        }
+      std::vector<std::pair<std::vector<int>, Set>> all;
+      for (auto &[key, c] : merged) all.emplace_back(key, finish(c));
+      states.clear();
+      if (all.size() > o_.max_states) {
+        // Both ends of the frontier: states taken alternately by least time and by least memory.
+        std::vector<size_t> by_time(all.size()), by_memory(all.size());
+        std::iota(by_time.begin(), by_time.end(), size_t{0});
+        std::iota(by_memory.begin(), by_memory.end(), size_t{0});
+        std::stable_sort(by_time.begin(), by_time.end(),
+                         [&](size_t x, size_t y) { return least_time(all[x].second) < least_time(all[y].second); });
+        std::stable_sort(by_memory.begin(), by_memory.end(),
+                         [&](size_t x, size_t y) { return least_memory(all[x].second) < least_memory(all[y].second); });
+        std::vector<char> taken(all.size(), 0);
+        size_t count = 0;
+        for (size_t i = 0; count < o_.max_states; ++i)
+          for (const std::vector<size_t> *order : {&by_time, &by_memory}) {
+            size_t k = (*order)[i];
+            if (count < o_.max_states && !taken[k]) {
+              taken[k] = 1;
+              ++count;
+            }
+          }
+        stats_.ldp_states_dropped += static_cast<int64_t>(all.size() - o_.max_states);
+        for (size_t k = 0; k < all.size(); ++k)
+          if (taken[k]) states.emplace(std::move(all[k].first), std::move(all[k].second));
+      } else {
+        for (auto &[key, s] : all) states.emplace(key, std::move(s));
+      }
+      frontier = std::move(next);
+    }
+    std::vector<Cand> c;
+    for (const auto &[key, s] : states)
+      for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, -1, 0});
+    global_ = sum(global_, finish(c));
+    for (int v : order) {
+      alive_[static_cast<size_t>(v)] = false;
+      adj_[static_cast<size_t>(v)].clear();
+    }
+  }
+
+  std::vector<int> remaining() const {
+    std::vector<int> r;
+    for (size_t v = 0; v < alive_.size(); ++v)
+      if (alive_[v]) r.push_back(static_cast<int>(v));
+    return r;
+  }
+
+  void reconstruct(int d, std::vector<int> &choice) const {
+    std::vector<int> todo{d};
+    while (!todo.empty()) {
+      int x = todo.back();
+      todo.pop_back();
+      if (x < 0) continue;
+      const Deriv &r = arena_[static_cast<size_t>(x)];
+      if (r.node >= 0) choice[static_cast<size_t>(r.node)] = r.config;
+      todo.push_back(r.left);
+      todo.push_back(r.right);
+    }
+  }
+
+  const CostGraph &g_;
+  const SolveOptions &o_;
+  SolveStats &stats_;
+  std::vector<std::vector<Set>> node_;
+  std::vector<bool> alive_;
+  std::vector<std::map<int, int>> adj_;  // neighbour -> edge
+  std::vector<EdgeState> edges_;
+  std::vector<Deriv> arena_;
+  Set global_;
+};
+
+Cost parse_cost(const std::string &word, const std::string &where) {
+  size_t slash = word.find('/');
+  try {
+    size_t used = 0;
+    if (slash == std::string::npos) throw std::invalid_argument(word);
+    double t = std::stod(word.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument(word);
+    double m = std::stod(word.substr(slash + 1), &used);
+    if (used != word.size() - slash - 1) throw std::invalid_argument(word);
+    return {t, m};
+  } catch (const std::exception &) {
+    CLEAVE_USER_ERROR(where, ": expected TIME/MEMORY, got \"", word, "\"");
+  }
+}
+
+}  // namespace
+
+CostGraph parse_cost_graph(const std::string &text, const std::string &source) {
+  CostGraph g;
+  std::map<std::string, int> ids;
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    std::string where = source + ":" + std::to_string(n);
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string kind;
+    if (!(words >> kind)) continue;
+    if (kind == "node") {
+      std::string name, w;
+      if (!(words >> name)) CLEAVE_USER_ERROR(where, ": node without a name");
+      if (!ids.emplace(name, static_cast<int>(g.nodes.size())).second)
+        CLEAVE_USER_ERROR(where, ": node \"", name, "\" defined twice");
+      g.names.push_back(name);
+      g.nodes.emplace_back();
+      while (words >> w) g.nodes.back().push_back(parse_cost(w, where));
+      if (g.nodes.back().empty()) CLEAVE_USER_ERROR(where, ": node \"", name, "\" has no config");
+    } else if (kind == "edge") {
+      std::string a, b, w;
+      if (!(words >> a >> b)) CLEAVE_USER_ERROR(where, ": edge needs two node names");
+      for (const std::string *s : {&a, &b})
+        if (!ids.count(*s)) CLEAVE_USER_ERROR(where, ": unknown node \"", *s, "\"");
+      if (a == b) CLEAVE_USER_ERROR(where, ": edge from \"", a, "\" to itself");
+      CostGraph::Edge e{ids[a], ids[b], {}};
+      while (words >> w) e.cost.push_back(parse_cost(w, where));
+      size_t want = static_cast<size_t>(g.configs(e.a)) * g.configs(e.b);
+      if (e.cost.size() != want)
+        CLEAVE_USER_ERROR(where, ": edge ", a, "-", b, " has ", e.cost.size(), " costs, want ", want);
+      g.edges.push_back(std::move(e));
+    } else {
+      CLEAVE_USER_ERROR(where, ": expected node or edge, got \"", kind, "\"");
+    }
+  }
+  return g;
+}
+
+Cost assignment_cost(const CostGraph &g, const std::vector<int> &choice) {
+  Cost c;
+  for (size_t v = 0; v < g.nodes.size(); ++v) {
+    const Cost &x = g.nodes[v][static_cast<size_t>(choice[v])];
+    c.time += x.time;
+    c.memory += x.memory;
+  }
+  for (const CostGraph::Edge &e : g.edges) {
+    const Cost &x = e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.a)] * g.configs(e.b) +
+                                               choice[static_cast<size_t>(e.b)])];
+    c.time += x.time;
+    c.memory += x.memory;
+  }
+  return c;
+}
+
+std::vector<FrontierPoint> solve_frontier(const CostGraph &g, const SolveOptions &options, SolveStats *stats) {
+  SolveStats local;
+  return Solver(g, options, stats ? *stats : local).run();
+}
+
+std::vector<FrontierPoint> brute_force_frontier(const CostGraph &g) {
+  std::vector<FrontierPoint> all;
+  std::vector<int> choice(g.nodes.size(), 0);
+  for (;;) {
+    all.push_back({assignment_cost(g, choice), choice});
+    size_t v = 0;
+    while (v < choice.size() && ++choice[v] == g.configs(static_cast<int>(v))) choice[v++] = 0;
+    if (v == choice.size()) break;
+  }
+  std::vector<Cost> costs;
+  for (const FrontierPoint &p : all) costs.push_back(p.cost);
+  std::vector<FrontierPoint> out;
+  for (size_t i : pareto_keep(costs, std::numeric_limits<size_t>::max())) out.push_back(all[i]);
+  return out;
+}
+
+}  // namespace cleave::plan::ft

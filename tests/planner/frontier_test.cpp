@@ -1,0 +1,234 @@
+// The frontier-tracking algorithm (planner/frontier_solve.h) against brute force over every assignment, and the
+// frontier planner (planner/frontier.h) on the tiny models.
+#include "planner/frontier.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "frontend/onnx_import.h"
+#include "ir/autodiff/autodiff.h"
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "planner/cost_model.h"
+#include "planner/frontier_solve.h"
+#include "planner/strategies.h"
+#include "planner/validate.h"
+
+namespace cleave::plan {
+namespace {
+
+using ft::Cost;
+using ft::FrontierPoint;
+
+constexpr size_t kExact = std::numeric_limits<size_t>::max();
+
+/** Costs of `got` equal those of `want` (sorted by time both), and every point's choice reaches its cost. */
+void expect_same_frontier(const ft::CostGraph &g, const std::vector<FrontierPoint> &got,
+                          const std::vector<FrontierPoint> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i].cost.time, want[i].cost.time, 1e-9) << "point " << i;
+    EXPECT_NEAR(got[i].cost.memory, want[i].cost.memory, 1e-9) << "point " << i;
+    Cost c = ft::assignment_cost(g, got[i].choice);
+    EXPECT_NEAR(c.time, got[i].cost.time, 1e-9);
+    EXPECT_NEAR(c.memory, got[i].cost.memory, 1e-9);
+  }
+}
+
+/** A deterministic pseudo-random graph: `n` nodes of `k` configs, the given edges; costs are small integers so sums
+ *  are exact. */
+ft::CostGraph random_graph(int n, int k, const std::vector<std::pair<int, int>> &edges, uint64_t seed) {
+  uint64_t s = seed;
+  auto next = [&]() {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>((s >> 33) % 17);
+  };
+  ft::CostGraph g;
+  for (int v = 0; v < n; ++v) {
+    g.names.push_back("n" + std::to_string(v));
+    std::vector<Cost> c;
+    for (int i = 0; i < k; ++i) c.push_back({next(), next()});
+    g.nodes.push_back(c);
+  }
+  for (auto [a, b] : edges) {
+    ft::CostGraph::Edge e{a, b, {}};
+    for (int i = 0; i < k * k; ++i) e.cost.push_back({next(), next() / 4});
+    g.edges.push_back(e);
+  }
+  return g;
+}
+
+TEST(ParetoKeep, KeepsNonDominatedLeastTimeFirst) {
+  std::vector<Cost> pts{{3, 1}, {1, 5}, {2, 2}, {2, 3}, {1, 5}, {4, 1}, {5, 0}};
+  EXPECT_EQ(ft::pareto_keep(pts, kExact), (std::vector<size_t>{1, 2, 0, 6}));
+}
+
+TEST(ParetoKeep, BoundsKeepBothEnds) {
+  std::vector<Cost> pts;
+  for (int i = 0; i < 20; ++i) pts.push_back({static_cast<double>(i), static_cast<double>(20 - i)});
+  std::vector<size_t> kept = ft::pareto_keep(pts, 5);
+  ASSERT_EQ(kept.size(), 5u);
+  EXPECT_EQ(kept.front(), 0u);
+  EXPECT_EQ(kept.back(), 19u);
+  for (size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1], kept[i]);
+}
+
+TEST(CostGraphText, ParsesAndReportsErrors) {
+  ft::CostGraph g = ft::parse_cost_graph("node a 1/2 3/4\nnode b 5/6\nedge a b 1/0 2/0  # comment\n");
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.edges[0].cost[1], (Cost{2, 0}));
+  auto err = [](const std::string &t) {
+    try {
+      ft::parse_cost_graph(t, "g.txt");
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(parsed)");
+  };
+  EXPECT_EQ(err("node a 1/2\nedge a b 1/1\n"), "g.txt:2: unknown node \"b\"");
+  EXPECT_EQ(err("node a 1/2\nnode b 1/1\nedge a b 1/1 2/2\n"), "g.txt:3: edge a-b has 2 costs, want 1");
+  EXPECT_EQ(err("node a 1-2\n"), "g.txt:1: expected TIME/MEMORY, got \"1-2\"");
+}
+
+// Branch elimination only: a star (every leaf has degree 1).
+TEST(FrontierSolve, BranchEliminationMatchesBruteForce) {
+  ft::CostGraph g = ft::parse_cost_graph(R"(
+node hub 1/9 4/3 8/1
+node a   2/2 1/6
+node b   0/5 3/1 2/2
+node c   1/1 5/0
+edge hub a 0/0 3/0 2/0 0/0 5/0 1/0
+edge hub b 1/0 0/0 4/0 2/0 2/0 0/0 0/0 6/0 1/0
+edge hub c 0/0 1/0 3/0 3/0 2/0 0/0
+)");
+  ft::SolveStats stats;
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {kExact, kExact, 0}, &stats);
+  expect_same_frontier(g, got, ft::brute_force_frontier(g));
+  EXPECT_EQ(stats.branch, 3);
+  EXPECT_EQ(stats.node + stats.heuristic + stats.ldp_nodes, 0);
+  EXPECT_GT(got.size(), 2u);
+}
+
+// Node elimination: a ring of 5 (every node degree 2) reduces by node eliminations, then two parallel edges
+// (edge elimination), then a branch.
+TEST(FrontierSolve, NodeAndEdgeEliminationMatchBruteForce) {
+  ft::CostGraph g = random_graph(5, 3, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}}, 7);
+  ft::SolveStats stats;
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {kExact, kExact, 0}, &stats);
+  expect_same_frontier(g, got, ft::brute_force_frontier(g));
+  EXPECT_GE(stats.node, 2);
+  EXPECT_GE(stats.edge, 1);
+  EXPECT_EQ(stats.heuristic + stats.ldp_nodes, 0);
+}
+
+// Parallel edges given in the input merge by edge elimination.
+TEST(FrontierSolve, DuplicateEdgesMerge) {
+  ft::CostGraph g = random_graph(3, 3, {{0, 1}, {1, 0}, {1, 2}, {1, 2}}, 3);
+  ft::SolveStats stats;
+  expect_same_frontier(g, ft::solve_frontier(g, {kExact, kExact, 0}, &stats), ft::brute_force_frontier(g));
+  EXPECT_EQ(stats.edge, 2);
+}
+
+// K4 (every degree 3) does not reduce: the LDP over all of it is exact.
+TEST(FrontierSolve, LdpMatchesBruteForce) {
+  ft::CostGraph g = random_graph(5, 3, {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {4, 0}, {4, 1}}, 11);
+  ft::SolveStats stats;
+  expect_same_frontier(g, ft::solve_frontier(g, {kExact, kExact, 64}, &stats), ft::brute_force_frontier(g));
+  EXPECT_GT(stats.ldp_nodes, 0);
+  EXPECT_EQ(stats.ldp_states_dropped, 0);
+  EXPECT_EQ(stats.heuristic, 0);
+}
+
+// Heuristic elimination (LDP disabled) is not exact: every point it returns must be the real cost of its assignment
+// and lie on or above the exact frontier.
+TEST(FrontierSolve, HeuristicEliminationGivesReachablePoints) {
+  ft::CostGraph g = random_graph(5, 3, {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {4, 0}, {4, 1}}, 11);
+  ft::SolveStats stats;
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {kExact, kExact, 0}, &stats);
+  std::vector<FrontierPoint> exact = ft::brute_force_frontier(g);
+  EXPECT_GE(stats.heuristic, 1);
+  ASSERT_FALSE(got.empty());
+  for (const FrontierPoint &p : got) {
+    Cost c = ft::assignment_cost(g, p.choice);
+    EXPECT_NEAR(c.time, p.cost.time, 1e-9);
+    EXPECT_NEAR(c.memory, p.cost.memory, 1e-9);
+    // No returned point beats the exact frontier.
+    bool dominated_or_on = false;
+    for (const FrontierPoint &e : exact)
+      dominated_or_on = dominated_or_on || (e.cost.time <= c.time + 1e-9 && e.cost.memory <= c.memory + 1e-9);
+    EXPECT_TRUE(dominated_or_on);
+  }
+}
+
+// Bounded sets: at most max_points survive, the least-time point of the exact frontier among them when nothing else
+// was lost (a tree: eliminations keep the fastest point exactly).
+TEST(FrontierSolve, BoundedSetsKeepTheFastestPoint) {
+  ft::CostGraph g = random_graph(7, 3, {{0, 1}, {1, 2}, {1, 3}, {3, 4}, {4, 5}, {4, 6}}, 5);
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {3, kExact, 0});
+  std::vector<FrontierPoint> exact = ft::brute_force_frontier(g);
+  ASSERT_LE(got.size(), 3u);
+  EXPECT_NEAR(got.front().cost.time, exact.front().cost.time, 1e-9);
+  EXPECT_NEAR(got.back().cost.memory, exact.back().cost.memory, 1e-9);
+}
+
+Graph training_graph(const std::string &model) {
+  ImportOptions opts;
+  opts.batch = 8;
+  Graph g = import_onnx(std::string(CLEAVE_SOURCE_DIR) + "/models/" + model, opts);
+  build_training_graph(g, TrainOptions{});
+  verify(g);
+  return g;
+}
+
+// On the tiny models: every frontier plan is valid and lowered by codegen, the printed frontier is non-dominated
+// and sorted by time, and the search is deterministic.
+TEST(FrontierPlanner, TinyModelsGiveValidNonDominatedPlans) {
+  Topology t = preset_topology("k80x8");
+  for (const char *model : {"mlp.onnx", "cnn.onnx"})
+    for (int devices : {2, 4}) {
+      SCOPED_TRACE(std::string(model) + " devices " + std::to_string(devices));
+      Graph g = training_graph(model);
+      FrontierResult r = frontier_search(g, devices, t);
+      ASSERT_FALSE(r.frontier.empty());
+      for (size_t i = 0; i < r.frontier.size(); ++i) {
+        const FrontierPlan &f = r.frontier[i];
+        EXPECT_EQ(plan_problems(g, f.plan), std::vector<std::string>{});
+        for (const OpEntry &e : f.plan.ops) {
+          const Op &op = g.op(*g.find_op(e.name));
+          EXPECT_TRUE(codegen_supports(g, op, describe::describe(g, op), e.config)) << e.name;
+        }
+        CostReport c = estimate_cost(g, f.plan, t);
+        EXPECT_EQ(c.predicted_step_seconds, f.step_seconds);
+        EXPECT_EQ(c.peak_memory_bytes, f.peak_memory_bytes);
+        if (i > 0) {
+          EXPECT_GT(f.step_seconds, r.frontier[i - 1].step_seconds);
+          EXPECT_LT(f.peak_memory_bytes, r.frontier[i - 1].peak_memory_bytes);
+        }
+      }
+      FrontierResult again = frontier_search(training_graph(model), devices, t);
+      ASSERT_EQ(again.frontier.size(), r.frontier.size());
+      for (size_t i = 0; i < r.frontier.size(); ++i)
+        EXPECT_EQ(print_plan(again.frontier[i].plan), print_plan(r.frontier[i].plan));
+    }
+}
+
+// mini-time: the fastest plan that fits; a limit nothing fits names the flag.
+TEST(FrontierPlanner, MiniTimeRespectsTheLimit) {
+  Graph g = training_graph("mlp.onnx");
+  FrontierResult r = frontier_search(g, 4, preset_topology("k80x8"));
+  const FrontierPlan &least = r.frontier.back();
+  EXPECT_EQ(&fastest_fitting(r, least.peak_memory_bytes), &least);
+  EXPECT_EQ(&fastest_fitting(r, std::numeric_limits<int64_t>::max()), &r.frontier.front());
+  try {
+    fastest_fitting(r, least.peak_memory_bytes - 1);
+    ADD_FAILURE() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("--memory-limit"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace cleave::plan
