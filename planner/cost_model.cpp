@@ -54,6 +54,11 @@ Work device_work(const Graph &g, const Op &op, const std::vector<describe::Descr
   return w;
 }
 
+double roofline_seconds(const Work &w, const Topology &t) {
+  return std::max(static_cast<double>(w.flops) / t.device.peak_flops,
+                  static_cast<double>(w.bytes) / t.device.memory_bandwidth);
+}
+
 class Estimator {
  public:
   Estimator(const Graph &g, const Plan &p, const Topology &t) : g_(g), p_(p), t_(t) {
@@ -80,8 +85,7 @@ class Estimator {
       const ParallelConfig &c = *config[o];
       for (size_t i = 0; i < c.devices.size(); ++i) {
         Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
-        double secs = std::max(static_cast<double>(w.flops) / t_.device.peak_flops,
-                               static_cast<double>(w.bytes) / t_.device.memory_bandwidth);
+        double secs = roofline_seconds(w, t_);
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
         d.compute_seconds += secs;
@@ -127,25 +131,14 @@ class Estimator {
 
   void price(const CommEvent &e) {
     if (e.kind == CommEvent::Kind::send_recv) {
-      // Per rank: sends and receives proceed at once (full duplex); each transfer costs α + bytes·β on its pair's
-      // link; on a shared level the op's senders over that level split its bandwidth.
-      std::map<int, int> senders_per_level;
-      {
-        std::map<int, std::vector<int>> seen;
-        for (const auto &tr : e.transfers) {
-          int l = t_.level_between(tr.src, tr.dst);
-          auto &v = seen[l];
-          if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
-        }
-        for (auto &[l, v] : seen) senders_per_level[l] = static_cast<int>(v.size());
-      }
+      // Per rank: sends and receives proceed at once (full duplex), each transfer priced by comm_event_seconds.
       std::map<int, double> send_s, recv_s;
       std::map<int, std::map<int, int64_t>> sent;  // rank -> level -> bytes
-      for (const auto &tr : e.transfers) {
+      std::vector<double> transfer_s = comm_event_seconds(e, t_).transfers;
+      for (size_t i = 0; i < e.transfers.size(); ++i) {
+        const auto &tr = e.transfers[i];
         int l = t_.level_between(tr.src, tr.dst);
-        const Level &lv = t_.levels[static_cast<size_t>(std::max(l, 0))];
-        double bw = lv.shared ? lv.bandwidth / senders_per_level[l] : lv.bandwidth;
-        double s = lv.latency + static_cast<double>(tr.bytes) / bw;
+        double s = transfer_s[i];
         send_s[tr.src] += s;
         recv_s[tr.dst] += s;
         sent[tr.src][l] += tr.bytes;
@@ -166,28 +159,17 @@ class Estimator {
     int p = static_cast<int>(e.group.size());
     if (p < 2) return;
     int l = std::max(t_.level_spanned(e.group), 0);
-    const Level &lv = t_.levels[static_cast<size_t>(l)];
-    double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
     int64_t n = e.count * e.elem_bytes;
     int64_t sent = 0;
-    double secs = 0;
     switch (e.kind) {
       case CommEvent::Kind::all_reduce:
-      case CommEvent::Kind::sync:
-        sent = 2 * (p - 1) * n / p;
-        secs = all_reduce_seconds(static_cast<double>(n), p, bw, lv.latency);
-        break;
+      case CommEvent::Kind::sync: sent = 2 * (p - 1) * n / p; break;
       case CommEvent::Kind::all_gather:
       case CommEvent::Kind::reduce_scatter:  // n is one block; the whole is p blocks
-        sent = (p - 1) * n;
-        secs = all_gather_seconds(static_cast<double>(n) * p, p, bw, lv.latency);
-        break;
-      case CommEvent::Kind::all_to_all:
-        sent = (p - 1) * n;
-        secs = (p - 1) * (lv.latency + static_cast<double>(n) / bw);
-        break;
+      case CommEvent::Kind::all_to_all: sent = (p - 1) * n; break;
       case CommEvent::Kind::send_recv: break;
     }
+    double secs = comm_event_seconds(e, t_).collective;
     for (int r : e.group) charge(e, r, l, sent, secs);
   }
 
@@ -226,6 +208,47 @@ class Estimator {
 };
 
 }  // namespace
+
+std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                       const ParallelConfig &config, const Topology &t) {
+  std::vector<double> out;
+  for (size_t i = 0; i < config.devices.size(); ++i)
+    out.push_back(roofline_seconds(device_work(g, op, descs, config, static_cast<int64_t>(i)), t));
+  return out;
+}
+
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t) {
+  CommSeconds out;
+  if (e.kind == CommEvent::Kind::send_recv) {
+    // On a shared level the op's senders over that level split its bandwidth.
+    std::map<int, std::vector<int>> senders;  // level -> distinct senders
+    for (const auto &tr : e.transfers) {
+      auto &v = senders[t.level_between(tr.src, tr.dst)];
+      if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
+    }
+    for (const auto &tr : e.transfers) {
+      int l = t.level_between(tr.src, tr.dst);
+      const Level &lv = t.levels[static_cast<size_t>(std::max(l, 0))];
+      double bw = lv.shared ? lv.bandwidth / static_cast<double>(senders[l].size()) : lv.bandwidth;
+      out.transfers.push_back(lv.latency + static_cast<double>(tr.bytes) / bw);
+    }
+    return out;
+  }
+  int p = static_cast<int>(e.group.size());
+  if (p < 2) return out;
+  const Level &lv = t.levels[static_cast<size_t>(std::max(t.level_spanned(e.group), 0))];
+  double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
+  double n = static_cast<double>(e.count * e.elem_bytes);
+  switch (e.kind) {
+    case CommEvent::Kind::all_reduce:
+    case CommEvent::Kind::sync: out.collective = all_reduce_seconds(n, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_gather:
+    case CommEvent::Kind::reduce_scatter: out.collective = all_gather_seconds(n * p, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_to_all: out.collective = (p - 1) * (lv.latency + n / bw); break;
+    case CommEvent::Kind::send_recv: break;
+  }
+  return out;
+}
 
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t) {
   validate_plan(g, p);

@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/topology.h"
@@ -129,5 +130,19 @@ CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t);
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);
 double all_gather_seconds(double n, int p, double bandwidth, double latency);
+
+/** Roofline seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the
+ *  config's device order: what estimate_cost charges each device for the op's kernel. */
+std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                       const ParallelConfig &config, const Topology &t);
+
+/** α-β seconds of one CommEvent on `t`, as estimate_cost charges them: a collective's (or sync's) time, the same for
+ *  every member; for send_recv, per transfer (in event order) α + bytes·β over its pair's link, a shared level's
+ *  bandwidth divided among the event's senders over that level. */
+struct CommSeconds {
+  double collective = 0;
+  std::vector<double> transfers;
+};
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t);
 
 }  // namespace cleave::plan

@@ -26,6 +26,8 @@ int main(int argc, char **argv) {
       "Print a plan's predicted costs: per-op compute and communication, per-device memory, step time");
   add(cleave::cli::add_diff_command, "diff",
       "Print what changed between two plans and the cost totals' deltas; --fail-on thresholds for CI");
+  add(cleave::cli::add_simulate_command, "simulate",
+      "Simulate a plan's training step as a task graph (compute overlapping communication): step time and timeline");
 
   try {
     app.parse(argc, argv);

@@ -24,7 +24,7 @@ struct PlanArgs {
   std::optional<int64_t> batch;
   int devices = 1;
   std::string planner = "data";
-  uint64_t seed = 0;
+  SearchFlags search;
   std::string out;
   std::string check;
   std::string topology;
@@ -67,22 +67,24 @@ Command add_plan_command(CLI::App &app) {
       "parallelism: the batch split over every device, weight gradients partial, params replicated), tofu (Tofu's "
       "recursive search minimising the bytes moved per step), Tofu's baselines icml18, owt, allrow, spartan, "
       "equalchop (planner/baselines.h), and random (a random legal plan drawn from --seed, for differential tests: "
-      "planner/random_plan.h; it prints a one-line summary of the plan to stderr)");
+      "planner/random_plan.h; it prints a one-line summary of the plan to stderr), flexflow (MCMC over per-op configs "
+      "scored by the task-graph simulator on --topology: planner/flexflow.h; --iterations fixes its result, --budget "
+      "caps its wall time; it prints its search's summary to stderr)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   app.add_option("--planner", args->planner,
-                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random (default data)")
+                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow (default data)")
       ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
-  CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "flexflow"}));
+  args->search.add_to(app);
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   app.add_option("--check", args->check,
                  "compare the plan with this file instead of printing it: exit 1 if they differ (for CI)");
   add_topology_option(app, args->topology);
   args->train_flags.add_to(app);
-  return [args, seed] {
-    if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
+  return [args] {
+    args->search.check(args->planner.empty() ? "data" : args->planner);
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
@@ -97,10 +99,7 @@ Command add_plan_command(CLI::App &app) {
     }
     auto t1 = std::chrono::steady_clock::now();
     std::clock_t c1 = std::clock();
-    plan::Plan p = plan::make_plan(g, args->planner, args->devices, topo ? &*topo : nullptr, args->seed);
-    if (args->planner == "random")
-      std::fprintf(stderr, "random plan, seed %llu: %s\n", static_cast<unsigned long long>(args->seed),
-                   plan::plan_summary(g, p).c_str());
+    plan::Plan p = make_plan_with(g, args->planner, args->devices, topo ? &*topo : nullptr, args->search);
     std::clock_t c2 = std::clock();
     auto t2 = std::chrono::steady_clock::now();
     std::string text = plan::print_plan(p);
