@@ -30,6 +30,7 @@
 // the bundle's arena (manifest.json's peak_memory_bytes) is at least its max live bytes (64-byte alignment, first-fit
 // fragmentation). Not modelled: kernel scratch, and elementwise fusion (a fused intermediate is never stored).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/region.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -81,8 +83,18 @@ struct Communication {
   std::vector<StepBuffer> buffers;
 };
 
-/** Every communication of one training step under `p` (which must pass validate_plan), in program order. */
-Communication derive_communication(const Graph &g, const Plan &p);
+/** What derive_communication computes from an op and its config alone (its descriptions, each device's input boxes),
+ *  kept between calls by searches that change one op's config at a time (planner/simulator.h). Starts empty. */
+struct CommCache {
+  std::vector<std::vector<describe::Description>> descs;
+  std::vector<ParallelConfig> config;
+  std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
+};
+
+/** Every communication of one training step under `p` (which must pass validate_plan), in program order. `cache`
+ *  (optional, for one graph) saves describing each op and its devices' input boxes again while its config is
+ *  unchanged; the result is the same with or without it. */
+Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache = nullptr);
 
 struct OpCost {
   OpId op = kNoOp;

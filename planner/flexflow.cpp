@@ -131,7 +131,7 @@ class Search {
         ++r.accepted;
         consider(cur);
       } else {
-        sim_->set_config(o, old);
+        sim_->undo();
       }
     }
   }

@@ -61,7 +61,9 @@ Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), 
     }
   }
   channels_.resize(static_cast<size_t>(p_.devices) * 3);
-  std::vector<std::vector<CommEvent>> events = events_by_op(g, derive_communication(g, p_));
+  compute_config_.resize(ops);
+  compute_seconds_.resize(ops);
+  std::vector<std::vector<CommEvent>> events = events_by_op(g, derive_communication(g, p_, &comm_cache_));
   for (size_t s = 0; s < events.size(); ++s) {
     segs_.push_back(build(static_cast<int>(s), std::move(events[s])));
     insert(static_cast<int>(s));
@@ -72,7 +74,7 @@ Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), 
   propagate(std::move(all));
 }
 
-Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) const {
+Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
   Segment seg;
   seg.compute_of.assign(static_cast<size_t>(p_.devices), -1);
   bool end = s == g_.num_ops();
@@ -130,7 +132,11 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) const 
   }
   if (op) {
     int comm_tasks = static_cast<int>(seg.tasks.size());
-    std::vector<double> secs = op_compute_seconds(g_, *op, descs_[s], *config, t_);
+    if (compute_seconds_[s].empty() || compute_config_[s] != *config) {
+      compute_seconds_[s] = op_compute_seconds(g_, *op, descs_[s], *config, t_);
+      compute_config_[s] = *config;
+    }
+    const std::vector<double> &secs = compute_seconds_[s];
     for (size_t i = 0; i < config->devices.size(); ++i) {
       Task k;
       k.kind = SimTask::Kind::compute;
@@ -206,6 +212,10 @@ void Simulator::propagate(std::vector<Key> seeds) {
     Key k = *work.begin();
     work.erase(work.begin());
     ++recomputed_;
+    if (recording_) {
+      const Task &before = segs_[static_cast<size_t>(k.first)].tasks[static_cast<size_t>(k.second)];
+      undo_.times.push_back({k, {before.start, before.end}});
+    }
     bool changed = time(k);
     if (!changed && !fresh.count(k)) continue;
     const Task &task = segs_[static_cast<size_t>(k.first)].tasks[static_cast<size_t>(k.second)];
@@ -243,40 +253,80 @@ void Simulator::finish() {
 
 void Simulator::set_config(OpId o, const ParallelConfig &config) {
   const Op &op = g_.op(o);
+  undo_ = Undo{};
+  undo_.valid = true;
+  undo_.makespan = makespan_;
+  undo_.ops.push_back({op_entry_[o], p_.ops[op_entry_[o]].config});
   p_.ops[op_entry_[o]].config = config;
+  auto set_sharding = [&](TensorId t, Sharding s) {
+    undo_.tensors.push_back({tensor_entry_[t], p_.tensors[tensor_entry_[t]].sharding});
+    p_.tensors[tensor_entry_[t]].sharding = std::move(s);
+  };
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     TensorId out = op.outputs[k];
     if (out == kNoTensor) continue;
-    p_.tensors[tensor_entry_[out]].sharding = implied_sharding(op, descs_[o], config, k);
+    set_sharding(out, implied_sharding(op, descs_[o], config, k));
     for (const Assign &a : g_.assigns)
-      if (a.src == out) p_.tensors[tensor_entry_[a.dst]].sharding = resolved(p_.tensors[tensor_entry_[out]].sharding);
+      if (a.src == out) set_sharding(a.dst, resolved(p_.tensors[tensor_entry_[out]].sharding));
   }
-  std::vector<std::vector<CommEvent>> events = events_by_op(g_, derive_communication(g_, p_));
+  std::vector<std::vector<CommEvent>> events = events_by_op(g_, derive_communication(g_, p_, &comm_cache_));
   std::vector<bool> rebuild(segs_.size(), false);
   rebuild[static_cast<size_t>(o)] = true;
   for (OpId r : readers_[static_cast<size_t>(o)]) rebuild[static_cast<size_t>(r)] = true;
   rebuild.back() = true;  // the end of the step: small, and its collectives may wait for o's kernels
   for (size_t s = 0; s < segs_.size(); ++s)
     if (!same_events(events[s], segs_[s].events)) rebuild[s] = true;
+  // Rebuild first, then seed: a seed taken while a later segment is still to be rebuilt could name a task it drops.
+  std::vector<std::set<int>> touched(segs_.size());
+  for (size_t s = 0; s < segs_.size(); ++s) {
+    if (!rebuild[s]) continue;
+    int si = static_cast<int>(s);
+    for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
+    erase(si);
+    undo_.segments.push_back({si, std::move(segs_[s])});
+    segs_[s] = build(si, std::move(events[s]));
+    insert(si);
+    for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
+  }
   std::vector<Key> seeds;
   for (size_t s = 0; s < segs_.size(); ++s) {
     if (!rebuild[s]) continue;
     int si = static_cast<int>(s);
-    // The first task after this segment on each channel it used or uses has a new predecessor.
-    std::set<int> touched;
-    for (const Task &k : segs_[s].tasks) touched.insert(k.channels.begin(), k.channels.end());
-    erase(si);
-    segs_[s] = build(si, std::move(events[s]));
-    insert(si);
-    for (const Task &k : segs_[s].tasks) touched.insert(k.channels.begin(), k.channels.end());
     for (size_t i = 0; i < segs_[s].tasks.size(); ++i) seeds.push_back({si, static_cast<int>(i)});
-    for (int c : touched) {
+    // The first task after this segment on each channel it used or uses has a new predecessor.
+    for (int c : touched[s]) {
       const auto &ch = channels_[static_cast<size_t>(c)];
       auto it = std::lower_bound(ch.begin(), ch.end(), Key{si + 1, 0});
       if (it != ch.end()) seeds.push_back(*it);
     }
   }
+  recording_ = true;
   propagate(std::move(seeds));
+  recording_ = false;
+}
+
+void Simulator::undo() {
+  CLEAVE_CHECK(undo_.valid, "simulator: nothing to undo");
+  undo_.valid = false;
+  for (auto &[entry, config] : undo_.ops) p_.ops[entry].config = std::move(config);
+  for (auto it = undo_.tensors.rbegin(); it != undo_.tensors.rend(); ++it)
+    p_.tensors[it->first].sharding = std::move(it->second);
+  std::vector<bool> restored(segs_.size(), false);
+  for (auto &[s, seg] : undo_.segments) {
+    erase(s);
+    segs_[static_cast<size_t>(s)] = std::move(seg);
+    insert(s);
+    restored[static_cast<size_t>(s)] = true;
+  }
+  // Times of tasks outside the restored segments (those carry their own); in reverse, so the earliest save wins.
+  for (auto it = undo_.times.rbegin(); it != undo_.times.rend(); ++it) {
+    if (restored[static_cast<size_t>(it->first.first)]) continue;
+    Task &k = segs_[static_cast<size_t>(it->first.first)].tasks[static_cast<size_t>(it->first.second)];
+    k.start = it->second.first;
+    k.end = it->second.second;
+  }
+  makespan_ = undo_.makespan;
+  undo_ = Undo{};
 }
 
 std::vector<SimTask> Simulator::tasks() const {

@@ -74,6 +74,9 @@ class Simulator {
    *  update shard to shard). Then delta simulation. */
   void set_config(OpId o, const ParallelConfig &config);
 
+  /** Restores the state before the last set_config (its plan, tasks and times) without simulating again; once. */
+  void undo();
+
   const Plan &plan() const { return p_; }
   /** The predicted step time: the latest end of any task. */
   double makespan() const { return makespan_; }
@@ -102,7 +105,7 @@ class Simulator {
   };
   using Key = std::pair<int, int>;  // (segment, task index): program order
 
-  Segment build(int s, std::vector<CommEvent> events) const;
+  Segment build(int s, std::vector<CommEvent> events);
   void insert(int s);
   void erase(int s);
   /** Recomputes the times of task `k`; true if its end changed. */
@@ -110,9 +113,24 @@ class Simulator {
   void propagate(std::vector<Key> seeds);
   void finish();
 
+  /** What set_config changed, for undo. */
+  struct Undo {
+    bool valid = false;
+    std::vector<std::pair<size_t, ParallelConfig>> ops;
+    std::vector<std::pair<size_t, Sharding>> tensors;
+    std::vector<std::pair<int, Segment>> segments;
+    std::vector<std::pair<Key, std::pair<double, double>>> times;
+    double makespan = 0;
+  };
+
   const Graph &g_;
   const Topology &t_;
   Plan p_;
+  CommCache comm_cache_;
+  /** Per op, the config its kernels' seconds were computed for, and those seconds. */
+  std::vector<ParallelConfig> compute_config_;
+  std::vector<std::vector<double>> compute_seconds_;
+  Undo undo_;
   std::vector<std::vector<describe::Description>> descs_;
   std::vector<size_t> op_entry_, tensor_entry_;
   /** Per op, the ops reading its outputs (the end segment is not listed). */
@@ -121,6 +139,7 @@ class Simulator {
   std::vector<std::vector<Key>> channels_;  // per channel, its tasks in program order (sorted)
   double makespan_ = 0;
   int64_t recomputed_ = 0;
+  bool recording_ = false;
 };
 
 /** Full simulation of `p` on `t`. */

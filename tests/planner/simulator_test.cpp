@@ -4,7 +4,8 @@
 //    here (every task's start = max of its predecessors' ends, iterated until nothing changes), over dependencies
 //    re-derived here from the plan and the derived communication;
 //  - delta simulation equals full simulation bit for bit on 1,000 random single-op moves (random_plan.h's per-op
-//    draw) on the MLP at 4 devices and on the tiny NMT of models/zoo at 4 devices: makespan and every task;
+//    draw) on the MLP at 4 devices and on the tiny NMT of models/zoo at 4 devices: makespan and every task; so does
+//    undoing every fifth move (what flexflow does with a refused proposal);
 //  - flexflow: deterministic per seed, valid, only configs codegen lowers, never slower than its data-parallel start,
 //    and the step time it reports is what a fresh full simulation of its plan gives.
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@
 #include "frontend/onnx_import.h"
 #include "ir/autodiff/autodiff.h"
 #include "ir/describe/description.h"
-#include "ir/parser.h"
+#include "ir/error.h"
 #include "ir/verifier.h"
 #include "planner/cost_model.h"
 #include "planner/flexflow.h"
@@ -191,7 +192,9 @@ TEST(Simulator, TimesFollowTheRules) {
     Simulator sim(g, p, t);
     check_against_fixed_point(g, sim, t);
     // Data parallelism's gradient all-reduces overlap the backward kernels: faster than v1's per-device sums.
-    if (std::string(planner) == "data") EXPECT_LT(sim.makespan(), estimate_cost(g, p, t).predicted_step_seconds);
+    if (std::string(planner) == "data") {
+      EXPECT_LT(sim.makespan(), estimate_cost(g, p, t).predicted_step_seconds);
+    }
   }
   for (uint64_t seed : {1, 2, 3}) {
     SCOPED_TRACE("random seed " + std::to_string(seed));
@@ -211,12 +214,19 @@ void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed) {
     const Op &op = g.op(o);
     bool loss = std::find(op.outputs.begin(), op.outputs.end(), g.loss) != op.outputs.end();
     double before = delta.makespan();
+    std::string plan_before = i % 5 == 4 ? print_plan(delta.plan()) : "";
     delta.set_config(o, random_op_config(g, op, descs[static_cast<size_t>(o)], devices, loss, rng));
     recomputed += delta.last_recomputed();
     changed += delta.makespan() != before;
     Simulator full(g, delta.plan(), t);
     expect_same_tasks(delta, full, "move " + std::to_string(i) + " (op " + op.name + ")");
     if (::testing::Test::HasFatalFailure()) return;
+    if (i % 5 == 4) {  // every fifth move is taken back (as flexflow refuses a proposal): the state before it returns
+      delta.undo();
+      expect_same_tasks(delta, Simulator(g, delta.plan(), t), "undo of move " + std::to_string(i));
+      EXPECT_EQ(print_plan(delta.plan()), plan_before) << "undo of move " << i;
+      if (::testing::Test::HasFatalFailure()) return;
+    }
   }
   // The moves did move the step time, and delta simulation re-timed fewer tasks than a full one would.
   EXPECT_GT(changed, moves / 4);
