@@ -43,6 +43,19 @@ Sharding resolved(Sharding s) {
 }  // namespace
 
 Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), p_(std::move(p)) {
+  for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
+  start();
+}
+
+Simulator::Simulator(const Graph &g, Plan p, const Topology &t,
+                     const std::vector<std::vector<describe::Description>> &descs)
+    : g_(g), t_(t), p_(std::move(p)), descs_(descs) {
+  start();
+}
+
+void Simulator::start() {
+  const Graph &g = g_;
+  const Topology &t = t_;
   validate_plan(g, p_);
   if (p_.devices > t.devices())
     CLEAVE_USER_ERROR("the plan uses ", p_.devices, " devices, topology ", t.name, " has ", t.devices());
@@ -53,7 +66,6 @@ Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), 
   for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_entry_[*g.find_tensor(p_.tensors[i].name)] = i;
   readers_.resize(ops);
   for (OpId o = 0; o < g.num_ops(); ++o) {
-    descs_.push_back(describe::describe(g, g.op(o)));
     for (TensorId in : g.op(o).inputs) {
       if (in == kNoTensor || g.tensor(in).producer == kNoOp) continue;
       auto &r = readers_[g.tensor(in).producer];
@@ -61,6 +73,9 @@ Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), 
     }
   }
   channels_.resize(static_cast<size_t>(p_.devices) * 3);
+  comm_cache_.descs = descs_;
+  comm_cache_.config.assign(ops, {});
+  comm_cache_.needs.assign(ops, {});
   compute_config_.resize(ops);
   compute_seconds_.resize(ops);
   std::vector<std::vector<CommEvent>> events = events_by_op(g, derive_communication(g, p_, &comm_cache_));

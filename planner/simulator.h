@@ -68,6 +68,9 @@ class Simulator {
   /** Full simulation of `p` (which must pass validate_plan) on `t`; throws UserError if the plan uses more devices
    *  than the topology has. `g` and `t` must outlive the simulator. */
   Simulator(const Graph &g, Plan p, const Topology &t);
+  /** The same with every op's descriptions given (descs[o] = describe::describe(g, g.op(o))), saving describing
+   *  them again when simulating many plans of one graph. */
+  Simulator(const Graph &g, Plan p, const Topology &t, const std::vector<std::vector<describe::Description>> &descs);
 
   /** Op `o` takes `config` (which must pass config_problems); its outputs take the shardings it implies, and a
    *  source bound by an assign to one of them takes that sharding with partial axes replicated (codegen copies the
@@ -112,6 +115,7 @@ class Simulator {
   bool time(const Key &k);
   void propagate(std::vector<Key> seeds);
   void finish();
+  void start();
 
   /** What set_config changed, for undo. */
   struct Undo {
