@@ -12,6 +12,7 @@
 #include "planner/random_plan.h"
 #include "planner/simulator.h"
 #include "planner/strategies.h"
+#include "planner/tofu.h"
 #include "planner/validate.h"
 
 namespace cleave::plan {
@@ -50,6 +51,10 @@ class Search {
       near.erase(std::unique(near.begin(), near.end()), near.end());
       neighbours_.push_back(std::move(near));
     }
+    group_of_.assign(static_cast<size_t>(g.num_ops()), 0);
+    groups_ = coarsen(g);
+    for (size_t i = 0; i < groups_.size(); ++i)
+      for (OpId o : groups_[i]) group_of_[static_cast<size_t>(o)] = i;
   }
 
   FlexFlowResult run() {
@@ -60,12 +65,27 @@ class Search {
     } catch (const UserError &) {
       start = make_plan(g_, "single", devices_);
     }
-    int chains = 1 + std::max(o_.restarts, 0);
-    int64_t first = chains == 1 ? o_.iterations : o_.iterations / 2;
-    for (int c = 0; c < chains; ++c) {
-      int64_t n = c == 0 ? first : (o_.iterations - first) / (chains - 1) + (c <= (o_.iterations - first) % (chains - 1));
-      Plan p = c == 0 ? start : random_plan(g_, devices_, next_seed(c));
-      chain(std::move(p), n, c, r);
+    // Chains: data parallelism, tofu's plan (FlexFlow §6.2 starts from existing strategies, data parallelism and
+    // expert-designed ones, and from random ones), then the random restarts.
+    std::vector<Plan> starts{start};
+    std::vector<std::string> names{"data"};
+    try {
+      TofuOptions tofu;
+      tofu.topology = &t_;
+      starts.push_back(tofu_plan(g_, devices_, tofu));
+      names.push_back("tofu");
+    } catch (const UserError &) {
+      // tofu cannot split this graph over these devices: no such chain.
+    }
+    for (int c = 0; c < std::max(o_.restarts, 0); ++c) {
+      starts.push_back(random_plan(g_, devices_, next_seed(c + 1)));
+      names.push_back("random");
+    }
+    int64_t chains = static_cast<int64_t>(starts.size());
+    for (int64_t c = 0; c < chains; ++c) {
+      int64_t n = o_.iterations / chains + (c < o_.iterations % chains);
+      chain(std::move(starts[static_cast<size_t>(c)]), n, static_cast<int>(c), r);
+      r.chains.push_back({names[static_cast<size_t>(c)], chain_start_, chain_best_});
       if (r.hit_budget) break;
     }
     r.plan = best_;
@@ -90,17 +110,20 @@ class Search {
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= o_.budget_seconds;
   }
 
+  bool legal(OpId o, const ParallelConfig &c) const {
+    const Op &op = g_.op(o);
+    bool zero_ok = !makes_loss_[static_cast<size_t>(o)] ||
+                   std::find(c.devices.begin(), c.devices.end(), 0) != c.devices.end();
+    return zero_ok && config_problems(g_, op, descs_[o], c, devices_).empty() && codegen_supports(g_, op, descs_[o], c);
+  }
+
   /** A proposed config for op `o` (flexflow.h: a random one, or a neighbour's when legal for `o`). */
   ParallelConfig propose(OpId o, uint64_t &rng) {
     const Op &op = g_.op(o);
     const auto &near = neighbours_[static_cast<size_t>(o)];
     if (!near.empty() && next(rng) % 2 == 0) {
       const ParallelConfig &c = sim_->plan().ops[static_cast<size_t>(near[next(rng) % near.size()])].config;
-      bool zero_ok = !makes_loss_[static_cast<size_t>(o)] ||
-                     std::find(c.devices.begin(), c.devices.end(), 0) != c.devices.end();
-      if (zero_ok && config_problems(g_, op, descs_[o], c, devices_).empty() &&
-          codegen_supports(g_, op, descs_[o], c))
-        return c;
+      if (legal(o, c)) return c;
     }
     return random_op_config(g_, op, descs_[o], devices_, makes_loss_[static_cast<size_t>(o)], rng);
   }
@@ -112,6 +135,7 @@ class Search {
     sim_.emplace(g_, std::move(p), t_, descs_);
     double cur = sim_->makespan();
     if (index == 0) r.start_seconds = cur;
+    chain_start_ = chain_best_ = cur;
     consider(cur);
     uint64_t rng = next_seed(1000 + index);
     for (int64_t i = 0; i < iterations; ++i) {
@@ -121,14 +145,20 @@ class Search {
       }
       ++r.iterations;
       OpId o = static_cast<OpId>(next(rng) % static_cast<uint64_t>(g_.num_ops()));
-      ParallelConfig old = sim_->plan().ops[static_cast<size_t>(o)].config;
       ParallelConfig c = propose(o, rng);
-      if (c == old) continue;
-      sim_->set_config(o, c);
+      // Half the proposals move the op's coarsening group (tofu.h coarsen: its backward ops, its copies in the other
+      // timesteps of an unrolled RNN, ...): every member for which the config is legal takes it too.
+      std::vector<std::pair<OpId, ParallelConfig>> moves;
+      bool group = next(rng) % 2 == 0;
+      for (OpId m : group ? groups_[group_of_[static_cast<size_t>(o)]] : std::vector<OpId>{o})
+        if ((m == o || legal(m, c)) && sim_->plan().ops[static_cast<size_t>(m)].config != c) moves.push_back({m, c});
+      if (moves.empty()) continue;
+      sim_->set_configs(moves);
       double now = sim_->makespan();
       if (now <= cur || uniform(rng) < std::exp(-kBeta * (now / cur - 1))) {
         cur = now;
         ++r.accepted;
+        chain_best_ = std::min(chain_best_, cur);
         consider(cur);
       } else {
         sim_->undo();
@@ -151,7 +181,10 @@ class Search {
   std::vector<std::vector<Description>> descs_;
   std::vector<bool> makes_loss_;
   std::vector<std::vector<OpId>> neighbours_;
+  std::vector<std::vector<OpId>> groups_;
+  std::vector<size_t> group_of_;
   std::optional<Simulator> sim_;
+  double chain_start_ = 0, chain_best_ = 0;
   bool have_best_ = false;
   double best_seconds_ = 0;
   Plan best_;

@@ -266,28 +266,34 @@ void Simulator::finish() {
     for (const Task &k : seg.tasks) makespan_ = std::max(makespan_, k.end);
 }
 
-void Simulator::set_config(OpId o, const ParallelConfig &config) {
-  const Op &op = g_.op(o);
+void Simulator::set_config(OpId o, const ParallelConfig &config) { set_configs({{o, config}}); }
+
+void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &changes) {
   undo_ = Undo{};
   undo_.valid = true;
   undo_.makespan = makespan_;
-  undo_.ops.push_back({op_entry_[o], p_.ops[op_entry_[o]].config});
-  p_.ops[op_entry_[o]].config = config;
   auto set_sharding = [&](TensorId t, Sharding s) {
     undo_.tensors.push_back({tensor_entry_[t], p_.tensors[tensor_entry_[t]].sharding});
     p_.tensors[tensor_entry_[t]].sharding = std::move(s);
   };
-  for (size_t k = 0; k < op.outputs.size(); ++k) {
-    TensorId out = op.outputs[k];
-    if (out == kNoTensor) continue;
-    set_sharding(out, implied_sharding(op, descs_[o], config, k));
-    for (const Assign &a : g_.assigns)
-      if (a.src == out) set_sharding(a.dst, resolved(p_.tensors[tensor_entry_[out]].sharding));
+  for (const auto &[o, config] : changes) {
+    const Op &op = g_.op(o);
+    undo_.ops.push_back({op_entry_[o], p_.ops[op_entry_[o]].config});
+    p_.ops[op_entry_[o]].config = config;
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      TensorId out = op.outputs[k];
+      if (out == kNoTensor) continue;
+      set_sharding(out, implied_sharding(op, descs_[o], config, k));
+      for (const Assign &a : g_.assigns)
+        if (a.src == out) set_sharding(a.dst, resolved(p_.tensors[tensor_entry_[out]].sharding));
+    }
   }
   std::vector<std::vector<CommEvent>> events = events_by_op(g_, derive_communication(g_, p_, &comm_cache_));
   std::vector<bool> rebuild(segs_.size(), false);
-  rebuild[static_cast<size_t>(o)] = true;
-  for (OpId r : readers_[static_cast<size_t>(o)]) rebuild[static_cast<size_t>(r)] = true;
+  for (const auto &[o, config] : changes) {
+    rebuild[static_cast<size_t>(o)] = true;
+    for (OpId r : readers_[static_cast<size_t>(o)]) rebuild[static_cast<size_t>(r)] = true;
+  }
   rebuild.back() = true;  // the end of the step: small, and its collectives may wait for o's kernels
   for (size_t s = 0; s < segs_.size(); ++s)
     if (!same_events(events[s], segs_[s].events)) rebuild[s] = true;
@@ -323,7 +329,7 @@ void Simulator::set_config(OpId o, const ParallelConfig &config) {
 void Simulator::undo() {
   CLEAVE_CHECK(undo_.valid, "simulator: nothing to undo");
   undo_.valid = false;
-  for (auto &[entry, config] : undo_.ops) p_.ops[entry].config = std::move(config);
+  for (auto it = undo_.ops.rbegin(); it != undo_.ops.rend(); ++it) p_.ops[it->first].config = std::move(it->second);
   for (auto it = undo_.tensors.rbegin(); it != undo_.tensors.rend(); ++it)
     p_.tensors[it->first].sharding = std::move(it->second);
   std::vector<bool> restored(segs_.size(), false);

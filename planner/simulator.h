@@ -76,6 +76,8 @@ class Simulator {
    *  source bound by an assign to one of them takes that sharding with partial axes replicated (codegen copies the
    *  update shard to shard). Then delta simulation. */
   void set_config(OpId o, const ParallelConfig &config);
+  /** Several ops' configs at once (in order; one derivation of the communication, one delta simulation). */
+  void set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &changes);
 
   /** Restores the state before the last set_config (its plan, tasks and times) without simulating again; once. */
   void undo();

@@ -215,7 +215,15 @@ void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed) {
     bool loss = std::find(op.outputs.begin(), op.outputs.end(), g.loss) != op.outputs.end();
     double before = delta.makespan();
     std::string plan_before = i % 5 == 4 ? print_plan(delta.plan()) : "";
-    delta.set_config(o, random_op_config(g, op, descs[static_cast<size_t>(o)], devices, loss, rng));
+    ParallelConfig c = random_op_config(g, op, descs[static_cast<size_t>(o)], devices, loss, rng);
+    if (i % 7 == 6 && o + 1 < g.num_ops()) {  // now and then two ops at once (flexflow's group moves)
+      const Op &next = g.op(o + 1);
+      bool next_loss = std::find(next.outputs.begin(), next.outputs.end(), g.loss) != next.outputs.end();
+      delta.set_configs({{o, c}, {o + 1, random_op_config(g, next, descs[static_cast<size_t>(o) + 1], devices,
+                                                          next_loss, rng)}});
+    } else {
+      delta.set_config(o, c);
+    }
     recomputed += delta.last_recomputed();
     changed += delta.makespan() != before;
     Simulator full(g, delta.plan(), t, descs);  // from scratch but for describing the ops

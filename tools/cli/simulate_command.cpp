@@ -54,11 +54,17 @@ plan::Plan make_plan_with(const Graph &g, const std::string &planner, int device
   o.iterations = flags.iterations;
   o.budget_seconds = flags.budget;
   plan::FlexFlowResult r = plan::flexflow_search(g, devices, o);
-  std::fprintf(stderr,
-               "flexflow: %lld iterations, %lld accepted%s; simulated step %.6e s (data-parallel start %.6e s)\n",
+  std::string chains;
+  char buf[160];
+  for (const auto &c : r.chains) {
+    std::snprintf(buf, sizeof buf, "%s%s %.6e -> %.6e", chains.empty() ? "" : ", ", c.start.c_str(), c.start_seconds,
+                  c.best_seconds);
+    chains += buf;
+  }
+  std::fprintf(stderr, "flexflow: %lld iterations, %lld accepted%s; simulated step %.6e s; chains (start -> best): %s\n",
                static_cast<long long>(r.iterations), static_cast<long long>(r.accepted),
                r.hit_budget ? ", stopped by --budget (machine-dependent result)" : "", r.simulated_seconds,
-               r.start_seconds);
+               chains.c_str());
   return r.plan;
 }
 
