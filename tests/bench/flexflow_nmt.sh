@@ -6,7 +6,7 @@
 # Targets (issue 7): flexflow searches in <= 30 s to a plan no slower than tofu's under the simulator; status says
 # whether each holds.
 # Usage: tests/bench/flexflow_nmt.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Knobs: BATCH (default 64), DEVICES (16), TOPOLOGY (p100-4x4), ITERATIONS (flexflow --iterations, default 400),
+# Knobs: BATCH (default 64), DEVICES (16), TOPOLOGY (p100-4x4), ITERATIONS (flexflow --iterations, default 150),
 # SEED (0).
 set -u
 cleave=$1
@@ -16,7 +16,7 @@ mkdir -p "$work"
 batch=${BATCH:-64}
 devices=${DEVICES:-16}
 topology=${TOPOLOGY:-p100-4x4}
-iterations=${ITERATIONS:-400}
+iterations=${ITERATIONS:-150}
 seed=${SEED:-0}
 onnx="$work/nmt-full-b$batch.onnx"
 if ! /usr/bin/python3 "$src/models/zoo/generate.py" --family nmt --variant full --batch "$batch" --weights none \

@@ -77,7 +77,7 @@ expect describe_unknown '*' "Nope" -- describe Nope
 "$cleave" plan "$src/models/mlp.onnx" --batch 2 --devices 2 -o "$work/mlp.plan" 2>/dev/null
 sim="--batch 2 --timeline $work/out.onnx"
 expect simulate_no_plan '*' "nothere.plan: cannot open plan file" -- simulate "$m/good.onnx" --plan "$work/nothere.plan" $sim
-expect simulate_other_model '*' "not in the graph" -- simulate "$m/good.onnx" --plan "$work/mlp.plan" $sim
+expect simulate_other_model '*' 'invalid plan: unknown tensor "net.0.weight"' -- simulate "$m/good.onnx" --plan "$work/mlp.plan" $sim
 expect simulate_timeline_dir '*' "--timeline: directory" -- simulate "$m/good.onnx" --planner data --devices 2 --batch 2 --timeline "$work/no/dir/t.txt"
 expect simulate_svg_dir '*' "--svg: directory" -- simulate "$m/good.onnx" --planner data --devices 2 $sim --svg "$work/no/dir/t.svg"
 expect simulate_too_many_devices '*' "the plan uses 16 devices, topology k80x8 has 8" -- simulate "$m/good.onnx" --planner data --devices 16 --batch 16 --timeline "$work/out.onnx"
