@@ -47,5 +47,7 @@ for spec in "--planner data --devices 4" "--planner tofu --devices 8" "--plan $w
   for f in sim timeline svg; do
     cmp "$work/a.$f" "$work/b.$f" || { echo "FAIL: simulate $spec: two runs' $f differ"; exit 1; }
   done
+  python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$work/a.svg" ||
+    { echo "FAIL: simulate $spec: the SVG is not well-formed XML"; exit 1; }
   echo "ok mlp.onnx simulate $spec: $(wc -l <"$work/a.timeline") timeline lines, output stable across runs"
 done
