@@ -24,8 +24,8 @@
 //
 // Determinism: the result depends only on the graph, device count, topology, seed and iteration count; the
 // iterations are split evenly between the chains (the earlier ones get the remainder). A wall-clock cap
-// (budget_seconds) stops every chain early when reached, which makes the result depend on the machine's speed:
-// plan files and tests set it off (0) and rely on the iteration count.
+// (budget_seconds) stops every chain early when reached (the chains not reached yet only score their starts), which
+// makes the result depend on the machine's speed: plan files and tests set it off (0) and rely on the iteration count.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -273,6 +273,26 @@ TEST(FlexFlow, DeterministicValidAndNoSlowerThanItsStart) {
   }
 }
 
+TEST(FlexFlow, ABudgetStopsTheChainsButEveryStartIsScored) {
+  Graph g = mlp();
+  Topology t = preset_topology("p100-4x4");
+  FlexFlowOptions o;
+  o.topology = &t;
+  o.iterations = 1000000;
+  o.budget_seconds = 1e-9;  // past before the first proposal
+  FlexFlowResult r = flexflow_search(g, 4, o);
+  EXPECT_TRUE(r.hit_budget);
+  EXPECT_EQ(r.iterations, 0);
+  ASSERT_EQ(r.chains.size(), 3u);
+  EXPECT_EQ(r.chains[0].start, "data");
+  EXPECT_EQ(r.chains[1].start, "tofu");
+  EXPECT_EQ(r.chains[0].start_seconds, Simulator(g, make_plan(g, "data", 4), t).makespan());
+  EXPECT_EQ(r.chains[1].start_seconds, Simulator(g, make_plan(g, "tofu", 4, &t), t).makespan());
+  double best = std::min({r.chains[0].start_seconds, r.chains[1].start_seconds, r.chains[2].start_seconds});
+  EXPECT_EQ(r.simulated_seconds, best);
+  EXPECT_EQ(Simulator(g, r.plan, t).makespan(), best);
+}
+
 TEST(FlexFlow, TooManyDevicesForTheTopology) {
   Graph g = mlp();
   Topology t = preset_topology("k80x8");
