@@ -62,7 +62,7 @@ struct DeviceBusy {
   double compute_seconds = 0, comm_seconds = 0;
 };
 
-/** A plan's step as a task graph on a topology, kept up to date under single-op config changes. */
+/** A plan's step as a task graph on a topology, kept up to date under config changes (delta simulation). */
 class Simulator {
  public:
   /** Full simulation of `p` (which must pass validate_plan) on `t`; throws UserError if the plan uses more devices
@@ -79,7 +79,7 @@ class Simulator {
   /** Several ops' configs at once (in order; one derivation of the communication, one delta simulation). */
   void set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &changes);
 
-  /** Restores the state before the last set_config (its plan, tasks and times) without simulating again; once. */
+  /** Restores the state before the last set_config(s) (its plan, tasks and times) without simulating again; once. */
   void undo();
 
   const Plan &plan() const { return p_; }
