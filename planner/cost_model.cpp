@@ -66,16 +66,18 @@ Work device_work(const Graph &g, const Op &op, const std::vector<describe::Descr
   return w;
 }
 
+double roofline_seconds(const Work &w, const Topology &t) {
+  return std::max(static_cast<double>(w.flops) / t.device.peak_flops,
+                  static_cast<double>(w.bytes) / t.device.memory_bandwidth);
+}
+
 }  // namespace
 
-double op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                          const ParallelConfig &config, const Topology &t) {
+double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                  const ParallelConfig &config, const Topology &t) {
   double secs = 0;
-  for (size_t i = 0; i < config.devices.size(); ++i) {
-    Work w = device_work(g, op, descs, config, static_cast<int64_t>(i));
-    secs = std::max(secs, std::max(static_cast<double>(w.flops) / t.device.peak_flops,
-                                   static_cast<double>(w.bytes) / t.device.memory_bandwidth));
-  }
+  for (size_t i = 0; i < config.devices.size(); ++i)
+    secs = std::max(secs, roofline_seconds(device_work(g, op, descs, config, static_cast<int64_t>(i)), t));
   return secs;
 }
 
@@ -108,8 +110,7 @@ class Estimator {
       const ParallelConfig &c = *config[o];
       for (size_t i = 0; i < c.devices.size(); ++i) {
         Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
-        double secs = std::max(static_cast<double>(w.flops) / t_.device.peak_flops,
-                               static_cast<double>(w.bytes) / t_.device.memory_bandwidth);
+        double secs = roofline_seconds(w, t_);
         if (profile_) {
           if (auto m = profile_->compute_seconds(op.name, shard_key(g_, op, c, static_cast<int64_t>(i)))) {
             secs = *m;
@@ -163,28 +164,17 @@ class Estimator {
 
   void price(const CommEvent &e) {
     if (e.kind == CommEvent::Kind::send_recv) {
-      // Per rank: sends and receives proceed at once (full duplex); each transfer costs α + bytes·β on its pair's
-      // link; on a shared level the op's senders over that level split its bandwidth.
-      std::map<int, int> senders_per_level;
-      {
-        std::map<int, std::vector<int>> seen;
-        for (const auto &tr : e.transfers) {
-          int l = t_.level_between(tr.src, tr.dst);
-          auto &v = seen[l];
-          if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
-        }
-        for (auto &[l, v] : seen) senders_per_level[l] = static_cast<int>(v.size());
-      }
+      // Per rank: sends and receives proceed at once (full duplex), each transfer priced by comm_event_seconds.
       std::map<int, double> send_s, recv_s;
       std::map<int, std::map<int, int64_t>> sent;  // rank -> level -> bytes
       std::set<int> exchanging;
       for (const auto &tr : e.transfers) exchanging.insert({tr.src, tr.dst});
       bool measured = false;
-      for (const auto &tr : e.transfers) {
+      std::vector<double> transfer_s = comm_event_seconds(e, t_).transfers;
+      for (size_t i = 0; i < e.transfers.size(); ++i) {
+        const auto &tr = e.transfers[i];
         int l = t_.level_between(tr.src, tr.dst);
-        const Level &lv = t_.levels[static_cast<size_t>(std::max(l, 0))];
-        double bw = lv.shared ? lv.bandwidth / senders_per_level[l] : lv.bandwidth;
-        double s = lv.latency + static_cast<double>(tr.bytes) / bw;
+        double s = transfer_s[i];
         if (profile_)
           if (auto m = profile_->collective_seconds("send_recv", static_cast<int>(exchanging.size()),
                                                     static_cast<double>(tr.bytes))) {
@@ -212,28 +202,17 @@ class Estimator {
     int p = static_cast<int>(e.group.size());
     if (p < 2) return;
     int l = std::max(t_.level_spanned(e.group), 0);
-    const Level &lv = t_.levels[static_cast<size_t>(l)];
-    double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
     int64_t n = e.count * e.elem_bytes;
     int64_t sent = 0;
-    double secs = 0;
     switch (e.kind) {
       case CommEvent::Kind::all_reduce:
-      case CommEvent::Kind::sync:
-        sent = 2 * (p - 1) * n / p;
-        secs = all_reduce_seconds(static_cast<double>(n), p, bw, lv.latency);
-        break;
+      case CommEvent::Kind::sync: sent = 2 * (p - 1) * n / p; break;
       case CommEvent::Kind::all_gather:
       case CommEvent::Kind::reduce_scatter:  // n is one block; the whole is p blocks
-        sent = (p - 1) * n;
-        secs = all_gather_seconds(static_cast<double>(n) * p, p, bw, lv.latency);
-        break;
-      case CommEvent::Kind::all_to_all:
-        sent = (p - 1) * n;
-        secs = all_to_all_seconds(static_cast<double>(n), p, bw, lv.latency);
-        break;
+      case CommEvent::Kind::all_to_all: sent = (p - 1) * n; break;
       case CommEvent::Kind::send_recv: break;
     }
+    double secs = comm_event_seconds(e, t_).collective;
     if (profile_) {
       const char *kind = e.kind == CommEvent::Kind::sync ? "all_reduce" : comm_kind_name(e.kind).data();
       if (auto m = profile_->collective_seconds(kind, p, static_cast<double>(n))) {
@@ -282,6 +261,47 @@ class Estimator {
 };
 
 }  // namespace
+
+std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                       const ParallelConfig &config, const Topology &t) {
+  std::vector<double> out;
+  for (size_t i = 0; i < config.devices.size(); ++i)
+    out.push_back(roofline_seconds(device_work(g, op, descs, config, static_cast<int64_t>(i)), t));
+  return out;
+}
+
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t) {
+  CommSeconds out;
+  if (e.kind == CommEvent::Kind::send_recv) {
+    // On a shared level the op's senders over that level split its bandwidth.
+    std::map<int, std::vector<int>> senders;  // level -> distinct senders
+    for (const auto &tr : e.transfers) {
+      auto &v = senders[t.level_between(tr.src, tr.dst)];
+      if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
+    }
+    for (const auto &tr : e.transfers) {
+      int l = t.level_between(tr.src, tr.dst);
+      const Level &lv = t.levels[static_cast<size_t>(std::max(l, 0))];
+      double bw = lv.shared ? lv.bandwidth / static_cast<double>(senders[l].size()) : lv.bandwidth;
+      out.transfers.push_back(lv.latency + static_cast<double>(tr.bytes) / bw);
+    }
+    return out;
+  }
+  int p = static_cast<int>(e.group.size());
+  if (p < 2) return out;
+  const Level &lv = t.levels[static_cast<size_t>(std::max(t.level_spanned(e.group), 0))];
+  double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
+  double n = static_cast<double>(e.count * e.elem_bytes);
+  switch (e.kind) {
+    case CommEvent::Kind::all_reduce:
+    case CommEvent::Kind::sync: out.collective = all_reduce_seconds(n, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_gather:
+    case CommEvent::Kind::reduce_scatter: out.collective = all_gather_seconds(n * p, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_to_all: out.collective = all_to_all_seconds(n, p, bw, lv.latency); break;
+    case CommEvent::Kind::send_recv: break;
+  }
+  return out;
+}
 
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile) {
   validate_plan(g, p);

@@ -30,6 +30,7 @@
 // the bundle's arena (manifest.json's peak_memory_bytes) is at least its max live bytes (64-byte alignment, first-fit
 // fragmentation). Not modelled: kernel scratch, and elementwise fusion (a fused intermediate is never stored).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "ir/graph.h"
 #include "planner/plan.h"
 #include "planner/profile.h"
+#include "planner/region.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -91,8 +93,18 @@ struct SyncExchange {
 std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                          const ParallelConfig &config);
 
-/** Every communication of one training step under `p` (which must pass validate_plan), in program order. */
-Communication derive_communication(const Graph &g, const Plan &p);
+/** What derive_communication computes from an op and its config alone (its descriptions, each device's input boxes),
+ *  kept between calls by searches that change one op's config at a time (planner/simulator.h). Starts empty. */
+struct CommCache {
+  std::vector<std::vector<describe::Description>> descs;
+  std::vector<ParallelConfig> config;
+  std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
+};
+
+/** Every communication of one training step under `p` (which must pass validate_plan), in program order. `cache`
+ *  (optional, for one graph) saves describing each op and its devices' input boxes again while its config is
+ *  unchanged; the result is the same with or without it. */
+Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache = nullptr);
 
 struct OpCost {
   OpId op = kNoOp;
@@ -159,7 +171,21 @@ GroupLink group_link(const Topology &t, const std::vector<int> &group);
 
 /** Roofline seconds of `op` under `config` on `t`'s devices: its slowest device, as estimate_cost's
  *  OpCost::compute_seconds (descs = describe(g, op)). */
-double op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                           const ParallelConfig &config, const Topology &t);
+
+/** Roofline seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the
+ *  config's device order: what estimate_cost charges each device for the op's kernel. */
+std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                       const ParallelConfig &config, const Topology &t);
+
+/** α-β seconds of one CommEvent on `t`, as estimate_cost charges them: a collective's (or sync's) time, the same for
+ *  every member; for send_recv, per transfer (in event order) α + bytes·β over its pair's link, a shared level's
+ *  bandwidth divided among the event's senders over that level. */
+struct CommSeconds {
+  double collective = 0;
+  std::vector<double> transfers;
+};
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t);
 
 }  // namespace cleave::plan

@@ -142,7 +142,7 @@ constexpr int kComm = 0, kKernel = 1;
 
 class Replay {
  public:
-  Replay(const Graph &g, const Plan &p) : g_(g) {
+  Replay(const Graph &g, const Plan &p, CommCache *cache) : g_(g), cache_(cache) {
     sharding_.resize(static_cast<size_t>(g.num_tensors()));
     config_.resize(static_cast<size_t>(g.num_ops()));
     for (const auto &t : p.tensors) sharding_[*g.find_tensor(t.name)] = &t.sharding;
@@ -320,10 +320,34 @@ class Replay {
     at_ = o;
     const Op &op = g_.op(o);
     const ParallelConfig &config = *config_[o];
-    std::vector<describe::Description> descs = describe::describe(g_, op);
+    std::vector<describe::Description> described;
+    std::vector<std::vector<std::optional<Box>>> regions;
+    const std::vector<describe::Description> *descs_ptr = &described;
+    const std::vector<std::vector<std::optional<Box>>> *regions_ptr = &regions;
+    if (cache_) {
+      size_t ops = static_cast<size_t>(g_.num_ops());
+      if (cache_->descs.size() != ops) {
+        cache_->descs.assign(ops, {});
+        cache_->config.assign(ops, {});
+        cache_->needs.assign(ops, {});
+      }
+      if (cache_->descs[o].empty() || cache_->config[o] != config) {
+        if (cache_->descs[o].empty()) cache_->descs[o] = describe::describe(g_, op);
+        cache_->needs[o].clear();
+        for (size_t i = 0; i < config.devices.size(); ++i)
+          cache_->needs[o].push_back(input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
+        cache_->config[o] = config;
+      }
+      descs_ptr = &cache_->descs[o];
+      regions_ptr = &cache_->needs[o];
+    } else {
+      described = describe::describe(g_, op);
+      for (size_t i = 0; i < config.devices.size(); ++i)
+        regions.push_back(input_regions(op, described, config, static_cast<int64_t>(i)));
+    }
+    const std::vector<describe::Description> &descs = *descs_ptr;
     std::map<int, std::vector<std::optional<Box>>> needs;
-    for (size_t i = 0; i < config.devices.size(); ++i)
-      needs[config.devices[i]] = input_regions(op, descs, config, static_cast<int64_t>(i));
+    for (size_t i = 0; i < config.devices.size(); ++i) needs[config.devices[i]] = (*regions_ptr)[i];
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       TensorId t = op.inputs[s];
       if (t == kNoTensor) continue;
@@ -393,6 +417,7 @@ class Replay {
   }
 
   const Graph &g_;
+  CommCache *cache_ = nullptr;
   std::vector<const Sharding *> sharding_;
   std::vector<const ParallelConfig *> config_;
   std::vector<std::vector<Owned>> owned_;
@@ -447,6 +472,8 @@ std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std
   return out;
 }
 
-Communication derive_communication(const Graph &g, const Plan &p) { return Replay(g, p).run(); }
+Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache) {
+  return Replay(g, p, cache).run();
+}
 
 }  // namespace cleave::plan

@@ -327,7 +327,7 @@ class Builder {
     const Op &op = g_.op(o);
     const ParallelConfig &cfg = config(o, c);
     ft::Cost cost;
-    cost.time = op_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
+    cost.time = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId t = op.outputs[k];
       if (t == kNoTensor) continue;

@@ -5,6 +5,7 @@
 #include "ir/error.h"
 #include "planner/baselines.h"
 #include "planner/frontier.h"
+#include "planner/flexflow.h"
 #include "planner/random_plan.h"
 #include "planner/tofu.h"
 #include "planner/validate.h"
@@ -146,6 +147,7 @@ Plan make_plan(const Graph &g, const std::string &planner, int devices, const To
     p = baseline_plan(g, planner, devices);
   else if (planner == "random") p = random_plan(g, devices, seed);
   else if (planner == "frontier") p = frontier_plan(g, devices, topology);
+  else if (planner == "flexflow") p = flexflow_search(g, devices, FlexFlowOptions{topology, seed}).plan;
   else
     CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", kPlannerNames, ")");
   validate_plan(g, p);

@@ -28,6 +28,7 @@ class Rng {
   }
   /** Uniform in [0, n), n >= 1 (the modulo bias is below 2^-50 for the small n drawn here). */
   size_t below(size_t n) { return static_cast<size_t>(next() % n); }
+  uint64_t state() const { return state_; }
 
  private:
   uint64_t state_;
@@ -167,6 +168,14 @@ Plan random_plan(const Graph &g, int devices, uint64_t seed) {
     p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
   validate_plan(g, p);
   return p;
+}
+
+ParallelConfig random_op_config(const Graph &g, const Op &op, const std::vector<Description> &descs, int devices,
+                                bool with_zero, uint64_t &rng_state) {
+  Rng rng(rng_state);
+  ParallelConfig c = draw_config(rng, g, op, descs, devices, with_zero);
+  rng_state = rng.state();
+  return c;
 }
 
 std::string plan_summary(const Graph &g, const Plan &p) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 
@@ -26,6 +27,12 @@ namespace cleave::plan {
 
 /** A random legal plan of `g` over `devices` devices (rules above). Passes validate_plan. */
 Plan random_plan(const Graph &g, int devices, uint64_t seed);
+
+/** One op's random legal config, drawn as random_plan draws it (rules above; `with_zero`: the group holds device 0,
+ *  as the loss's producer must), from the generator whose state is `rng_state` (advanced). descs = describe(g, op).
+ *  For searches that move one op at a time (planner/flexflow.h). */
+ParallelConfig random_op_config(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                int devices, bool with_zero, uint64_t &rng_state);
 
 /** One line for people describing plan `p` of `g`: how many ops are replicated, how many split an output var, a
  *  reduction var (partial outputs), a synced var; how many run on a device subset, on a permuted device order, on a

@@ -105,5 +105,17 @@ expect frontier_flag_without_frontier '*' "--mode applies to --planner frontier 
 expect frontier_table_dir_missing '*' "--frontier-table: cannot write" -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-table "$work/no/such/dir/t.txt"
 expect frontier_unknown_baseline '*' '--frontier-baselines: unknown planner "nope"' -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-baselines data,nope --frontier-table "$work/out.onnx"
 
+# cleave simulate: nothing written (the timeline goes to out.onnx, which must not appear), one error line.
+"$cleave" plan "$src/models/mlp.onnx" --batch 2 --devices 2 -o "$work/mlp.plan" 2>/dev/null
+sim="--batch 2 --timeline $work/out.onnx"
+expect simulate_no_plan '*' "nothere.plan: cannot open plan file" -- simulate "$m/good.onnx" --plan "$work/nothere.plan" $sim
+expect simulate_other_model '*' 'invalid plan: unknown tensor "net.0.weight"' -- simulate "$m/good.onnx" --plan "$work/mlp.plan" $sim
+expect simulate_timeline_dir '*' "--timeline: directory" -- simulate "$m/good.onnx" --planner data --devices 2 --batch 2 --timeline "$work/no/dir/t.txt"
+expect simulate_svg_dir '*' "--svg: directory" -- simulate "$m/good.onnx" --planner data --devices 2 $sim --svg "$work/no/dir/t.svg"
+expect simulate_too_many_devices '*' "the plan uses 16 devices, topology k80x8 has 8" -- simulate "$m/good.onnx" --planner data --devices 16 --batch 16 --timeline "$work/out.onnx"
+expect flexflow_iterations_elsewhere '*' "--iterations applies to --planner flexflow only" -- plan "$m/good.onnx" --batch 2 --planner data --iterations 5
+expect flexflow_iterations_zero 2 '--iterations: must be a positive integer, got "0"' -- plan "$m/good.onnx" --batch 2 --planner flexflow --iterations 0
+expect flexflow_too_many_devices '*' "flexflow planner: 32 devices, but topology p100-4x4 has 16" -- plan "$m/good.onnx" --batch 32 --planner flexflow --devices 32
+
 echo "$failures failures"
 [ "$failures" -eq 0 ]

@@ -50,3 +50,23 @@ for model in "$src"/models/*.onnx; do
   done
   echo "ok $(basename "$model") frontier table, plot and profile: stable across runs"
 done
+# flexflow (a fixed --iterations, no wall cap): the same plan bytes twice and across thread counts.
+mlp=$src/models/mlp.onnx
+args=(--batch 16 --planner flexflow --devices 4 --iterations 200 --seed 3)
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$cleave" plan "$mlp" "${args[@]}" >"$work/a.plan" 2>/dev/null
+OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 "$cleave" plan "$mlp" "${args[@]}" >"$work/b.plan" 2>/dev/null
+cmp "$work/a.plan" "$work/b.plan" || { echo "FAIL: mlp flexflow: plans differ across runs"; exit 1; }
+echo "ok mlp.onnx plan flexflow 4 --iterations 200: $(wc -l <"$work/a.plan") lines, stable across runs and thread counts"
+# simulate: stdout, timeline and SVG byte-identical across runs, for a searched plan and a plan file.
+for spec in "--planner data --devices 4" "--planner tofu --devices 8" "--plan $work/a.plan"; do
+  for run in a b; do
+    "$cleave" simulate "$mlp" --batch 16 $spec --topology p100-4x4 --timeline "$work/$run.timeline" \
+      --svg "$work/$run.svg" >"$work/$run.sim"
+  done
+  for f in sim timeline svg; do
+    cmp "$work/a.$f" "$work/b.$f" || { echo "FAIL: simulate $spec: two runs' $f differ"; exit 1; }
+  done
+  python3 -c 'import sys, xml.etree.ElementTree as ET; ET.parse(sys.argv[1])' "$work/a.svg" ||
+    { echo "FAIL: simulate $spec: the SVG is not well-formed XML"; exit 1; }
+  echo "ok mlp.onnx simulate $spec: $(wc -l <"$work/a.timeline") timeline lines, output stable across runs"
+done

@@ -14,7 +14,7 @@ permuted orders, 2-D meshes) and the worst differences.
                                                   4 ranks on every model (slow: a random 8-rank Transformer case
                                                   builds 8 distinct rank programs, ~10 min on a busy 2-core machine)
     options: --models mlp,cnn,rnn,transformer[,resnet]  --ranks 2,4,8  --seeds A-B (instead of --many)  --planners a,b
-             --planner-ranks 2,4 (the planner cases' rank counts, default 4)  --planners-only (no random cases)
+             --planner-ranks 2,4 (the planner cases' rank counts, default 4)  --planners-only or --no-random (no random cases)
              --keep DIR (keep the bundles of failing cases there)
 Exit 1 if any case fails; every failure is listed at the end.
 """
@@ -52,7 +52,7 @@ MODELS = ["mlp", "cnn", "rnn", "transformer", "resnet"]
 # misses too). tests/e2e/zoo_plans_resnet.py and zoo_tiny.py compare it at batch 16, lr 0.01 with data chosen for it
 # (bundle_check.pick_data).
 EXCLUDED_MODELS = {"resnet": "ill-conditioned at these settings (torch f32 vs f64 > 1e-5): see zoo_plans_resnet.py"}
-SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu", "frontier"]
+SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "tofu", "flexflow", "frontier"]
 # The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
 # (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are
 # run by tests/codegen/search_planners.py and the data plans of rnn and transformer by tests/e2e/zoo_plans_*.py;
@@ -166,7 +166,8 @@ def main(argv):
     ap.add_argument("--ranks", default="2,4,8")
     ap.add_argument("--planners", help="planners to run at 4 ranks (default: all with --many, else the CI ones)")
     ap.add_argument("--planner-ranks", default="4", help="rank counts of the planner cases (default 4)")
-    ap.add_argument("--planners-only", action="store_true", help="no random cases (frontier_plans.sh)")
+    ap.add_argument("--planners-only", "--no-random", action="store_true", dest="planners_only",
+                    help="no random cases (frontier_plans.sh, flexflow_plans.sh)")
     ap.add_argument("--keep", help="copy the bundles of failing cases into this directory")
     a = ap.parse_args(argv)
     models = a.models.split(",")
@@ -190,8 +191,10 @@ def main(argv):
     start_all = time.time()
     with tempfile.TemporaryDirectory(prefix="cleave_random_plans_") as tmp:
         models_at, refs = {}, {}
+        if a.planners_only:
+            random_cases = []
         cases = [(m, r, "random", s) for m, r, s in random_cases] + \
-            [(m, r, p, None) for m, p in planner_cases for r in map(int, a.planner_ranks.split(","))]
+            [(m, int(r), p, None) for m, p in planner_cases for r in a.planner_ranks.split(",")]
         for m, r, planner, seed in cases:
             opt = optimizer_of(seed)
             if m not in models_at:

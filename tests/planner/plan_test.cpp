@@ -364,8 +364,8 @@ TEST(Planners, UserErrors) {
     }
     return std::string("(planned)");
   };
-  EXPECT_EQ(error("flexflow", 2), "unknown planner \"flexflow\" (expected single, data, tofu, icml18, owt, allrow, "
-                                 "spartan, equalchop, random or frontier)");
+  EXPECT_EQ(error("mcmc", 2), "unknown planner \"mcmc\" (expected single, data, tofu, icml18, owt, allrow, "
+                             "spartan, equalchop, random, flexflow or frontier)");
   EXPECT_EQ(error("data", 3), "data planner: batch 16 of input \"x\" is not divisible by 3 devices");
   EXPECT_EQ(error("data", 0), "device count 0 must be at least 1");
 }

@@ -10,6 +10,7 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/topology.h"
 
 namespace cleave::cli {
 
@@ -60,10 +61,29 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
 /** Reads a plan file (planner/plan.h text); UserError naming the file when it cannot be read or parsed. */
 plan::Plan read_plan_file(const std::string &path);
 
+/** Flags of the search planners: --seed (random, flexflow), --iterations and --budget (flexflow: planner/flexflow.h). */
+struct SearchFlags {
+  uint64_t seed = 0;
+  int64_t iterations = 2000;
+  double budget = 0;
+  CLI::Option *seed_opt = nullptr, *iterations_opt = nullptr, *budget_opt = nullptr;
+  void add_to(CLI::App &app);
+  /** UserError naming a flag given for a planner that does not take it. */
+  void check(const std::string &planner) const;
+};
+
+/** plan::make_plan with the search flags (flexflow's run here); prints the random plan's or the flexflow search's
+ *  one-line summary to stderr. */
+plan::Plan make_plan_with(const Graph &g, const std::string &planner, int devices, const plan::Topology *topology,
+                          const SearchFlags &flags);
+
 /** Where a command's plan comes from: a --plan file or a --planner over --devices. */
 struct PlanSource {
   std::string plan_file, planner;
   int devices = 1;
+  SearchFlags search;
+  /** The machine the planner plans for (set by the command before make; may stay null). */
+  const plan::Topology *topology = nullptr;
   /** The plan for `g`, validated against it. */
   plan::Plan make(const Graph &g) const;
 };
@@ -102,5 +122,7 @@ Command add_oracle_command(CLI::App &app);
 Command add_profile_command(CLI::App &app);
 /** --profile FILE (planner/profile.h, written by `cleave profile`): measured times for the cost model. */
 void add_profile_option(CLI::App &app, std::string &profile);
+/** `cleave simulate`: a plan's step on the task-graph simulator, with its timeline as text and SVG. */
+Command add_simulate_command(CLI::App &app);
 
 }  // namespace cleave::cli

@@ -23,7 +23,7 @@ struct CompileArgs {
   std::string model;
   int devices = 1;
   std::string planner;
-  uint64_t seed = 0;
+  SearchFlags search;
   std::string plan_file;
   std::optional<int64_t> batch;
   std::string out;
@@ -54,10 +54,11 @@ Command add_compile_command(CLI::App &app) {
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   auto *planner =
       app.add_option("--planner", args->planner,
-                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | frontier (default data)")
-          ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "frontier"}));
-  CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow | frontier "
+                     "(default data)")
+          ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
+                                 "flexflow", "frontier"}));
+  args->search.add_to(app);
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")
       ->check(kPositive);
@@ -72,10 +73,10 @@ Command add_compile_command(CLI::App &app) {
       "v100-2x8, h100x8) or a JSON file (models/topologies/); default k80x8, or p100-4x4 beyond 8 ranks");
   add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
-  return [args, seed] {
+  return [args] {
     std::optional<plan::Profile> profile;
     if (!args->profile.empty()) profile = plan::load_profile(args->profile);
-    if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
+    args->search.check(args->planner.empty() ? "data" : args->planner);
     // A bad topology is reported before anything is read or written; with one, the cost model's prediction for the
     // bundle is printed (stderr) once it is written. The manifest carries the prediction on it, or on a default.
     std::optional<plan::Topology> topo;
@@ -100,11 +101,8 @@ Command add_compile_command(CLI::App &app) {
       // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
       plan::complete_plan(g, p);
     } else {
-      p = plan::make_plan(g, args->planner.empty() ? "data" : args->planner, args->devices,
-                           topo ? &*topo : nullptr, args->seed);
-      if (args->planner == "random")
-        std::fprintf(stderr, "random plan, seed %llu: %s\n", static_cast<unsigned long long>(args->seed),
-                     plan::plan_summary(g, p).c_str());
+      p = make_plan_with(g, args->planner.empty() ? "data" : args->planner, args->devices, topo ? &*topo : nullptr,
+                         args->search);
     }
     plan::validate_plan(g, p);
     codegen::Lowered lowered = codegen::lower(g, p);

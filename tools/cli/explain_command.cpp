@@ -153,8 +153,13 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
 }  // namespace
 
 void add_plan_source_options(CLI::App &app, PlanSource &src) {
-  auto *planner = app.add_option("--planner", src.planner, "single | data (default data)")
-                      ->check(CLI::IsMember({"single", "data"}));
+  auto *planner =
+      app.add_option("--planner", src.planner,
+                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow "
+                     "(default data)")
+          ->check(CLI::IsMember(
+              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "flexflow"}));
+  src.search.add_to(app);
   app.add_option("--plan", src.plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--devices", src.devices, "number of devices (default 1; a --plan file says its own)")
       ->check(kPositive);
@@ -167,7 +172,10 @@ plan::Plan PlanSource::make(const Graph &g) const {
     if (p.devices != devices && devices != 1)
       CLEAVE_USER_ERROR(plan_file, ": the plan is for ", p.devices, " devices, --devices says ", devices);
   } else {
-    p = plan::make_plan(g, planner.empty() ? "data" : planner, devices);
+    search.check(planner.empty() ? "data" : planner);
+    if (topology && devices > topology->devices())
+      CLEAVE_USER_ERROR("the plan uses ", devices, " devices, topology ", topology->name, " has ", topology->devices());
+    p = make_plan_with(g, planner.empty() ? "data" : planner, devices, topology, search);
   }
   plan::validate_plan(g, p);
   return p;
@@ -207,6 +215,7 @@ Command add_explain_command(CLI::App &app) {
     plan::Topology topo = plan::load_topology(args->topology);
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
+    src->topology = &topo;
     plan::Plan p = src->make(g);
     plan::CostReport r = plan::estimate_cost(g, p, topo, profile ? &*profile : nullptr);
     std::cout << (args->format == "json" ? json_report(g, p, r, args->profile) : text_report(g, p, r, args->profile));

@@ -30,6 +30,8 @@ int main(int argc, char **argv) {
       "Compare ParaDL's parallel strategies (data, spatial, filter, channel, pipeline, hybrids) over device counts");
   add(cleave::cli::add_profile_command, "profile",
       "Measure op kernel times at the plans' shard shapes and collective times on this machine, as a profile");
+  add(cleave::cli::add_simulate_command, "simulate",
+      "Simulate a plan's training step as a task graph (compute overlapping communication): step time and timeline");
 
   try {
     app.parse(argc, argv);

@@ -27,7 +27,7 @@ struct PlanArgs {
   /** --devices as given: N, or A..B for the frontier planner's profile mode. */
   std::string devices_text = "1";
   std::string planner = "data";
-  uint64_t seed = 0;
+  SearchFlags search;
   std::string out;
   std::string check;
   std::string topology;
@@ -72,8 +72,10 @@ Command add_plan_command(CLI::App &app) {
       "parallelism: the batch split over every device, weight gradients partial, params replicated), tofu (Tofu's "
       "recursive search minimising the bytes moved per step), Tofu's baselines icml18, owt, allrow, spartan, "
       "equalchop (planner/baselines.h), and random (a random legal plan drawn from --seed, for differential tests: "
-      "planner/random_plan.h; it prints a one-line summary of the plan to stderr), and frontier (TensorOpt's time/memory "
-      "Pareto set, planner/frontier.h: the plan of --mode, the frontier table on stderr or --frontier-table)");
+      "planner/random_plan.h; it prints a one-line summary of the plan to stderr), flexflow (MCMC over per-op configs "
+      "scored by the task-graph simulator on --topology: planner/flexflow.h; --iterations fixes its result, --budget "
+      "caps its wall time; it prints its search's summary to stderr), and frontier (TensorOpt's time/memory Pareto "
+      "set, planner/frontier.h: the plan of --mode, the frontier table on stderr or --frontier-table)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices_text, "number of devices (default 1; A..B for --mode profile)")
       ->check(CLI::Validator(
@@ -85,10 +87,11 @@ Command add_plan_command(CLI::App &app) {
           },
           "POSITIVE"));
   app.add_option("--planner", args->planner,
-                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | frontier (default data)")
-      ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "frontier"}));
-  CLI::Option *seed = app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
+                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow | frontier "
+                 "(default data)")
+      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
+                             "flexflow", "frontier"}));
+  args->search.add_to(app);
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
   app.add_option("--check", args->check,
@@ -97,10 +100,10 @@ Command add_plan_command(CLI::App &app) {
   add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   args->frontier.add_to(app);
-  return [args, seed, &app] {
+  return [args, &app] {
     std::optional<plan::Profile> profile;
     if (!args->profile.empty()) profile = plan::load_profile(args->profile);
-    if (seed->count() && args->planner != "random") CLEAVE_USER_ERROR("--seed applies to --planner random only");
+    args->search.check(args->planner.empty() ? "data" : args->planner);
     if (args->planner != "frontier")
       for (const char *flag : {"--mode", "--memory-limit", "--frontier-table", "--frontier-svg", "--frontier-baselines"})
         if (app.count(flag)) CLEAVE_USER_ERROR(flag, " applies to --planner frontier only");
@@ -130,11 +133,8 @@ Command add_plan_command(CLI::App &app) {
       p = std::move(*chosen);
       args->devices = p.devices;
     } else {
-      p = plan::make_plan(g, args->planner, args->devices, topo ? &*topo : nullptr, args->seed);
+      p = make_plan_with(g, args->planner, args->devices, topo ? &*topo : nullptr, args->search);
     }
-    if (args->planner == "random")
-      std::fprintf(stderr, "random plan, seed %llu: %s\n", static_cast<unsigned long long>(args->seed),
-                   plan::plan_summary(g, p).c_str());
     std::clock_t c2 = std::clock();
     auto t2 = std::chrono::steady_clock::now();
     std::string text = plan::print_plan(p);
