@@ -10,6 +10,7 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/make_plan.h"
+#include "planner/simulator.h"
 #include "planner/tofu_step.h"
 #include "planner/validate.h"
 
@@ -94,25 +95,19 @@ std::string mesh_str(const std::vector<int64_t> &sizes) {
   return s.empty() ? "1" : s;
 }
 
-OracleRow score(const Graph &g, const Plan &p, const Topology &t, bool sequential) {
+OracleRow score(const Graph &g, const Plan &p, const Topology &t) {
   CostReport r = estimate_cost(g, p, t);
   OracleRow row;
   row.plan = p;
   row.devices = p.devices;
   row.comm_bytes = r.comm_bytes;
   row.peak_memory_bytes = r.peak_memory_bytes;
-  if (sequential) {
-    for (const DeviceCost &d : r.devices) row.compute_seconds += d.compute_seconds;
-    for (const OpCost &o : r.ops) row.comm_seconds += o.comm_seconds;
-    row.comm_seconds += r.end_comm_seconds;
-    row.step_seconds = row.compute_seconds + row.comm_seconds;
-  } else {
-    for (const DeviceCost &d : r.devices) {
-      row.compute_seconds = std::max(row.compute_seconds, d.compute_seconds);
-      row.comm_seconds = std::max(row.comm_seconds, d.comm_seconds);
-    }
-    row.step_seconds = r.predicted_step_seconds;
+  for (const DeviceCost &d : r.devices) {
+    row.compute_seconds = std::max(row.compute_seconds, d.compute_seconds);
+    row.comm_seconds = std::max(row.comm_seconds, d.comm_seconds);
   }
+  row.v1_step_seconds = r.predicted_step_seconds;
+  row.step_seconds = simulate(g, p, t).makespan();
   return row;
 }
 
@@ -292,7 +287,7 @@ std::vector<OracleRow> run_oracle(const Graph &g, const std::vector<int> &device
       row.mesh = std::to_string(p);
       try {
         if (s == OracleStrategy::pipeline) {
-          OracleRow scored = score(g, pipeline_plan(g, p), t, true);
+          OracleRow scored = score(g, pipeline_plan(g, p), t);
           scored.strategy = row.strategy;
           scored.mesh = row.mesh;
           row = scored;
@@ -304,7 +299,7 @@ std::vector<OracleRow> run_oracle(const Graph &g, const std::vector<int> &device
             std::vector<int64_t> sizes{p1, p / p1};
             int fallback = 0;
             Plan plan = strategy_plan(g, {OracleStrategy::data, other}, sizes, &fallback);
-            OracleRow scored = score(g, plan, t, false);
+            OracleRow scored = score(g, plan, t);
             scored.fallback_ops = fallback;
             scored.mesh = mesh_str(sizes);
             // Fewest fallbacks, then fastest, then the first factorisation.
@@ -328,7 +323,7 @@ std::vector<OracleRow> run_oracle(const Graph &g, const std::vector<int> &device
             sizes.push_back(p);
           }
           Plan plan = strategy_plan(g, kinds, sizes, &fallback);
-          row = score(g, plan, t, false);
+          row = score(g, plan, t);
           row.strategy = oracle_strategy_name(s);
           row.mesh = std::to_string(p);
           row.fallback_ops = fallback;
@@ -349,7 +344,7 @@ std::vector<OracleRow> run_oracle(const Graph &g, const std::vector<int> &device
       } catch (const UserError &) {
         continue;  // e.g. data parallelism with a batch the devices do not divide
       }
-      OracleRow scored = score(g, plan, t, false);
+      OracleRow scored = score(g, plan, t);
       if (!best || scored.step_seconds < best->step_seconds) {
         best = scored;
         best->strategy = "best:" + name;
@@ -366,8 +361,8 @@ std::vector<OracleRow> run_oracle(const Graph &g, const std::vector<int> &device
 std::string oracle_table(const std::vector<OracleRow> &rows) {
   std::string s;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-7s %-14s %-6s %11s %11s %11s %16s %18s  %s\n", "devices", "strategy", "mesh",
-                "compute_s", "comm_s", "step_s", "comm_bytes", "peak_memory_bytes", "note");
+  std::snprintf(buf, sizeof buf, "%-7s %-14s %-6s %11s %11s %11s %11s %16s %18s  %s\n", "devices", "strategy",
+                "mesh", "compute_s", "comm_s", "v1_step_s", "sim_step_s", "comm_bytes", "peak_memory_bytes", "note");
   s += buf;
   // Per device count: the fastest strategy whose forward ops all took its split, the fastest strategy row at all,
   // and the search planners' best.
@@ -407,11 +402,12 @@ std::string oracle_table(const std::vector<OracleRow> &rows) {
       start = i;
     }
     if (!r.applicable) {
-      std::snprintf(buf, sizeof buf, "%-7d %-14s %-6s %11s %11s %11s %16s %18s  %s\n", r.devices, r.strategy.c_str(),
-                    r.mesh.c_str(), "-", "-", "-", "-", "-", ("n/a: " + r.note).c_str());
+      std::snprintf(buf, sizeof buf, "%-7d %-14s %-6s %11s %11s %11s %11s %16s %18s  %s\n", r.devices,
+                    r.strategy.c_str(), r.mesh.c_str(), "-", "-", "-", "-", "-", "-", ("n/a: " + r.note).c_str());
     } else {
-      std::snprintf(buf, sizeof buf, "%-7d %-14s %-6s %11.3e %11.3e %11.3e %16lld %18lld  %s\n", r.devices,
-                    r.strategy.c_str(), r.mesh.c_str(), r.compute_seconds, r.comm_seconds, r.step_seconds,
+      std::snprintf(buf, sizeof buf, "%-7d %-14s %-6s %11.3e %11.3e %11.3e %11.3e %16lld %18lld  %s\n", r.devices,
+                    r.strategy.c_str(), r.mesh.c_str(), r.compute_seconds, r.comm_seconds, r.v1_step_seconds,
+                    r.step_seconds,
                     static_cast<long long>(r.comm_bytes), static_cast<long long>(r.peak_memory_bytes),
                     r.note.c_str());
     }

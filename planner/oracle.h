@@ -22,8 +22,9 @@
 // such dim, a split codegen does not lower) takes its cheapest split instead: counted in `fallback_ops`, so a
 // strategy that did not apply says so.
 //
-// Step time: the cost model's (compute roofline + α-β communication, no overlap, max over devices); pipeline rows add
-// the devices' compute instead of taking the max, since each stage waits for the previous one.
+// Step time: the task-graph simulator's makespan (planner/simulator.h: dependencies between devices, communication
+// overlapping compute), which is what ranks the strategies; beside it cost model v1's (compute roofline + α-β
+// communication summed per device, max over devices), which ignores that a pipeline stage waits for the one before.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,7 +53,10 @@ struct OracleRow {
   bool applicable = true;
   std::string note;
   int fallback_ops = 0;
-  double compute_seconds = 0, comm_seconds = 0, step_seconds = 0;
+  /** The slowest device's compute and communication seconds (cost model v1). */
+  double compute_seconds = 0, comm_seconds = 0;
+  /** Cost model v1's step, and the simulator's (the one rows are ranked by). */
+  double v1_step_seconds = 0, step_seconds = 0;
   int64_t comm_bytes = 0, peak_memory_bytes = 0;
   /** The plan priced (applicable rows). */
   Plan plan;

@@ -14,7 +14,7 @@
 #     roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the same with --profile. A new
 #     predictor (e.g. the task-graph simulator) is one more function and one more word in PREDICTORS.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Environment: STEPS (default 8), PREDICTORS (default "roofline profile"), CASES (default below: model:batch:ranks:
+# Environment: STEPS (default 8), PREDICTORS (default "roofline profile simulate"), CASES (default below: model:batch:ranks:
 # planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default the one next to CLEAVE_BINARY's build).
 set -u
 cleave=$(readlink -f "$1")
@@ -23,7 +23,7 @@ work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 work=$(readlink -f "$work")
 steps=${STEPS:-8}
-predictors=${PREDICTORS:-"roofline profile"}
+predictors=${PREDICTORS:-"roofline profile simulate"}
 topology=$src/models/topologies/cpu-local.json
 rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
 rtflag=()
@@ -56,6 +56,10 @@ explain_step() {
 }
 predict_roofline() { explain_step "$1" "$2" "$3" "$4"; }
 predict_profile() { explain_step "$1" "$2" "$3" "$4" --profile "$4"; }
+# The task-graph simulator (cleave simulate, roofline kernels): overlap and cross-device waits, no profile yet.
+predict_simulate() {
+  "$cleave" simulate "$1" --batch "$2" --plan "$3" --topology "$topology" | awk '$1 == "simulated_step_seconds" {print $2}'
+}
 
 # Plans, grouped by (model, batch, ranks): one profile per group.
 declare -A group_plans

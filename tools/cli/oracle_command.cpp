@@ -102,7 +102,8 @@ std::string json_rows(const std::vector<plan::OracleRow> &rows) {
       row["fallback_ops"] = r.fallback_ops;
       row["compute_seconds"] = sci(r.compute_seconds);
       row["comm_seconds"] = sci(r.comm_seconds);
-      row["step_seconds"] = sci(r.step_seconds);
+      row["v1_step_seconds"] = sci(r.v1_step_seconds);
+      row["sim_step_seconds"] = sci(r.step_seconds);
       row["comm_bytes"] = r.comm_bytes;
       row["peak_memory_bytes"] = r.peak_memory_bytes;
     }
