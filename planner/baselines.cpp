@@ -103,15 +103,7 @@ Plan baseline_plan(const Graph &g, const std::string &name, int devices) {
                      ? 0
                      : 1;
         if (name == "equalchop" && v >= 0) rank = -(d.vars[static_cast<size_t>(v)].extent / splits_so_far(pp, o, var));
-        int64_t cost = m.unary(o, c);
-        for (int e : m.edges_of(o)) {
-          const StepModel::Edge &edge = m.edges()[static_cast<size_t>(e)];
-          OpId other = edge.owner == o ? edge.consumer : edge.owner;
-          int oc = choice[static_cast<size_t>(other)];
-          if (oc < 0) continue;
-          cost += edge.owner == o ? m.edge_cost(e, c, oc) : m.edge_cost(e, oc, c);
-        }
-        std::tuple<int64_t, int64_t, int> cand{rank, cost, c};
+        std::tuple<int64_t, int64_t, int> cand{rank, m.cost_given(o, c, choice), c};
         if (std::get<2>(best) < 0 || cand < best) best = cand;
       }
       choice[static_cast<size_t>(o)] = std::get<2>(best);

@@ -433,4 +433,16 @@ void StepModel::commit(const std::vector<int> &choice, PartialPlan &pp) {
   pp.mesh.push_back(factor_);
 }
 
+int64_t StepModel::cost_given(OpId o, int c, const std::vector<int> &choice) {
+  int64_t cost = unary(o, c);
+  for (int e : edges_of(o)) {
+    const Edge &edge = edges_[static_cast<size_t>(e)];
+    OpId other = edge.owner == o ? edge.consumer : edge.owner;
+    int oc = choice[static_cast<size_t>(other)];
+    if (oc < 0) continue;
+    cost += edge.owner == o ? edge_cost(e, c, oc) : edge_cost(e, oc, c);
+  }
+  return cost;
+}
+
 }  // namespace cleave::plan

@@ -83,6 +83,9 @@ class StepModel {
   /** Cost of edge `e` with its owner under choice `oc` and its consumer under choice `cc`, on its own: the bytes the
    *  consumer's devices fetch, less a reduce-scatter credit. */
   int64_t edge_cost(int e, int oc, int cc);
+  /** The greedy planners' cost of op `o` under choice `c` given the ops decided so far: unary(o, c) plus its edges to
+   *  the ops whose entry in `choice` (one per op) is not -1, each priced by edge_cost on its own (no box reuse). */
+  int64_t cost_given(OpId o, int c, const std::vector<int> &choice);
 
   /** The cost of a set of edges with reuse (Reads::add): codegen assembles a box of a tensor once per step on a
    *  device and hands it to every later reader of that box, so a read of a box already fetched by an edge of the

@@ -1,10 +1,19 @@
 """What the bundle tests share: the prebuilt runtime to link bundles against, and reading what `cleave eval` /
 `cleave run` produce (the `step <k> loss <v>` lines, a --save-model file's initializers)."""
 import os
+import subprocess
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+
+def sh(cmd):
+    """Runs a command; its stdout, or exit naming the command with its output when it fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    return r.stdout
 
 
 def runtime_flags(cleave):

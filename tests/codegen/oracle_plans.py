@@ -6,25 +6,17 @@ relative 1e-5. Also: the oracle's table is the same with and without --plans-dir
 oracle priced (its device count and strategy in the file name).
 Usage: oracle_plans.py CLEAVE SOURCE_DIR."""
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, sh, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 OPT = ["--optimizer", "momentum", "--lr", "0.05"]
 STEPS, BATCH = 3, 16
 # (devices, strategy) plans that are built and run.
 CASES = [(3, "pipeline"), (2, "channel"), (4, "data+spatial")]
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
-    return r.stdout
 
 
 def main():

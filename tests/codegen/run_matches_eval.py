@@ -3,13 +3,12 @@ torch by tests/e2e): per-step losses within relative 1e-5 and --save-model weigh
 `single` plan on 1 rank and the `data` plan on 2 (and 4) ranks, for models/mlp.onnx and models/cnn.onnx with SGD and
 Adam. Usage: run_matches_eval.py CLEAVE SOURCE_DIR [WORK_DIR]."""
 import os
-import subprocess
 import sys
 import tempfile
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, sh, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 RUNTIME_FLAGS = runtime_flags(CLEAVE)
@@ -20,13 +19,6 @@ CASES = [
 OPTS = [["--optimizer", "sgd", "--lr", "0.1"], ["--optimizer", "adam", "--lr", "0.01"]]
 PLANS = [("single", 1), ("data", 2), ("data", 4)]
 STEPS, BATCH = 8, 16
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
-    return r.stdout
 
 
 def main():

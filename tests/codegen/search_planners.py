@@ -7,12 +7,11 @@
   search splits inside nodes first: devices=[0,4,1,5,...]).
 Usage: search_planners.py CLEAVE SOURCE_DIR."""
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
+from bundle_check import compare_run, losses, runtime_flags, sh, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 RUNTIME_FLAGS = runtime_flags(CLEAVE)
@@ -23,13 +22,6 @@ BUNDLES = [("tofu", "cnn", 4, None), ("icml18", "mlp", 4, None), ("owt", "cnn", 
            ("spartan", "cnn", 4, None), ("equalchop", "mlp", 4, None), ("tofu", "cnn", 8, "p100-4x4")]
 OPT = ["--optimizer", "momentum", "--lr", "0.05"]
 STEPS, BATCH = 4, 16
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"FAILED ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
-    return r.stdout
 
 
 def where(planner, model, n, topology):
