@@ -5,22 +5,10 @@
 
 namespace cleave::codegen {
 
-Box box_intersect(const Box &a, const Box &b) {
-  Box r(a.size());
-  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
-  return r;
-}
-
 bool box_contains(const Box &outer, const Box &inner) {
   for (size_t d = 0; d < outer.size(); ++d)
     if (inner[d].begin < outer[d].begin || inner[d].end > outer[d].end) return false;
   return true;
-}
-
-int64_t box_elems(const Box &b) {
-  int64_t n = 1;
-  for (const auto &iv : b) n *= iv.size();
-  return n;
 }
 
 std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
@@ -55,13 +43,13 @@ bool pairwise_disjoint(const std::vector<Box> &boxes) {
 
 bool tiles(const std::vector<Box> &blocks, const Box &whole) {
   if (blocks.size() < 2 || whole.empty()) return false;
-  int64_t size = box_elems(blocks[0]), total = 0;
+  int64_t size = box_volume(blocks[0]), total = 0;
   for (const Box &b : blocks) {
-    if (b.size() != whole.size() || plan::box_empty(b) || box_elems(b) != size || !box_contains(whole, b))
+    if (b.size() != whole.size() || plan::box_empty(b) || box_volume(b) != size || !box_contains(whole, b))
       return false;
     total += size;
   }
-  return total == box_elems(whole) && pairwise_disjoint(blocks);
+  return total == box_volume(whole) && pairwise_disjoint(blocks);
 }
 
 bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
@@ -91,12 +79,12 @@ bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &w
     for (size_t i = 0; i < n; ++i) {
       Box part = box_intersect(owned[i], wanted[j]);
       if (plan::box_empty(part)) return false;
-      int64_t e = box_elems(part);
+      int64_t e = box_volume(part);
       if (size < 0) size = e;
       if (e != size) return false;
       covered += e;
     }
-    if (covered != box_elems(wanted[j])) return false;
+    if (covered != box_volume(wanted[j])) return false;
   }
   return true;
 }

@@ -11,9 +11,9 @@ namespace cleave::codegen {
 
 using plan::Box;
 
-Box box_intersect(const Box &a, const Box &b);
+using plan::box_intersect;
+using plan::box_volume;
 bool box_contains(const Box &outer, const Box &inner);
-int64_t box_elems(const Box &b);
 
 /** The groups of `devices` (laid out row-major over `mesh`) whose mesh coordinates differ only along `axis`, in
  *  order of their other coordinates, each ordered by its coordinate along `axis`: the communicators of that axis. */

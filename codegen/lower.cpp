@@ -239,14 +239,14 @@ class Lowerer {
   void reduce_scatter(TensorId t, int gid, const std::vector<int> &members, const std::vector<Box> &blocks,
                       const Box &whole) {
     const Tensor &tensor = g_.tensor(t);
-    int64_t count = box_elems(blocks[0]);
+    int64_t count = box_volume(blocks[0]);
     bool in_order = concatenates(blocks, whole);
     for (size_t m = 0; m < members.size(); ++m) {
       int r = members[m];
       int full = tensor_buf_[r][t];
       int send = full;
       if (!in_order) {
-        send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_elems(whole), false);
+        send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_volume(whole), false);
         for (size_t k = 0; k < members.size(); ++k)
           emit(r, copy_code_at(ref(full), whole, at(send, static_cast<int64_t>(k) * count), blocks[k], blocks[k], 4),
                {full, send});
@@ -289,11 +289,11 @@ class Lowerer {
       for (int r : members) blocks.push_back(owned_by(t, r)->box);
       if (!tiles(blocks, want)) continue;
       int gid = group_id(members);
-      int64_t count = box_elems(blocks[0]);
+      int64_t count = box_volume(blocks[0]);
       bool in_order = concatenates(blocks, want);
       for (int r : members) {
-        int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_elems(want), false);
-        int recv = in_order ? dst : new_buffer(r, tensor.name + " (all-gather)", tensor.dtype, box_elems(want), false);
+        int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(want), false);
+        int recv = in_order ? dst : new_buffer(r, tensor.name + " (all-gather)", tensor.dtype, box_volume(want), false);
         int src = tensor_buf_[r][t];
         emit(r,
              "rt::all_gather(G" + std::to_string(gid) + ", " + ref(src) + ", " + ref(recv) + ", " +
@@ -319,14 +319,14 @@ class Lowerer {
     }
     if (!all_to_all_pattern(owned, wanted)) return;
     int gid = group_id(rest);
-    int64_t count = box_elems(box_intersect(owned[0], wanted[0]));
+    int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
     int64_t n = static_cast<int64_t>(rest.size());
     for (size_t i = 0; i < rest.size(); ++i) {
       int r = rest[i];
       int src = tensor_buf_[r][t];
       int send = new_buffer(r, tensor.name + " (all-to-all send)", tensor.dtype, n * count, false);
       int recv = new_buffer(r, tensor.name + " (all-to-all recv)", tensor.dtype, n * count, false);
-      int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_elems(wanted[i]), false);
+      int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(wanted[i]), false);
       for (size_t j = 0; j < rest.size(); ++j) {
         Box part = box_intersect(owned[i], wanted[j]);
         emit(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),

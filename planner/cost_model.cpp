@@ -37,11 +37,6 @@ GroupLink group_link(const Topology &t, const std::vector<int> &group) {
 
 namespace {
 
-int64_t box_elems(const Box &b) {
-  int64_t n = 1;
-  for (const auto &iv : b) n *= iv.size();
-  return n;
-}
 
 /** FLOPs and bytes moved to and from memory by one device's share of an op (descriptions restricted to its var
  *  ranges: the FLOP count of the same description with its extents cut to the ranges). */
@@ -59,9 +54,9 @@ Work device_work(const Graph &g, const Op &op, const std::vector<describe::Descr
     for (size_t v = 0; v < cut.vars.size(); ++v) cut.vars[v].extent = std::max<int64_t>(ranges[v].size(), 0);
     w.flops += describe::flops(cut);
     OpRegion r = op_region(descs[k], ranges);
-    w.bytes += box_elems(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
+    w.bytes += box_volume(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
     for (const OperandRegion &o : r.operands)
-      if (!box_empty(o.box)) w.bytes += box_elems(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
+      if (!box_empty(o.box)) w.bytes += box_volume(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
   }
   return w;
 }
@@ -238,7 +233,7 @@ class Estimator {
       if (tensor.producer != kNoOp || tensor.role == Role::input || tensor.role == Role::label) continue;
       for (size_t i = 0; i < te.sharding.devices.size(); ++i) {
         int r = te.sharding.devices[i];
-        int64_t b = std::max<int64_t>(box_elems(shard_region(tensor.shape, te.sharding, static_cast<int64_t>(i))), 1) *
+        int64_t b = std::max<int64_t>(box_volume(shard_region(tensor.shape, te.sharding, static_cast<int64_t>(i))), 1) *
                     dtype_size(tensor.dtype);
         r_.devices[r].persistent_bytes += b;
         live(r, 0, end, b);

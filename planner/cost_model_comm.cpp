@@ -28,11 +28,6 @@ std::string_view comm_kind_name(CommEvent::Kind k) {
 namespace {
 
 // Box predicates, as codegen/collectives.h defines them.
-Box intersect(const Box &a, const Box &b) {
-  Box r(a.size());
-  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
-  return r;
-}
 
 bool contains(const Box &outer, const Box &inner) {
   for (size_t d = 0; d < outer.size(); ++d)
@@ -40,27 +35,22 @@ bool contains(const Box &outer, const Box &inner) {
   return true;
 }
 
-int64_t elems(const Box &b) {
-  int64_t n = 1;
-  for (const auto &iv : b) n *= iv.size();
-  return n;
-}
 
 bool pairwise_disjoint(const std::vector<Box> &boxes) {
   for (size_t i = 0; i < boxes.size(); ++i)
     for (size_t j = i + 1; j < boxes.size(); ++j)
-      if (!box_empty(intersect(boxes[i], boxes[j]))) return false;
+      if (!box_empty(box_intersect(boxes[i], boxes[j]))) return false;
   return true;
 }
 
 bool tiles(const std::vector<Box> &blocks, const Box &whole) {
   if (blocks.size() < 2 || whole.empty()) return false;
-  int64_t size = elems(blocks[0]), total = 0;
+  int64_t size = box_volume(blocks[0]), total = 0;
   for (const Box &b : blocks) {
-    if (b.size() != whole.size() || box_empty(b) || elems(b) != size || !contains(whole, b)) return false;
+    if (b.size() != whole.size() || box_empty(b) || box_volume(b) != size || !contains(whole, b)) return false;
     total += size;
   }
-  return total == elems(whole) && pairwise_disjoint(blocks);
+  return total == box_volume(whole) && pairwise_disjoint(blocks);
 }
 
 bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
@@ -84,14 +74,14 @@ bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &w
   for (size_t j = 0; j < n; ++j) {
     int64_t covered = 0;
     for (size_t i = 0; i < n; ++i) {
-      Box part = intersect(owned[i], wanted[j]);
+      Box part = box_intersect(owned[i], wanted[j]);
       if (box_empty(part)) return false;
-      int64_t e = elems(part);
+      int64_t e = box_volume(part);
       if (size < 0) size = e;
       if (e != size) return false;
       covered += e;
     }
-    if (covered != elems(wanted[j])) return false;
+    if (covered != box_volume(wanted[j])) return false;
   }
   return true;
 }
@@ -159,7 +149,7 @@ class Replay {
       bool data = tensor.role == Role::input || tensor.role == Role::label;
       for (size_t i = 0; i < s.devices.size(); ++i) {
         Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
-        size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(elems(box), 1))) : kNone;
+        size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(box_volume(box), 1))) : kNone;
         owned_[t].push_back({s.devices[i], box, buf});
       }
     }
@@ -249,20 +239,20 @@ class Replay {
       for (int r : members)
         if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
       if (g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
-        out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, elems(blocks[0])));
+        out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, box_volume(blocks[0])));
         bool in_order = concatenates(blocks, whole);
         for (size_t m = 0; m < members.size(); ++m) {
           int r = members[m];
           use(owned_by(t, r));
-          if (!in_order) buffer(r, bytes(t, elems(whole)));
-          size_t mine = buffer(r, bytes(t, std::max<int64_t>(elems(blocks[m]), 1)));
+          if (!in_order) buffer(r, bytes(t, box_volume(whole)));
+          size_t mine = buffer(r, bytes(t, std::max<int64_t>(box_volume(blocks[m]), 1)));
           for (auto &ow : owned_[t])
             if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
         }
         continue;
       }
       out_.events.push_back(
-          event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(elems(owned_by(t, members[0])->box), 1)));
+          event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(box_volume(owned_by(t, members[0])->box), 1)));
       for (int r : members) use(owned_by(t, r));
     }
   }
@@ -287,12 +277,12 @@ class Replay {
       std::vector<Box> blocks;
       for (int r : members) blocks.push_back(owned_by(t, r)->box);
       if (!tiles(blocks, want)) continue;
-      out_.events.push_back(event(CommEvent::Kind::all_gather, t, members, elems(blocks[0])));
+      out_.events.push_back(event(CommEvent::Kind::all_gather, t, members, box_volume(blocks[0])));
       bool in_order = concatenates(blocks, want);
       for (int r : members) {
         use(owned_by(t, r));
-        assemble(r, t, key, buffer(r, bytes(t, elems(want))));
-        if (!in_order) buffer(r, bytes(t, elems(want)));
+        assemble(r, t, key, buffer(r, bytes(t, box_volume(want))));
+        if (!in_order) buffer(r, bytes(t, box_volume(want)));
         served.insert(r);
       }
     }
@@ -305,13 +295,13 @@ class Replay {
         wanted.push_back(wants.at(r));
       }
     if (!all_to_all_pattern(owned, wanted)) return;
-    int64_t count = elems(intersect(owned[0], wanted[0]));
+    int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
     out_.events.push_back(event(CommEvent::Kind::all_to_all, t, rest, count));
     int64_t n = static_cast<int64_t>(rest.size());
     for (size_t i = 0; i < rest.size(); ++i) {
       use(owned_by(t, rest[i]));
       buffer(rest[i], 2 * bytes(t, n * count));
-      assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, elems(wanted[i]))));
+      assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, box_volume(wanted[i]))));
     }
   }
 
@@ -372,14 +362,14 @@ class Replay {
           continue;
         }
         if (assembled(r, t, box_str(want))) continue;
-        assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(elems(want), 1))));
+        assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(box_volume(want), 1))));
         if (mine && contains(mine->box, want)) {
           use(mine);
           continue;
         }
         std::vector<const Owned *> chosen;
         for (const auto &ow : owned_[t]) {
-          if (box_empty(intersect(ow.box, want)) && !want.empty()) continue;
+          if (box_empty(box_intersect(ow.box, want)) && !want.empty()) continue;
           auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
           if (same == chosen.end())
             chosen.push_back(&ow);
@@ -389,8 +379,8 @@ class Replay {
         for (const Owned *ow : chosen) {
           use(ow);
           if (ow->rank == r) continue;
-          Box part = want.empty() ? Box{} : intersect(ow->box, want);
-          int64_t n = elems(part);
+          Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
+          int64_t n = box_volume(part);
           if (part != ow->box) buffer(ow->rank, bytes(t, n));
           if (part != want) buffer(r, bytes(t, n));
           sr.transfers.push_back({ow->rank, r, bytes(t, n)});
@@ -404,7 +394,7 @@ class Replay {
       for (TensorId t : op.outputs) {
         if (t == kNoTensor) continue;
         Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
-        owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(elems(box), 1)), kKernel)});
+        owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
       }
     }
     for (TensorId t : op.outputs)

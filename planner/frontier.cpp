@@ -25,45 +25,9 @@ namespace {
 using describe::Description;
 using Needs = std::vector<std::optional<Box>>;  // per device of a config, one input slot
 
-int64_t volume(const Box &b) {
-  int64_t v = 1;
-  for (const Interval &i : b) v *= i.size();
-  return v;
-}
 
-int64_t overlap(const Box &a, const Box &b) {
-  if (a.size() != b.size()) return 0;
-  int64_t v = 1;
-  for (size_t d = 0; d < a.size(); ++d)
-    v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
-  return v;
-}
 
-Sharding resolved(Sharding s) {
-  for (AxisSharding &a : s.axes)
-    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
-  return s;
-}
 
-/** What config checks read of an op (as tofu_step.cpp): kind, attributes, operand and result types. */
-std::string signature(const Graph &g, const Op &op) {
-  std::string s(op_kind_name(op.kind));
-  for (const std::vector<TensorId> *ts : {&op.inputs, &op.outputs}) {
-    s += "(";
-    for (TensorId t : *ts) {
-      if (t == kNoTensor) {
-        s += "_;";
-        continue;
-      }
-      s += std::string(dtype_name(g.tensor(t).dtype)) + "[";
-      for (int64_t d : g.tensor(t).shape) s += std::to_string(d) + ",";
-      s += "];";
-    }
-    s += ")";
-  }
-  for (const auto &[key, value] : op.attrs) s += key + "=" + print_attr(value) + ";";
-  return s;
-}
 
 /** The meshes configs use (frontier.h). */
 std::vector<std::vector<int64_t>> meshes_for(int devices, const Topology &t) {
@@ -191,7 +155,7 @@ class Builder {
     for (OpId o = 0; o < g_.num_ops(); ++o) {
       const Op &op = g_.op(o);
       const std::vector<Description> &ds = descs_[static_cast<size_t>(o)];
-      auto [it, fresh] = memo.emplace(signature(g_, op), std::vector<ParallelConfig>{});
+      auto [it, fresh] = memo.emplace(config_check_key(g_, op), std::vector<ParallelConfig>{});
       if (fresh) {
         const Description &d = ds[primary_output(op)];
         std::vector<std::string> vars{""};
@@ -274,7 +238,7 @@ class Builder {
     if (produced != kNoTensor) {
       size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), produced) - op.outputs.begin());
       s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
-      if (produced != t || readers_[static_cast<size_t>(t)] != 1) s = resolved(s);
+      if (produced != t || readers_[static_cast<size_t>(t)] != 1) s = without_partial(s);
     } else {
       s = source_sharding(t, o, oc);
     }
@@ -320,7 +284,7 @@ class Builder {
   }
 
   int64_t shard_bytes(const Tensor &t, const Sharding &s) {
-    return std::max<int64_t>(volume(shard_region(t.shape, s, 0)), 1) * dtype_size(t.dtype);
+    return std::max<int64_t>(box_volume(shard_region(t.shape, s, 0)), 1) * dtype_size(t.dtype);
   }
 
   ft::Cost node_cost(OpId o, int c) {
@@ -464,12 +428,12 @@ class Builder {
       if (!need[r]) continue;
       int dev = all_[r];
       auto at = std::find(s.devices.begin(), s.devices.end(), dev);
-      int64_t have = at == s.devices.end() ? 0 : overlap(*need[r], shards[static_cast<size_t>(at - s.devices.begin())]);
-      int64_t missing = volume(*need[r]) - have;
+      int64_t have = at == s.devices.end() ? 0 : box_overlap(*need[r], shards[static_cast<size_t>(at - s.devices.begin())]);
+      int64_t missing = box_volume(*need[r]) - have;
       if (missing <= 0) continue;
       int src = s.devices[0];
       for (size_t i = 0; i < shards.size(); ++i)
-        if (s.devices[i] != dev && overlap(*need[r], shards[i]) > 0) {
+        if (s.devices[i] != dev && box_overlap(*need[r], shards[i]) > 0) {
           src = s.devices[i];
           break;
         }
@@ -491,7 +455,7 @@ class Builder {
 
   /** The bytes of the box device 0 of a reader assembles. */
   double assembled_bytes(TensorId t, const Needs &need) const {
-    return need.empty() || !need[0] ? 0.0 : static_cast<double>(volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
+    return need.empty() || !need[0] ? 0.0 : static_cast<double>(box_volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
   }
 
   /** Reader devices that lack part of their box: they share a shared level's bandwidth. */
@@ -501,8 +465,8 @@ class Builder {
       if (!need[r]) continue;
       auto at = std::find(s.devices.begin(), s.devices.end(), all_[r]);
       int64_t have =
-          at == s.devices.end() ? 0 : overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
-      n += volume(*need[r]) > have;
+          at == s.devices.end() ? 0 : box_overlap(*need[r], shard_region(tensor.shape, s, at - s.devices.begin()));
+      n += box_volume(*need[r]) > have;
     }
     return std::max(n, 1);
   }

@@ -130,11 +130,6 @@ Sharding draw_source(Rng &rng, const Tensor &t, int devices) {
   return legal[rng.below(legal.size())];
 }
 
-Sharding resolved(Sharding s) {
-  for (AxisSharding &a : s.axes)
-    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
-  return s;
-}
 
 }  // namespace
 
@@ -160,7 +155,7 @@ Plan random_plan(const Graph &g, int devices, uint64_t seed) {
     if (tensor.producer != kNoOp) continue;
     TensorId src = assigned[static_cast<size_t>(t)];
     if (src != kNoTensor && g.tensor(src).producer != kNoOp)
-      shardings[static_cast<size_t>(t)] = resolved(shardings[static_cast<size_t>(src)]);
+      shardings[static_cast<size_t>(t)] = without_partial(shardings[static_cast<size_t>(src)]);
     else
       shardings[static_cast<size_t>(t)] = draw_source(rng, tensor, devices);
   }

@@ -209,6 +209,28 @@ std::string box_str(const Box &b) {
   return s;
 }
 
+int64_t box_volume(const Box &b) {
+  int64_t v = 1;
+  for (const Interval &i : b) v *= i.size();
+  return v;
+}
+
+Box box_intersect(const Box &a, const Box &b) {
+  Box r(a.size());
+  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
+  return r;
+}
+
+int64_t box_overlap(const Box &a, const Box &b) {
+  return a.size() == b.size() ? box_volume(box_intersect(a, b)) : 0;
+}
+
+Sharding without_partial(Sharding s) {
+  for (AxisSharding &a : s.axes)
+    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
+  return s;
+}
+
 Box full_box(const Shape &shape) {
   Box b;
   for (int64_t d : shape) b.push_back({0, d});

@@ -33,6 +33,15 @@ bool box_empty(const Box &b);
 std::string box_str(const Box &b);
 /** The whole tensor. */
 Box full_box(const Shape &shape);
+/** Elements in `b`: the product of its extents (0 if it is empty). */
+int64_t box_volume(const Box &b);
+/** The box both `a` and `b` cover, dim by dim (empty if they do not meet); `a` and `b` have one rank. */
+Box box_intersect(const Box &a, const Box &b);
+/** Elements `a` and `b` share: box_volume(box_intersect(a, b)), 0 for boxes of different rank. */
+int64_t box_overlap(const Box &a, const Box &b);
+/** `s` with its partial axes replicated: what a partial tensor is once reduced (codegen reduces it before anyone
+ *  reads it, and an assign copies the reduced value). */
+Sharding without_partial(Sharding s);
 
 /** Mesh coordinates of the device at `index` in its group (row-major over the mesh: the last axis varies fastest). */
 std::vector<int64_t> mesh_coords(const std::vector<int64_t> &mesh, int64_t index);

@@ -34,11 +34,6 @@ std::vector<std::vector<CommEvent>> events_by_op(const Graph &g, Communication c
   return out;
 }
 
-Sharding resolved(Sharding s) {
-  for (AxisSharding &a : s.axes)
-    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
-  return s;
-}
 
 }  // namespace
 
@@ -285,7 +280,7 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
       if (out == kNoTensor) continue;
       set_sharding(out, implied_sharding(op, descs_[o], config, k));
       for (const Assign &a : g_.assigns)
-        if (a.src == out) set_sharding(a.dst, resolved(p_.tensors[tensor_entry_[out]].sharding));
+        if (a.src == out) set_sharding(a.dst, without_partial(p_.tensors[tensor_entry_[out]].sharding));
     }
   }
   std::vector<std::vector<CommEvent>> events = events_by_op(g_, derive_communication(g_, p_, &comm_cache_));

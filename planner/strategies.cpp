@@ -15,17 +15,7 @@ namespace {
 using describe::Description;
 using describe::SplitKind;
 
-int64_t volume(const Box &b) {
-  int64_t v = 1;
-  for (const Interval &i : b) v *= i.size();
-  return v;
-}
 
-Box intersect(const Box &a, const Box &b) {
-  Box r(a.size());
-  for (size_t d = 0; d < a.size(); ++d) r[d] = {std::max(a[d].begin, b[d].begin), std::min(a[d].end, b[d].end)};
-  return r;
-}
 
 /** The kinds whose kernel, run on a shard with a summed var split, yields the partial sum of the whole result.
  *  Copied from codegen/lower.h partial_ok (planner/ may not include codegen/); plan_compiles tests catch drift. */
@@ -134,7 +124,7 @@ std::vector<Strategy> discover_strategies(const Graph &g, const Op &op, int ways
         const auto &x = s.inputs[static_cast<size_t>(a)][slot], &y = s.inputs[static_cast<size_t>(a) + 1][slot];
         if (!x || !y || *x == *y) continue;
         // Neighbouring workers whose boxes differ yet overlap share a halo.
-        if (!box_empty(intersect(*x, *y))) s.halo = true;
+        if (!box_empty(box_intersect(*x, *y))) s.halo = true;
       }
     out.push_back(std::move(s));
   }
@@ -207,16 +197,16 @@ bool source_sharding_supported(const Tensor &t, const Sharding &s) {
 
 bool boxes_tile(const std::vector<Box> &blocks, const Box &whole) {
   if (blocks.size() < 2 || whole.empty()) return false;
-  int64_t size = volume(blocks[0]), total = 0;
+  int64_t size = box_volume(blocks[0]), total = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const Box &b = blocks[i];
-    if (b.size() != whole.size() || box_empty(b) || volume(b) != size || volume(intersect(b, whole)) != size)
+    if (b.size() != whole.size() || box_empty(b) || box_volume(b) != size || box_volume(box_intersect(b, whole)) != size)
       return false;
     for (size_t j = 0; j < i; ++j)
-      if (!box_empty(intersect(b, blocks[j]))) return false;
+      if (!box_empty(box_intersect(b, blocks[j]))) return false;
     total += size;
   }
-  return total == volume(whole);
+  return total == box_volume(whole);
 }
 
 int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
@@ -268,11 +258,11 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
       }
       if (tensor.dtype == DType::f32 && blocks.size() == members.size() && boxes_tile(blocks, whole)) {
         for (size_t m = 0; m < members.size(); ++m) {
-          bytes += (n - 1) * volume(blocks[m]) * elem;
+          bytes += (n - 1) * box_volume(blocks[m]) * elem;
           owned[{t, s.devices[static_cast<size_t>(members[m])]}] = blocks[m];
         }
       } else {
-        bytes += n * 2 * (n - 1) * volume(whole) * elem / n;
+        bytes += n * 2 * (n - 1) * box_volume(whole) * elem / n;
       }
     }
   }
@@ -291,11 +281,11 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
         auto mine = owned.find({t, rank});
         auto at = std::find(s.devices.begin(), s.devices.end(), rank);
         if (mine != owned.end())
-          have = volume(intersect(*need[slot], mine->second));
+          have = box_volume(box_intersect(*need[slot], mine->second));
         else if (at != s.devices.end())
-          have = volume(intersect(*need[slot], shard_region(g.tensor(t).shape, s, at - s.devices.begin())));
-        if (have == volume(*need[slot]) || !fetched.emplace(rank, t, box_str(*need[slot])).second) continue;
-        bytes += (volume(*need[slot]) - have) * dtype_size(g.tensor(t).dtype);
+          have = box_volume(box_intersect(*need[slot], shard_region(g.tensor(t).shape, s, at - s.devices.begin())));
+        if (have == box_volume(*need[slot]) || !fetched.emplace(rank, t, box_str(*need[slot])).second) continue;
+        bytes += (box_volume(*need[slot]) - have) * dtype_size(g.tensor(t).dtype);
       }
     }
   }

@@ -20,18 +20,7 @@ using describe::Description;
 constexpr int64_t kBruteForce = 64;
 constexpr size_t kMaxStates = 128;
 
-int64_t volume(const Box &b) {
-  int64_t v = 1;
-  for (const Interval &i : b) v *= i.size();
-  return v;
-}
 
-int64_t overlap(const Box &a, const Box &b) {
-  int64_t v = 1;
-  for (size_t d = 0; d < a.size(); ++d)
-    v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
-  return v;
-}
 
 /** Per tensor, the tensor it stands for in the forward pass: a gradient `X.grad` (or `X.grad.K`, autodiff's names)
  *  stands for X, an assigned next value for the state it replaces; kNoTensor otherwise. */
@@ -182,7 +171,7 @@ class GroupProblem {
       if (!r) continue;
       for (int64_t i = 0; i < m_.factor(); ++i) {
         const std::optional<Box> &b = m_.need(o, c, i)[s];
-        if (b) bytes += (volume(*b) - overlap(*b, (*r)[static_cast<size_t>(i)])) * dtype_size(g_.tensor(t).dtype);
+        if (b) bytes += (box_volume(*b) - box_overlap(*b, (*r)[static_cast<size_t>(i)])) * dtype_size(g_.tensor(t).dtype);
       }
     }
     for (TensorId t : op.outputs) {
@@ -190,7 +179,7 @@ class GroupProblem {
       if (!r) continue;
       for (int64_t i = 0; i < m_.factor(); ++i) {
         const Box &b = m_.own(t, c, i);
-        bytes += (volume(b) - overlap(b, (*r)[static_cast<size_t>(i)])) * dtype_size(g_.tensor(t).dtype);
+        bytes += (box_volume(b) - box_overlap(b, (*r)[static_cast<size_t>(i)])) * dtype_size(g_.tensor(t).dtype);
       }
     }
     return bytes;

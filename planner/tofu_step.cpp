@@ -17,18 +17,7 @@ using describe::Description;
 /** A memo entry not computed yet (a cost can be negative: a reduce-scatter credit). */
 constexpr int64_t kUnknown = std::numeric_limits<int64_t>::min();
 
-int64_t volume(const Box &b) {
-  int64_t v = 1;
-  for (const Interval &i : b) v *= i.size();
-  return v;
-}
 
-int64_t overlap(const Box &a, const Box &b) {
-  int64_t v = 1;
-  for (size_t d = 0; d < a.size(); ++d)
-    v *= std::max<int64_t>(0, std::min(a[d].end, b[d].end) - std::max(a[d].begin, b[d].begin));
-  return v;
-}
 
 std::vector<int> iota(int64_t n) {
   std::vector<int> r;
@@ -49,32 +38,7 @@ std::vector<TensorId> assigned_from(const Graph &g) {
   return src;
 }
 
-/** `s` with its partial axes replaced by replicate: codegen all-reduces a partial tensor before anyone reads it. */
-Sharding resolved(Sharding s) {
-  for (AxisSharding &a : s.axes)
-    if (a.kind == AxisSharding::Kind::partial) a = AxisSharding{};
-  return s;
-}
 
-/** What config checks read of an op: kind, attributes, operand and result types. */
-std::string signature(const Graph &g, const Op &op) {
-  std::string s(op_kind_name(op.kind));
-  for (const std::vector<TensorId> *ts : {&op.inputs, &op.outputs}) {
-    s += "(";
-    for (TensorId t : *ts) {
-      if (t == kNoTensor) {
-        s += "_;";
-        continue;
-      }
-      s += std::string(dtype_name(g.tensor(t).dtype)) + "[";
-      for (int64_t d : g.tensor(t).shape) s += std::to_string(d) + ",";
-      s += "];";
-    }
-    s += ")";
-  }
-  for (const auto &[key, value] : op.attrs) s += key + "=" + print_attr(value) + ";";
-  return s;
-}
 
 }  // namespace
 
@@ -111,7 +75,7 @@ Plan finish_partial(const Graph &g, int devices, const PartialPlan &pp, const st
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     TensorId src = from[static_cast<size_t>(t)];
     if (g.tensor(t).producer == kNoOp && src != kNoTensor && g.tensor(src).producer != kNoOp)
-      shardings[static_cast<size_t>(t)] = resolved(shardings[static_cast<size_t>(src)]);
+      shardings[static_cast<size_t>(t)] = without_partial(shardings[static_cast<size_t>(src)]);
   }
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
@@ -149,7 +113,7 @@ StepModel::StepModel(const Graph &g, const std::vector<std::vector<Description>>
     const std::vector<Description> &ds = descs[static_cast<size_t>(o)];
     const Description &d = ds[primary_output(op)];
     std::vector<std::string> &out = choices_[static_cast<size_t>(o)];
-    std::string sig = signature(g, op);
+    std::string sig = config_check_key(g, op);
     for (const std::string &v : pp.op_vars[static_cast<size_t>(o)]) sig += "|" + v;
     for (size_t v = 0; v < d.vars.size(); ++v) {
       if (!partial_splits && describe::split_kind(d, static_cast<int>(v)) == describe::SplitKind::partial) continue;
@@ -256,7 +220,7 @@ Sharding StepModel::owned_sharding(TensorId t, int oc) {
   TensorId produced = owner_tensor_[static_cast<size_t>(t)];
   if (produced != kNoTensor) {
     size_t slot = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), produced) - op.outputs.begin());
-    return resolved(implied_sharding(op, descs_[static_cast<size_t>(o)], config(o, choices(o)[static_cast<size_t>(oc)]),
+    return without_partial(implied_sharding(op, descs_[static_cast<size_t>(o)], config(o, choices(o)[static_cast<size_t>(oc)]),
                                      slot));
   }
   // A source read first by `op`: split along the dim whose blocks are exactly what op's devices read, else whole.
@@ -301,7 +265,7 @@ const std::vector<int64_t> &StepModel::fetch(int e, int oc, int cc) {
   if (!elems.empty()) return elems;
   for (int64_t i = 0; i < factor_; ++i) {
     const std::optional<Box> &b = need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)];
-    elems.push_back(b ? volume(*b) - overlap(*b, own(edge.tensor, oc, i)) : 0);
+    elems.push_back(b ? box_volume(*b) - box_overlap(*b, own(edge.tensor, oc, i)) : 0);
   }
   return elems;
 }
@@ -382,7 +346,7 @@ int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
   if (!boxes_tile(blocks, whole)) return 0;
   // unary() charged a ring all-reduce (2(n-1)/n of the shard per device); a reduce-scatter moves (n-1) blocks.
   int64_t elem = dtype_size(t.dtype);
-  return group_size_ * 2 * (n - 1) * volume(whole) * elem / n - group_size_ / n * (n - 1) * volume(whole) * elem;
+  return group_size_ * 2 * (n - 1) * box_volume(whole) * elem / n - group_size_ / n * (n - 1) * box_volume(whole) * elem;
 }
 
 int64_t StepModel::unary(OpId o, int c) {
@@ -401,7 +365,7 @@ int64_t StepModel::unary(OpId o, int c) {
     int64_t n = 1;
     for (size_t a = 0; a < s.axes.size(); ++a)
       if (s.axes[a].kind == AxisSharding::Kind::partial) n *= s.mesh[a];
-    if (n > 1) bytes += group_size_ * 2 * (n - 1) * volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) / n;
+    if (n > 1) bytes += group_size_ * 2 * (n - 1) * box_volume(shard_region(t.shape, s, 0)) * dtype_size(t.dtype) / n;
   }
   // Sources this op owns and reads itself.
   for (size_t s = 0; s < op.inputs.size(); ++s) {
@@ -410,7 +374,7 @@ int64_t StepModel::unary(OpId o, int c) {
     int64_t elems = 0;
     for (int64_t i = 0; i < factor_; ++i) {
       const std::optional<Box> &b = need(o, c, i)[s];
-      if (b) elems += volume(*b) - overlap(*b, own(t, c, i));
+      if (b) elems += box_volume(*b) - box_overlap(*b, own(t, c, i));
     }
     bytes += elems * dtype_size(g_.tensor(t).dtype) * groups_;
   }

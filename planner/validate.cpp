@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/printer.h"
 #include "planner/region.h"
 
 namespace cleave::plan {
@@ -322,6 +323,25 @@ void validate_plan(const Graph &g, const Plan &p) {
   std::string msg = "invalid plan: " + problems.front();
   if (problems.size() > 1) msg += " (and " + std::to_string(problems.size() - 1) + " more problems)";
   throw UserError(msg);
+}
+
+std::string config_check_key(const Graph &g, const Op &op) {
+  std::string s(op_kind_name(op.kind));
+  for (const std::vector<TensorId> *ts : {&op.inputs, &op.outputs}) {
+    s += "(";
+    for (TensorId t : *ts) {
+      if (t == kNoTensor) {
+        s += "_;";
+        continue;
+      }
+      s += std::string(dtype_name(g.tensor(t).dtype)) + "[";
+      for (int64_t d : g.tensor(t).shape) s += std::to_string(d) + ",";
+      s += "];";
+    }
+    s += ")";
+  }
+  for (const auto &[key, value] : op.attrs) s += key + "=" + print_attr(value) + ";";
+  return s;
 }
 
 }  // namespace cleave::plan

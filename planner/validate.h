@@ -22,6 +22,10 @@ std::string split_obstacle(const describe::Description &d, const std::string &na
 Sharding implied_sharding(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config,
                           size_t slot);
 
+/** Everything config_problems and codegen_supports (strategies.h) read of an op: its kind, attributes, and operand and
+ *  result types. Ops with equal keys accept the same configs, so planners check a config once per key. */
+std::string config_check_key(const Graph &g, const Op &op);
+
 /** Problems of an op's config on its own (arity, unknown or unsplittable vars, divisibility, outputs not split into
  *  even blocks), one line each, naming the op. */
 std::vector<std::string> config_problems(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
