@@ -80,6 +80,18 @@ void init_process(int *argc, char ***argv, Context &c) {
          " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
 }
 
+int member_index(const std::vector<int> &ranks, const Context &c) {
+  int index = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= c.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
+    for (size_t j = 0; j < i; ++j)
+      if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
+    if (ranks[i] == c.rank) index = static_cast<int>(i);
+  }
+  if (index < 0) fail("this rank is not a member of the group it asked for");
+  return index;
+}
+
 int local_rank(int world_rank) {
   for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"})
     if (env_int(name) >= 0) return env_int(name);

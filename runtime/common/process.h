@@ -2,6 +2,7 @@
 // The process side every backend shares (not part of the API): the launch environment, MPI start-up, and reporting
 // a failure so that the whole job ends. fail(), check_mpi() and log_info() are defined with them (common/process.cpp).
 #include <string>
+#include <vector>
 
 #include "cleave/rt.h"
 
@@ -16,6 +17,9 @@ int message_rank();
 /** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, and the launcher's claim
  *  (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's: the part of init() every backend shares. */
 void init_process(int *argc, char ***argv, Context &c);
+/** This process's index in group `ranks` (world ranks), after checking that every member is a rank, none is listed
+ *  twice, and this process is one of them (else fail()): what rt::group checks before creating a communicator. */
+int member_index(const std::vector<int> &ranks, const Context &c);
 /** The node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK), else the world rank. */
 int local_rank(int world_rank);
 

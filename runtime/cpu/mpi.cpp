@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cleave/rt.h"
+#include "common/process.h"
 #include "cpu/internal.h"
 
 namespace cleave::rt {
@@ -67,16 +68,9 @@ void detail::release_communicators() {
 const Comm &group(const std::vector<int> &ranks) {
   auto it = comm_cache().find(ranks);
   if (it != comm_cache().end()) return *it->second;
-  const Context &ctx = context();
   auto comm = std::make_unique<Comm>();
   comm->ranks = ranks;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= ctx.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
-    for (size_t j = 0; j < i; ++j)
-      if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
-    if (ranks[i] == ctx.rank) comm->index = static_cast<int>(i);
-  }
-  if (comm->index < 0) fail("this rank is not a member of the group it asked for");
+  comm->index = host::member_index(ranks, context());
   MPI_Group world_group, sub_group;
   CLEAVE_MPI(MPI_Comm_group, MPI_COMM_WORLD, &world_group);
   CLEAVE_MPI(MPI_Group_incl, world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/process.h"
 #include "cuda/internal.cuh"
 
 // cudaEventQuery reports "not yet" as cudaErrorNotReady: only other codes are errors.
@@ -213,16 +214,9 @@ void start_watchdog(int rank, int device) {
 const Comm &group(const std::vector<int> &ranks) {
   auto it = comm_cache().find(ranks);
   if (it != comm_cache().end()) return *it->second;
-  const Context &ctx = context();
   auto comm = std::make_unique<Comm>();
   comm->ranks = ranks;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= ctx.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
-    for (size_t j = 0; j < i; ++j)
-      if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
-    if (ranks[i] == ctx.rank) comm->index = static_cast<int>(i);
-  }
-  if (comm->index < 0) fail("this rank is not a member of the group it asked for");
+  comm->index = host::member_index(ranks, context());
   HostWatch watch("group creation", ranks);
   auto h = std::make_unique<Handles>();
   MPI_Group world_group, sub_group;
