@@ -10,6 +10,7 @@
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/json_fields.h"
 #include "planner/region.h"
 
 namespace cleave::plan {
@@ -60,17 +61,6 @@ std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void bad(const std::string &source, const std::string &field, const std::string &problem) {
-  CLEAVE_USER_ERROR(source, ": ", field, ": ", problem);
-}
-
-void check_keys(const json &j, const std::string &source, const std::string &where,
-                const std::set<std::string> &allowed) {
-  if (!j.is_object()) bad(source, where.empty() ? "(top level)" : where, "must be an object");
-  for (const auto &[key, value] : j.items())
-    if (!allowed.count(key)) bad(source, where.empty() ? key : where + "." + key, "unknown field");
-}
 
 double seconds(const json &j, const std::string &source, const std::string &where) {
   if (!j.is_number()) bad(source, where, "must be a number");

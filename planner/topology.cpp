@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "planner/json_fields.h"
 
 namespace cleave::plan {
 
@@ -61,17 +62,6 @@ std::map<std::string, Topology> presets() {
 }
 
 using nlohmann::json;
-
-[[noreturn]] void bad(const std::string &source, const std::string &field, const std::string &problem) {
-  CLEAVE_USER_ERROR(source, ": ", field, ": ", problem);
-}
-
-void check_keys(const json &j, const std::string &source, const std::string &where,
-                const std::set<std::string> &allowed) {
-  if (!j.is_object()) bad(source, where.empty() ? "(top level)" : where, "must be an object");
-  for (const auto &[key, value] : j.items())
-    if (!allowed.count(key)) bad(source, where.empty() ? key : where + "." + key, "unknown field");
-}
 
 const json &field(const json &j, const std::string &source, const std::string &path, const std::string &key) {
   auto it = j.find(key);

@@ -1,0 +1,19 @@
+// Strict JSON field checks shared by the topology and profile readers (json_fields.h).
+#include "planner/json_fields.h"
+
+#include "ir/error.h"
+
+namespace cleave::plan {
+
+void bad(const std::string &source, const std::string &field, const std::string &problem) {
+  CLEAVE_USER_ERROR(source, ": ", field, ": ", problem);
+}
+
+void check_keys(const nlohmann::json &j, const std::string &source, const std::string &where,
+                const std::set<std::string> &allowed) {
+  if (!j.is_object()) bad(source, where.empty() ? "(top level)" : where, "must be an object");
+  for (const auto &[key, value] : j.items())
+    if (!allowed.count(key)) bad(source, where.empty() ? key : where + "." + key, "unknown field");
+}
+
+}  // namespace cleave::plan

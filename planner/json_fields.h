@@ -1,0 +1,16 @@
+#pragma once
+// Reading the planner's JSON inputs (topologies, profiles) strictly: errors are UserError `<source>: <field>: <problem>`.
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+namespace cleave::plan {
+
+/** Throws UserError `<source>: <field>: <problem>`. */
+[[noreturn]] void bad(const std::string &source, const std::string &field, const std::string &problem);
+
+/** `j` (at dotted path `where`, "" for the top level) must be an object whose keys are all in `allowed`. */
+void check_keys(const nlohmann::json &j, const std::string &source, const std::string &where,
+                const std::set<std::string> &allowed);
+
+}  // namespace cleave::plan
