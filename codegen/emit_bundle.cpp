@@ -321,7 +321,14 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
     s += "  auto *b" + std::to_string(b) + " = reinterpret_cast<" + c_type(buf.dtype) + " *>(base + " +
          std::to_string(buf.offset) + ");  // " + comment_safe(buf.label) + " [" + std::to_string(buf.elems) + "]\n";
   }
-  s += "  // Communicator groups, created in plan order on every rank.\n";
+  // Every rank splits off every group of the bundle, in the same order (create_groups is collective over the world,
+  // as ncclCommSplit is), then takes the communicators of its own groups.
+  if (!l.groups.empty()) s += "  rt::create_groups({";
+  for (size_t gid = 0; gid < l.groups.size(); ++gid) {
+    std::vector<int64_t> ranks(l.groups[gid].begin(), l.groups[gid].end());
+    s += std::string(gid ? ",\n                     " : "") + dims_literal(ranks);
+  }
+  if (!l.groups.empty()) s += "});\n";
   for (int gid : prog.groups) {
     std::vector<int64_t> ranks(l.groups[gid].begin(), l.groups[gid].end());
     s += "  const rt::Comm &G" + std::to_string(gid) + " = rt::group(" + dims_literal(ranks).replace(0, 0, "std::vector<int>") + ");\n";

@@ -38,14 +38,16 @@ int main(int argc, char **argv) {
     else rt::fail("unknown argument " + a + " (usage: comm_bench [--max-bytes N] [--reps K])");
   }
   if (max_bytes < 4 || reps < 1) rt::fail("--max-bytes must be >= 4 and --reps >= 1");
-  // Groups 0..p-1, created by their members in increasing p (rt::group's order rule).
-  std::vector<const rt::Comm *> groups(static_cast<size_t>(ctx.world) + 1, nullptr);
+  // Groups 0..p-1 for p = 2..world, created together by every rank (create_groups is collective over the world).
+  std::vector<std::vector<int>> members;
   for (int p = 2; p <= ctx.world; ++p) {
-    if (ctx.rank >= p) continue;
-    std::vector<int> ranks(static_cast<size_t>(p));
-    for (int r = 0; r < p; ++r) ranks[static_cast<size_t>(r)] = r;
-    groups[static_cast<size_t>(p)] = &rt::group(ranks);
+    members.emplace_back();
+    for (int r = 0; r < p; ++r) members.back().push_back(r);
   }
+  rt::create_groups(members);
+  std::vector<const rt::Comm *> groups(static_cast<size_t>(ctx.world) + 1, nullptr);
+  for (int p = 2; p <= ctx.world; ++p)
+    if (ctx.rank < p) groups[static_cast<size_t>(p)] = &rt::group(members[static_cast<size_t>(p - 2)]);
   int64_t max_floats = max_bytes / 4;
   std::vector<float> send(static_cast<size_t>(max_floats * ctx.world), 1.0f),
       recv(static_cast<size_t>(max_floats * ctx.world), 0.0f);

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,7 +81,8 @@ void init_process(int *argc, char ***argv, Context &c) {
          " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
 }
 
-int member_index(const std::vector<int> &ranks, const Context &c) {
+int group_position(const std::vector<int> &ranks, const Context &c) {
+  if (ranks.empty()) fail("a group must have at least one member");
   int index = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || ranks[i] >= c.world) fail("group member " + std::to_string(ranks[i]) + " is not a rank");
@@ -88,8 +90,35 @@ int member_index(const std::vector<int> &ranks, const Context &c) {
       if (ranks[j] == ranks[i]) fail("group lists rank " + std::to_string(ranks[i]) + " twice");
     if (ranks[i] == c.rank) index = static_cast<int>(i);
   }
+  return index;
+}
+
+int member_index(const std::vector<int> &ranks, const Context &c) {
+  int index = group_position(ranks, c);
   if (index < 0) fail("this rank is not a member of the group it asked for");
   return index;
+}
+
+void check_same_groups(const std::vector<std::vector<int>> &groups) {
+  // FNV-1a over the group sizes and members; the maximum of h and of ~h over the world equal this rank's h and ~h
+  // only when every rank has the same h.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(groups.size());
+  for (const auto &g : groups) {
+    mix(g.size());
+    for (int r : g) mix(static_cast<uint64_t>(r));
+  }
+  uint64_t mine[2] = {h, ~h}, most[2] = {0, 0};
+  CLEAVE_MPI(MPI_Allreduce, mine, most, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  if (most[0] != mine[0] || most[1] != mine[1])
+    fail("create_groups: the ranks passed different group lists (are the rank programs from different bundles?)");
+}
+
+std::string ranks_text(const std::vector<int> &ranks) {
+  std::string text = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
+  return text + "]";
 }
 
 int local_rank(int world_rank) {

@@ -17,9 +17,17 @@ int message_rank();
 /** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, and the launcher's claim
  *  (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's: the part of init() every backend shares. */
 void init_process(int *argc, char ***argv, Context &c);
-/** This process's index in group `ranks` (world ranks), after checking that every member is a rank, none is listed
- *  twice, and this process is one of them (else fail()): what rt::group checks before creating a communicator. */
+/** This process's index in group `ranks` (world ranks), or -1 when it is not a member, after checking that the group
+ *  is not empty, every member is a rank and none is listed twice (else fail()). */
+int group_position(const std::vector<int> &ranks, const Context &c);
+/** group_position, failing when this process is not a member: what rt::group checks. */
 int member_index(const std::vector<int> &ranks, const Context &c);
+/** Fails on every rank unless every rank of the world passed the same `groups` (compared by a hash all-reduced over
+ *  MPI_COMM_WORLD): rt::create_groups is collective over the world, and ranks that disagree on its list would pair
+ *  different groups' creations and deadlock or mix communicators. */
+void check_same_groups(const std::vector<std::vector<int>> &groups);
+/** "[0,2,3]": a group's members for messages. */
+std::string ranks_text(const std::vector<int> &ranks);
 /** The node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, LOCAL_RANK), else the world rank. */
 int local_rank(int world_rank);
 

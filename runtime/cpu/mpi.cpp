@@ -1,6 +1,7 @@
-// MPI communication: cached communicators for ordered device groups, collectives, grouped send/recv.
+// MPI communication: communicators for ordered device groups (split from the world at startup), collectives, grouped send/recv.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -20,7 +21,7 @@ std::map<std::vector<int>, std::unique_ptr<Comm>> &comm_cache() {
 }
 
 MPI_Comm handle_of(const Comm &c) {
-  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::group");
+  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::create_groups");
   return *static_cast<MPI_Comm *>(c.handle);
 }
 
@@ -40,12 +41,11 @@ MPI_Comm p2p_comm() {
   return g_p2p;
 }
 
-/** A tag per member list (FNV-1a, in MPI's guaranteed tag range), so that creations of different groups that
- *  overlap in time on some rank cannot be confused. */
-int creation_tag(const std::vector<int> &ranks) {
-  uint32_t h = 2166136261u;
-  for (int r : ranks) h = (h ^ static_cast<uint32_t>(r)) * 16777619u;
-  return static_cast<int>(h % 32767u);
+/** Every group create_groups has split off so far, on every rank alike (members or not): the list that decides
+ *  which groups a later call skips, so that all ranks skip the same ones. */
+std::vector<std::vector<int>> &created() {
+  static std::vector<std::vector<int>> all;
+  return all;
 }
 
 }  // namespace
@@ -65,29 +65,35 @@ void detail::release_communicators() {
   comm_cache().clear();
 }
 
+void create_groups(const std::vector<std::vector<int>> &groups) {
+  detail::CommWatch watch("group creation", {});
+  host::check_same_groups(groups);
+  for (const auto &ranks : groups) {
+    int index = host::group_position(ranks, context());
+    if (std::find(created().begin(), created().end(), ranks) != created().end()) continue;
+    created().push_back(ranks);
+    // Collective over the world: members take colour 0 and key their index, so the new communicator orders them as
+    // `ranks` does; the others pass MPI_UNDEFINED and get MPI_COMM_NULL.
+    MPI_Comm split = MPI_COMM_NULL;
+    CLEAVE_MPI(MPI_Comm_split, MPI_COMM_WORLD, index < 0 ? MPI_UNDEFINED : 0, index, &split);
+    if (index < 0) continue;
+    CLEAVE_MPI(MPI_Comm_set_errhandler, split, MPI_ERRORS_RETURN);
+    int check = -1;
+    CLEAVE_MPI(MPI_Comm_rank, split, &check);
+    if (check != index) fail("communicator rank order differs from the group order");
+    auto comm = std::make_unique<Comm>();
+    comm->ranks = ranks;
+    comm->index = index;
+    comm->handle = new MPI_Comm(split);
+    comm_cache().emplace(ranks, std::move(comm));
+  }
+}
+
 const Comm &group(const std::vector<int> &ranks) {
+  host::member_index(ranks, context());
   auto it = comm_cache().find(ranks);
-  if (it != comm_cache().end()) return *it->second;
-  auto comm = std::make_unique<Comm>();
-  comm->ranks = ranks;
-  comm->index = host::member_index(ranks, context());
-  MPI_Group world_group, sub_group;
-  CLEAVE_MPI(MPI_Comm_group, MPI_COMM_WORLD, &world_group);
-  CLEAVE_MPI(MPI_Group_incl, world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
-  auto *h = new MPI_Comm;
-  detail::CommWatch watch("group creation", ranks);
-  // Collective over the members only, so groups can be created lazily by the ranks that use them.
-  CLEAVE_MPI(MPI_Comm_create_group, MPI_COMM_WORLD, sub_group, creation_tag(ranks), h);
-  CLEAVE_MPI(MPI_Comm_set_errhandler, *h, MPI_ERRORS_RETURN);
-  CLEAVE_MPI(MPI_Group_free, &sub_group);
-  CLEAVE_MPI(MPI_Group_free, &world_group);
-  int check = -1;
-  CLEAVE_MPI(MPI_Comm_rank, *h, &check);
-  if (check != comm->index) fail("communicator rank order differs from the group order");
-  comm->handle = h;
-  const Comm &ref = *comm;
-  comm_cache().emplace(ranks, std::move(comm));
-  return ref;
+  if (it == comm_cache().end()) fail("group " + host::ranks_text(ranks) + " was not made by cleave::rt::create_groups");
+  return *it->second;
 }
 
 void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/process.h"
 #include "cpu/internal.h"
 
 namespace cleave::rt::detail {
@@ -56,11 +57,7 @@ void start_watchdog(int rank) {
 CommWatch::CommWatch(const char *what, const std::vector<int> &ranks) {
   if (g_timeout_s <= 0) return;
   std::string text = what;
-  if (!ranks.empty()) {
-    text += " on group [";
-    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
-    text += "]";
-  }
+  if (!ranks.empty()) text += " on group " + host::ranks_text(ranks);
   {
     std::lock_guard<std::mutex> lock(g_what_mutex);
     g_what = text;

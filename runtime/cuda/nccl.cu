@@ -2,11 +2,11 @@
 // device groups, collectives and grouped send/recv on a communication stream ordered against the compute stream by
 // events, and the watchdog that ends a job whose collectives fail or hang.
 //
-// Group communicators are made with ncclCommInitRank over an id broadcast on the group's own MPI communicator, not
-// with ncclCommSplit: ncclCommSplit is collective over every rank of the parent, but rt::group is collective over
-// the members only (rt.h), and a rank outside a group never calls it.
+// Group communicators are split from the world communicator (ncclCommSplit, and MPI_Comm_split for the host-side
+// MPI communicator beside it) by create_groups, which every rank calls with every group of the bundle.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -62,13 +62,7 @@ int64_t now_ms() {
 }
 
 std::string describe(const char *what, const std::vector<int> &ranks) {
-  std::string text = what;
-  if (!ranks.empty()) {
-    text += " on group [";
-    for (size_t i = 0; i < ranks.size(); ++i) text += (i ? "," : "") + std::to_string(ranks[i]);
-    text += "]";
-  }
-  return text;
+  return ranks.empty() ? std::string(what) : what + (" on group " + host::ranks_text(ranks));
 }
 
 void mark_issued(const std::string &what, bool host_blocking) {
@@ -132,7 +126,7 @@ void watch() {
 }
 
 const Handles &handles_of(const Comm &c) {
-  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::group");
+  if (!c.handle) fail("use of a communicator that was not created by cleave::rt::create_groups");
   return *static_cast<const Handles *>(c.handle);
 }
 
@@ -153,10 +147,11 @@ void on_comm_stream(const std::string &what, Issue issue) {
   CLEAVE_CUDA(cudaStreamWaitEvent, compute_stream(), g_comm_done, 0);
 }
 
-int creation_tag(const std::vector<int> &ranks) {
-  uint32_t h = 2166136261u;
-  for (int r : ranks) h = (h ^ static_cast<uint32_t>(r)) * 16777619u;
-  return static_cast<int>(h % 32767u);
+/** Every group create_groups has split off so far, on every rank alike (members or not): the list that decides
+ *  which groups a later call skips, so that all ranks skip the same ones. */
+std::vector<std::vector<int>> &created() {
+  static std::vector<std::vector<int>> all;
+  return all;
 }
 
 }  // namespace
@@ -211,36 +206,40 @@ void start_watchdog(int rank, int device) {
 
 }  // namespace detail
 
-const Comm &group(const std::vector<int> &ranks) {
-  auto it = comm_cache().find(ranks);
-  if (it != comm_cache().end()) return *it->second;
-  auto comm = std::make_unique<Comm>();
-  comm->ranks = ranks;
-  comm->index = host::member_index(ranks, context());
-  HostWatch watch("group creation", ranks);
-  auto h = std::make_unique<Handles>();
-  MPI_Group world_group, sub_group;
-  CLEAVE_MPI(MPI_Comm_group, MPI_COMM_WORLD, &world_group);
-  CLEAVE_MPI(MPI_Group_incl, world_group, static_cast<int>(ranks.size()), ranks.data(), &sub_group);
-  CLEAVE_MPI(MPI_Comm_create_group, MPI_COMM_WORLD, sub_group, creation_tag(ranks), &h->mpi);
-  CLEAVE_MPI(MPI_Comm_set_errhandler, h->mpi, MPI_ERRORS_RETURN);
-  CLEAVE_MPI(MPI_Group_free, &sub_group);
-  CLEAVE_MPI(MPI_Group_free, &world_group);
-  int check = -1;
-  CLEAVE_MPI(MPI_Comm_rank, h->mpi, &check);
-  if (check != comm->index) fail("communicator rank order differs from the group order");
-  ncclUniqueId id;
-  if (comm->index == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
-  CLEAVE_MPI(MPI_Bcast, &id, static_cast<int>(sizeof id), MPI_BYTE, 0, h->mpi);
-  CLEAVE_NCCL(ncclCommInitRank, &h->nccl, static_cast<int>(ranks.size()), id, comm->index);
-  {
-    std::lock_guard<std::mutex> lock(g_watch_mutex);
-    g_watched.push_back(h->nccl);
+void create_groups(const std::vector<std::vector<int>> &groups) {
+  HostWatch watch("group creation", {});
+  host::check_same_groups(groups);
+  for (const auto &ranks : groups) {
+    int index = host::group_position(ranks, context());
+    if (std::find(created().begin(), created().end(), ranks) != created().end()) continue;
+    created().push_back(ranks);
+    // Both splits are collective over the world: members take colour 0 and key their index, so the new
+    // communicators order them as `ranks` does; the others pass MPI_UNDEFINED / NCCL_SPLIT_NOCOLOR and get none.
+    auto h = std::make_unique<Handles>();
+    CLEAVE_MPI(MPI_Comm_split, MPI_COMM_WORLD, index < 0 ? MPI_UNDEFINED : 0, index, &h->mpi);
+    CLEAVE_NCCL(ncclCommSplit, g_world, index < 0 ? NCCL_SPLIT_NOCOLOR : 0, index, &h->nccl, nullptr);
+    if (index < 0) continue;
+    CLEAVE_MPI(MPI_Comm_set_errhandler, h->mpi, MPI_ERRORS_RETURN);
+    int check = -1;
+    CLEAVE_MPI(MPI_Comm_rank, h->mpi, &check);
+    if (check != index) fail("communicator rank order differs from the group order");
+    {
+      std::lock_guard<std::mutex> lock(g_watch_mutex);
+      g_watched.push_back(h->nccl);
+    }
+    auto comm = std::make_unique<Comm>();
+    comm->ranks = ranks;
+    comm->index = index;
+    comm->handle = h.release();
+    comm_cache().emplace(ranks, std::move(comm));
   }
-  comm->handle = h.release();
-  const Comm &ref = *comm;
-  comm_cache().emplace(ranks, std::move(comm));
-  return ref;
+}
+
+const Comm &group(const std::vector<int> &ranks) {
+  host::member_index(ranks, context());
+  auto it = comm_cache().find(ranks);
+  if (it == comm_cache().end()) fail("group " + host::ranks_text(ranks) + " was not made by cleave::rt::create_groups");
+  return *it->second;
 }
 
 void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {

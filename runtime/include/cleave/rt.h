@@ -431,9 +431,13 @@ struct Comm {
   void *handle = nullptr;  // the MPI_Comm (opaque here so rt.h does not need mpi.h)
   int size() const { return static_cast<int>(ranks.size()); }
 };
-/** The communicator of `ranks` (distinct world ranks), created on first use and cached. Creation is collective over
- *  the members only (this process must be one); members must create groups that share ranks in the same order, so
- *  generated programs create all their groups at startup, in plan order. */
+/** Creates the communicators of `groups` (each a list of distinct world ranks; member i gets rank i), in order, by
+ *  splitting the world: MPI_Comm_split on the CPU, ncclCommSplit (and MPI_Comm_split) on CUDA. Collective over EVERY
+ *  rank of the world, each passing the same list (checked: else every rank fails); a rank outside a group takes part
+ *  in its split without joining it. Groups created by an earlier call are skipped. Generated programs call it once
+ *  at startup with every group of the bundle. */
+void create_groups(const std::vector<std::vector<int>> &groups);
+/** The communicator of `ranks`, made by create_groups; this process must be a member. */
 const Comm &group(const std::vector<int> &ranks);
 
 /** recv = elementwise sum over the group of send (count floats). send == recv is in place. */

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: check_fail.sh MPIRUN RUNTIME_MPI_FAIL runtime|mpi|hang
+# Usage: check_fail.sh MPIRUN RUNTIME_MPI_FAIL runtime|mpi|hang|groups|nogroup
 # Runs the deliberately failing program on 3 ranks; it must exit non-zero within the timeout (no hang) and print
 # the failing rank's message in the runtime's format.
 mpirun=$1 prog=$2 mode=$3
@@ -12,6 +12,10 @@ if [ "$mode" = runtime ]; then
   expect='cleave rank 1: deliberate failure for the abort test'
 elif [ "$mode" = hang ]; then
   expect='cleave rank [02]: all_reduce_sum on group \[0,1,2\] timed out after 2 s'
+elif [ "$mode" = groups ]; then
+  expect='cleave rank [012]: create_groups: the ranks passed different group lists'
+elif [ "$mode" = nogroup ]; then
+  expect='cleave rank 1: group \[1,2\] was not made by cleave::rt::create_groups'
 else
   expect='cleave rank 1: MPI_Send failed at fail.cpp:[0-9]+: .*rank'
 fi

@@ -127,6 +127,9 @@ int main(int argc, char **argv) {
   if (me < 2) check_send_recv({0, 1}, me);
   std::vector<std::vector<int>> groups = {world, reversed, evens, odds};
   if (w >= 4) groups.push_back({3, 1});  // a strict subset in non-increasing order
+  rt::create_groups(groups);
+  rt::create_groups({evens, {0}});  // evens again (skipped on every rank), then a group of one
+  if (me == 0 && rt::group({0}).size() != 1) rt::fail("group {0} does not have one member");
   for (const auto &g : groups) {
     bool member = false;
     for (int r : g) member = member || r == me;

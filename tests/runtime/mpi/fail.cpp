@@ -1,6 +1,6 @@
 // A program whose rank 1 misbehaves on purpose while the other ranks wait in a collective (argv[1]: "runtime" =
 // rt::fail, "mpi" = an MPI call with a bad argument, "hang" = rank 1 never arrives, so the watchdog must end the
-// job). check_fail.sh checks that the job ends with the expected message and a non-zero status instead of hanging.
+// job, "groups" = rank 1 passes create_groups a different list, "nogroup" = rank 1 asks for a group never created). check_fail.sh checks that the job ends with the expected message and a non-zero status instead of hanging.
 #include <mpi.h>
 
 #include <chrono>
@@ -15,6 +15,10 @@ int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "runtime";
   std::vector<int> all;
   for (int r = 0; r < ctx.world; ++r) all.push_back(r);
+  std::vector<std::vector<int>> groups = {all, {0, 1}};
+  if (mode == "groups" && ctx.rank == 1) groups = {all, {1, 0}};
+  cleave::rt::create_groups(groups);
+  if (mode == "nogroup" && ctx.rank == 1) cleave::rt::group({1, 2});
   const cleave::rt::Comm &world = cleave::rt::group(all);
   std::vector<float> buf(4, 1.0f);
   if (ctx.rank == 1) {

@@ -107,6 +107,7 @@ int main(int argc, char **argv) {
   const rt::Context &ctx = rt::init(&argc, &argv);
   std::vector<int> world;
   for (int r = 0; r < ctx.world; ++r) world.push_back(r);
+  rt::create_groups({world});
   const rt::Comm &g = rt::group(world);
   check_batch_norm(g, 3, 4, 5);
   check_batch_norm(g, 2, 6, 1);
