@@ -309,7 +309,8 @@ bool cudnn_window_ok(const PoolShape &s) {
   int64_t nx = 1, ny = 1;
   for (size_t d = 0; d < sp; ++d) {
     int64_t x = s.x[d], k = s.kernel[d], st = s.strides[d], p = s.pads[d];
-    if (s.dilations[d] != 1 || p != s.pads[d + sp] || p < 0 || p >= k || st < 1 || x < 1 || x > INT_MAX) return false;
+    if (s.dilations[d] != 1 || p != s.pads[d + sp] || p < 0 || p >= k || st < 1 || x < 1) return false;
+    if (x > INT_MAX || k > INT_MAX || st > INT_MAX) return false;
     if (x + 2 * p < k || s.y[d] != (x + 2 * p - k) / st + 1) return false;
     nx *= x;
     ny *= s.y[d];
