@@ -39,8 +39,9 @@ inline PoolShape pool_shape(int64_t nc, Dims x, Dims y, Dims kernel, Dims stride
 
 /** Whole-op pooling cases (the spatial-block cases stay in kernel_cases.cpp: they always run kernels). */
 inline std::vector<PoolCase> pool_cases() {
-  // 7x7, kernel 3, stride 2, pads 1: ceil-mode output 4x4 (floor would be 3x3).
-  PoolShape ceil = pool_shape(6, {7, 7}, {4, 4}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1});
+  // 8x8, kernel 3, stride 2, pads 1: ceil-mode output 5x5 (floor: 4x4); the last windows start at 7 and reach 9, past
+  // the padded input [-1, 8]. (7x7 would not do: its floor and ceil outputs are both 4x4.)
+  PoolShape ceil = pool_shape(6, {8, 8}, {5, 5}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1});
   PoolShape ceil_incl = ceil;
   ceil_incl.count_include_pad = true;
   // 8x9, kernel 3x2, stride 2x1, pads (1, 0) on both sides: floor output 4x8.
