@@ -45,6 +45,20 @@ void start_watchdog(int rank, int device);
 void init_nccl(int rank, int world);
 void release_nccl();
 
+// Per-op choice between cuDNN and the CUDA kernels for pooling and batch norm (pool.cu and norm.cu say why each
+// case goes where it goes). Host only and free of CUDA calls: tests/gpu/cudnn_paths checks them without a GPU.
+/** False when CLEAVE_CUDNN_POOL_NORM=0: every pooling and batch-norm call then runs the kernels (tests compare both
+ *  paths with the CPU backend). Read once. */
+bool cudnn_pool_norm_enabled();
+bool cudnn_takes_max_pool_forward(const PoolShape &s, bool indices);
+/** Average pooling, forward and backward. */
+bool cudnn_takes_avg_pool(const PoolShape &s);
+/** Global average pooling, forward and backward; divisor as global_avg_pool_forward's. */
+bool cudnn_takes_global_avg_pool(int64_t nc, int64_t spatial, int64_t divisor);
+bool cudnn_takes_batch_norm_forward(int64_t n, int64_t c, int64_t d, double eps);
+/** dx: dX is wanted; saved: the forward's saved mean and inverse std are given. */
+bool cudnn_takes_batch_norm_backward(int64_t n, int64_t c, int64_t d, bool dx, bool saved);
+
 /** Host-side checks shared with the CPU backend's messages. */
 int64_t product(const Dims &d);
 

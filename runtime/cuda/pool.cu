@@ -1,9 +1,26 @@
-// Max, average and global-average pooling and their gradients as kernels with cpu/pool.cpp's semantics, spatial
-// blocks included: one thread per output window walks its taps. Not cuDNN's pooling: it cannot express the windows
-// that run past the padded input (ceil_mode), the spatial blocks of halo splits, or the first-maximum rule of the
-// backward pass. Gradients scatter with atomics (windows overlap), so their summation order varies between runs.
+// Max, average and global-average pooling and their gradients with cpu/pool.cpp's semantics: cuDNN's legacy pooling
+// where it computes exactly that, kernels (one thread per output window walking its taps) for everything else.
+// cuDNN (the cudnn_takes_* predicates; descriptors created and destroyed per call):
+//  - max_pool_forward without indices, avg_pool_forward and avg_pool_backward of a whole op (no spatial block) with
+//    1-3 spatial dims, no dilation, symmetric pads smaller than the kernel, and the caller's output extent equal to
+//    the floor formula (x + 2 pad - kernel) / stride + 1, so every window lies inside the padded input and holds an
+//    element of X. count_include_pad maps to CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (the divisor is then the
+//    window volume, as on the CPU), else to ..._EXCLUDE_PADDING (the taps inside X). Max forward propagates NaN
+//    (CUDNN_PROPAGATE_NAN); the CPU keeps a NaN only when it is a window's first tap: the one deliberate difference.
+//  - global_avg_pool_forward/backward with the default divisor (the spatial size): one window over [nc, 1, spatial].
+// Kernels:
+//  - max_pool_backward, always: the CPU sends each dY to its window's first maximum, and cuDNN documents no tie rule
+//    for cudnnPoolingBackward (ties are common: ReLU zeros); the kernel keeps the CPU's rule.
+//  - max_pool_forward with indices (cuDNN returns none), ceil_mode windows running past the padded input, asymmetric
+//    pads, dilations, more than 3 spatial dims, sizes beyond int, the spatial blocks of halo splits, and global
+//    average pooling with another divisor (the partial means of a spatial block).
+// CLEAVE_CUDNN_POOL_NORM=0 sends every call to the kernels (tests/gpu compares both paths with the CPU backend).
+// Kernel gradients scatter with atomics (windows overlap), so their summation order varies between runs.
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "common/shapes.h"
 #include "cuda/internal.cuh"
@@ -192,7 +209,134 @@ __global__ void global_avg_backward_kernel(int64_t nc, int64_t spatial, const fl
   CLEAVE_FOR_EACH(e, nc * spatial) dx[e] = dy[e / spatial] / div;
 }
 
+// ---------------------------------------------------------------- cuDNN
+
+/** cuDNN's descriptors for one pooling op over [nc, 1, spatial...]: a 1-d op is 2-d with a leading extent of 1. */
+struct CudnnPool {
+  cudnnPoolingDescriptor_t pool = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+
+  CudnnPool(const PoolShape &s, cudnnPoolingMode_t mode) {
+    size_t sp = s.x.size();
+    std::vector<int> xd{static_cast<int>(s.nc), 1}, yd{static_cast<int>(s.nc), 1}, window, pad, stride;
+    if (sp == 1) {
+      xd.push_back(1);
+      yd.push_back(1);
+      window.push_back(1);
+      pad.push_back(0);
+      stride.push_back(1);
+    }
+    for (size_t d = 0; d < sp; ++d) {
+      xd.push_back(static_cast<int>(s.x[d]));
+      yd.push_back(static_cast<int>(s.y[d]));
+      window.push_back(static_cast<int>(s.kernel[d]));
+      pad.push_back(static_cast<int>(s.pads[d]));
+      stride.push_back(static_cast<int>(s.strides[d]));
+    }
+    auto strides_of = [](const std::vector<int> &dims) {
+      std::vector<int> st(dims.size(), 1);
+      for (size_t i = dims.size() - 1; i-- > 0;) st[i] = st[i + 1] * dims[i + 1];
+      return st;
+    };
+    int nd = static_cast<int>(xd.size());
+    std::vector<int> xs = strides_of(xd), ys = strides_of(yd);
+    CLEAVE_CUDNN(cudnnCreatePoolingDescriptor, &pool);
+    CLEAVE_CUDNN(cudnnCreateTensorDescriptor, &x);
+    CLEAVE_CUDNN(cudnnCreateTensorDescriptor, &y);
+    CLEAVE_CUDNN(cudnnSetPoolingNdDescriptor, pool, mode, CUDNN_PROPAGATE_NAN, nd - 2, window.data(), pad.data(),
+                 stride.data());
+    CLEAVE_CUDNN(cudnnSetTensorNdDescriptor, x, CUDNN_DATA_FLOAT, nd, xd.data(), xs.data());
+    CLEAVE_CUDNN(cudnnSetTensorNdDescriptor, y, CUDNN_DATA_FLOAT, nd, yd.data(), ys.data());
+    std::vector<int> out(static_cast<size_t>(nd));
+    CLEAVE_CUDNN(cudnnGetPoolingNdForwardOutputDim, pool, x, nd, out.data());
+    if (out != yd) fail("pool: cuDNN's output shape differs from the caller's (internal error)");
+  }
+  ~CudnnPool() {
+    CLEAVE_CUDNN(cudnnDestroyTensorDescriptor, y);
+    CLEAVE_CUDNN(cudnnDestroyTensorDescriptor, x);
+    CLEAVE_CUDNN(cudnnDestroyPoolingDescriptor, pool);
+  }
+  CudnnPool(const CudnnPool &) = delete;
+  CudnnPool &operator=(const CudnnPool &) = delete;
+};
+
+cudnnPoolingMode_t avg_mode(const PoolShape &s) {
+  return s.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                             : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+}
+
+void cudnn_forward(const PoolShape &s, cudnnPoolingMode_t mode, const float *x, float *y) {
+  CudnnPool d(s, mode);
+  float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnPoolingForward, detail::cudnn(), d.pool, &one, d.x, x, &zero, d.y, y);
+}
+
+/** dX = the average pooling gradient of dY (beta 0: every element written). cudnnPoolingBackward takes X and Y too;
+ *  averaging reads neither, so scratch of their sizes stands in for them (the caller's API has neither). */
+void cudnn_avg_backward(const PoolShape &s, const float *dy, float *dx) {
+  CudnnPool d(s, avg_mode(s));
+  const void *x = detail::scratch(static_cast<size_t>(s.nc * detail::product(s.x)) * sizeof(float));
+  const void *y = detail::scratch2(static_cast<size_t>(s.nc * detail::product(s.y)) * sizeof(float));
+  float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUDNN(cudnnPoolingBackward, detail::cudnn(), d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx);
+}
+
+/** Global average pooling of [nc, spatial] as one window over a 1-d op. */
+PoolShape global_shape(int64_t nc, int64_t spatial) {
+  PoolShape s;
+  s.nc = nc;
+  s.x = {spatial};
+  s.y = {1};
+  s.kernel = {spatial};
+  s.strides = {1};
+  s.pads = {0, 0};
+  s.dilations = {1};
+  return s;
+}
+
+/** Whether cuDNN's pooling windows are cpu/pool.cpp's: a whole op (no block fields) of 1-3 spatial dims, no
+ *  dilation, symmetric pads below the kernel, the caller's output extent equal to the floor formula (so every window
+ *  lies inside the padded input and holds an element of X), sizes within int; and cuDNN not switched off. */
+bool cudnn_window_ok(const PoolShape &s) {
+  if (!detail::cudnn_pool_norm_enabled()) return false;
+  size_t sp = s.x.size();
+  if (sp < 1 || sp > 3 || s.nc < 1 || s.nc > INT_MAX) return false;
+  if (!(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty() && s.dx_begin.empty() && s.dx.empty()))
+    return false;
+  if (s.y.size() != sp || s.kernel.size() != sp || s.strides.size() != sp || s.dilations.size() != sp ||
+      s.pads.size() != 2 * sp)
+    return false;
+  int64_t nx = 1, ny = 1;
+  for (size_t d = 0; d < sp; ++d) {
+    int64_t x = s.x[d], k = s.kernel[d], st = s.strides[d], p = s.pads[d];
+    if (s.dilations[d] != 1 || p != s.pads[d + sp] || p < 0 || p >= k || st < 1 || x < 1) return false;
+    if (x > INT_MAX || k > INT_MAX || st > INT_MAX) return false;
+    if (x + 2 * p < k || s.y[d] != (x + 2 * p - k) / st + 1) return false;
+    nx *= x;
+    ny *= s.y[d];
+  }
+  return s.nc * nx <= INT_MAX && s.nc * ny <= INT_MAX;
+}
+
 }  // namespace
+
+bool detail::cudnn_pool_norm_enabled() {
+  static const bool enabled = [] {
+    const char *env = std::getenv("CLEAVE_CUDNN_POOL_NORM");
+    return !(env && std::string(env) == "0");
+  }();
+  return enabled;
+}
+
+bool detail::cudnn_takes_max_pool_forward(const PoolShape &s, bool indices) {
+  return !indices && cudnn_window_ok(s);
+}
+
+bool detail::cudnn_takes_avg_pool(const PoolShape &s) { return cudnn_window_ok(s); }
+
+bool detail::cudnn_takes_global_avg_pool(int64_t nc, int64_t spatial, int64_t divisor) {
+  return (divisor <= 0 || divisor == spatial) && cudnn_window_ok(global_shape(nc, spatial));
+}
 
 void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices) {
   PoolGeom g = make_geom(s);
@@ -200,6 +344,8 @@ void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *ind
   if (indices && !(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty()))
     fail("max_pool_forward: indices of a spatial block are not supported");
   if (g.nc * g.ny == 0) return;
+  if (detail::cudnn_takes_max_pool_forward(s, indices))
+    return cudnn_forward(s, CUDNN_POOLING_MAX_DETERMINISTIC, x, y);
   CLEAVE_LAUNCH(max_forward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, x, y, indices,
                 detail::error_flag());
   detail::check_error_flag("max_pool_forward: a pooling window lies entirely in the padding");
@@ -223,11 +369,13 @@ void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
   PoolGeom g = make_geom(s);
   if (missing_taps(g)) fail("avg_pool_forward: the X block lacks part of a window");
   if (g.nc * g.ny == 0) return;
+  if (detail::cudnn_takes_avg_pool(s)) return cudnn_forward(s, avg_mode(s), x, y);
   CLEAVE_LAUNCH(avg_forward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, x, y);
 }
 
 void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
   PoolGeom g = make_geom(s);
+  if (g.nc * g.ny > 0 && detail::cudnn_takes_avg_pool(s)) return cudnn_avg_backward(s, dy, dx);
   fill_bytes(dx, 0, s.nc * g.nx * 4);
   if (g.nc * g.ny == 0) return;
   CLEAVE_LAUNCH(avg_backward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, dy, dx);
@@ -235,12 +383,16 @@ void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
 
 void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y, int64_t divisor) {
   if (nc == 0) return;
+  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor))
+    return cudnn_forward(global_shape(nc, spatial), CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING, x, y);
   CLEAVE_LAUNCH(global_avg_forward_kernel, detail::rows_grid(nc), detail::kThreads, nc, spatial, x, y,
                 static_cast<double>(divisor > 0 ? divisor : spatial));
 }
 
 void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor) {
   if (nc * spatial == 0) return;
+  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor))
+    return cudnn_avg_backward(global_shape(nc, spatial), dy, dx);
   CLEAVE_LAUNCH(global_avg_backward_kernel, detail::grid_for(nc * spatial), detail::kThreads, nc, spatial, dy, dx,
                 static_cast<float>(divisor > 0 ? divisor : spatial));
 }

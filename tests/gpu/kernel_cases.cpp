@@ -4,13 +4,16 @@
 // rt::checkpoint_save to argv[1] and compare_checkpoints.py checks the two files against each other.
 // Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
 // blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer norm, losses with ignore_index and
-// weights, layout ops, region copy of several boxes, dropout (masks must match bit for bit), optimizers.
+// weights, layout ops, region copy of several boxes, dropout (masks must match bit for bit), optimizers. The pooling
+// and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
+// kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cleave/rt.h"
+#include "pool_norm_cases.h"
 
 namespace rt = cleave::rt;
 
@@ -113,32 +116,37 @@ void conv_cases() {
             true);
 }
 
-void pool_case(const std::string &name, rt::PoolShape s, bool max) {
+/** n values max(0, k / 4) for k uniform in [-4, 4) drawn from (seed, i): ReLU-like, most windows hold several equal
+ *  maxima (zeros above all), so a max-pool gradient sent to another than the first maximum shows. */
+float *tie_input(int64_t n, uint64_t seed) {
+  float *p = alloc(n);
+  rt::map_index(n, [=] CLEAVE_HD(int64_t i) {
+    float k = floorf(8.0f * cleave::rng_uniform(seed, 7, i)) - 4.0f;
+    p[i] = k > 0.0f ? k / 4.0f : 0.0f;
+  });
+  return p;
+}
+
+void pool_case(const rt::cases::PoolCase &c) {
+  const rt::PoolShape &s = c.shape;
   int64_t nx = s.nc * prod(s.x), ny = s.nc * prod(s.y);
-  float *x = input(nx, 21), *dy = input(ny, 22);
-  if (max) {
-    rt::max_pool_forward(s, x, output(name + "_y", ny), nullptr);
-    rt::max_pool_backward(s, dy, x, output(name + "_dx", nx));
+  float *x = c.ties ? tie_input(nx, 21) : input(nx, 21), *dy = input(ny, 22);
+  if (c.kind == rt::cases::Pool::max) {
+    int64_t *indices = nullptr;
+    if (c.indices) {
+      indices = static_cast<int64_t *>(alloc_bytes(ny * 8));
+      record(c.name + "_indices", indices, ny * 8);
+    }
+    rt::max_pool_forward(s, x, output(c.name + "_y", ny), indices);
+    rt::max_pool_backward(s, dy, x, output(c.name + "_dx", nx));
   } else {
-    rt::avg_pool_forward(s, x, output(name + "_y", ny));
-    rt::avg_pool_backward(s, dy, output(name + "_dx", nx));
+    rt::avg_pool_forward(s, x, output(c.name + "_y", ny));
+    rt::avg_pool_backward(s, dy, output(c.name + "_dx", nx));
   }
 }
 
 void pool_cases() {
-  // 7x7, kernel 3, stride 2, pads 1: ceil-mode output 4x4 whose last windows run past the padded input.
-  rt::PoolShape s;
-  s.nc = 6;
-  s.x = {7, 7};
-  s.y = {4, 4};
-  s.kernel = {3, 3};
-  s.strides = {2, 2};
-  s.pads = {1, 1, 1, 1};
-  s.dilations = {1, 1};
-  pool_case("maxpool_ceil", s, true);
-  pool_case("avgpool_exclude_pad", s, false);
-  s.count_include_pad = true;
-  pool_case("avgpool_include_pad", s, false);
+  for (const auto &c : rt::cases::pool_cases()) pool_case(c);
   // A spatial block (codegen's halo splits): X holds global [2, 7) of 9, the outputs global [1, 3), kernel 3,
   // stride 2; the dX block of max_pool_backward is global [3, 6).
   rt::PoolShape b;
@@ -159,21 +167,35 @@ void pool_cases() {
   b.dx_begin = {3};
   b.dx = {3};
   rt::max_pool_backward(b, bdy, bx, output("maxpool_block_dx", 3 * 3));
-  float *x = input(6 * 20, 23);
-  rt::global_avg_pool_forward(6, 20, x, output("global_avg_y", 6));
-  rt::global_avg_pool_backward(6, 20, input(6, 24), output("global_avg_dx", 6 * 20), 40);
+  for (const auto &g : rt::cases::global_cases()) {
+    float *x = input(g.nc * g.spatial, 23);
+    rt::global_avg_pool_forward(g.nc, g.spatial, x, output(g.name + "_y", g.nc), g.divisor);
+    rt::global_avg_pool_backward(g.nc, g.spatial, input(g.nc, 24), output(g.name + "_dx", g.nc * g.spatial),
+                                 g.divisor);
+  }
+}
+
+void norm_case(const rt::cases::NormCase &k) {
+  int64_t n = k.n, c = k.c, d = k.d;
+  float *x = input(n * c * d, 31, -2, 3), *scale = input(c, 32), *bias = input(c, 33), *dy = input(n * c * d, 34);
+  float *rm = output(k.name + "_running_mean", c), *rv = output(k.name + "_running_var", c);
+  rt::copy(rm, input(c, 35), c * 4);
+  rt::copy(rv, input(c, 36, 0.5f, 1.5f), c * 4);
+  float *mean = k.saved ? output(k.name + "_saved_mean", c) : nullptr;
+  float *invstd = k.saved ? output(k.name + "_saved_invstd", c) : nullptr;
+  rt::batch_norm_train_forward(n, c, d, x, scale, bias, k.eps, k.momentum, output(k.name + "_y", n * c * d), rm, rv,
+                               mean, invstd);
+  if (!k.saved) return;
+  float *dx = k.want_dx ? output(k.name + "_dx", n * c * d) : nullptr;
+  rt::batch_norm_backward(n, c, d, dy, x, scale, mean, invstd, dx, output(k.name + "_dscale", c),
+                          output(k.name + "_dbias", c));
 }
 
 void norm_cases() {
+  for (const auto &k : rt::cases::norm_cases()) norm_case(k);
   int64_t n = 4, c = 5, d = 9;
-  float *x = input(n * c * d, 31, -2, 3), *scale = input(c, 32), *bias = input(c, 33), *dy = input(n * c * d, 34);
-  float *rm = output("bn_running_mean", c), *rv = output("bn_running_var", c);
-  rt::copy(rm, input(c, 35), c * 4);
-  rt::copy(rv, input(c, 36, 0.5f, 1.5f), c * 4);
-  float *mean = output("bn_saved_mean", c), *invstd = output("bn_saved_invstd", c);
-  rt::batch_norm_train_forward(n, c, d, x, scale, bias, 1e-5f, 0.9f, output("bn_y", n * c * d), rm, rv, mean, invstd);
-  rt::batch_norm_backward(n, c, d, dy, x, scale, mean, invstd, output("bn_dx", n * c * d), output("bn_dscale", c),
-                          output("bn_dbias", c));
+  float *x = input(n * c * d, 31, -2, 3), *scale = input(c, 32), *bias = input(c, 33);
+  float *rm = input(c, 35), *rv = input(c, 36, 0.5f, 1.5f);
   rt::batch_norm_infer_forward(n, c, d, x, scale, bias, rm, rv, 1e-5f, output("bn_infer_y", n * c * d));
   rt::batch_norm_partial_stats(n, c, d, x, rm, output("bn_partial_stats", 2 * c));
   int64_t outer = 6, inner = 33;

@@ -1,5 +1,8 @@
 #!/bin/bash
 # The CUDA backend's kernels against the CPU backend's on kernel_cases.cpp: exit 77 (SKIPPED) without a GPU.
+# The CUDA build runs twice: as shipped (pooling and batch norm on cuDNN where runtime/cuda/pool.cu and norm.cu say
+# so), and with CLEAVE_CUDNN_POOL_NORM=0 (every pooling and batch-norm call on the CUDA kernels), so both paths of
+# each case in pool_norm_cases.h are compared with the CPU backend.
 # Usage: kernels_vs_cpu.sh KERNEL_CASES_CPU KERNEL_CASES_CUDA SOURCE_DIR
 set -euo pipefail
 source "$3/tests/gpu/gpu_count.sh"
@@ -11,4 +14,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$1" "$tmp/cpu.bin"
 "$2" "$tmp/cuda.bin"
-python3 "$3/tests/gpu/compare_checkpoints.py" "$tmp/cuda.bin" "$tmp/cpu.bin" --exact dropout_mask region_copy_i64
+CLEAVE_CUDNN_POOL_NORM=0 "$2" "$tmp/cuda_kernels.bin"
+exact=(dropout_mask region_copy_i64 maxpool2d_floor_indices_indices)
+status=0
+echo "== CUDA (cuDNN for pooling and batch norm where it applies) vs CPU"
+python3 "$3/tests/gpu/compare_checkpoints.py" "$tmp/cuda.bin" "$tmp/cpu.bin" --exact "${exact[@]}" || status=1
+echo "== CUDA with CLEAVE_CUDNN_POOL_NORM=0 (kernels only) vs CPU"
+python3 "$3/tests/gpu/compare_checkpoints.py" "$tmp/cuda_kernels.bin" "$tmp/cpu.bin" --exact "${exact[@]}" || status=1
+exit $status
