@@ -30,6 +30,29 @@ bool in_place_all_reduce(const Instr &in, int &gid, int &b, std::string &count) 
   return true;
 }
 
+/** The collectives statement code issues on groups, as (group id, function name), in order: every
+ *  "rt::NAME(G<id>," or "rt::NAME(G<id>)" in it, kernels that exchange inside included. */
+std::vector<std::pair<int, std::string>> group_calls(const std::string &c) {
+  std::vector<std::pair<int, std::string>> out;
+  for (size_t at = c.find("rt::"); at != std::string::npos; at = c.find("rt::", at + 4)) {
+    size_t open = at + 4;
+    while (open < c.size() && (std::isalnum(static_cast<unsigned char>(c[open])) || c[open] == '_')) ++open;
+    if (open == at + 4 || open + 1 >= c.size() || c[open] != '(' || c[open + 1] != 'G') continue;
+    size_t end = open + 2;
+    while (end < c.size() && std::isdigit(static_cast<unsigned char>(c[end]))) ++end;
+    if (end == open + 2 || (c[end] != ',' && c[end] != ')')) continue;
+    out.emplace_back(std::stoi(c.substr(open + 2, end - open - 2)), c.substr(at + 4, open - at - 4));
+  }
+  return out;
+}
+
+/** Whether a statement issues communication: a collective on a group, point-to-point transfers or a barrier. */
+bool communicates(const Instr &in) {
+  const std::string &c = in.code;
+  return !group_calls(c).empty() || c.find("rt::send_recv(") != std::string::npos ||
+         c.find("rt::barrier(") != std::string::npos;
+}
+
 }  // namespace
 
 void overlap_reductions(RankProgram &prog) {
@@ -37,14 +60,25 @@ void overlap_reductions(RankProgram &prog) {
   // starts[i]: the start statements to place right before statement i (in the order their all-reduces appeared).
   std::map<size_t, std::vector<Instr>> starts;
   int pending = 0;
+  size_t floor = 0;  // where the last start went: a later one may not go before it
   for (size_t i = 0; i < step.size(); ++i) {
     int gid = -1, b = -1;
     std::string count;
     if (!in_place_all_reduce(step[i], gid, b, count)) continue;
+    // Back to the statement that touches the buffer, but never past communication nor before an earlier start:
+    // every rank then issues its collectives and transfers in the order it did before (the plan's op order, the
+    // same on all ranks), so no two ranks can start collectives that share members in different orders (a deadlock
+    // under NCCL's one communication stream as under MPI).
     size_t j = i;
-    while (j > 0 && std::find(step[j - 1].buffers.begin(), step[j - 1].buffers.end(), b) == step[j - 1].buffers.end())
+    while (j > 0 && !communicates(step[j - 1]) &&
+           std::find(step[j - 1].buffers.begin(), step[j - 1].buffers.end(), b) == step[j - 1].buffers.end())
       --j;
-    if (j == 0 || j == i) continue;  // never written before (a source), or nothing to overlap with
+    // With nothing to overlap (a source, or the producer right before) the pair is still emitted, back to back:
+    // MPI does not match a blocking all-reduce with a started one, and a member whose producer lies elsewhere may
+    // start this same all-reduce early.
+    if (j == 0) j = i;
+    j = std::max(j, floor);
+    floor = j;
     std::string name = "pending_" + std::to_string(pending++);
     std::string ref = "$" + std::to_string(b) + "$";
     starts[j].push_back({"rt::Pending " + name + " = rt::all_reduce_sum_start(G" + std::to_string(gid) + ", " + ref +
@@ -69,17 +103,8 @@ void check_collective_order(const Lowered &l) {
   // in the statements, kernels included).
   std::vector<std::map<int, std::vector<std::string>>> seq(l.ranks.size());
   for (size_t r = 0; r < l.ranks.size(); ++r)
-    for (const Instr &in : l.ranks[r].step) {
-      const std::string &c = in.code;
-      for (size_t at = c.find("rt::"); at != std::string::npos; at = c.find("rt::", at + 4)) {
-        size_t open = c.find('(', at);
-        if (open == std::string::npos || c.compare(open + 1, 1, "G") != 0) continue;
-        size_t end = open + 2;
-        while (end < c.size() && std::isdigit(static_cast<unsigned char>(c[end]))) ++end;
-        if (end == open + 2 || (c[end] != ',' && c[end] != ')')) continue;
-        seq[r][std::stoi(c.substr(open + 2, end - open - 2))].push_back(c.substr(at + 4, open - at - 4));
-      }
-    }
+    for (const Instr &in : l.ranks[r].step)
+      for (auto &[gid, name] : group_calls(in.code)) seq[r][gid].push_back(name);
   for (size_t gid = 0; gid < l.groups.size(); ++gid) {
     const std::vector<int> &members = l.groups[gid];
     for (int r : members)

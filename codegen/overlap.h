@@ -4,13 +4,16 @@
 // Lowering reduces a partial tensor where it is first read (lower.h), by a blocking in-place all-reduce right before
 // the reader's kernel. Nothing touches the partial buffer between the kernel that produced it and that all-reduce,
 // so the reduction can start as soon as the producer is done: this pass splits each such all-reduce into
-// `rt::all_reduce_sum_start` right after the last earlier statement that uses its buffer and `rt::wait` where the
+// `rt::all_reduce_sum_start` right after the last earlier statement that uses its buffer (or communicates) and `rt::wait` where the
 // all-reduce was. Typical win: data parallelism's gradient all-reduces, issued at the update ops, now start when each
 // gradient is produced and run under the rest of the backward pass (on the cuda backend's communication stream).
 //
-// Collectives must start in the same order on every member of a group. A start lands right after the producer's
-// kernel, a point every member of the group reaches in the graph's op order, and starts at the same point keep
-// their order, so the order stays consistent; check_collective_order verifies it over the whole program.
+// Collectives must start in the same order on every member of a group (and, under NCCL's one communication stream,
+// in the same order relative to other groups' collectives and to transfers). A start is never moved past a
+// statement that communicates, so every rank issues its communication in exactly the order it did before the pass,
+// the plan's op order; where the producer lies before such a statement, the start lands right after that statement
+// instead. (Moving starts only to the producer broke this: a random plan's ranks 0 and 2 started group 3's
+// collectives in different orders.) check_collective_order verifies the per-group order over the whole program.
 #include "codegen/lower.h"
 
 namespace cleave::codegen {

@@ -37,17 +37,57 @@ TEST(Overlap, SplitsAnAllReduceWithWorkBeforeIt) {
   EXPECT_EQ(p.step[4].code, "kernel_c($1$);");
 }
 
-TEST(Overlap, LeavesAllReducesWithNothingToOverlap) {
-  // Right after its producer, a source's (never written in the step), and one that is not in place.
-  std::vector<Instr> step = {{"kernel_a($0$, $1$);", {0, 1}},
-                             {"rt::all_reduce_sum(G0, $1$, $1$, 40);", {1}},
-                             {"rt::all_reduce_sum(G0, $2$, $2$, 8);", {2}},
-                             {"kernel_b($3$);", {3}},
-                             {"rt::all_reduce_sum(G0, $0$, $3$, 8);", {0, 3}}};
-  RankProgram p = program(step);
+TEST(Overlap, PairsAllReducesWithNothingToOverlapBackToBack) {
+  // Right after its producer, and a source's (never written in the step): a start and its wait back to back (another
+  // member may start the same all-reduce early, and MPI does not match a blocking all-reduce with a started one).
+  // One that is not in place stays as it is.
+  RankProgram p = program({{"kernel_a($0$, $1$);", {0, 1}},
+                           {"rt::all_reduce_sum(G0, $1$, $1$, 40);", {1}},
+                           {"rt::all_reduce_sum(G0, $2$, $2$, 8);", {2}},
+                           {"kernel_b($3$);", {3}},
+                           {"rt::all_reduce_sum(G0, $0$, $3$, 8);", {0, 3}}});
   overlap_reductions(p);
-  ASSERT_EQ(p.step.size(), step.size());
-  for (size_t i = 0; i < step.size(); ++i) EXPECT_EQ(p.step[i].code, step[i].code);
+  std::vector<std::string> want = {"kernel_a($0$, $1$);",
+                                   "rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 40);",
+                                   "rt::wait(pending_0);",
+                                   "rt::Pending pending_1 = rt::all_reduce_sum_start(G0, $2$, 8);",
+                                   "rt::wait(pending_1);",
+                                   "kernel_b($3$);",
+                                   "rt::all_reduce_sum(G0, $0$, $3$, 8);"};
+  ASSERT_EQ(p.step.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(p.step[i].code, want[i]);
+}
+
+TEST(Overlap, StartsNeverMovePastCommunication) {
+  // The producer of $1$ lies before an all-gather and a transfer: the start goes right after the transfer, so this
+  // rank issues the all-gather, the transfer and the all-reduce in their original order.
+  RankProgram p = program({{"kernel_a($1$);", {1}},
+                           {"rt::all_gather(G1, $2$, $3$, 4);", {2, 3}},
+                           {"rt::send_recv({});", {}},
+                           {"kernel_b($0$);", {0}},
+                           {"rt::all_reduce_sum(G0, $1$, $1$, 4);", {1}}});
+  overlap_reductions(p);
+  ASSERT_EQ(p.step.size(), 6u);
+  EXPECT_EQ(p.step[2].code, "rt::send_recv({});");
+  EXPECT_EQ(p.step[3].code, "rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 4);");
+  EXPECT_EQ(p.step[4].code, "kernel_b($0$);");
+}
+
+TEST(Overlap, OrderCheckReadsStartedCollectivesOnce) {
+  // A start statement names its collective once ("rt::Pending x = rt::all_reduce_sum_start(G0, ...)"): the same
+  // sequence as a member that starts it elsewhere.
+  Lowered l;
+  l.groups = {{0, 1}};
+  l.ranks.resize(2);
+  l.ranks[0].step = {{"kernel($1$);", {1}},
+                     {"rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 4);", {1}},
+                     {"rt::wait(pending_0);", {}}};
+  l.ranks[1].step = {{"rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 4);", {1}},
+                     {"kernel($1$);", {1}},
+                     {"rt::wait(pending_0);", {}}};
+  check_collective_order(l);
+  l.ranks[1].step[0].code = "rt::all_reduce_sum(G0, $1$, $1$, 4);";  // blocking on one member, started on the other
+  EXPECT_THROW(check_collective_order(l), InternalError);
 }
 
 TEST(Overlap, StartsKeepTheirOrderAtOnePoint) {

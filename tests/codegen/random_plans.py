@@ -56,8 +56,9 @@ SEARCH_PLANNERS = ["data", "owt", "allrow", "spartan", "equalchop", "icml18", "t
 # The CI selection (under 5 minutes on 2 cores shared with 3 other builds; the optimizer follows the seed):
 # (model, ranks, seed) random cases, and (model, planner) cases at 4 ranks. The search planners on mlp and cnn are
 # run by tests/codegen/search_planners.py and the data plans of rnn and transformer by tests/e2e/zoo_plans_*.py;
-# `--many` runs every planner on every model.
-CI_RANDOM = [("mlp", 2, 1), ("cnn", 4, 3), ("cnn", 8, 4), ("transformer", 2, 5), ("rnn", 2, 6)]
+# `--many` runs every planner on every model. (mlp, 4, 3) once made codegen start an all-reduce early on some
+# members of its group and blocking on others (codegen/overlap.h).
+CI_RANDOM = [("mlp", 2, 1), ("mlp", 4, 3), ("cnn", 4, 3), ("cnn", 8, 4), ("transformer", 2, 5), ("rnn", 2, 6)]
 CI_PLANNERS = [("transformer", "tofu")]
 
 
