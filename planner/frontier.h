@@ -39,7 +39,7 @@
 
 namespace cleave::plan {
 
-inline constexpr size_t kMaxConfigs = 24;
+inline constexpr size_t kMaxConfigs = 32;
 
 struct FrontierPlan {
   Plan plan;
@@ -65,6 +65,17 @@ struct FrontierResult {
 
 /** The frontier of `g` over `devices` devices of `t` (rules above). Throws UserError when `t` has fewer devices. */
 FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options = {});
+
+/** The FT cost graph's estimate of each of `plans` (over `devices` devices of `t`), with how many of its ops run a
+ *  config equal to one of their candidates (the same var ranges on every device): the estimate is that of the plan
+ *  with each such op on its candidate and every other op on its first candidate. For diagnostics: where the search
+ *  misses a plan, whether the candidate set lacks it or the model misprices it. */
+struct ModelledPlan {
+  ft::Cost model;
+  int ops_matched = 0;
+};
+std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,
+                                               const std::vector<Plan> &plans);
 
 /** mini-time: the fastest frontier plan whose peak fits `memory_limit` bytes. UserError naming --memory-limit when
  *  none fits. */
