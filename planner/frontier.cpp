@@ -127,8 +127,8 @@ class Builder {
         OpId owner = owner_[static_cast<size_t>(t)];
         if (owner == kNoOp || owner == o) continue;
         ft::CostGraph::Edge e{owner, o, {}};
-        // A box assembled for a forward op stays live into the backward pass (its gradient reads it too).
-        bool kept = op.phase == Phase::forward;
+        // A box assembled for a forward op stays live into the backward pass when its gradient reads it too.
+        bool kept = op.phase == Phase::forward && saved_[static_cast<size_t>(t)];
         // Many config pairs give the same sharding and boxes: price each distinct pair once.
         std::vector<int> from_ids, need_ids;
         for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
@@ -246,9 +246,13 @@ class Builder {
     owner_.assign(static_cast<size_t>(g_.num_tensors()), kNoOp);
     owner_tensor_.assign(static_cast<size_t>(g_.num_tensors()), kNoTensor);
     readers_.assign(static_cast<size_t>(g_.num_tensors()), 0);
+    saved_.assign(static_cast<size_t>(g_.num_tensors()), false);
     for (const Op &op : g_.ops())
       for (TensorId t : op.inputs)
-        if (t != kNoTensor) ++readers_[static_cast<size_t>(t)];
+        if (t != kNoTensor) {
+          ++readers_[static_cast<size_t>(t)];
+          if (op.phase != Phase::forward) saved_[static_cast<size_t>(t)] = true;
+        }
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
       const Tensor &tensor = g_.tensor(t);
       TensorId src = from[static_cast<size_t>(t)];
@@ -353,9 +357,10 @@ class Builder {
       if (t == kNoTensor) continue;
       const Tensor &tensor = g_.tensor(t);
       Sharding s = implied_sharding(op, descs_[static_cast<size_t>(o)], cfg, k);
-      // Forward activations are what is live at the peak (the start of the backward pass); gradients and updates
-      // come and go.
-      if (op.phase == Phase::forward) cost.memory += static_cast<double>(shard_bytes(tensor, s));
+      // The forward activations the backward pass reads are what is live at the peak (its start); other forward
+      // outputs, gradients and updates come and go.
+      if (op.phase == Phase::forward && saved_[static_cast<size_t>(t)])
+        cost.memory += static_cast<double>(shard_bytes(tensor, s));
       if (readers_[static_cast<size_t>(t)] == 1) continue;  // resolved on its one edge
       for (size_t a = 0; a < s.axes.size(); ++a)
         if (s.axes[a].kind == AxisSharding::Kind::partial && s.mesh[a] > 1) {
@@ -524,6 +529,8 @@ class Builder {
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;
   std::vector<int> readers_;
+  /** Per tensor: read by a backward or update op (a forward output so read is live at the memory peak). */
+  std::vector<bool> saved_;
   std::map<std::pair<OpId, int>, std::vector<Needs>> needs_;
   std::map<std::pair<TensorId, int>, Sharding> owned_;
   std::map<std::string, double> resplit_;

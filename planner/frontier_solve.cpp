@@ -131,13 +131,14 @@ class Solver {
     return d;
   }
 
-  /** Prunes candidates to a set (pareto_keep) and materialises the survivors' derivations. */
-  Set finish(const std::vector<Cand> &cands) {
+  /** Prunes candidates to a set (pareto_keep, at most `limit` points; 0: max_points) and materialises the
+   *  survivors' derivations. */
+  Set finish(const std::vector<Cand> &cands, size_t limit = 0) {
     std::vector<Cost> costs;
     costs.reserve(cands.size());
     for (const Cand &c : cands) costs.push_back({c.time, c.memory});
     Set out;
-    for (size_t i : pareto_keep(costs, o_.max_points))
+    for (size_t i : pareto_keep(costs, limit ? limit : o_.max_points))
       out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
     return out;
   }
@@ -148,11 +149,14 @@ class Solver {
       for (const Pt &y : b) out.push_back({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
   }
 
-  Set sum(const Set &a, const Set &b) {
+  Set sum(const Set &a, const Set &b, size_t limit = 0) {
     std::vector<Cand> c;
     add_sum(a, b, c);
-    return finish(c);
+    return finish(c, limit);
   }
+
+  /** Adds a folded sub-graph's set to the global one, which keeps up to final_points. */
+  void add_global(const Set &s) { global_ = sum(global_, s, std::max(o_.final_points, o_.max_points)); }
 
   void add_edge(int a, int b, std::vector<Set> sets) {
     auto it = adj_[static_cast<size_t>(a)].find(b);
@@ -201,8 +205,7 @@ class Solver {
     for (int cv = 0; cv < configs(v); ++cv)
       for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(cv)])
         c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
-    Set pick = finish(c);
-    global_ = sum(global_, pick);
+    add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
 
@@ -290,7 +293,7 @@ class Solver {
     std::vector<Cand> c;
     for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(best)])
       c.push_back({p.time, p.memory, p.deriv, -1, v, best});
-    global_ = sum(global_, finish(c));
+    add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
 
@@ -364,7 +367,7 @@ class Solver {
     std::vector<Cand> c;
     for (const auto &[key, s] : states)
       for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, -1, 0});
-    global_ = sum(global_, finish(c));
+    add_global(finish(c, std::max(o_.final_points, o_.max_points)));
     for (int v : order) {
       alive_[static_cast<size_t>(v)] = false;
       adj_[static_cast<size_t>(v)].clear();

@@ -20,7 +20,8 @@
 //     still have an unprocessed neighbour (states with equal frontiers merge their sets); at most `max_states`
 //     states survive a step, taken alternately by least time and by least memory (exact when none is dropped).
 // Every set is pruned to its Pareto points (least time first; equal points keep the first found), then to at most
-// `max_points` of them spread evenly by rank, always keeping both ends (least time, least memory). With
+// `max_points` of them (`final_points` for the global set) spread evenly by rank, always keeping both ends (least
+// time, least memory). With
 // max_points and max_states large enough, and no heuristic elimination, the result is the exact frontier.
 // Deterministic: no hashing, no threads; ties go to the lower config index.
 #include <cstddef>
@@ -71,6 +72,9 @@ struct SolveOptions {
   size_t max_points = 8;
   size_t max_states = 256;
   size_t ldp_max_nodes = 48;
+  /** The global set (the sub-graphs folded away, the LDP's end) keeps up to this many points (at least
+   *  max_points): the frontier's candidates. */
+  size_t final_points = 16;
 };
 
 struct SolveStats {

@@ -167,7 +167,7 @@ TEST(FrontierSolve, HeuristicEliminationGivesReachablePoints) {
 // was lost (a tree: eliminations keep the fastest point exactly).
 TEST(FrontierSolve, BoundedSetsKeepTheFastestPoint) {
   ft::CostGraph g = random_graph(7, 3, {{0, 1}, {1, 2}, {1, 3}, {3, 4}, {4, 5}, {4, 6}}, 5);
-  std::vector<FrontierPoint> got = ft::solve_frontier(g, {3, kExact, 0});
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {3, kExact, 0, 3});
   std::vector<FrontierPoint> exact = ft::brute_force_frontier(g);
   ASSERT_LE(got.size(), 3u);
   EXPECT_NEAR(got.front().cost.time, exact.front().cost.time, 1e-9);
