@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "planner/cost_model.h"
 #include "planner/frontier_solve.h"
+#include "planner/make_plan.h"
 #include "planner/strategies.h"
 #include "planner/validate.h"
 
@@ -213,6 +214,25 @@ TEST(FrontierPlanner, TinyModelsGiveValidNonDominatedPlans) {
       for (size_t i = 0; i < r.frontier.size(); ++i)
         EXPECT_EQ(print_plan(again.frontier[i].plan), print_plan(r.frontier[i].plan));
     }
+}
+
+// The cost graph prices a plan's communication as estimate_cost does: data parallelism (every op's config among the
+// candidates, every device doing the same) costs the same seconds in both; a plan outside the candidates is counted.
+TEST(FrontierPlanner, ModelMatchesEstimateCostOnDataPlans) {
+  for (const char *name : {"k80x8", "p100-4x4"})
+    for (const char *model : {"mlp.onnx", "cnn.onnx"})
+      for (int devices : {2, 4, 8}) {
+        Topology t = preset_topology(name);
+        if (devices > t.devices()) continue;
+        SCOPED_TRACE(std::string(model) + " on " + name + " devices " + std::to_string(devices));
+        Graph g = training_graph(model);
+        Plan data = make_plan(g, "data", devices, &t);
+        std::vector<ModelledPlan> m = frontier_model_costs(g, devices, t, {data});
+        ASSERT_EQ(m.size(), 1u);
+        EXPECT_EQ(m[0].ops_matched, g.num_ops());
+        double want = estimate_cost(g, data, t).predicted_step_seconds;
+        EXPECT_NEAR(m[0].model.time, want, 1e-9 * want);
+      }
 }
 
 // mini-time: the fastest plan that fits; a limit nothing fits names the flag.
