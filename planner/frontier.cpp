@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
@@ -129,19 +130,35 @@ class Builder {
         ft::CostGraph::Edge e{owner, o, {}};
         // A box assembled for a forward op stays live into the backward pass when its gradient reads it too.
         bool kept = op.phase == Phase::forward && saved_[static_cast<size_t>(t)];
-        // Many config pairs give the same sharding and boxes: price each distinct pair once.
-        std::vector<int> from_ids, need_ids;
-        for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
-        for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(intern(key_of(needs(o, cc, s))));
-        for (int oc = 0; oc < configs(owner); ++oc)
-          for (int cc = 0; cc < configs(o); ++cc) {
-            const Needs &need = needs(o, cc, s);
-            auto [it, fresh] =
-                pair_secs_.try_emplace({from_ids[static_cast<size_t>(oc)], need_ids[static_cast<size_t>(cc)]}, 0.0);
-            if (fresh) it->second = resplit(t, owned(t, oc), need);
-            double secs = it->second;
-            e.cost.push_back({secs, kept && secs > 0 ? assembled_bytes(t, need) : 0});
+        // Many config pairs give the same sharding and boxes: price each distinct pair once (local indices of the
+        // distinct shardings and boxes of this edge, then the table of their pairs).
+        std::vector<int> from_ids, need_ids, from_local, need_local, from_first, need_first;
+        auto localise = [](const std::vector<int> &ids, std::vector<int> &local, std::vector<int> &first) {
+          std::map<int, int> seen;
+          for (size_t i = 0; i < ids.size(); ++i) {
+            auto [it, fresh] = seen.emplace(ids[i], static_cast<int>(first.size()));
+            if (fresh) first.push_back(static_cast<int>(i));
+            local.push_back(it->second);
           }
+        };
+        for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+        for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(need_id(o, cc, s));
+        localise(from_ids, from_local, from_first);
+        localise(need_ids, need_local, need_first);
+        std::vector<ft::Cost> table;
+        for (int f : from_first)
+          for (int n : need_first) {
+            auto [it, fresh] = pair_secs_.try_emplace(
+                {from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(n)]}, 0.0);
+            const Needs &need = needs(o, n, s);
+            if (fresh) it->second = resplit(t, owned(t, f), need);
+            table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, need) : 0});
+          }
+        e.cost.reserve(static_cast<size_t>(configs(owner)) * static_cast<size_t>(configs(o)));
+        for (int oc = 0; oc < configs(owner); ++oc)
+          for (int cc = 0; cc < configs(o); ++cc)
+            e.cost.push_back(table[static_cast<size_t>(from_local[static_cast<size_t>(oc)]) * need_first.size() +
+                                   static_cast<size_t>(need_local[static_cast<size_t>(cc)])]);
         cg.edges.push_back(std::move(e));
       }
     }
@@ -513,6 +530,13 @@ class Builder {
     return key + "]";
   }
 
+  /** The interned id of the boxes config `c` of op `o` reads of input `slot`. */
+  int need_id(OpId o, int c, size_t slot) {
+    auto [it, fresh] = need_ids_.try_emplace(std::make_tuple(o, c, slot), 0);
+    if (fresh) it->second = intern(key_of(needs(o, c, slot)));
+    return it->second;
+  }
+
   int intern(const std::string &key) { return ids_.emplace(key, static_cast<int>(ids_.size())).first->second; }
 
   /** The bytes of the box device 0 of a reader assembles. */
@@ -536,6 +560,7 @@ class Builder {
   std::map<std::string, double> resplit_;
   std::map<std::string, int> ids_;
   std::map<std::pair<int, int>, double> pair_secs_;
+  std::map<std::tuple<OpId, int, size_t>, int> need_ids_;
 };
 
 std::string fixed(double x, int digits) {

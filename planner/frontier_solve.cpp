@@ -12,11 +12,14 @@
 namespace cleave::plan::ft {
 
 std::vector<size_t> pareto_keep(const std::vector<Cost> &points, size_t max_points) {
+  if (points.size() <= 1) return std::vector<size_t>(points.size(), 0);
   std::vector<size_t> order(points.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  // The index breaks ties, as a stable sort would (std::sort: no merge buffer; this runs millions of times).
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (points[a].time != points[b].time) return points[a].time < points[b].time;
-    return points[a].memory < points[b].memory;
+    if (points[a].memory != points[b].memory) return points[a].memory < points[b].memory;
+    return a < b;
   });
   std::vector<size_t> front;
   double best_memory = std::numeric_limits<double>::infinity();
