@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -104,11 +105,12 @@ std::string key_of(const Needs &n) {
 
 class Builder {
  public:
-  Builder(const Graph &g, int devices, const Topology &t) : g_(g), n_(devices), t_(t) {
+  Builder(const Graph &g, int devices, const Topology &t, const Plan *seed = nullptr) : g_(g), n_(devices), t_(t) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
+    if (seed) add_seed_configs(*seed);
     find_owners();
   }
 
@@ -254,6 +256,16 @@ class Builder {
         it->second = std::move(out);
       }
       configs_.push_back(it->second);
+    }
+  }
+
+  /** Adds each op's config in `seed` to its candidates where none of them has the same var ranges on every device
+   *  (tofu's plans order the axes of a level differently, and mix more vars, than the enumeration keeps). */
+  void add_seed_configs(const Plan &seed) {
+    std::vector<int> matched = match(seed);
+    for (const OpEntry &e : seed.ops) {
+      std::optional<OpId> o = g_.find_op(e.name);
+      if (o && matched[static_cast<size_t>(*o)] < 0) configs_[static_cast<size_t>(*o)].push_back(e.config);
     }
   }
 
@@ -583,7 +595,10 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = now();
-  Builder b(g, devices, t);
+  // The tofu plan's per-op configs join the candidates: the search then starts from a config space that holds
+  // tofu's plan (its time and memory are one assignment of the cost graph), and FT decides what it keeps.
+  Plan seed = tofu_plan(g, devices, TofuOptions{{}, true, &t});
+  Builder b(g, devices, t, &seed);
   ft::CostGraph cg = b.cost_graph();
   auto t1 = now();
   FrontierResult r;
@@ -592,10 +607,31 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   r.edges = static_cast<int>(cg.edges.size());
   r.configs = b.total_configs();
   std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, options, &r.stats);
-  r.candidates = static_cast<int>(points.size());
+  // A second solve whose heuristic eliminations follow the seed's configs instead of the least time bound: the first
+  // loses the seed's neighbourhood where it fixes nodes by time alone. Its candidates join the first's.
+  ft::SolveOptions guided = options;
+  guided.guide = b.match(seed);
+  ft::SolveStats guided_stats;
+  if (r.stats.heuristic > 0)
+    for (ft::FrontierPoint &p : ft::solve_frontier(cg, guided, &guided_stats)) points.push_back(std::move(p));
+  // The seed itself is a candidate too, so the frontier is never worse than the tofu plan it started from.
+  ft::FrontierPoint seeded;
+  seeded.choice = guided.guide;
+  seeded.cost = ft::assignment_cost(cg, seeded.choice);
+  // Re-scoring is the costly part: only the candidates no other one dominates in the cost graph's model (the two
+  // solves' sets overlap and dominate each other in places), and the seed, each assignment once.
+  std::vector<ft::Cost> model;
+  for (const ft::FrontierPoint &p : points) model.push_back(p.cost);
+  std::vector<const ft::FrontierPoint *> chosen;
+  std::set<std::vector<int>> seen{seeded.choice};
+  for (size_t i : ft::pareto_keep(model, std::numeric_limits<size_t>::max()))
+    if (seen.insert(points[i].choice).second) chosen.push_back(&points[i]);
+  chosen.push_back(&seeded);
+  r.candidates = static_cast<int>(chosen.size());
   auto t2 = now();
   std::vector<FrontierPlan> all;
-  for (const ft::FrontierPoint &p : points) {
+  for (const ft::FrontierPoint *pp : chosen) {
+    const ft::FrontierPoint &p = *pp;
     FrontierPlan f;
     f.plan = b.plan(p.choice);
     f.model = p.cost;

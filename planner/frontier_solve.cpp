@@ -76,6 +76,9 @@ class Solver {
       add_edge(e.a, e.b, std::move(sets));
     }
     global_ = Set{Pt{}};
+    CLEAVE_CHECK(o.guide.empty() || o.guide.size() == n, "guide assignment of the wrong size");
+    for (size_t v = 0; v < o.guide.size(); ++v)
+      CLEAVE_CHECK(o.guide[v] >= 0 && o.guide[v] < configs(static_cast<int>(v)), "guide config out of range");
   }
 
   std::vector<FrontierPoint> run() {
@@ -268,9 +271,9 @@ class Solver {
     int v = rest.front();
     for (int r : rest)
       if (adj_[static_cast<size_t>(r)].size() > adj_[static_cast<size_t>(v)].size()) v = r;
-    int best = 0;
+    int best = o_.guide.empty() ? 0 : o_.guide[static_cast<size_t>(v)];
     double best_bound = std::numeric_limits<double>::infinity();
-    for (int cv = 0; cv < configs(v); ++cv) {
+    for (int cv = 0; cv < configs(v) && o_.guide.empty(); ++cv) {
       double bound = least_time(node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]);
       for (const auto &[n, e] : adj_[static_cast<size_t>(v)]) {
         double m = std::numeric_limits<double>::infinity();

@@ -15,7 +15,8 @@
 //   - heuristic elimination, when none of these applies and more than `ldp_max_nodes` nodes remain: the node of
 //     highest degree (it breaks the most cycles) is fixed to the config with the lowest time bound (its own least
 //     time plus, per edge, the least edge time plus neighbour time), its edges fold into its neighbours, and it
-//     becomes a degree-0 node (not exact: the other configs of that node are lost);
+//     becomes a degree-0 node (not exact: the other configs of that node are lost); with a guide assignment
+//     (SolveOptions::guide) it is fixed to the guide's config instead;
 //   - LDP: the nodes that remain, in id order, by a linear DP whose state is the configs of the processed nodes that
 //     still have an unprocessed neighbour (states with equal frontiers merge their sets); at most `max_states`
 //     states survive a step, taken alternately by least time and by least memory (exact when none is dropped).
@@ -75,6 +76,9 @@ struct SolveOptions {
   /** The global set (the sub-graphs folded away, the LDP's end) keeps up to this many points (at least
    *  max_points): the frontier's candidates. */
   size_t final_points = 16;
+  /** When not empty, a config per node: heuristic elimination fixes a node to this config instead of the one with
+   *  the lowest time bound, so the solve keeps this assignment reachable (a guide plan's neighbourhood). */
+  std::vector<int> guide;
 };
 
 struct SolveStats {
