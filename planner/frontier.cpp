@@ -606,20 +606,18 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   r.ops = g.num_ops();
   r.edges = static_cast<int>(cg.edges.size());
   r.configs = b.total_configs();
-  std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, options, &r.stats);
-  // A second solve whose heuristic eliminations follow the seed's configs instead of the least time bound: the first
-  // loses the seed's neighbourhood where it fixes nodes by time alone. Its candidates join the first's.
+  // Heuristic eliminations follow the seed's configs instead of the least time bound: by time alone they lose the
+  // seed's neighbourhood, and the frontier found then lies behind the seed plan (WResNet-50-4 at 16 devices: best
+  // 0.204 s against tofu's 0.156 s; following the seed: 0.154 s).
   ft::SolveOptions guided = options;
   guided.guide = b.match(seed);
-  ft::SolveStats guided_stats;
-  if (r.stats.heuristic > 0)
-    for (ft::FrontierPoint &p : ft::solve_frontier(cg, guided, &guided_stats)) points.push_back(std::move(p));
+  std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, guided, &r.stats);
   // The seed itself is a candidate too, so the frontier is never worse than the tofu plan it started from.
   ft::FrontierPoint seeded;
   seeded.choice = guided.guide;
   seeded.cost = ft::assignment_cost(cg, seeded.choice);
-  // Re-scoring is the costly part: only the candidates no other one dominates in the cost graph's model (the two
-  // solves' sets overlap and dominate each other in places), and the seed, each assignment once.
+  // Re-scoring is the costly part: each distinct assignment once, only those the cost graph's model does not
+  // dominate, and the seed.
   std::vector<ft::Cost> model;
   for (const ft::FrontierPoint &p : points) model.push_back(p.cost);
   std::vector<const ft::FrontierPoint *> chosen;

@@ -27,11 +27,10 @@
 // device. A partial tensor read by several ops is all-reduced by its producer. The edge's memory is the box a forward
 // reader's device assembles when anything moves and the backward pass reads that tensor.
 // Seed: the tofu plan (tofu.h) over the same devices. Its per-op configs join each op's candidates where the
-// enumeration lacks them (tofu orders a level's axes freely and mixes more vars), and when the solve had to use
-// heuristic elimination a second solve fixes those nodes to the seed's configs instead of by least time (the
-// first solve loses the seed's neighbourhood there). The candidates are the two solves' points and the seed
-// itself, so the frontier is never worse than the tofu plan; each distinct assignment the cost graph does not
-// dominate is re-scored.
+// enumeration lacks them (tofu orders a level's axes freely and mixes more vars), and heuristic elimination fixes a
+// node to the seed's config rather than by least time (which loses the seed's neighbourhood). The candidates are
+// the solve's points and the seed itself, so the frontier is never worse than the tofu plan; each distinct
+// assignment the cost graph does not dominate is re-scored.
 // The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
 // re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.
 #include <array>
