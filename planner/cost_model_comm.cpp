@@ -25,8 +25,6 @@ std::string_view comm_kind_name(CommEvent::Kind k) {
   return "?";
 }
 
-namespace {
-
 // Box predicates, as codegen/collectives.h defines them.
 
 bool contains(const Box &outer, const Box &inner) {
@@ -35,13 +33,14 @@ bool contains(const Box &outer, const Box &inner) {
   return true;
 }
 
-
+namespace {
 bool pairwise_disjoint(const std::vector<Box> &boxes) {
   for (size_t i = 0; i < boxes.size(); ++i)
     for (size_t j = i + 1; j < boxes.size(); ++j)
       if (!box_empty(box_intersect(boxes[i], boxes[j]))) return false;
   return true;
 }
+}  // namespace
 
 bool tiles(const std::vector<Box> &blocks, const Box &whole) {
   if (blocks.size() < 2 || whole.empty()) return false;
@@ -53,6 +52,7 @@ bool tiles(const std::vector<Box> &blocks, const Box &whole) {
   return total == box_volume(whole) && pairwise_disjoint(blocks);
 }
 
+namespace {
 bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
   int64_t next = 0;
   for (const Box &b : blocks) {
@@ -66,6 +66,7 @@ bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
   }
   return !blocks.empty();
 }
+}  // namespace
 
 bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted) {
   size_t n = owned.size();
@@ -99,6 +100,8 @@ std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const
   for (auto &[key, members] : groups) out.push_back(std::move(members));
   return out;
 }
+
+namespace {
 
 bool is_partial(const Sharding &s) {
   return std::any_of(s.axes.begin(), s.axes.end(), [](const auto &a) { return a.kind == AxisSharding::Kind::partial; });

@@ -2,29 +2,35 @@
 // The `frontier` planner (TensorOpt §3): the Pareto set of (step time, per-device memory) over per-op parallel
 // configs, found by the frontier-tracking algorithm (frontier_solve.h) on a cost graph of the training graph.
 //
-// Cost graph: one node per op. An op's configs use every device in order 0..n-1 on the mesh [n], and, when n is
-// composite, on one 2-D mesh (the topology's two levels when its devices fill them, e.g. [2, 8] on v100-2x8, else
-// [2, n/2]) and, when n has three or more prime factors, one 3-D mesh [p1, p2, n/(p1·p2)] (largest primes first:
-// [2, 2, 4] for 16); per mesh axis a splittable var of its description or none (replication), kept when
-// config_problems and codegen_supports (strategies.h) accept it. Configs with the same var on two axes (the same
-// split as on fewer axes) are left out, as are the all-none 2-D ones; at most kMaxConfigs per op, 1-D first, then
-// 2-D, then 3-D, each in var order.
-// A config's cost: time = its roofline compute (cost_model.h op_compute_seconds), plus the all-reduce of partial
-// outputs that several ops read, plus the statistics exchanges of synced kernels (cost_model.h sync_exchanges), plus
-// fetching what it reads of sources it owns beyond its shard; memory = the bytes of its outputs' shards if it is a
-// forward op (activations are what is live at the peak, the start of the backward pass) and of the sources it owns
-// (params, optimizer state), on device 0 (every config spans every device).
+// Cost graph: one node per op. Every config uses every device in order 0..n-1 on one mesh: per topology level used
+// (hierarchy_levels), outermost first, its count's prime factors, descending ([2, 2, 2, 2] for 16 devices of v100-2x8;
+// without a hierarchy the prime factors of n). Per mesh axis a splittable var of the op's primary description or none
+// (replication), so a var is split over any product of axes and several vars mix (Tofu's recursive splits). Axes of
+// one run (same level, same prime) only permute devices among themselves, so their vars are kept in var order
+// (replication first). Configs go in order of fewest distinct entries (replication counting as one), splits before
+// splits mixed with replication, then lexicographically; kept when config_problems and codegen_supports
+// (strategies.h) accept them, at most kMaxConfigs per op.
+// A config's cost: time = its roofline compute (cost_model.h op_slowest_compute_seconds), plus the all-reduce of
+// partial outputs that several ops read, plus the statistics exchanges of synced kernels (cost_model.h
+// sync_exchanges), plus the re-split of what it reads of sources it owns; memory = the bytes of its outputs' shards
+// that are forward outputs read by a backward or update op (saved activations are what is live at the peak, the start
+// of the backward pass), and of the sources it owns (params, optimizer state), on device 0 (every config spans every
+// device).
 // Tensors have owners (as in tofu_step.h): a produced tensor its producer, a param or optimizer state bound by an
 // assign the producer of its new value (it takes that value's sharding, partial axes replicated), another source its
 // first reader (split where that reader's boxes are exactly a sharding's blocks, graph data on dim 0 only, else
-// replicated). Every other read of a tensor is an edge owner -> reader whose cost for a pair of configs is the
-// cheapest re-split (Dijkstra over the tensor's shardings on the owner's mesh, moves being the collectives
-// cost_model.h prices: all-reduce or reduce-scatter of a partial axis, all-gather, all-to-all between split dims,
-// free local slicing), then a send/recv of whatever the reader's boxes still lack (α + bytes·β over the link to the
-// first device owning part of it; on a shared level the readers that fetch split its bandwidth); its memory is the
-// box a forward reader's device assembles (it stays live into the backward pass), when anything moves. A partial
-// tensor read by one op is resolved on that edge (its reduce-scatter counts); one read by several is all-reduced by
-// its producer.
+// replicated). Every other read of a tensor is an edge owner -> reader whose time for a pair of configs is the
+// re-split as estimate_cost prices what codegen emits for it (cost_model.h): a partial tensor read by one op is
+// reduce-scattered where the reader's boxes tile each group's shard, else all-reduced; then the boxes a device lacks
+// are all-gathered where the blocks of the devices wanting one box tile it, else exchanged all-to-all where the
+// pattern fits, else fetched by a grouped send/recv; per device the sum of the collectives it is in, the slowest
+// device. A partial tensor read by several ops is all-reduced by its producer. The edge's memory is the box a forward
+// reader's device assembles when anything moves and the backward pass reads that tensor.
+// Seed: the tofu plan (tofu.h) over the same devices. Its per-op configs join each op's candidates where the
+// enumeration lacks them (tofu orders a level's axes freely and mixes more vars), and heuristic elimination fixes a
+// node to the seed's config rather than by least time (which loses the seed's neighbourhood). The candidates are
+// the solve's points and the seed itself, so the frontier is never worse than the tofu plan; each distinct
+// assignment the cost graph does not dominate is re-scored.
 // The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
 // re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.
 #include <array>
@@ -39,7 +45,7 @@
 
 namespace cleave::plan {
 
-inline constexpr size_t kMaxConfigs = 24;
+inline constexpr size_t kMaxConfigs = 32;
 
 struct FrontierPlan {
   Plan plan;
@@ -65,6 +71,17 @@ struct FrontierResult {
 
 /** The frontier of `g` over `devices` devices of `t` (rules above). Throws UserError when `t` has fewer devices. */
 FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options = {});
+
+/** The FT cost graph's estimate of each of `plans` (over `devices` devices of `t`), with how many of its ops run a
+ *  config equal to one of their candidates (the same var ranges on every device): the estimate is that of the plan
+ *  with each such op on its candidate and every other op on its first candidate. For diagnostics: where the search
+ *  misses a plan, whether the candidate set lacks it or the model misprices it. */
+struct ModelledPlan {
+  ft::Cost model;
+  int ops_matched = 0;
+};
+std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,
+                                               const std::vector<Plan> &plans);
 
 /** mini-time: the fastest frontier plan whose peak fits `memory_limit` bytes. UserError naming --memory-limit when
  *  none fits. */

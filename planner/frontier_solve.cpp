@@ -12,11 +12,14 @@
 namespace cleave::plan::ft {
 
 std::vector<size_t> pareto_keep(const std::vector<Cost> &points, size_t max_points) {
+  if (points.size() <= 1) return std::vector<size_t>(points.size(), 0);
   std::vector<size_t> order(points.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  // The index breaks ties, as a stable sort would (std::sort: no merge buffer; this runs millions of times).
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (points[a].time != points[b].time) return points[a].time < points[b].time;
-    return points[a].memory < points[b].memory;
+    if (points[a].memory != points[b].memory) return points[a].memory < points[b].memory;
+    return a < b;
   });
   std::vector<size_t> front;
   double best_memory = std::numeric_limits<double>::infinity();
@@ -73,6 +76,9 @@ class Solver {
       add_edge(e.a, e.b, std::move(sets));
     }
     global_ = Set{Pt{}};
+    CLEAVE_CHECK(o.guide.empty() || o.guide.size() == n, "guide assignment of the wrong size");
+    for (size_t v = 0; v < o.guide.size(); ++v)
+      CLEAVE_CHECK(o.guide[v] >= 0 && o.guide[v] < configs(static_cast<int>(v)), "guide config out of range");
   }
 
   std::vector<FrontierPoint> run() {
@@ -131,13 +137,14 @@ class Solver {
     return d;
   }
 
-  /** Prunes candidates to a set (pareto_keep) and materialises the survivors' derivations. */
-  Set finish(const std::vector<Cand> &cands) {
+  /** Prunes candidates to a set (pareto_keep, at most `limit` points; 0: max_points) and materialises the
+   *  survivors' derivations. */
+  Set finish(const std::vector<Cand> &cands, size_t limit = 0) {
     std::vector<Cost> costs;
     costs.reserve(cands.size());
     for (const Cand &c : cands) costs.push_back({c.time, c.memory});
     Set out;
-    for (size_t i : pareto_keep(costs, o_.max_points))
+    for (size_t i : pareto_keep(costs, limit ? limit : o_.max_points))
       out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
     return out;
   }
@@ -148,11 +155,14 @@ class Solver {
       for (const Pt &y : b) out.push_back({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
   }
 
-  Set sum(const Set &a, const Set &b) {
+  Set sum(const Set &a, const Set &b, size_t limit = 0) {
     std::vector<Cand> c;
     add_sum(a, b, c);
-    return finish(c);
+    return finish(c, limit);
   }
+
+  /** Adds a folded sub-graph's set to the global one, which keeps up to final_points. */
+  void add_global(const Set &s) { global_ = sum(global_, s, std::max(o_.final_points, o_.max_points)); }
 
   void add_edge(int a, int b, std::vector<Set> sets) {
     auto it = adj_[static_cast<size_t>(a)].find(b);
@@ -201,8 +211,7 @@ class Solver {
     for (int cv = 0; cv < configs(v); ++cv)
       for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(cv)])
         c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
-    Set pick = finish(c);
-    global_ = sum(global_, pick);
+    add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
 
@@ -262,9 +271,9 @@ class Solver {
     int v = rest.front();
     for (int r : rest)
       if (adj_[static_cast<size_t>(r)].size() > adj_[static_cast<size_t>(v)].size()) v = r;
-    int best = 0;
+    int best = o_.guide.empty() ? 0 : o_.guide[static_cast<size_t>(v)];
     double best_bound = std::numeric_limits<double>::infinity();
-    for (int cv = 0; cv < configs(v); ++cv) {
+    for (int cv = 0; cv < configs(v) && o_.guide.empty(); ++cv) {
       double bound = least_time(node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]);
       for (const auto &[n, e] : adj_[static_cast<size_t>(v)]) {
         double m = std::numeric_limits<double>::infinity();
@@ -290,7 +299,7 @@ class Solver {
     std::vector<Cand> c;
     for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(best)])
       c.push_back({p.time, p.memory, p.deriv, -1, v, best});
-    global_ = sum(global_, finish(c));
+    add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
 
@@ -364,7 +373,7 @@ class Solver {
     std::vector<Cand> c;
     for (const auto &[key, s] : states)
       for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, -1, 0});
-    global_ = sum(global_, finish(c));
+    add_global(finish(c, std::max(o_.final_points, o_.max_points)));
     for (int v : order) {
       alive_[static_cast<size_t>(v)] = false;
       adj_[static_cast<size_t>(v)].clear();

@@ -15,12 +15,14 @@
 //   - heuristic elimination, when none of these applies and more than `ldp_max_nodes` nodes remain: the node of
 //     highest degree (it breaks the most cycles) is fixed to the config with the lowest time bound (its own least
 //     time plus, per edge, the least edge time plus neighbour time), its edges fold into its neighbours, and it
-//     becomes a degree-0 node (not exact: the other configs of that node are lost);
+//     becomes a degree-0 node (not exact: the other configs of that node are lost); with a guide assignment
+//     (SolveOptions::guide) it is fixed to the guide's config instead;
 //   - LDP: the nodes that remain, in id order, by a linear DP whose state is the configs of the processed nodes that
 //     still have an unprocessed neighbour (states with equal frontiers merge their sets); at most `max_states`
 //     states survive a step, taken alternately by least time and by least memory (exact when none is dropped).
 // Every set is pruned to its Pareto points (least time first; equal points keep the first found), then to at most
-// `max_points` of them spread evenly by rank, always keeping both ends (least time, least memory). With
+// `max_points` of them (`final_points` for the global set) spread evenly by rank, always keeping both ends (least
+// time, least memory). With
 // max_points and max_states large enough, and no heuristic elimination, the result is the exact frontier.
 // Deterministic: no hashing, no threads; ties go to the lower config index.
 #include <cstddef>
@@ -71,6 +73,12 @@ struct SolveOptions {
   size_t max_points = 8;
   size_t max_states = 256;
   size_t ldp_max_nodes = 48;
+  /** The global set (the sub-graphs folded away, the LDP's end) keeps up to this many points (at least
+   *  max_points): the frontier's candidates. */
+  size_t final_points = 16;
+  /** When not empty, a config per node: heuristic elimination fixes a node to this config instead of the one with
+   *  the lowest time bound, so the solve keeps this assignment reachable (a guide plan's neighbourhood). */
+  std::vector<int> guide;
 };
 
 struct SolveStats {

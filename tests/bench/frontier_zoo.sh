@@ -49,8 +49,8 @@ for spec in $models; do
   while read -r _ _ b step peak verdict; do
     [ "$verdict" = "dominates-a-frontier-point" ] && verdict=DOMINATES
     printf '%-24s %14s %18s  %s\n' "$b" "$step" "$peak" "$verdict"
-  done < <(grep '^# baseline' "$work/$name.frontier.txt")
+  done < <(grep "^# baseline " "$work/$name.frontier.txt")
   grep -q 'dominates-a-frontier-point' "$work/$name.frontier.txt" && status=1
-  grep '^# chosen' "$work/$name.frontier.txt"
+  grep '^# baseline-model\|^# chosen' "$work/$name.frontier.txt"
 done
 exit $status

@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "planner/cost_model.h"
 #include "planner/frontier_solve.h"
+#include "planner/make_plan.h"
 #include "planner/strategies.h"
 #include "planner/validate.h"
 
@@ -163,11 +164,38 @@ TEST(FrontierSolve, HeuristicEliminationGivesReachablePoints) {
   }
 }
 
+// With a guide, heuristic elimination fixes nodes to the guide's configs: the solve is exact over the assignments
+// that agree with the guide there, so every exact-frontier assignment, given as the guide, is reached (or beaten in
+// both time and memory). Without the guide some are lost on some of these graphs (the fixes go by time alone).
+TEST(FrontierSolve, GuidedHeuristicEliminationReachesTheGuide) {
+  auto reaches = [](const std::vector<FrontierPoint> &got, Cost want) {
+    for (const FrontierPoint &p : got)
+      if (p.cost.time <= want.time + 1e-9 && p.cost.memory <= want.memory + 1e-9) return true;
+    return false;
+  };
+  int lost_unguided = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    ft::CostGraph g =
+        random_graph(5, 3, {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {4, 0}, {4, 1}}, seed);
+    ft::SolveStats plain_stats;
+    std::vector<FrontierPoint> plain = ft::solve_frontier(g, {kExact, kExact, 0}, &plain_stats);
+    for (const FrontierPoint &e : ft::brute_force_frontier(g)) {
+      ft::SolveOptions o{kExact, kExact, 0};
+      o.guide = e.choice;
+      ft::SolveStats stats;
+      EXPECT_TRUE(reaches(ft::solve_frontier(g, o, &stats), e.cost)) << "seed " << seed;
+      EXPECT_GE(stats.heuristic, 1);
+      lost_unguided += !reaches(plain, e.cost);
+    }
+  }
+  EXPECT_GT(lost_unguided, 0);
+}
+
 // Bounded sets: at most max_points survive, the least-time point of the exact frontier among them when nothing else
 // was lost (a tree: eliminations keep the fastest point exactly).
 TEST(FrontierSolve, BoundedSetsKeepTheFastestPoint) {
   ft::CostGraph g = random_graph(7, 3, {{0, 1}, {1, 2}, {1, 3}, {3, 4}, {4, 5}, {4, 6}}, 5);
-  std::vector<FrontierPoint> got = ft::solve_frontier(g, {3, kExact, 0});
+  std::vector<FrontierPoint> got = ft::solve_frontier(g, {3, kExact, 0, 3});
   std::vector<FrontierPoint> exact = ft::brute_force_frontier(g);
   ASSERT_LE(got.size(), 3u);
   EXPECT_NEAR(got.front().cost.time, exact.front().cost.time, 1e-9);
@@ -213,6 +241,25 @@ TEST(FrontierPlanner, TinyModelsGiveValidNonDominatedPlans) {
       for (size_t i = 0; i < r.frontier.size(); ++i)
         EXPECT_EQ(print_plan(again.frontier[i].plan), print_plan(r.frontier[i].plan));
     }
+}
+
+// The cost graph prices a plan's communication as estimate_cost does: data parallelism (every op's config among the
+// candidates, every device doing the same) costs the same seconds in both; a plan outside the candidates is counted.
+TEST(FrontierPlanner, ModelMatchesEstimateCostOnDataPlans) {
+  for (const char *name : {"k80x8", "p100-4x4"})
+    for (const char *model : {"mlp.onnx", "cnn.onnx"})
+      for (int devices : {2, 4, 8}) {
+        Topology t = preset_topology(name);
+        if (devices > t.devices()) continue;
+        SCOPED_TRACE(std::string(model) + " on " + name + " devices " + std::to_string(devices));
+        Graph g = training_graph(model);
+        Plan data = make_plan(g, "data", devices, &t);
+        std::vector<ModelledPlan> m = frontier_model_costs(g, devices, t, {data});
+        ASSERT_EQ(m.size(), 1u);
+        EXPECT_EQ(m[0].ops_matched, g.num_ops());
+        double want = estimate_cost(g, data, t).predicted_step_seconds;
+        EXPECT_NEAR(m[0].model.time, want, 1e-9 * want);
+      }
 }
 
 // mini-time: the fastest plan that fits; a limit nothing fits names the flag.

@@ -1,5 +1,6 @@
 // `cleave plan --planner frontier`: modes, the frontier table and plot (planner/frontier.h).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -180,9 +181,10 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   const plan::FrontierPlan &pick = plan::fastest_fitting(r, limit);
   std::cerr << progress;
   std::vector<plan::LabelledPoint> points;
+  std::vector<plan::Plan> plans;
   for (const std::string &b : baselines) {
-    plan::Plan p = plan::make_plan(g, b, r.devices, &topo);
-    plan::CostReport c = plan::estimate_cost(g, p, topo);
+    plans.push_back(plan::make_plan(g, b, r.devices, &topo));
+    plan::CostReport c = plan::estimate_cost(g, plans.back(), topo);
     points.push_back({b, c.predicted_step_seconds, c.peak_memory_bytes});
   }
   std::string table = plan::frontier_table(r, topo.name);
@@ -202,6 +204,18 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                   : dominated ? "dominated"
                               : "beside");
     table += line;
+  }
+  if (!baselines.empty()) {
+    // The search's own model of each baseline, beside the re-scored points: where a baseline beats the frontier, the
+    // model's numbers tell whether the candidates lack it (few ops matched) or the model misprices it.
+    std::vector<plan::ModelledPlan> modelled = plan::frontier_model_costs(g, r.devices, topo, plans);
+    for (size_t i = 0; i < baselines.size(); ++i) {
+      char line[200];
+      std::snprintf(line, sizeof line, "# baseline-model %s ft_seconds=%.6e ft_memory_bytes=%lld ops_among_candidates=%d/%d\n",
+                    baselines[i].c_str(), modelled[i].model.time, static_cast<long long>(std::llround(modelled[i].model.memory)),
+                    modelled[i].ops_matched, g.num_ops());
+      table += line;
+    }
   }
   char line[200];
   std::snprintf(line, sizeof line, "# chosen %s devices=%d step_seconds=%.6e peak_memory_bytes=%lld limit=%lld\n",
