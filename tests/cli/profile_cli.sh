@@ -80,7 +80,7 @@ for r in (0, 1):
         assert 0 < timed <= step, (r, k, timed, step)
     assert any(s['kind'] == 'comm' for s in j['sites']) and any(s['kind'] == 'kernel' for s in j['sites'])
     assert all(s['bytes'] > 0 for s in j['sites'] if s['kind'] in ('copy', 'data'))
-    assert sum(s['kind'] == 'data' for s in j['sites']) == 2, 'x and y are read each step
+    assert sum(s['kind'] == 'data' for s in j['sites']) == 2, 'x and y are read each step'
 PY"
 
 "$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
