@@ -98,6 +98,9 @@ expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" explain "$mlp" --batch 16 --topology "$work/t.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" plan "$mlp" --batch 16 --topology "$work/t.json"
+printf '{"name": "t", "device": {"name": "d", "memory_bytes": 1, "peak_flops": 1e9, "memory_bandwidth": 1e9, "read_latency": -1}, "levels": [{"name": "l", "count": 2, "bandwidth": 1e9, "latency": 0}]}' >"$work/r.json"
+expect_error "error: $work/r.json: device.read_latency: must be a number >= 0" \
+  "$cleave" simulate "$mlp" --batch 16 --topology "$work/r.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" diff "$data_plan" "$col_plan" --model "$mlp" --batch 16 --topology "$work/t.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
