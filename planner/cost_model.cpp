@@ -138,7 +138,6 @@ class Estimator {
     r_.ops.resize(static_cast<size_t>(g.num_ops()));
     // Per device and program position: seconds spent there (compute then communication).
     op_comm_.assign(static_cast<size_t>(g.num_ops()) + 1, std::vector<double>(static_cast<size_t>(p.devices), 0));
-    op_copy_ = op_comm_;
   }
 
   CostReport run() {
@@ -174,17 +173,13 @@ class Estimator {
         continue;
       }
       d.copy_seconds += secs;
-      size_t pos = s.op == kNoOp ? r_.ops.size() : static_cast<size_t>(s.op);
-      op_copy_[pos][s.rank] += secs;
     }
     for (size_t pos = 0; pos < op_comm_.size(); ++pos)
       for (size_t r = 0; r < op_comm_[pos].size(); ++r) {
-        if (pos < r_.ops.size()) {
+        if (pos < r_.ops.size())
           r_.ops[pos].comm_seconds = std::max(r_.ops[pos].comm_seconds, op_comm_[pos][r]);
-          r_.ops[pos].copy_seconds = std::max(r_.ops[pos].copy_seconds, op_copy_[pos][r]);
-        } else {
-          r_.end_comm_seconds = std::max(r_.end_comm_seconds, op_comm_[pos][r] + op_copy_[pos][r]);
-        }
+        else
+          r_.end_comm_seconds = std::max(r_.end_comm_seconds, op_comm_[pos][r]);
       }
     memory(comm);
     for (DeviceCost &d : r_.devices) {
@@ -292,20 +287,18 @@ class Estimator {
   const Topology &t_;
   const Profile *profile_;
   CostReport r_;
-  std::vector<std::vector<double>> op_comm_, op_copy_;
+  std::vector<std::vector<double>> op_comm_;
 };
 
 }  // namespace
 
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                                       const ParallelConfig &config, const Topology &t, const Profile *profile,
-                                       int64_t *measured) {
+                                       const ParallelConfig &config, const Topology &t, const Profile *profile) {
   std::vector<double> out;
   for (size_t i = 0; i < config.devices.size(); ++i) {
-    bool m = false;
+    bool measured = false;
     int64_t index = static_cast<int64_t>(i);
-    out.push_back(share_seconds(g, op, config, index, device_work(g, op, descs, config, index), t, profile, m));
-    if (measured && m) ++*measured;
+    out.push_back(share_seconds(g, op, config, index, device_work(g, op, descs, config, index), t, profile, measured));
   }
   return out;
 }

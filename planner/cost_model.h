@@ -142,8 +142,6 @@ struct OpCost {
   int64_t comm_bytes = 0;
   /** Slowest device. */
   double comm_seconds = 0;
-  /** Slowest device: the region copies packing and unpacking this op's communication. */
-  double copy_seconds = 0;
 };
 
 struct DeviceCost {
@@ -208,10 +206,10 @@ double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vecto
 
 /** Seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the config's device
  *  order: what estimate_cost charges each device for the op's kernel. The roofline, or with a `profile` the measured
- *  time where it has the share's (op name, shard_key); `measured` (optional) is increased by the shares measured. */
+ *  time where it has the share's (op name, shard_key). */
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                        const ParallelConfig &config, const Topology &t,
-                                       const Profile *profile = nullptr, int64_t *measured = nullptr);
+                                       const Profile *profile = nullptr);
 
 /** Seconds of one CommEvent on `t`, as estimate_cost charges them: a collective's (or sync's) time, the same for every
  *  member; for send_recv, per transfer (in event order). α-β: a collective by its formula over its group's link, a
