@@ -9,8 +9,11 @@
 #include <cstdlib>
 #include <vector>
 int main(int argc, char **argv) {
-  if (argc != 3) return 2;
-  int rows = std::atoi(argv[1]), row = std::atoi(argv[2]);
+  int rows = argc == 3 ? std::atoi(argv[1]) : 0, row = argc == 3 ? std::atoi(argv[2]) : 0;
+  if (rows < 1 || row < 1) {
+    std::fprintf(stderr, "error: usage: read_cost ROWS BYTES_PER_ROW (positive integers)\n");
+    return 2;
+  }
   std::FILE *w = std::fopen("y.npy", "wb");
   std::vector<char> z(static_cast<size_t>(rows) * row + 128, 0);
   std::fwrite(z.data(), 1, z.size(), w);
