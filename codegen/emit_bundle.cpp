@@ -354,9 +354,11 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
     const Timing &t = prog.step[i].timing;
     if (t.kind == Timing::Kind::none) continue;
     site_of[i] = num_sites++;
-    sites += std::string(sites.empty() ? "" : ",\n      ") + "{" +
-             (t.kind == Timing::Kind::kernel ? "rt::ProfileSite::kernel" : "rt::ProfileSite::comm") + ", " +
-             quoted(t.shard) + ", " + std::to_string(num_site_ops) + ", " + std::to_string(t.ops.size()) + "}";
+    static const char *const kSiteKind[] = {"", "rt::ProfileSite::kernel", "rt::ProfileSite::comm",
+                                             "rt::ProfileSite::copy", "rt::ProfileSite::data"};
+    sites += std::string(sites.empty() ? "" : ",\n      ") + "{" + kSiteKind[static_cast<int>(t.kind)] + ", " +
+             quoted(t.shard) + ", " + std::to_string(num_site_ops) + ", " + std::to_string(t.ops.size()) +
+             (t.bytes > 0 ? ", " + std::to_string(t.bytes) : std::string()) + "}";
     for (OpId o : t.ops) {
       site_ops += std::string(site_ops.empty() ? "" : ",\n      ") + quoted(g.op(o).name);
       ++num_site_ops;

@@ -134,10 +134,12 @@ class Lowerer {
           int b = new_buffer(r, tensor.name, tensor.dtype, num_elements(box_shape(box)), false);
           tensor_buf_[r][t] = b;
           prog.data.push_back({t, b, box[0].begin, box[0].size()});
+          timing_ = {Timing::Kind::data, {}, "", num_elements(box_shape(box)) * dtype_size(tensor.dtype)};
           emit(r, std::string("rt::npy_read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (step - 1) * " +
                       std::to_string(out_.batch) + " + " + std::to_string(box[0].begin) + ", " +
                       std::to_string(box[0].size()) + ", " + ref(b) + ");",
                {b});
+          timing_ = {};
         } else {
           if (tensor.data.empty() && !tensor.external && !tensor.zero_init)
             CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
@@ -183,6 +185,11 @@ class Lowerer {
 
   void emit(int r, std::string code, std::vector<int> buffers) {
     out_.ranks[r].step.push_back({std::move(code), std::move(buffers), timing_});
+  }
+
+  /** A region copy of `bytes`, timed as a copy before the op whose communication is being emitted. */
+  void emit_copy(int r, std::string code, std::vector<int> buffers, int64_t bytes) {
+    out_.ranks[r].step.push_back({std::move(code), std::move(buffers), {Timing::Kind::copy, timing_.ops, "", bytes}});
   }
 
   int group_id(const std::vector<int> &ranks) {
@@ -248,8 +255,8 @@ class Lowerer {
       if (!in_order) {
         send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_volume(whole), false);
         for (size_t k = 0; k < members.size(); ++k)
-          emit(r, copy_code_at(ref(full), whole, at(send, static_cast<int64_t>(k) * count), blocks[k], blocks[k], 4),
-               {full, send});
+          emit_copy(r, copy_code_at(ref(full), whole, at(send, static_cast<int64_t>(k) * count), blocks[k], blocks[k], 4),
+                    {full, send}, 4 * count);
       }
       int mine = new_buffer(r, tensor.name, tensor.dtype, count, false);
       emit(r,
@@ -301,8 +308,8 @@ class Lowerer {
              {src, recv});
         if (!in_order)
           for (size_t k = 0; k < members.size(); ++k)
-            emit(r, copy_code_at(at(recv, static_cast<int64_t>(k) * count), blocks[k], ref(dst), want, blocks[k], 4),
-                 {recv, dst});
+            emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(k) * count), blocks[k], ref(dst), want, blocks[k], 4),
+                      {recv, dst}, 4 * count);
         assembled_[std::make_tuple(r, t, plan::box_str(want))] = dst;
         in_bufs[r][s] = dst;
         served.insert(r);
@@ -329,8 +336,8 @@ class Lowerer {
       int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(wanted[i]), false);
       for (size_t j = 0; j < rest.size(); ++j) {
         Box part = box_intersect(owned[i], wanted[j]);
-        emit(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),
-             {src, send});
+        emit_copy(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),
+                  {src, send}, 4 * count);
       }
       emit(r,
            "rt::all_to_all(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(recv) + ", " +
@@ -338,8 +345,8 @@ class Lowerer {
            {send, recv});
       for (size_t j = 0; j < rest.size(); ++j) {
         Box part = box_intersect(owned[j], wanted[i]);
-        emit(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, 4),
-             {recv, dst});
+        emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, 4),
+                  {recv, dst}, 4 * count);
       }
       assembled_[std::make_tuple(r, t, plan::box_str(wanted[i]))] = dst;
       in_bufs[r][s] = dst;
@@ -381,6 +388,7 @@ class Lowerer {
         transfers(out_.ranks.size());
     std::vector<std::vector<int>> pack_bufs(out_.ranks.size()), unpack_bufs(out_.ranks.size()),
         transfer_bufs(out_.ranks.size());
+    std::vector<std::vector<int64_t>> pack_bytes(out_.ranks.size()), unpack_bytes(out_.ranks.size());
     std::map<int, std::vector<int>> in_bufs;  // rank -> buffer per input slot (-1 absent)
     for (const auto &[r, need] : needs) in_bufs[r].assign(op.inputs.size(), -1);
     for (size_t s = 0; s < op.inputs.size(); ++s) {
@@ -427,6 +435,7 @@ class Lowerer {
         if (mine && box_contains(mine->box, want)) {
           unpacks[r].push_back(copy_code(tensor_buf_[r][t], mine->box, dst, want, want, es));
           unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
+          unpack_bytes[r].push_back(num_elements(box_shape(want)) * es);
           continue;
         }
         // One holder per distinct owned block: ourselves if we hold it, else the first in group order.
@@ -444,6 +453,7 @@ class Lowerer {
           if (ow->rank == r) {
             unpacks[r].push_back(copy_code(tensor_buf_[r][t], ow->box, dst, want, part, es));
             unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
+            unpack_bytes[r].push_back(num_elements(box_shape(part)) * es);
             continue;
           }
           int src_rank = ow->rank;
@@ -455,6 +465,7 @@ class Lowerer {
                               false);
             packs[src_rank].push_back(copy_code(tensor_buf_[src_rank][t], ow->box, sbuf, part, part, es));
             pack_bufs[src_rank].insert(pack_bufs[src_rank].end(), {tensor_buf_[src_rank][t], sbuf});
+            pack_bytes[src_rank].push_back(elems * es);
           }
           transfers[src_rank].push_back("{rt::Transfer::send, " + std::to_string(r) + ", " + ref(sbuf) + ", " +
                                         std::to_string(elems * es) + "}");
@@ -470,19 +481,21 @@ class Lowerer {
           if (direct) continue;
           unpacks[r].push_back(copy_code(rbuf, part, dst, want, part, es));
           unpack_bufs[r].insert(unpack_bufs[r].end(), {rbuf, dst});
+          unpack_bytes[r].push_back(elems * es);
         }
       }
     }
     for (size_t r = 0; r < out_.ranks.size(); ++r) {
       int rr = static_cast<int>(r);
-      for (size_t i = 0; i < packs[r].size(); ++i) emit(rr, packs[r][i], {pack_bufs[r][2 * i], pack_bufs[r][2 * i + 1]});
+      for (size_t i = 0; i < packs[r].size(); ++i)
+        emit_copy(rr, packs[r][i], {pack_bufs[r][2 * i], pack_bufs[r][2 * i + 1]}, pack_bytes[r][i]);
       if (!transfers[r].empty()) {
         std::string code = "rt::send_recv({";
         for (size_t i = 0; i < transfers[r].size(); ++i) code += (i ? ", " : "") + transfers[r][i];
         emit(rr, code + "});", transfer_bufs[r]);
       }
       for (size_t i = 0; i < unpacks[r].size(); ++i)
-        emit(rr, unpacks[r][i], {unpack_bufs[r][2 * i], unpack_bufs[r][2 * i + 1]});
+        emit_copy(rr, unpacks[r][i], {unpack_bufs[r][2 * i], unpack_bufs[r][2 * i + 1]}, unpack_bytes[r][i]);
     }
 
     // The kernel on each rank of the group, on its shard shapes.
@@ -617,7 +630,8 @@ class Lowerer {
           CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
                             "\" is not held where the tensor lives (assign across shardings is not supported yet)");
         int dst = tensor_buf_[r][a.dst];
-        emit(r, copy_code(src, have->box, dst, box, box, dtype_size(g_.tensor(a.dst).dtype)), {src, dst});
+        int es = dtype_size(g_.tensor(a.dst).dtype);
+        emit_copy(r, copy_code(src, have->box, dst, box, box, es), {src, dst}, std::max<int64_t>(box_volume(box), 1) * es);
       }
     }
   }

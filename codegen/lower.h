@@ -31,13 +31,17 @@ struct Buffer {
   int64_t bytes() const;
 };
 
-/** What a statement is timed as when the rank program profiles itself (CLEAVE_PROFILE, runtime rt.h). */
+/** What a statement is timed as when the rank program profiles itself (CLEAVE_PROFILE, runtime rt.h): a kernel, a
+ *  collective or send/recv (comm), a region copy packing or unpacking communicated boxes or applying an assign (copy),
+ *  or a read of a data shard from .npy (data). */
 struct Timing {
-  enum class Kind : uint8_t { none, kernel, comm } kind = Kind::none;
-  /** kernel: the ops it computes (several when fused); comm: the op it runs before (none: the end of the step). */
+  enum class Kind : uint8_t { none, kernel, comm, copy, data } kind = Kind::none;
+  /** kernel: the ops it computes (several when fused); comm, copy: the op it runs before (none: the end of the step). */
   std::vector<OpId> ops;
   /** kernel: planner/profile.h's shard_key of this rank's share of ops[0]. */
   std::string shard;
+  /** copy: the bytes copied; data: the bytes of the shard read. */
+  int64_t bytes = 0;
 };
 
 /** One statement of a rank's step. `code` refers to buffer b as `$b$` (replaced by a typed pointer at emission). */

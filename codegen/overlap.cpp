@@ -81,9 +81,10 @@ void overlap_reductions(RankProgram &prog) {
     floor = j;
     std::string name = "pending_" + std::to_string(pending++);
     std::string ref = "$" + std::to_string(b) + "$";
+    // The start is timed as communication of the op the all-reduce runs before, like its wait.
     starts[j].push_back({"rt::Pending " + name + " = rt::all_reduce_sum_start(G" + std::to_string(gid) + ", " + ref +
                              ", " + count + ");",
-                         {b}});
+                         {b}, step[i].timing});
     // The wait keeps the all-reduce's place and its timing site: what is left of the reduction is paid there.
     step[i].code = "rt::wait(" + name + ");";
   }

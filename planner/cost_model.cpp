@@ -66,6 +66,52 @@ double roofline_seconds(const Work &w, const Topology &t) {
                   static_cast<double>(w.bytes) / t.device.memory_bandwidth);
 }
 
+/** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set), else the
+ *  roofline. */
+double share_seconds(const Graph &g, const Op &op, const ParallelConfig &c, int64_t index, const Work &w,
+                     const Topology &t, const Profile *profile, bool &measured) {
+  if (profile)
+    if (auto m = profile->compute_seconds(op.name, shard_key(g, op, c, index))) {
+      measured = true;
+      return *m;
+    }
+  return roofline_seconds(w, t);
+}
+
+/** α-β seconds of one CommEvent (comm_event_seconds without a profile). */
+CommSeconds comm_event_seconds_modelled(const CommEvent &e, const Topology &t) {
+  CommSeconds out;
+  if (e.kind == CommEvent::Kind::send_recv) {
+    // On a shared level the op's senders over that level split its bandwidth.
+    std::map<int, std::vector<int>> senders;  // level -> distinct senders
+    for (const auto &tr : e.transfers) {
+      auto &v = senders[t.level_between(tr.src, tr.dst)];
+      if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
+    }
+    for (const auto &tr : e.transfers) {
+      int l = t.level_between(tr.src, tr.dst);
+      const Level &lv = t.levels[static_cast<size_t>(std::max(l, 0))];
+      double bw = lv.shared ? lv.bandwidth / static_cast<double>(senders[l].size()) : lv.bandwidth;
+      out.transfers.push_back(lv.latency + static_cast<double>(tr.bytes) / bw);
+    }
+    return out;
+  }
+  int p = static_cast<int>(e.group.size());
+  if (p < 2) return out;
+  const Level &lv = t.levels[static_cast<size_t>(std::max(t.level_spanned(e.group), 0))];
+  double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
+  double n = static_cast<double>(e.count * e.elem_bytes);
+  switch (e.kind) {
+    case CommEvent::Kind::all_reduce:
+    case CommEvent::Kind::sync: out.collective = all_reduce_seconds(n, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_gather:
+    case CommEvent::Kind::reduce_scatter: out.collective = all_gather_seconds(n * p, p, bw, lv.latency); break;
+    case CommEvent::Kind::all_to_all: out.collective = all_to_all_seconds(n, p, bw, lv.latency); break;
+    case CommEvent::Kind::send_recv: break;
+  }
+  return out;
+}
+
 }  // namespace
 
 double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
@@ -105,15 +151,9 @@ class Estimator {
       const ParallelConfig &c = *config[o];
       for (size_t i = 0; i < c.devices.size(); ++i) {
         Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
-        double secs = roofline_seconds(w, t_);
-        if (profile_) {
-          if (auto m = profile_->compute_seconds(op.name, shard_key(g_, op, c, static_cast<int64_t>(i)))) {
-            secs = *m;
-            ++r_.measured_shares;
-          } else {
-            ++r_.roofline_shares;
-          }
-        }
+        bool measured = false;
+        double secs = share_seconds(g_, op, c, static_cast<int64_t>(i), w, t_, profile_, measured);
+        if (profile_) ++(measured ? r_.measured_shares : r_.roofline_shares);
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
         d.compute_seconds += secs;
@@ -123,6 +163,17 @@ class Estimator {
     }
     Communication comm = derive_communication(g_, p_);
     for (const CommEvent &e : comm.events) price(e);
+    for (const LocalStatement &s : comm.local) {
+      bool measured = false;
+      double secs = local_seconds(s, t_, profile_, &measured);
+      if (profile_) ++(measured ? r_.measured_local : r_.modelled_local);
+      DeviceCost &d = r_.devices[s.rank];
+      if (s.kind == LocalStatement::Kind::data) {
+        d.data_seconds += secs;
+        continue;
+      }
+      d.copy_seconds += secs;
+    }
     for (size_t pos = 0; pos < op_comm_.size(); ++pos)
       for (size_t r = 0; r < op_comm_[pos].size(); ++r) {
         if (pos < r_.ops.size())
@@ -132,7 +183,7 @@ class Estimator {
       }
     memory(comm);
     for (DeviceCost &d : r_.devices) {
-      d.step_seconds = d.compute_seconds + d.comm_seconds;
+      d.step_seconds = d.compute_seconds + d.comm_seconds + d.copy_seconds + d.data_seconds;
       r_.flops += d.flops;
       r_.comm_bytes += d.comm_bytes;
       for (size_t l = 0; l < d.comm_bytes_per_level.size(); ++l) r_.comm_bytes_per_level[l] += d.comm_bytes_per_level[l];
@@ -162,27 +213,18 @@ class Estimator {
       // Per rank: sends and receives proceed at once (full duplex), each transfer priced by comm_event_seconds.
       std::map<int, double> send_s, recv_s;
       std::map<int, std::map<int, int64_t>> sent;  // rank -> level -> bytes
-      std::set<int> exchanging;
-      for (const auto &tr : e.transfers) exchanging.insert({tr.src, tr.dst});
-      bool measured = false;
-      std::vector<double> transfer_s = comm_event_seconds(e, t_).transfers;
+      CommSeconds cs = comm_event_seconds(e, t_, profile_);
       for (size_t i = 0; i < e.transfers.size(); ++i) {
         const auto &tr = e.transfers[i];
         int l = t_.level_between(tr.src, tr.dst);
-        double s = transfer_s[i];
-        if (profile_)
-          if (auto m = profile_->collective_seconds("send_recv", static_cast<int>(exchanging.size()),
-                                                    static_cast<double>(tr.bytes))) {
-            s = *m;
-            measured = true;
-          }
+        double s = cs.transfers[i];
         send_s[tr.src] += s;
         recv_s[tr.dst] += s;
         sent[tr.src][l] += tr.bytes;
       }
       std::map<int, bool> ranks;
       for (const auto &tr : e.transfers) ranks[tr.src] = ranks[tr.dst] = true;
-      if (profile_) ++(measured ? r_.measured_comm : r_.modelled_comm);
+      if (profile_) ++(cs.measured ? r_.measured_comm : r_.modelled_comm);
       for (const auto &[r, unused] : ranks) {
         double secs = std::max(send_s[r], recv_s[r]);
         bool first = true;
@@ -207,16 +249,9 @@ class Estimator {
       case CommEvent::Kind::all_to_all: sent = (p - 1) * n; break;
       case CommEvent::Kind::send_recv: break;
     }
-    double secs = comm_event_seconds(e, t_).collective;
-    if (profile_) {
-      const char *kind = e.kind == CommEvent::Kind::sync ? "all_reduce" : comm_kind_name(e.kind).data();
-      if (auto m = profile_->collective_seconds(kind, p, static_cast<double>(n))) {
-        secs = *m;
-        ++r_.measured_comm;
-      } else {
-        ++r_.modelled_comm;
-      }
-    }
+    CommSeconds cs = comm_event_seconds(e, t_, profile_);
+    double secs = cs.collective;
+    if (profile_) ++(cs.measured ? r_.measured_comm : r_.modelled_comm);
     for (int r : e.group) charge(e, r, l, sent, secs);
   }
 
@@ -258,42 +293,49 @@ class Estimator {
 }  // namespace
 
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                                       const ParallelConfig &config, const Topology &t) {
+                                       const ParallelConfig &config, const Topology &t, const Profile *profile) {
   std::vector<double> out;
-  for (size_t i = 0; i < config.devices.size(); ++i)
-    out.push_back(roofline_seconds(device_work(g, op, descs, config, static_cast<int64_t>(i)), t));
+  for (size_t i = 0; i < config.devices.size(); ++i) {
+    bool measured = false;
+    int64_t index = static_cast<int64_t>(i);
+    out.push_back(share_seconds(g, op, config, index, device_work(g, op, descs, config, index), t, profile, measured));
+  }
   return out;
 }
 
-CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t) {
-  CommSeconds out;
+double local_seconds(const LocalStatement &s, const Topology &t, const Profile *profile, bool *measured) {
+  double bytes = static_cast<double>(s.bytes);
+  const char *kind = s.kind == LocalStatement::Kind::data ? "data" : "copy";
+  if (profile)
+    if (auto m = profile->statement_seconds(kind, bytes)) {
+      if (measured) *measured = true;
+      return *m;
+    }
+  if (s.kind == LocalStatement::Kind::copy) return 2 * bytes / t.device.memory_bandwidth;
+  return t.device.read_latency + static_cast<double>(s.rows) * t.device.read_row_latency +
+         bytes / t.device.memory_bandwidth;
+}
+
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Profile *profile) {
+  CommSeconds out = comm_event_seconds_modelled(e, t);
+  if (!profile) return out;
   if (e.kind == CommEvent::Kind::send_recv) {
-    // On a shared level the op's senders over that level split its bandwidth.
-    std::map<int, std::vector<int>> senders;  // level -> distinct senders
-    for (const auto &tr : e.transfers) {
-      auto &v = senders[t.level_between(tr.src, tr.dst)];
-      if (std::find(v.begin(), v.end(), tr.src) == v.end()) v.push_back(tr.src);
-    }
-    for (const auto &tr : e.transfers) {
-      int l = t.level_between(tr.src, tr.dst);
-      const Level &lv = t.levels[static_cast<size_t>(std::max(l, 0))];
-      double bw = lv.shared ? lv.bandwidth / static_cast<double>(senders[l].size()) : lv.bandwidth;
-      out.transfers.push_back(lv.latency + static_cast<double>(tr.bytes) / bw);
-    }
+    std::set<int> exchanging;
+    for (const auto &tr : e.transfers) exchanging.insert({tr.src, tr.dst});
+    for (size_t i = 0; i < e.transfers.size(); ++i)
+      if (auto m = profile->collective_seconds("send_recv", static_cast<int>(exchanging.size()),
+                                               static_cast<double>(e.transfers[i].bytes))) {
+        out.transfers[i] = *m;
+        out.measured = true;
+      }
     return out;
   }
   int p = static_cast<int>(e.group.size());
   if (p < 2) return out;
-  const Level &lv = t.levels[static_cast<size_t>(std::max(t.level_spanned(e.group), 0))];
-  double bw = lv.shared ? lv.bandwidth / p : lv.bandwidth;
-  double n = static_cast<double>(e.count * e.elem_bytes);
-  switch (e.kind) {
-    case CommEvent::Kind::all_reduce:
-    case CommEvent::Kind::sync: out.collective = all_reduce_seconds(n, p, bw, lv.latency); break;
-    case CommEvent::Kind::all_gather:
-    case CommEvent::Kind::reduce_scatter: out.collective = all_gather_seconds(n * p, p, bw, lv.latency); break;
-    case CommEvent::Kind::all_to_all: out.collective = all_to_all_seconds(n, p, bw, lv.latency); break;
-    case CommEvent::Kind::send_recv: break;
+  const char *kind = e.kind == CommEvent::Kind::sync ? "all_reduce" : comm_kind_name(e.kind).data();
+  if (auto m = profile->collective_seconds(kind, p, static_cast<double>(e.count * e.elem_bytes))) {
+    out.collective = *m;
+    out.measured = true;
   }
   return out;
 }

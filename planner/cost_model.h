@@ -19,8 +19,12 @@
 // over each pair's link. Bytes sent count the ring algorithm's (all-reduce: 2(p-1)/p·n per member).
 // Compute: a roofline per op and device, max(flops / peak, bytes read and written / memory bandwidth), over the
 // descriptions' FLOPs restricted to the device's var ranges.
-// Step time: per device, the sum of compute and communication in program order (v1 models no overlap of compute
-// with communication, no kernel launch cost and no contention between concurrent collectives), max over devices.
+// Local statements (LocalStatement: data reads, region copies; local_seconds): a copy moves its bytes twice (read and
+// write) at the device's memory bandwidth, a data read costs the device's read latency, its read row latency per
+// sample and its bytes once at the memory bandwidth; a profile's measured curves replace both.
+// Step time: per device, the sum of compute, communication and local statements in program order (v1 models no
+// overlap of compute with communication, no kernel launch cost and no contention between concurrent collectives), max
+// over devices.
 // Memory: per device, the peak of live bytes over program positions (two per op: its communication, then its
 // kernel): persistent shards (params, optimizer state, constants) always; every other buffer codegen would hold
 // (Communication::buffers) over the positions it holds it: a shard from its producer (step start for data) to its
@@ -76,8 +80,30 @@ struct StepBuffer {
   int64_t bytes = 0;
 };
 
+/** A statement of one rank's step that neither computes an op nor communicates, as codegen emits it: a read of the
+ *  rank's shard of an input or label from .npy at the start of the step (data), or a region copy (copy) packing part
+ *  of a shard before a send or an all-to-all, unpacking a received or locally held part into an assembled box,
+ *  reordering the blocks of a gather or scatter, or copying an update into its tensor (an assign, at the end). */
+struct LocalStatement {
+  enum class Kind : uint8_t { copy, data };
+  Kind kind = Kind::copy;
+  int rank = 0;
+  /** copy: the op whose communication it belongs to (kNoOp: the end of the step); data: kNoOp. */
+  OpId op = kNoOp;
+  /** copy: after that communication (unpacking, assigns) rather than before it (packing). */
+  bool after = false;
+  /** copy: bytes copied; data: bytes of the shard read. */
+  int64_t bytes = 0;
+  /** data: the samples read (the runtime seeks and reads each one). */
+  int64_t rows = 0;
+  bool operator==(const LocalStatement &) const = default;
+};
+
 struct Communication {
   std::vector<CommEvent> events;  // program order
+  /** Every data read and region copy of the step, in program order per rank (tests/planner/cost_model_test.cpp
+   *  checks them against codegen's copy and data statements). */
+  std::vector<LocalStatement> local;
   /** Every non-persistent buffer the replayed program holds, with codegen's lifetimes: a tensor's shard lives from
    *  its producer to its last direct use (read in place, or as the source of a copy, collective or send), not to
    *  its last reader, which may read an assembled copy instead. */
@@ -131,6 +157,8 @@ struct OpCost {
 struct DeviceCost {
   int64_t flops = 0;
   double compute_seconds = 0, comm_seconds = 0;
+  /** Local statements (LocalStatement): region copies, and reads of data shards. */
+  double copy_seconds = 0, data_seconds = 0;
   /** Bytes this device sends, in all and per topology level. */
   int64_t comm_bytes = 0;
   std::vector<int64_t> comm_bytes_per_level;
@@ -157,6 +185,8 @@ struct CostReport {
   /** With a profile: how many (op, device) shares took their compute time from it (the rest: roofline), and how many
    *  communication events took theirs from its measured curves (the rest: α-β). */
   int64_t measured_shares = 0, roofline_shares = 0, measured_comm = 0, modelled_comm = 0;
+  /** With a profile: how many local statements took their time from its curves (the rest: modelled). */
+  int64_t measured_local = 0, modelled_local = 0;
 };
 
 /** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has.
@@ -184,18 +214,30 @@ GroupLink group_link(const Topology &t, const std::vector<int> &group);
 double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                           const ParallelConfig &config, const Topology &t);
 
-/** Roofline seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the
- *  config's device order: what estimate_cost charges each device for the op's kernel. */
+/** Seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the config's device
+ *  order: what estimate_cost charges each device for the op's kernel. The roofline, or with a `profile` the measured
+ *  time where it has the share's (op name, shard_key). */
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                                       const ParallelConfig &config, const Topology &t);
+                                       const ParallelConfig &config, const Topology &t,
+                                       const Profile *profile = nullptr);
 
-/** α-β seconds of one CommEvent on `t`, as estimate_cost charges them: a collective's (or sync's) time, the same for
- *  every member; for send_recv, per transfer (in event order) α + bytes·β over its pair's link, a shared level's
- *  bandwidth divided among the event's senders over that level. */
+/** Seconds of one CommEvent on `t`, as estimate_cost charges them: a collective's (or sync's) time, the same for every
+ *  member; for send_recv, per transfer (in event order). α-β: a collective by its formula over its group's link, a
+ *  transfer α + bytes·β over its pair's link, a shared level's bandwidth divided among the event's senders over that
+ *  level. With a `profile`, a collective is interpolated on the measured curve of its kind and group size (sync as an
+ *  all-reduce) and each transfer on the send_recv curve of the event's number of exchanging ranks, where measured
+ *  (`measured` says whether any time was). */
 struct CommSeconds {
   double collective = 0;
   std::vector<double> transfers;
+  bool measured = false;
 };
-CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t);
+CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Profile *profile = nullptr);
+
+/** Seconds of one local statement on `t`'s devices: with a `profile` that measured statements of its kind, interpolated
+ *  on that curve (`*measured` set true); else a copy 2·bytes / memory bandwidth (read and written), a data read the
+ *  device's read_latency + rows · read_row_latency + bytes / memory bandwidth. */
+double local_seconds(const LocalStatement &s, const Topology &t, const Profile *profile = nullptr,
+                     bool *measured = nullptr);
 
 }  // namespace cleave::plan

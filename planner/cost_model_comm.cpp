@@ -154,6 +154,9 @@ class Replay {
         Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
         size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(box_volume(box), 1))) : kNone;
         owned_[t].push_back({s.devices[i], box, buf});
+        if (data)
+          out_.local.push_back({LocalStatement::Kind::data, s.devices[i], kNoOp, false,
+                                bytes(t, std::max<int64_t>(box_volume(box), 1)), box.empty() ? 1 : box[0].size()});
       }
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) op(o);
@@ -162,13 +165,18 @@ class Replay {
     for (TensorId t : std::vector<TensorId>(pending_.begin(), pending_.end())) resolve_partial(t, {});
     // [finish_step] rank 0 logs the loss; each holder of an assign's destination copies the source's shard.
     if (g_.loss != kNoTensor) use(owned_by(g_.loss, 0));
-    for (const Assign &a : g_.assigns)
-      for (int r : sharding_[a.dst]->devices) {
+    for (const Assign &a : g_.assigns) {
+      const Sharding &ds = *sharding_[a.dst];
+      for (size_t i = 0; i < ds.devices.size(); ++i) {
+        int r = ds.devices[i];
         const Owned *have = nullptr;
         for (const auto &ow : owned_[a.src])
           if (ow.rank == r) have = &ow;
         use(have);
+        copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(shard_region(g_.tensor(a.dst).shape, ds,
+                                                                              static_cast<int64_t>(i))), 1)));
       }
+    }
     return std::move(out_);
   }
 
@@ -195,6 +203,11 @@ class Replay {
   }
 
   int64_t bytes(TensorId t, int64_t n) const { return n * dtype_size(g_.tensor(t).dtype); }
+
+  /** A region copy on rank r at the current op, before or after its communication. */
+  void copy(int r, bool after, int64_t n) {
+    out_.local.push_back({LocalStatement::Kind::copy, r, at_ < g_.num_ops() ? at_ : kNoOp, after, n});
+  }
 
   /** A buffer needed at this position only; returns its index. */
   size_t buffer(int rank, int64_t bytes, int phase = kComm) {
@@ -248,6 +261,8 @@ class Replay {
           int r = members[m];
           use(owned_by(t, r));
           if (!in_order) buffer(r, bytes(t, box_volume(whole)));
+          if (!in_order)  // [reduce_scatter] each block copied into its place in the send buffer
+            for (size_t k = 0; k < members.size(); ++k) copy(r, false, bytes(t, box_volume(blocks[0])));
           size_t mine = buffer(r, bytes(t, std::max<int64_t>(box_volume(blocks[m]), 1)));
           for (auto &ow : owned_[t])
             if (ow.rank == r) ow.box = blocks[m], ow.buf = mine;
@@ -286,6 +301,8 @@ class Replay {
         use(owned_by(t, r));
         assemble(r, t, key, buffer(r, bytes(t, box_volume(want))));
         if (!in_order) buffer(r, bytes(t, box_volume(want)));
+        if (!in_order)  // each gathered block copied into its place in the assembled box
+          for (size_t k = 0; k < members.size(); ++k) copy(r, true, bytes(t, box_volume(blocks[0])));
         served.insert(r);
       }
     }
@@ -304,6 +321,8 @@ class Replay {
     for (size_t i = 0; i < rest.size(); ++i) {
       use(owned_by(t, rest[i]));
       buffer(rest[i], 2 * bytes(t, n * count));
+      for (int64_t j = 0; j < n; ++j) copy(rest[i], false, bytes(t, count));  // packing each peer's part
+      for (int64_t j = 0; j < n; ++j) copy(rest[i], true, bytes(t, count));   // unpacking each peer's part
       assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, box_volume(wanted[i]))));
     }
   }
@@ -368,6 +387,7 @@ class Replay {
         assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(box_volume(want), 1))));
         if (mine && contains(mine->box, want)) {
           use(mine);
+          copy(r, true, bytes(t, std::max<int64_t>(box_volume(want), 1)));
           continue;
         }
         std::vector<const Owned *> chosen;
@@ -381,11 +401,20 @@ class Replay {
         }
         for (const Owned *ow : chosen) {
           use(ow);
-          if (ow->rank == r) continue;
           Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
           int64_t n = box_volume(part);
-          if (part != ow->box) buffer(ow->rank, bytes(t, n));
-          if (part != want) buffer(r, bytes(t, n));
+          if (ow->rank == r) {
+            copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
+            continue;
+          }
+          if (part != ow->box) {
+            buffer(ow->rank, bytes(t, n));
+            copy(ow->rank, false, bytes(t, std::max<int64_t>(n, 1)));
+          }
+          if (part != want) {
+            buffer(r, bytes(t, n));
+            copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
+          }
           sr.transfers.push_back({ow->rank, r, bytes(t, n)});
         }
       }

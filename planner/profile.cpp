@@ -45,6 +45,12 @@ std::optional<double> Profile::collective_seconds(const std::string &kind, int g
   return interpolate(g->second, bytes);
 }
 
+std::optional<double> Profile::statement_seconds(const std::string &kind, double bytes) const {
+  auto c = statements.find(kind);
+  if (c == statements.end() || c->second.empty()) return std::nullopt;
+  return interpolate(c->second, bytes);
+}
+
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index) {
   std::vector<describe::Description> descs = describe::describe(g, op);
   for (size_t k = 0; k < descs.size(); ++k) {
@@ -115,6 +121,22 @@ std::string compact_arrays(const std::string &text) {
   return out;
 }
 
+/** A curve of [bytes, seconds] points with increasing positive bytes. */
+std::vector<std::pair<double, double>> curve(const json &points, const std::string &source, const std::string &w) {
+  if (!points.is_array() || points.empty()) bad(source, w, "must be a non-empty array of [bytes, seconds]");
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::string pw = w + "[" + std::to_string(i) + "]";
+    const json &pt = points[i];
+    if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number()) bad(source, pw, "must be [bytes, seconds]");
+    double bytes = pt[0].get<double>();
+    if (!(bytes > 0) || !std::isfinite(bytes)) bad(source, pw, "bytes must be positive");
+    if (!out.empty() && bytes <= out.back().first) bad(source, pw, "bytes must increase along the curve");
+    out.emplace_back(bytes, seconds(pt[1], source, pw));
+  }
+  return out;
+}
+
 }  // namespace
 
 Profile parse_profile(const std::string &json_text, const std::string &source) {
@@ -127,7 +149,7 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
     std::replace(what.begin(), what.end(), '\n', ' ');
     bad(source, "(top level)", "malformed JSON: " + what);
   }
-  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "plans"});
+  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "statements", "plans"});
   Profile p;
   if (!j.contains("format")) bad(source, "format", "missing");
   if (j["format"] != "cleave-profile-1") bad(source, "format", "must be \"cleave-profile-1\"");
@@ -162,19 +184,15 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
           used = 0;
         }
         if (used != size.size() || n < 2) bad(source, w, "group size must be an integer >= 2");
-        if (!points.is_array() || points.empty()) bad(source, w, "must be a non-empty array of [bytes, seconds]");
-        auto &curve = p.collectives[kind][n];
-        for (size_t i = 0; i < points.size(); ++i) {
-          std::string pw = w + "[" + std::to_string(i) + "]";
-          const json &pt = points[i];
-          if (!pt.is_array() || pt.size() != 2 || !pt[0].is_number()) bad(source, pw, "must be [bytes, seconds]");
-          double bytes = pt[0].get<double>();
-          if (!(bytes > 0) || !std::isfinite(bytes)) bad(source, pw, "bytes must be positive");
-          if (!curve.empty() && bytes <= curve.back().first) bad(source, pw, "bytes must increase along the curve");
-          curve.emplace_back(bytes, seconds(pt[1], source, pw));
-        }
+        p.collectives[kind][n] = curve(points, source, w);
       }
     }
+  }
+  if (j.contains("statements")) {
+    const json &c = j["statements"];
+    check_keys(c, source, "statements",
+               std::set<std::string>(std::begin(kProfileStatements), std::end(kProfileStatements)));
+    for (const auto &[kind, points] : c.items()) p.statements[kind] = curve(points, source, "statements." + kind);
   }
   if (j.contains("plans")) {
     const json &ps = j["plans"];
@@ -220,6 +238,15 @@ std::string profile_json(const Profile &p) {
       coll[kind][std::to_string(n)] = pts;
     }
   j["collectives"] = coll;
+  if (!p.statements.empty()) {
+    json st = json::object();
+    for (const auto &[kind, curve] : p.statements) {
+      json pts = json::array();
+      for (const auto &[bytes, secs] : curve) pts.push_back({static_cast<int64_t>(bytes), round6(secs)});
+      st[kind] = pts;
+    }
+    j["statements"] = st;
+  }
   json plans = json::array();
   for (const ProfiledPlan &pp : p.plans)
     plans.push_back({{"name", pp.name}, {"devices", pp.devices}, {"step_seconds", round6(pp.step_seconds)}});

@@ -6,6 +6,7 @@
 //   {"format": "cleave-profile-1", "backend": "cpu",
 //    "compute": {"<op name>": {"<shard key>": seconds, ...}, ...},
 //    "collectives": {"<kind>": {"<group size>": [[bytes, seconds], ...], ...}, ...},
+//    "statements": {"copy": [[bytes, seconds], ...], "data": [[bytes, seconds], ...]},
 //    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
 // - compute: the median kernel time of one device's share of an op, keyed by the op's name and shard_key() of that
 //   share (what the device computes, not which device: shares of equal extents share a key). Several ops fused into
@@ -14,6 +15,8 @@
 //   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
 //   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
 //   with their ring neighbours at once); points sorted by bytes (powers of two), seconds > 0.
+// - statements (optional): the median time of the profiled plans' region copies (copy) and data reads (data) per
+//   size in bytes (cost_model.h LocalStatement), points sorted by bytes; priced by interpolate() on the curve.
 // - plans: the measured step time of each plan profiled (information; the cost model does not read it).
 #include <cstdint>
 #include <map>
@@ -26,6 +29,9 @@
 #include "planner/plan.h"
 
 namespace cleave::plan {
+
+/** The local statements a profile measures (cost_model.h LocalStatement), in its JSON spelling (sorted). */
+inline constexpr const char *kProfileStatements[] = {"copy", "data"};
 
 /** The collectives a profile measures, in its JSON spelling (sorted). */
 inline constexpr const char *kProfileCollectives[] = {"all_gather", "all_reduce", "all_to_all", "reduce_scatter",
@@ -44,6 +50,8 @@ struct Profile {
   std::map<std::string, std::map<std::string, double>> compute;
   /** kind -> group size -> (bytes, seconds) sorted by bytes. */
   std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> collectives;
+  /** kind (copy, data) -> (bytes, seconds) sorted by bytes. */
+  std::map<std::string, std::vector<std::pair<double, double>>> statements;
   std::vector<ProfiledPlan> plans;
   bool operator==(const Profile &) const = default;
 
@@ -52,6 +60,9 @@ struct Profile {
   /** The time of collective `kind` over `group` ranks for `bytes`, interpolated from the measured curve of that group
    *  size (interpolate()); nothing when that kind or group size was not measured. */
   std::optional<double> collective_seconds(const std::string &kind, int group, double bytes) const;
+  /** The time of a local statement of `kind` (copy, data) moving `bytes`, interpolated on its measured curve; nothing
+   *  when that kind was not measured. */
+  std::optional<double> statement_seconds(const std::string &kind, double bytes) const;
 };
 
 /** Piecewise-linear interpolation of (x, y) points sorted by x (at least one): linear between neighbours; below the

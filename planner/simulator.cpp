@@ -26,25 +26,35 @@ bool same_events(const std::vector<CommEvent> &a, const std::vector<CommEvent> &
   return true;
 }
 
-/** Events grouped by the op they run before (the last group: the end of the step). */
-std::vector<std::vector<CommEvent>> events_by_op(const Graph &g, Communication comm) {
-  std::vector<std::vector<CommEvent>> out(static_cast<size_t>(g.num_ops()) + 1);
-  for (CommEvent &e : comm.events)
-    out[e.op == kNoOp ? out.size() - 1 : static_cast<size_t>(e.op)].push_back(std::move(e));
+/** Events and local statements grouped by the op they run before (the last group: the end of the step; data reads
+ *  with the first op). */
+struct BySegment {
+  std::vector<std::vector<CommEvent>> events;
+  std::vector<std::vector<LocalStatement>> local;
+};
+BySegment by_segment(const Graph &g, Communication comm) {
+  BySegment out;
+  size_t n = static_cast<size_t>(g.num_ops()) + 1;
+  out.events.resize(n);
+  out.local.resize(n);
+  for (CommEvent &e : comm.events) out.events[e.op == kNoOp ? n - 1 : static_cast<size_t>(e.op)].push_back(std::move(e));
+  for (const LocalStatement &l : comm.local)
+    out.local[l.kind == LocalStatement::Kind::data ? 0 : l.op == kNoOp ? n - 1 : static_cast<size_t>(l.op)].push_back(l);
   return out;
 }
 
 
 }  // namespace
 
-Simulator::Simulator(const Graph &g, Plan p, const Topology &t) : g_(g), t_(t), p_(std::move(p)) {
+Simulator::Simulator(const Graph &g, Plan p, const Topology &t, const Profile *profile)
+    : g_(g), t_(t), profile_(profile), p_(std::move(p)) {
   for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
   start();
 }
 
 Simulator::Simulator(const Graph &g, Plan p, const Topology &t,
-                     const std::vector<std::vector<describe::Description>> &descs)
-    : g_(g), t_(t), p_(std::move(p)), descs_(descs) {
+                     const std::vector<std::vector<describe::Description>> &descs, const Profile *profile)
+    : g_(g), t_(t), profile_(profile), p_(std::move(p)), descs_(descs) {
   start();
 }
 
@@ -73,9 +83,9 @@ void Simulator::start() {
   comm_cache_.needs.assign(ops, {});
   compute_config_.resize(ops);
   compute_seconds_.resize(ops);
-  std::vector<std::vector<CommEvent>> events = events_by_op(g, derive_communication(g, p_, &comm_cache_));
-  for (size_t s = 0; s < events.size(); ++s) {
-    segs_.push_back(build(static_cast<int>(s), std::move(events[s])));
+  BySegment by = by_segment(g, derive_communication(g, p_, &comm_cache_));
+  for (size_t s = 0; s < by.events.size(); ++s) {
+    segs_.push_back(build(static_cast<int>(s), std::move(by.events[s]), std::move(by.local[s])));
     insert(static_cast<int>(s));
   }
   std::vector<Key> all;
@@ -84,7 +94,7 @@ void Simulator::start() {
   propagate(std::move(all));
 }
 
-Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
+Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::vector<LocalStatement> local) {
   Segment seg;
   seg.compute_of.assign(static_cast<size_t>(p_.devices), -1);
   bool end = s == g_.num_ops();
@@ -107,8 +117,35 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
       if (std::find(out.begin(), out.end(), dep) == out.end()) out.push_back(dep);
     }
   };
+  // Data reads, then the copies packing this op's communication: on their rank's compute channel.
+  auto local_task = [&](const LocalStatement &l) {
+    Task k;
+    k.kind = l.kind == LocalStatement::Kind::data ? SimTask::Kind::data : SimTask::Kind::copy;
+    k.op = l.kind == LocalStatement::Kind::data ? kNoOp : l.op;
+    k.device = l.rank;
+    k.seconds = local_seconds(l, t_, profile_);
+    k.channels = {k.device * 3 + kCompute};
+    return k;
+  };
+  for (const LocalStatement &l : local)
+    if (l.kind == LocalStatement::Kind::data) seg.tasks.push_back(local_task(l));
+  std::vector<int> packs;
+  for (const LocalStatement &l : local)
+    if (l.kind == LocalStatement::Kind::copy && !l.after) {
+      Task k = local_task(l);
+      producers_on(kNoTensor, k.device, k.producers);
+      packs.push_back(static_cast<int>(seg.tasks.size()));
+      seg.tasks.push_back(std::move(k));
+    }
+  int first_comm = static_cast<int>(seg.tasks.size());
+  // A communication task waits for the packing copies of the ranks taking part.
+  auto wait_packs = [&](Task &k, const std::vector<int> &ranks) {
+    for (int j : packs)
+      if (std::find(ranks.begin(), ranks.end(), seg.tasks[static_cast<size_t>(j)].device) != ranks.end())
+        k.local.push_back(j);
+  };
   for (const CommEvent &e : events) {
-    CommSeconds secs = comm_event_seconds(e, t_);
+    CommSeconds secs = comm_event_seconds(e, t_, profile_);
     if (e.kind == CommEvent::Kind::send_recv) {
       for (size_t i = 0; i < e.transfers.size(); ++i) {
         Task k;
@@ -119,6 +156,7 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
         k.peer = e.transfers[i].dst;
         k.seconds = secs.transfers[i];
         producers_on(kNoTensor, k.device, k.producers);
+        wait_packs(k, {k.device, k.peer});
         k.channels = {k.device * 3 + kSend, k.peer * 3 + kRecv};
         seg.tasks.push_back(std::move(k));
       }
@@ -138,12 +176,25 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
     }
     std::sort(k.channels.begin(), k.channels.end());
     k.channels.erase(std::unique(k.channels.begin(), k.channels.end()), k.channels.end());
+    wait_packs(k, e.group);
     seg.tasks.push_back(std::move(k));
   }
+  int comm_tasks = static_cast<int>(seg.tasks.size());
+  auto takes_part = [&](const Task &c, int device) {
+    return c.kind == SimTask::Kind::transfer ? c.device == device || c.peer == device
+                                             : std::find(c.members.begin(), c.members.end(), device) != c.members.end();
+  };
+  // The unpacking copies (and the assigns' at the end) wait for the communication their rank takes part in.
+  for (const LocalStatement &l : local)
+    if (l.kind == LocalStatement::Kind::copy && l.after) {
+      Task k = local_task(l);
+      for (int j = first_comm; j < comm_tasks; ++j)
+        if (takes_part(seg.tasks[static_cast<size_t>(j)], k.device)) k.local.push_back(j);
+      seg.tasks.push_back(std::move(k));
+    }
   if (op) {
-    int comm_tasks = static_cast<int>(seg.tasks.size());
     if (compute_seconds_[s].empty() || compute_config_[s] != *config) {
-      compute_seconds_[s] = op_compute_seconds(g_, *op, descs_[s], *config, t_);
+      compute_seconds_[s] = op_compute_seconds(g_, *op, descs_[s], *config, t_, profile_);
       compute_config_[s] = *config;
     }
     const std::vector<double> &secs = compute_seconds_[s];
@@ -154,19 +205,15 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events) {
       k.device = config->devices[i];
       k.seconds = secs[i];
       producers_on(kNoTensor, k.device, k.producers);
-      for (int j = 0; j < comm_tasks; ++j) {
-        const Task &c = seg.tasks[static_cast<size_t>(j)];
-        bool takes_part = c.kind == SimTask::Kind::transfer
-                              ? c.device == k.device || c.peer == k.device
-                              : std::find(c.members.begin(), c.members.end(), k.device) != c.members.end();
-        if (takes_part) k.local.push_back(j);
-      }
+      for (int j = first_comm; j < comm_tasks; ++j)
+        if (takes_part(seg.tasks[static_cast<size_t>(j)], k.device)) k.local.push_back(j);
       k.channels = {k.device * 3 + kCompute};
       seg.compute_of[static_cast<size_t>(k.device)] = static_cast<int>(seg.tasks.size());
       seg.tasks.push_back(std::move(k));
     }
   }
   seg.events = std::move(events);
+  seg.local = std::move(local);
   return seg;
 }
 
@@ -283,7 +330,7 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
         if (a.src == out) set_sharding(a.dst, without_partial(p_.tensors[tensor_entry_[out]].sharding));
     }
   }
-  std::vector<std::vector<CommEvent>> events = events_by_op(g_, derive_communication(g_, p_, &comm_cache_));
+  BySegment by = by_segment(g_, derive_communication(g_, p_, &comm_cache_));
   std::vector<bool> rebuild(segs_.size(), false);
   for (const auto &[o, config] : changes) {
     rebuild[static_cast<size_t>(o)] = true;
@@ -291,7 +338,7 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
   }
   rebuild.back() = true;  // the end of the step: small, and its collectives may wait for o's kernels
   for (size_t s = 0; s < segs_.size(); ++s)
-    if (!same_events(events[s], segs_[s].events)) rebuild[s] = true;
+    if (!same_events(by.events[s], segs_[s].events) || by.local[s] != segs_[s].local) rebuild[s] = true;
   // Rebuild first, then seed: a seed taken while a later segment is still to be rebuilt could name a task it drops.
   std::vector<std::set<int>> touched(segs_.size());
   for (size_t s = 0; s < segs_.size(); ++s) {
@@ -300,7 +347,7 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
     for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
     erase(si);
     undo_.segments.push_back({si, std::move(segs_[s])});
-    segs_[s] = build(si, std::move(events[s]));
+    segs_[s] = build(si, std::move(by.events[s]), std::move(by.local[s]));
     insert(si);
     for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
   }
@@ -358,6 +405,8 @@ std::vector<DeviceBusy> Simulator::busy() const {
     for (const Task &k : seg.tasks) {
       if (k.kind == SimTask::Kind::compute) {
         out[static_cast<size_t>(k.device)].compute_seconds += k.seconds;
+      } else if (k.kind == SimTask::Kind::copy || k.kind == SimTask::Kind::data) {
+        out[static_cast<size_t>(k.device)].local_seconds += k.seconds;
       } else if (k.kind == SimTask::Kind::transfer) {
         out[static_cast<size_t>(k.device)].comm_seconds += k.seconds;
         out[static_cast<size_t>(k.peer)].comm_seconds += k.seconds;
@@ -374,6 +423,8 @@ std::string task_name(const Graph &g, const SimTask &k) {
   std::string op = k.op == kNoOp ? "(end of step)" : print_name(g.op(k.op).name);
   switch (k.kind) {
     case SimTask::Kind::compute: return op;
+    case SimTask::Kind::copy: return "copy for " + op;
+    case SimTask::Kind::data: return "read data";
     case SimTask::Kind::transfer: return "send_recv " + op;
     case SimTask::Kind::collective:
       return std::string(comm_kind_name(k.comm)) + " " +
@@ -384,7 +435,9 @@ std::string task_name(const Graph &g, const SimTask &k) {
 
 std::string where(const SimTask &k) {
   switch (k.kind) {
-    case SimTask::Kind::compute: return "d" + std::to_string(k.device);
+    case SimTask::Kind::compute:
+    case SimTask::Kind::copy:
+    case SimTask::Kind::data: return "d" + std::to_string(k.device);
     case SimTask::Kind::transfer: return "d" + std::to_string(k.device) + "->d" + std::to_string(k.peer);
     case SimTask::Kind::collective: {
       std::string s;
@@ -400,6 +453,8 @@ const char *kind_name(SimTask::Kind k) {
     case SimTask::Kind::compute: return "compute";
     case SimTask::Kind::collective: return "collective";
     case SimTask::Kind::transfer: return "transfer";
+    case SimTask::Kind::copy: return "copy";
+    case SimTask::Kind::data: return "data";
   }
   return "?";
 }
@@ -466,6 +521,8 @@ std::string timeline_svg(const Graph &g, const Simulator &sim) {
   for (const SimTask &k : sim.tasks()) {
     switch (k.kind) {
       case SimTask::Kind::compute: box(3 * k.device, k, "#4e79a7"); break;
+      case SimTask::Kind::copy:
+      case SimTask::Kind::data: box(3 * k.device, k, "#76b7b2"); break;
       case SimTask::Kind::transfer:
         box(3 * k.device + 1, k, "#f28e2b");
         box(3 * k.peer + 2, k, "#f28e2b");

@@ -113,13 +113,21 @@ Topology parse_topology(const std::string &json_text, const std::string &source)
   Topology t;
   t.name = text(j, source, "name", "name");
   const json &d = field(j, source, "device", "device");
-  check_keys(d, source, "device", {"name", "memory_bytes", "peak_flops", "memory_bandwidth"});
+  check_keys(d, source, "device",
+             {"name", "memory_bytes", "peak_flops", "memory_bandwidth", "read_latency", "read_row_latency"});
   t.device.name = text(d, source, "device.name", "name");
   const json &mem = field(d, source, "device.memory_bytes", "memory_bytes");
   if (!mem.is_number_integer() || mem.get<int64_t>() <= 0) bad(source, "device.memory_bytes", "must be a positive integer");
   t.device.memory_bytes = mem.get<int64_t>();
   t.device.peak_flops = positive(d, source, "device.peak_flops", "peak_flops");
   t.device.memory_bandwidth = positive(d, source, "device.memory_bandwidth", "memory_bandwidth");
+  for (auto [key, to] : {std::pair{"read_latency", &t.device.read_latency},
+                         std::pair{"read_row_latency", &t.device.read_row_latency}})
+    if (auto r = d.find(key); r != d.end()) {
+      if (!r->is_number() || !(r->get<double>() >= 0) || !std::isfinite(r->get<double>()))
+        bad(source, std::string("device.") + key, "must be a number >= 0");
+      *to = r->get<double>();
+    }
   const json &levels = field(j, source, "levels", "levels");
   if (!levels.is_array() || levels.empty()) bad(source, "levels", "must be a non-empty array");
   int64_t total = 1;
@@ -173,6 +181,8 @@ std::string topology_json(const Topology &t) {
                  {"memory_bytes", t.device.memory_bytes},
                  {"peak_flops", t.device.peak_flops},
                  {"memory_bandwidth", t.device.memory_bandwidth}};
+  if (t.device.read_latency > 0) j["device"]["read_latency"] = t.device.read_latency;
+  if (t.device.read_row_latency > 0) j["device"]["read_row_latency"] = t.device.read_row_latency;
   j["levels"] = json::array();
   for (const Level &l : t.levels) {
     json e = {{"name", l.name}, {"count", l.count}, {"bandwidth", l.bandwidth}, {"latency", l.latency}};

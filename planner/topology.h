@@ -12,6 +12,7 @@
 // JSON form (models/topologies/*.json; unknown keys are errors, "sources" holds citations and is not used):
 //   {"name": "p100-4x4",
 //    "device": {"name": "P100", "memory_bytes": 17179869184, "peak_flops": 1.06e13, "memory_bandwidth": 7.32e11},
+//               (optional "read_latency", "read_row_latency": seconds per data read and per sample it reads)
 //    "levels": [{"name": "nvlink", "count": 4, "bandwidth": 2e10, "latency": 5e-6},
 //               {"name": "infiniband", "count": 4, "bandwidth": 1.25e10, "latency": 1e-5}],
 //    "sources": ["..."]}
@@ -28,6 +29,9 @@ struct DeviceSpec {
   double peak_flops = 0;
   /** Memory bandwidth, bytes/s. */
   double memory_bandwidth = 0;
+  /** Seconds a read of a data shard costs besides its bytes: per read (opening the .npy file) and per sample read (a
+   *  seek and a read: rt::npy_read_samples); optional, default 0. */
+  double read_latency = 0, read_row_latency = 0;
   bool operator==(const DeviceSpec &) const = default;
 };
 

@@ -113,11 +113,12 @@ void profile_finish() {
                   ",\n \"steps\": " + json_seconds(g.steps) + ",\n \"sites\": [";
   for (int k = 0; k < g.count; ++k) {
     const ProfileSite &site = g.sites[k];
-    s += std::string(k ? ",\n  " : "\n  ") + "{\"kind\": " + (site.kind == ProfileSite::kernel ? "\"kernel\"" : "\"comm\"") +
-         ", \"ops\": [";
+    static const char *const kKind[] = {"\"kernel\"", "\"comm\"", "\"copy\"", "\"data\""};
+    s += std::string(k ? ",\n  " : "\n  ") + "{\"kind\": " + kKind[site.kind] + ", \"ops\": [";
     for (int i = 0; i < site.num_ops; ++i) s += (i ? ", " : "") + json_string(g.ops[site.first_op + i]);
-    s += "], \"shard\": " + json_string(site.shard) + ", \"seconds\": " + json_seconds(g.seconds[static_cast<size_t>(k)]) +
-         "}";
+    s += "], \"shard\": " + json_string(site.shard);
+    if (site.kind == ProfileSite::copy || site.kind == ProfileSite::data) s += ", \"bytes\": " + std::to_string(site.bytes);
+    s += ", \"seconds\": " + json_seconds(g.seconds[static_cast<size_t>(k)]) + "}";
   }
   s += "]}\n";
   // Written whole to a temporary name, then renamed: a reader never sees half a file.

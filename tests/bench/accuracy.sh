@@ -11,10 +11,13 @@
 #     time after the warm-up step. The profile's kernel times come from the profiling run of the same plans (in
 #     sample, as FlexFlow profiles every op config it later simulates), the step times from this second run;
 #  3. predicted: each function named in $PREDICTORS (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
-#     roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the same with --profile. A new
-#     predictor (e.g. the task-graph simulator) is one more function and one more word in PREDICTORS.
+#     roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the same with --profile;
+#     simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with --profile. A new
+#     predictor is one more function and one more word in PREDICTORS;
+#  4. where the time goes: per plan, WORK/<group>/<plan>.breakdown.txt (tests/bench/step_breakdown.py) lists each
+#     rank's measured step by kind of statement (kernel, comm, copy, data, untimed) next to explain --profile's.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Environment: STEPS (default 8), PREDICTORS (default "roofline profile simulate"), CASES (default below: model:batch:ranks:
+# Environment: STEPS (default 8), PREDICTORS (default "roofline profile simulate simprofile"), CASES (default below: model:batch:ranks:
 # planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default the one next to CLEAVE_BINARY's build).
 set -u
 cleave=$(readlink -f "$1")
@@ -23,7 +26,7 @@ work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 work=$(readlink -f "$work")
 steps=${STEPS:-8}
-predictors=${PREDICTORS:-"roofline profile simulate"}
+predictors=${PREDICTORS:-"roofline profile simulate simprofile"}
 topology=$src/models/topologies/cpu-local.json
 rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
 rtflag=()
@@ -56,10 +59,12 @@ explain_step() {
 }
 predict_roofline() { explain_step "$1" "$2" "$3" "$4"; }
 predict_profile() { explain_step "$1" "$2" "$3" "$4" --profile "$4"; }
-# The task-graph simulator (cleave simulate, roofline kernels): overlap and cross-device waits, no profile yet.
+# The task-graph simulator (cleave simulate): overlap and cross-device waits; roofline, or measured with --profile.
 predict_simulate() {
-  "$cleave" simulate "$1" --batch "$2" --plan "$3" --topology "$topology" | awk '$1 == "simulated_step_seconds" {print $2}'
+  "$cleave" simulate "$1" --batch "$2" --plan "$3" --topology "$topology" "${@:5}" |
+    awk '$1 == "simulated_step_seconds" {print $2}'
 }
+predict_simprofile() { predict_simulate "$1" "$2" "$3" "$4" --profile "$4"; }
 
 # Plans, grouped by (model, batch, ranks): one profile per group.
 declare -A group_plans
@@ -86,7 +91,7 @@ for key in $(printf '%s\n' "${!group_plans[@]}" | sort); do
   for name in ${group_plans[$key]}; do flags+=(--plan "$dir/$name.plan"); done
   echo "profiling $key: ${group_plans[$key]}" >&2
   if ! "$cleave" profile "$onnx" --backend cpu --devices "$ranks" --batch "$batch" "${flags[@]}" -o "$dir/profile.json" \
-      --work-dir "$dir/work" --steps 4 --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
+      --work-dir "$dir/work" --steps 8 --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
     echo "skip $key: cleave profile failed (see $work/log)" >&2
     continue
   fi
@@ -108,6 +113,10 @@ print(','.join('%s=$bundle/input_%d.npy' % (n, k + 1) for k, n in enumerate(m['i
 import json, statistics
 s = json.load(open('$bundle/measure.rank_0.json'))['steps'][1:]
 print(statistics.median(s))")
+    "$cleave" explain "$onnx" --batch "$batch" --plan "$dir/$name.plan" --topology "$topology" --format json \
+      --profile "$dir/profile.json" >"$dir/$name.explain.json" 2>>"$work/log" &&
+      /usr/bin/python3 "$src/tests/bench/step_breakdown.py" "$bundle/measure" "$dir/$name.explain.json" \
+        >"$dir/$name.breakdown.txt" 2>>"$work/log"
     row="$model	$batch	$ranks	$name	$measured"
     for p in $predictors; do row+="	$(predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile.json" 2>>"$work/log" || echo nan)"; done
     echo "$row" >>"$results"

@@ -90,6 +90,9 @@ expect profile_negative '*' "$work/neg.json: compute.Gemm_0.b=2: must be a posit
 expect profile_curve_order '*' "$work/order.json: collectives.all_reduce.2[1]: bytes must increase along the curve" -- plan "$m/good.onnx" --batch 2 --profile "$work/order.json"
 expect profile_unknown_field '*' "$work/extra.json: extra: unknown field" -- compile "$m/good.onnx" --batch 2 --profile "$work/extra.json" -o "$work/out.onnx"
 expect profile_malformed '*' "$work/trunc.json: (top level): malformed JSON" -- explain "$m/good.onnx" --batch 2 --profile "$work/trunc.json"
+echo '{"format": "cleave-profile-1", "statements": {"copy": [[0, 1e-6]]}}' >"$work/stmt.json"
+expect profile_statement_bytes '*' "$work/stmt.json: statements.copy[0]: bytes must be positive" -- simulate "$m/good.onnx" --batch 2 --profile "$work/stmt.json"
+expect profile_simulate_missing '*' "$work/none.json: cannot open profile file" -- simulate "$m/good.onnx" --batch 2 --profile "$work/none.json"
 expect profile_out_dir '*' "-o: directory $work/no/such does not exist" -- profile "$m/good.onnx" --batch 2 -o "$work/no/such/p.json"
 expect profile_backend 2 "--backend: cuda not in {cpu}" -- profile "$m/good.onnx" --batch 2 --backend cuda -o "$work/out.onnx"
 "$cleave" plan "$m/good.onnx" --batch 2 --devices 2 -o "$work/two.plan" 2>/dev/null

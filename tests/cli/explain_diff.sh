@@ -81,7 +81,8 @@ fi
 
 # compile --topology prints the same prediction as explain.
 "$cleave" compile "$mlp" --batch 16 --plan "$col_plan" --topology k80x8 -o "$work/bundle" 2>"$work/err"
-grep -qx 'predicted on k80x8: step 1.033e-05 s, comm 2048 bytes, peak memory 16024 bytes per device' "$work/err" \
+step=$(awk '$1 == "predicted_step_seconds" {print $2}' "$work/explain.txt")
+grep -qx "predicted on k80x8: step $step s, comm 2048 bytes, peak memory 16024 bytes per device" "$work/err" \
   || fail "compile: $(cat "$work/err")"
 
 # Bad input: one error line each.
@@ -97,6 +98,9 @@ expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" explain "$mlp" --batch 16 --topology "$work/t.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" plan "$mlp" --batch 16 --topology "$work/t.json"
+printf '{"name": "t", "device": {"name": "d", "memory_bytes": 1, "peak_flops": 1e9, "memory_bandwidth": 1e9, "read_latency": -1}, "levels": [{"name": "l", "count": 2, "bandwidth": 1e9, "latency": 0}]}' >"$work/r.json"
+expect_error "error: $work/r.json: device.read_latency: must be a number >= 0" \
+  "$cleave" simulate "$mlp" --batch 16 --topology "$work/r.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \
   "$cleave" diff "$data_plan" "$col_plan" --model "$mlp" --batch 16 --topology "$work/t.json"
 expect_error "error: $work/t.json: device.memory_bandwidth: missing" \

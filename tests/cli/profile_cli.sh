@@ -7,7 +7,8 @@
 #    statements add up to no more than the step;
 #  - `cleave explain --profile`: each op's compute seconds are the profile's time of its share (the data plan's two
 #    shares have the same key), not the roofline's; the report counts every share as measured; the
-#    communication of every event comes from the curves.
+#    communication of every event comes from the curves, and so does the time of every copy and data read (the
+#    profiled run timed them: rank files carry copy and data sites with their bytes).
 # Usage: profile_cli.sh CLEAVE_BINARY SOURCE_DIR
 set -u
 CLEAVE=$1
@@ -50,6 +51,10 @@ for k in ['all_gather', 'all_reduce', 'all_to_all', 'reduce_scatter', 'send_recv
     assert [x for x, _ in curve] == sizes, (k, curve)
     assert all(t > 0 for _, t in curve), k
 assert p['plans'][0]['devices'] == 2 and p['plans'][0]['step_seconds'] > 0
+# The data plan reads x and y and copies each update into its param: curves of both kinds, bytes increasing.
+for k in ['copy', 'data']:
+    curve = p['statements'][k]
+    assert curve and all(t > 0 for _, t in curve) and [b for b, _ in curve] == sorted({b for b, _ in curve}), (k, curve)
 assert list(p) == sorted(p), 'keys not sorted'
 PY"
 
@@ -74,6 +79,8 @@ for r in (0, 1):
         timed = sum(s['seconds'][k] for s in j['sites'])
         assert 0 < timed <= step, (r, k, timed, step)
     assert any(s['kind'] == 'comm' for s in j['sites']) and any(s['kind'] == 'kernel' for s in j['sites'])
+    assert all(s['bytes'] > 0 for s in j['sites'] if s['kind'] in ('copy', 'data'))
+    assert sum(s['kind'] == 'data' for s in j['sites']) == 2, 'x and y are read each step'
 PY"
 
 "$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
@@ -86,6 +93,7 @@ p, roof, meas = (json.load(open(f)) for f in sys.argv[1:])
 n = len(meas['ops'])
 assert meas['profile']['measured_op_shares'] == 2 * n and meas['profile']['roofline_op_shares'] == 0, meas['profile']
 assert meas['profile']['modelled_comm_events'] == 0 and meas['profile']['measured_comm_events'] > 0, meas['profile']
+assert meas['profile']['modelled_local_statements'] == 0 and meas['profile']['measured_local_statements'] > 0, meas['profile']
 differs = 0
 for r, m in zip(roof['ops'], meas['ops']):
     keys = p['compute'][m['op']]

@@ -1,4 +1,6 @@
 // The cost model against things it does not compute itself:
+//  - local statements: the data reads and region copies derive_communication predicts equal, rank by rank and op by op,
+//    the statements codegen tags as copy and data (their bytes), on the hand, data and random plans;
 //  - communication: for every committed hand plan (tests/codegen/plans/{mlp,cnn}_*.plan) and the data/single plans,
 //    the collectives and transfers derive_communication predicts equal, rank by rank and in order, the calls in the
 //    programs codegen actually lowers (parsed from the generated statements: communicator members, counts, bytes);
@@ -24,6 +26,7 @@
 #include "ir/error.h"
 #include "planner/cost_model.h"
 #include "planner/make_plan.h"
+#include "planner/random_plan.h"
 #include "planner/strategies.h"
 #include "planner/validate.h"
 
@@ -174,6 +177,55 @@ TEST(CostModel, CommunicationMatchesCodegen) {
   EXPECT_GT(checked, 20);  // the cases do communicate
   EXPECT_GT(synced_checked, 4);  // and split synced kernels (the loss, BatchNorm)
   std::printf("rank 0: %d lowering calls, %d synced-kernel exchanges compared\n", checked, synced_checked);
+}
+
+/** Per rank, "kind op bytes" of every local statement, sorted per (op, kind): codegen orders an op's packing and
+ *  unpacking copies by rank and slot where the replay finds them by slot and rank. */
+std::vector<std::vector<std::string>> sorted_lines(std::vector<std::vector<std::string>> v) {
+  for (auto &r : v) std::sort(r.begin(), r.end());
+  return v;
+}
+
+TEST(CostModel, LocalStatementsMatchCodegen) {
+  std::vector<Case> all = cases();
+  for (const char *model : {"mlp", "cnn"})
+    for (uint64_t seed : {1, 2, 3, 4, 5}) {
+      Graph g = training_graph(std::string(model) + ".onnx", 16);
+      Plan p = random_plan(g, 4, seed);
+      all.push_back({std::string(model) + "_random_4_s" + std::to_string(seed), std::move(g), std::move(p)});
+    }
+  int64_t copies = 0, reads = 0, lowered = 0;
+  for (const Case &c : all) {
+    SCOPED_TRACE(c.name);
+    codegen::Lowered l;
+    try {
+      l = codegen::lower(c.g, c.p);
+    } catch (const std::exception &e) {
+      std::printf("%s: not lowered (%s)\n", c.name.c_str(), e.what());
+      continue;
+    }
+    ++lowered;
+    Communication comm = derive_communication(c.g, c.p);
+    std::vector<std::vector<std::string>> want(l.ranks.size()), got(l.ranks.size());
+    for (const auto &prog : l.ranks)
+      for (const auto &in : prog.step) {
+        using K = codegen::Timing::Kind;
+        if (in.timing.kind != K::copy && in.timing.kind != K::data) continue;
+        std::string op = in.timing.ops.empty() ? "-" : c.g.op(in.timing.ops[0]).name;
+        want[prog.rank].push_back(std::string(in.timing.kind == K::copy ? "copy " : "data ") + op + " " +
+                                  std::to_string(in.timing.bytes));
+        (in.timing.kind == K::copy ? copies : reads) += 1;
+      }
+    for (const LocalStatement &s : comm.local)
+      got[s.rank].push_back(std::string(s.kind == LocalStatement::Kind::copy ? "copy " : "data ") +
+                            (s.op == kNoOp ? "-" : c.g.op(s.op).name) + " " + std::to_string(s.bytes));
+    EXPECT_EQ(sorted_lines(got), sorted_lines(want));
+  }
+  EXPECT_GE(lowered, static_cast<int64_t>(all.size()) - 3);  // a random plan codegen refuses is skipped (printed)
+  EXPECT_GT(reads, 20);
+  EXPECT_GT(copies, 100);  // assigns on every plan, packing and unpacking on the split ones
+  std::printf("%lld plans: %lld copies and %lld data reads compared\n", static_cast<long long>(lowered),
+              static_cast<long long>(copies), static_cast<long long>(reads));
 }
 
 TEST(CostModel, PartialOnEveryAxisIsReducedOverTheWholeGroup) {

@@ -57,6 +57,8 @@ Profile sample() {
     p.collectives[k][2] = {{4, 1e-5}, {8, 1.1e-5}, {16, 1.3e-5}};
     p.collectives[k][3] = {{4, 2.5e-5}, {1024, 3.125e-5}, {1 << 20, 0.00123457}};
   }
+  p.statements["copy"] = {{40, 2.5e-7}, {8192, 7e-7}};
+  p.statements["data"] = {{512, 1.2e-5}};
   p.plans.push_back({"data", 2, 1.25e-3});
   p.compute["odd [name] \"q\""]["n=[2]"] = 3e-6;  // names may hold brackets and quotes
   return p;
@@ -107,6 +109,11 @@ TEST(Profile, BadFilesNameFileAndField) {
             "p.json: collectives.all_reduce.2[1]: bytes must increase along the curve");
   EXPECT_EQ(error_of(head + R"("collectives": {"all_reduce": {"2": [[8]]}}})"),
             "p.json: collectives.all_reduce.2[0]: must be [bytes, seconds]");
+  EXPECT_EQ(error_of(head + R"("statements": {"kernel": [[4, 1e-6]]}})"), "p.json: statements.kernel: unknown field");
+  EXPECT_EQ(error_of(head + R"("statements": {"copy": [[8, 1e-6], [8, 2e-6]]}})"),
+            "p.json: statements.copy[1]: bytes must increase along the curve");
+  EXPECT_EQ(error_of(head + R"("statements": {"data": []}})"),
+            "p.json: statements.data: must be a non-empty array of [bytes, seconds]");
   EXPECT_EQ(error_of(head + R"("plans": [{"name": "d", "devices": 0, "step_seconds": 1}]})"),
             "p.json: plans[0].devices: must be a positive integer");
   try {
@@ -189,8 +196,34 @@ TEST(Profile, CostModelUsesMeasuredTimesWhereItHasThem) {
   CostReport ab = estimate_cost(g, p, t, &other);
   EXPECT_DOUBLE_EQ(ab.devices[0].comm_seconds, roof.devices[0].comm_seconds);
   EXPECT_EQ(ab.modelled_comm, events);
-  // The step: per device compute + communication, max over devices.
-  EXPECT_NEAR(meas.predicted_step_seconds, meas.devices[0].compute_seconds + meas.devices[0].comm_seconds, 1e-12);
+  // Local statements: each copy and data read from the curve of its kind, the rest by bytes over memory bandwidth.
+  EXPECT_EQ(meas.measured_local, 0);
+  Profile local;
+  std::vector<std::pair<double, double>> copies = {{8, 1e-6}, {1 << 16, 9e-6}};
+  local.statements["copy"] = copies;
+  CostReport lm = estimate_cost(g, p, t, &local);
+  double copy_want = 0, data_want = 0;
+  int64_t local_count = 0;
+  for (const LocalStatement &l : comm.local) {
+    if (l.rank != 0) continue;
+    ++local_count;
+    if (l.kind == LocalStatement::Kind::copy)
+      copy_want += interpolate(copies, static_cast<double>(l.bytes));
+    else
+      data_want += t.device.read_latency + static_cast<double>(l.rows) * t.device.read_row_latency +
+                   static_cast<double>(l.bytes) / t.device.memory_bandwidth;
+  }
+  EXPECT_GT(copy_want, 0);
+  EXPECT_GT(data_want, 0);
+  EXPECT_NEAR(lm.devices[0].copy_seconds, copy_want, 1e-15);
+  EXPECT_NEAR(lm.devices[0].data_seconds, data_want, 1e-15);
+  EXPECT_EQ(lm.measured_local + lm.modelled_local, static_cast<int64_t>(comm.local.size()));
+  EXPECT_LT(lm.measured_local, static_cast<int64_t>(comm.local.size()));  // the data reads are modelled
+  EXPECT_GT(lm.measured_local, local_count / 2);
+  // The step: per device compute + communication + copies + data reads, max over devices.
+  const DeviceCost &d0 = meas.devices[0];
+  EXPECT_NEAR(meas.predicted_step_seconds, d0.compute_seconds + d0.comm_seconds + d0.copy_seconds + d0.data_seconds,
+              1e-12);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The task-graph simulator (planner/simulator.h) and the flexflow planner (planner/flexflow.h):
-//  - without communication the makespan is cost model v1's sum of kernels, to the bit (the same additions in order);
+//  - without communication the makespan is cost model v1's sum of kernels, data reads and copies (up to the rounding
+//    of adding them in another order), and the kernels' busy seconds are v1's compute seconds to the bit;
 //  - the times obey the rules the header states, checked task by task against a naive fixed-point solver written
 //    here (every task's start = max of its predecessors' ends, iterated until nothing changes), over dependencies
-//    re-derived here from the plan and the derived communication;
+//    re-derived here from the plan and the derived communication and local statements (data reads, copies);
 //  - delta simulation equals full simulation bit for bit on 1,000 random single-op moves (random_plan.h's per-op
 //    draw) on the MLP at 4 devices and on the tiny NMT of models/zoo at 2 devices: makespan and every task; so does
 //    undoing every fifth move (what flexflow does with a refused proposal);
@@ -81,9 +82,14 @@ TEST(Simulator, WithoutCommunicationTheMakespanIsCostModelV1) {
   Simulator sim(g, p, t);
   CostReport v1 = estimate_cost(g, p, t);
   EXPECT_GT(sim.makespan(), 0);
-  EXPECT_EQ(sim.makespan(), v1.predicted_step_seconds);
+  // One channel runs everything one after another: the makespan is the sum v1 takes, summed in program order here.
+  EXPECT_NEAR(sim.makespan(), v1.predicted_step_seconds, 1e-12 * v1.predicted_step_seconds);
   EXPECT_EQ(sim.busy()[0].compute_seconds, v1.devices[0].compute_seconds);
   EXPECT_EQ(sim.busy()[0].comm_seconds, 0);
+  EXPECT_GT(v1.devices[0].data_seconds, 0);  // the inputs are read
+  EXPECT_GT(v1.devices[0].copy_seconds, 0);  // the updates are copied into the params
+  EXPECT_NEAR(sim.busy()[0].local_seconds, v1.devices[0].data_seconds + v1.devices[0].copy_seconds,
+              1e-12 * v1.predicted_step_seconds);
 }
 
 /** Every task's times by a naive fixed point over dependencies rebuilt here from the simulator.h rules. */
@@ -106,10 +112,37 @@ void check_against_fixed_point(const Graph &g, const Simulator &sim, const Topol
       if (x != kNoTensor && g.tensor(x).producer != kNoOp && runs(g.tensor(x).producer, d))
         preds[k].push_back(kernel.at({g.tensor(x).producer, d}));
   };
+  // Local statements by segment (data reads with the first op), each segment's packing copies before its unpacking
+  // ones; derive_communication lists each segment's in program order per rank.
+  std::vector<std::vector<LocalStatement>> local(static_cast<size_t>(g.num_ops()) + 1);
+  for (const LocalStatement &l : comm.local)
+    local[l.kind == LocalStatement::Kind::data ? 0 : l.op == kNoOp ? local.size() - 1 : static_cast<size_t>(l.op)]
+        .push_back(l);
+  auto local_task = [&](const LocalStatement &l, SimTask::Kind kind) {
+    EXPECT_EQ(tasks[i].kind, kind);
+    EXPECT_EQ(tasks[i].device, l.rank);
+    EXPECT_EQ(tasks[i].seconds, local_seconds(l, t));
+  };
   for (OpId o = 0; o <= g.num_ops(); ++o) {
     bool end = o == g.num_ops();
     std::vector<TensorId> inputs = end ? std::vector<TensorId>{} : g.op(o).inputs;
     std::vector<std::pair<size_t, std::vector<int>>> comm_tasks;  // task, devices taking part
+    std::vector<size_t> packs;
+    for (const LocalStatement &l : local[static_cast<size_t>(o)])
+      if (l.kind == LocalStatement::Kind::data) {
+        local_task(l, SimTask::Kind::data);
+        ++i;
+      }
+    for (const LocalStatement &l : local[static_cast<size_t>(o)])
+      if (l.kind == LocalStatement::Kind::copy && !l.after) {
+        local_task(l, SimTask::Kind::copy);
+        wait_producers(i, inputs, l.rank);
+        packs.push_back(i++);
+      }
+    auto wait_packs = [&](size_t k, const std::vector<int> &ds) {
+      for (size_t pk : packs)
+        if (std::find(ds.begin(), ds.end(), tasks[pk].device) != ds.end()) preds[k].push_back(pk);
+    };
     for (; next_event < comm.events.size() && (comm.events[next_event].op == (end ? kNoOp : o)); ++next_event) {
       const CommEvent &e = comm.events[next_event];
       CommSeconds secs = comm_event_seconds(e, t);
@@ -120,6 +153,7 @@ void check_against_fixed_point(const Graph &g, const Simulator &sim, const Topol
           EXPECT_EQ(tasks[i].device, e.transfers[j].src);
           EXPECT_EQ(tasks[i].peer, e.transfers[j].dst);
           wait_producers(i, inputs, e.transfers[j].src);
+          wait_packs(i, {e.transfers[j].src, e.transfers[j].dst});
           comm_tasks.push_back({i, {e.transfers[j].src, e.transfers[j].dst}});
         }
       } else {
@@ -127,10 +161,18 @@ void check_against_fixed_point(const Graph &g, const Simulator &sim, const Topol
         EXPECT_EQ(tasks[i].seconds, secs.collective);
         EXPECT_EQ(tasks[i].members, e.group);
         for (int m : e.group) wait_producers(i, e.tensor == kNoTensor ? inputs : std::vector<TensorId>{e.tensor}, m);
+        wait_packs(i, e.group);
         comm_tasks.push_back({i, e.group});
         ++i;
       }
     }
+    for (const LocalStatement &l : local[static_cast<size_t>(o)])
+      if (l.kind == LocalStatement::Kind::copy && l.after) {
+        local_task(l, SimTask::Kind::copy);
+        for (const auto &[c, ds] : comm_tasks)
+          if (std::find(ds.begin(), ds.end(), l.rank) != ds.end()) preds[i].push_back(c);
+        ++i;
+      }
     if (end) break;
     std::vector<double> secs = op_compute_seconds(g, g.op(o), describe::describe(g, g.op(o)), *config[o], t);
     for (size_t j = 0; j < config[o]->devices.size(); ++j, ++i) {
@@ -149,7 +191,8 @@ void check_against_fixed_point(const Graph &g, const Simulator &sim, const Topol
   std::map<std::pair<int, int>, std::vector<size_t>> channel;
   for (size_t k = 0; k < tasks.size(); ++k) {
     const SimTask &x = tasks[k];
-    if (x.kind == SimTask::Kind::compute) channel[{x.device, 0}].push_back(k);
+    if (x.kind == SimTask::Kind::compute || x.kind == SimTask::Kind::copy || x.kind == SimTask::Kind::data)
+      channel[{x.device, 0}].push_back(k);
     if (x.kind == SimTask::Kind::transfer) {
       channel[{x.device, 1}].push_back(k);
       channel[{x.peer, 2}].push_back(k);

@@ -64,6 +64,21 @@ TEST(Topology, BadFilesNameFileAndField) {
   EXPECT_EQ(error_of(with(R"("device": {"name": "d", "memory_bytes": 1, "peak_flops": "fast", "memory_bandwidth": 1})",
                           level)),
             "t.json: device.peak_flops: must be a number");
+  EXPECT_EQ(error_of(with(R"("device": {"name": "d", "memory_bytes": 1, "peak_flops": 1, "memory_bandwidth": 1, )"
+                          R"("read_latency": -1e-6})", level)),
+            "t.json: device.read_latency: must be a number >= 0");
+  EXPECT_EQ(error_of(with(R"("device": {"name": "d", "memory_bytes": 1, "peak_flops": 1, "memory_bandwidth": 1, )"
+                          R"("read_row_latency": "slow"})", level)),
+            "t.json: device.read_row_latency: must be a number >= 0");
+  {  // the optional read costs read back from the JSON form
+    Topology t = parse_topology(with(R"("device": {"name": "d", "memory_bytes": 1, "peak_flops": 1, )"
+                                     R"("memory_bandwidth": 1, "read_latency": 1.5e-6, "read_row_latency": 2e-7})",
+                                     level),
+                                "t.json");
+    EXPECT_EQ(t.device.read_latency, 1.5e-6);
+    EXPECT_EQ(t.device.read_row_latency, 2e-7);
+    EXPECT_EQ(parse_topology(topology_json(t), "x"), t);
+  }
   EXPECT_EQ(error_of(with(device, "")), "t.json: levels: must be a non-empty array");
   EXPECT_EQ(error_of(with(device, level + R"(, {"name": "m", "count": 0, "bandwidth": 1e9, "latency": 0})")),
             "t.json: levels[1].count: must be an integer from 1 to 65536");

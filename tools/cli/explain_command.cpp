@@ -57,15 +57,18 @@ std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostRep
   char buf[1024];
   if (profile.empty())
     std::snprintf(buf, sizeof buf,
-                  "# %d device%s on %s; seconds: roofline compute + alpha-beta communication, no overlap\n", p.devices,
+                  "# %d device%s on %s; seconds: roofline compute + alpha-beta communication + copies and data reads "
+                  "by bytes, no overlap\n", p.devices,
                   p.devices == 1 ? "" : "s", r.topology.c_str());
   else
     std::snprintf(buf, sizeof buf,
                   "# %d device%s on %s; seconds: compute measured for %lld of %lld op shares (the rest roofline) + "
-                  "communication measured for %lld of %lld events (the rest alpha-beta) from profile %s, no overlap\n",
+                  "communication measured for %lld of %lld events (the rest alpha-beta) + copies and data reads "
+                  "measured for %lld of %lld (the rest by bytes) from profile %s, no overlap\n",
                   p.devices, p.devices == 1 ? "" : "s", r.topology.c_str(), static_cast<long long>(r.measured_shares),
                   static_cast<long long>(r.measured_shares + r.roofline_shares), static_cast<long long>(r.measured_comm),
-                  static_cast<long long>(r.measured_comm + r.modelled_comm), profile.c_str());
+                  static_cast<long long>(r.measured_comm + r.modelled_comm), static_cast<long long>(r.measured_local),
+                  static_cast<long long>(r.measured_local + r.modelled_local), profile.c_str());
   s += buf;
   std::snprintf(buf, sizeof buf, "%-48s %-14s %16s %10s %14s %10s\n", "op", "config", "flops", "compute_s",
                 "comm_bytes", "comm_s");
@@ -84,11 +87,12 @@ std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostRep
                   static_cast<long long>(r.end_comm_bytes), sci(r.end_comm_seconds).c_str());
     s += buf;
   }
-  s += "\ndevice   flops            compute_s  comm_s     comm_bytes     peak_memory_bytes  step_s\n";
+  s += "\ndevice   flops            compute_s  comm_s     copy_s     data_s     comm_bytes     peak_memory_bytes  step_s\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const plan::DeviceCost &c = r.devices[d];
-    std::snprintf(buf, sizeof buf, "%-8zu %-16lld %-10s %-10s %-14lld %-18lld %s\n", d, static_cast<long long>(c.flops),
-                  sci(c.compute_seconds).c_str(), sci(c.comm_seconds).c_str(), static_cast<long long>(c.comm_bytes),
+    std::snprintf(buf, sizeof buf, "%-8zu %-16lld %-10s %-10s %-10s %-10s %-14lld %-18lld %s\n", d,
+                  static_cast<long long>(c.flops), sci(c.compute_seconds).c_str(), sci(c.comm_seconds).c_str(),
+                  sci(c.copy_seconds).c_str(), sci(c.data_seconds).c_str(), static_cast<long long>(c.comm_bytes),
                   static_cast<long long>(c.peak_memory_bytes), sci(c.step_seconds).c_str());
     s += buf;
   }
@@ -125,6 +129,8 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
     j["per_device"].push_back({{"flops", d.flops},
                                {"compute_seconds", sci(d.compute_seconds)},
                                {"comm_seconds", sci(d.comm_seconds)},
+                               {"copy_seconds", sci(d.copy_seconds)},
+                               {"data_seconds", sci(d.data_seconds)},
                                {"comm_bytes", d.comm_bytes},
                                {"comm_bytes_per_level", levels},
                                {"persistent_bytes", d.persistent_bytes},
@@ -146,7 +152,9 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
                     {"measured_op_shares", r.measured_shares},
                     {"roofline_op_shares", r.roofline_shares},
                     {"measured_comm_events", r.measured_comm},
-                    {"modelled_comm_events", r.modelled_comm}};
+                    {"modelled_comm_events", r.modelled_comm},
+                    {"measured_local_statements", r.measured_local},
+                    {"modelled_local_statements", r.modelled_local}};
   return j.dump(1) + "\n";
 }
 
@@ -199,7 +207,7 @@ Command add_explain_command(CLI::App &app) {
   app.footer(
       "Print what a plan costs on a topology (planner/cost_model.h): per op its config (mesh and split vars), FLOPs "
       "over its devices, roofline compute seconds and the bytes and alpha-beta seconds of the communication before "
-      "it; per device FLOPs, seconds, bytes sent and peak memory; totals comm_bytes (per link level), "
+      "it; per device FLOPs, compute, communication, copy and data-read seconds, bytes sent and peak memory; totals comm_bytes (per link level), "
       "peak_memory_bytes per device and predicted_step_seconds (v1: compute and communication do not overlap).");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   add_plan_source_options(app, *src);

@@ -114,8 +114,12 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
-/** Per (op name, shard key): the per-rank medians of every plan that ran that share. */
-using Samples = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+/** Per (op name, shard key): the per-rank medians of every plan that ran that share; per local statement kind (copy,
+ *  data) and bytes: the medians of every such statement. */
+struct Samples {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> compute;
+  std::map<std::string, std::map<int64_t, std::vector<double>>> statements;
+};
 
 /** Compiles, builds and runs one plan with CLEAVE_PROFILE; adds its kernel times to `samples` and returns rank 0's
  *  median step seconds after the warm-up step. */
@@ -164,6 +168,11 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     };
     if (r == 0) step = timed(j.at("steps"));
     for (const auto &site : j.at("sites")) {
+      if (site.at("kind") == "copy" || site.at("kind") == "data") {
+        samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
+            timed(site.at("seconds")));
+        continue;
+      }
       if (site.at("kind") != "kernel") continue;
       std::vector<std::string> ops = site.at("ops").get<std::vector<std::string>>();
       double secs = timed(site.at("seconds")) / static_cast<double>(ops.size());  // a fused kernel: equal shares
@@ -172,7 +181,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
         auto it = std::find(c.devices.begin(), c.devices.end(), r);
         CLEAVE_CHECK(it != c.devices.end(), "op ", op, " timed on rank ", r, " outside its group");
         std::string key = plan::shard_key(g, g.op(*g.find_op(op)), c, it - c.devices.begin());
-        samples[{op, key}].push_back(secs);
+        samples.compute[{op, key}].push_back(secs);
       }
     }
   }
@@ -217,7 +226,8 @@ Command add_profile_command(CLI::App &app) {
   auto args = std::make_shared<ProfileArgs>();
   app.footer("Measure on this machine the kernel time of every op at the shard shapes the given plans use (each plan "
              "is compiled, built and run for --steps steps under mpirun with CLEAVE_PROFILE set) and the time of each "
-             "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and write them "
+             "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and of the "
+             "plans' region copies and data reads per size, and write them "
              "as a profile (planner/profile.h) for --profile on explain, plan and compile.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--backend", args->backend, "cpu (the only backend measured so far)")
@@ -286,7 +296,11 @@ Command add_profile_command(CLI::App &app) {
         double step = profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), samples);
         profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(step, 1e-9)});
       }
-      for (const auto &[key, secs] : samples) profile.compute[key.first][key.second] = std::max(median(secs), 1e-9);
+      for (const auto &[key, secs] : samples.compute)
+        profile.compute[key.first][key.second] = std::max(median(secs), 1e-9);
+      for (const auto &[kind, sizes] : samples.statements)
+        for (const auto &[bytes, secs] : sizes)
+          profile.statements[kind].emplace_back(static_cast<double>(bytes), std::max(median(secs), 1e-9));
       if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
     } catch (...) {
       std::error_code ec;

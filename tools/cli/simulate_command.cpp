@@ -75,6 +75,7 @@ struct SimulateArgs {
   std::optional<int64_t> batch;
   std::string topology = "k80x8";
   std::string timeline, svg;
+  std::string profile;
   TrainFlags train_flags;
 };
 
@@ -109,7 +110,7 @@ Command add_simulate_command(CLI::App &app) {
   app.footer(
       "Simulate one training step of a plan as a task graph (planner/simulator.h): per device its kernels, and the "
       "collectives and transfers codegen derives, each channel (compute, send, receive) running its tasks in program "
-      "order, compute overlapping communication where the data allow. Prints the predicted step time (the makespan) "
+      "order, compute overlapping communication where the data allow; copies and data reads run on the compute channel. Prints the predicted step time (the makespan) "
       "next to cost model v1's (compute plus communication summed per device, as `cleave explain` prints it), and per "
       "device its busy seconds; --timeline writes every task (start, end, where, name), --svg draws them.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
@@ -118,8 +119,12 @@ Command add_simulate_command(CLI::App &app) {
   add_topology_option(app, args->topology);
   app.add_option("--timeline", args->timeline, "write the timeline as text here (one task per line)");
   app.add_option("--svg", args->svg, "write the timeline as SVG here (rows per device: compute, send, receive)");
+  add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   return [args, src] {
+    std::optional<plan::Profile> profile;
+    if (!args->profile.empty()) profile = plan::load_profile(args->profile);
+    const plan::Profile *prof = profile ? &*profile : nullptr;
     plan::Topology topo = plan::load_topology(args->topology);
     for (const std::string *path : {&args->timeline, &args->svg}) {
       std::filesystem::path dir = std::filesystem::path(*path).parent_path();
@@ -133,8 +138,8 @@ Command add_simulate_command(CLI::App &app) {
     plan::Plan p = src->make(g);
     if (p.devices > topo.devices())
       CLEAVE_USER_ERROR("the plan uses ", p.devices, " devices, topology ", topo.name, " has ", topo.devices());
-    plan::Simulator sim(g, p, topo);
-    plan::CostReport v1 = plan::estimate_cost(g, p, topo);
+    plan::Simulator sim(g, p, topo, prof);
+    plan::CostReport v1 = plan::estimate_cost(g, p, topo, prof);
     std::string text = plan::timeline_text(g, sim);
     std::string svg = args->svg.empty() ? "" : plan::timeline_svg(g, sim);
     if (!args->timeline.empty()) write_file("--timeline", args->timeline, text);
@@ -142,10 +147,10 @@ Command add_simulate_command(CLI::App &app) {
     std::printf("# %d device%s on %s\n", p.devices, p.devices == 1 ? "" : "s", topo.name.c_str());
     std::printf("simulated_step_seconds %.6e\n", sim.makespan());
     std::printf("cost_model_v1_step_seconds %.6e\n", v1.predicted_step_seconds);
-    std::printf("device compute_busy_s comm_busy_s\n");
+    std::printf("device compute_busy_s comm_busy_s local_busy_s\n");
     std::vector<plan::DeviceBusy> busy = sim.busy();
     for (size_t d = 0; d < busy.size(); ++d)
-      std::printf("%zu %.6e %.6e\n", d, busy[d].compute_seconds, busy[d].comm_seconds);
+      std::printf("%zu %.6e %.6e %.6e\n", d, busy[d].compute_seconds, busy[d].comm_seconds, busy[d].local_seconds);
     return 0;
   };
 }

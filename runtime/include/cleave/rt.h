@@ -57,20 +57,24 @@ void log_info(const std::string &msg);
 
 // ---------------------------------------------------------------- profiling (common/profile.cpp)
 // With CLEAVE_PROFILE=PREFIX in the environment a rank program times itself: every timed statement of its step (a
-// kernel, or the communication before an op) and every step. At profile_finish() each rank writes
-// PREFIX.rank_<r>.json ({"rank", "steps": [seconds per step], "sites": [{"kind", "ops", "shard", "seconds": [per
-// step]}]}) and rank 0 logs (stderr) the median step time over the steps after the first (a warm-up). Statement
+// kernel, the communication before an op, a copy, a data read) and every step. At profile_finish() each rank writes
+// PREFIX.rank_<r>.json ({"rank", "steps": [seconds per step], "sites": [{"kind", "ops", "shard", ["bytes",]
+// "seconds": [per step]}]}; bytes on copy and data sites) and rank 0 logs (stderr) the median step time over the
+// steps after the first (a warm-up). Statement
 // times are wall clock on the cpu backend and CUDA events on the compute stream under cuda; step times are wall
 // clock (under cuda after a device synchronize). Without the variable each call below costs one untaken branch.
 
-/** A timed statement of the generated step. */
+/** A timed statement of the generated step: a kernel, a collective or send/recv (comm), a region copy packing or
+ *  unpacking communicated boxes or applying an update (copy), or a read of a data shard (data). */
 struct ProfileSite {
-  enum Kind { kernel, comm } kind = kernel;
-  /** kernel: the key of this rank's share of its first op (the planner's shard_key); comm: "". */
+  enum Kind { kernel, comm, copy, data } kind = kernel;
+  /** kernel: the key of this rank's share of its first op (the planner's shard_key); otherwise "". */
   const char *shard = "";
-  /** Its ops, as a range of profile_setup's `ops`: a kernel's (several when fused), or the op a comm runs before (none:
-   *  the end of the step). */
+  /** Its ops, as a range of profile_setup's `ops`: a kernel's (several when fused), or the op a comm or copy runs
+   *  before (none: the end of the step; none for data). */
   int first_op = 0, num_ops = 0;
+  /** copy: the bytes copied; data: the bytes read; otherwise 0. */
+  long long bytes = 0;
 };
 namespace detail {
 extern bool g_profiling;
