@@ -129,10 +129,12 @@ struct CommCache {
 
 /** The box predicates derive_communication decides collectives by (as codegen/collectives.h defines them), for
  *  searches that price one tensor's re-split the same way (planner/frontier.cpp). `outer` holds `inner`; `blocks`
- *  (two or more, equal, disjoint) tile `whole`; each `owned` block (disjoint) gives an equal part to each `wanted`
+ *  (two or more, equal, disjoint) tile `whole`, and `concatenates` it when laid end to end in order (no copies into
+ *  place); each `owned` block (disjoint) gives an equal part to each `wanted`
  *  box, the parts covering it; the groups of `devices` on `mesh` whose coordinates differ only along `axes`. */
 bool contains(const Box &outer, const Box &inner);
 bool tiles(const std::vector<Box> &blocks, const Box &whole);
+bool concatenates(const std::vector<Box> &blocks, const Box &whole);
 bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted);
 std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
                                           const std::vector<size_t> &axes);

@@ -52,7 +52,6 @@ bool tiles(const std::vector<Box> &blocks, const Box &whole) {
   return total == box_volume(whole) && pairwise_disjoint(blocks);
 }
 
-namespace {
 bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
   int64_t next = 0;
   for (const Box &b : blocks) {
@@ -66,7 +65,6 @@ bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
   }
   return !blocks.empty();
 }
-}  // namespace
 
 bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted) {
   size_t n = owned.size();

@@ -408,14 +408,42 @@ class Builder {
       if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
       Sharding sh = owned(t, c);
       if (g_.tensor(t).producer == kNoOp) cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
-      cost.time += resplit(t, sh, needs(o, c, s));
+      cost.time += data_read_seconds(t, sh) + resplit(t, sh, needs(o, c, s));
     }
+    // Each holder of an assign's destination copies its shard of the new value at the end of the step.
+    for (const Assign &a : g_.assigns)
+      if (owner_[static_cast<size_t>(a.dst)] == o) {
+        Sharding ds = owned(a.dst, c);
+        double worst = 0;
+        for (size_t i = 0; i < ds.devices.size(); ++i) {
+          int64_t n = std::max<int64_t>(box_volume(shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i))), 1);
+          worst = std::max(worst, local_seconds({LocalStatement::Kind::copy, ds.devices[i], kNoOp, true,
+                                                 n * dtype_size(g_.tensor(a.dst).dtype)}, t_));
+        }
+        cost.time += worst;
+      }
     // Sources bound to this op's outputs by assigns (params, optimizer state) live on their new value's boxes.
     for (const Assign &a : g_.assigns)
       if (g_.tensor(a.src).producer == o && g_.tensor(a.dst).producer == kNoOp &&
           readers_[static_cast<size_t>(a.dst)] == 0)
         cost.memory += static_cast<double>(shard_bytes(g_.tensor(a.dst), owned(a.dst, c)));
     return cost;
+  }
+
+  /** Seconds the slowest device spends reading its shard `s` of input or label `t` from .npy at the start of the step
+   *  (cost_model.h LocalStatement::Kind::data); 0 for other tensors. */
+  double data_read_seconds(TensorId t, const Sharding &s) const {
+    const Tensor &tensor = g_.tensor(t);
+    if (tensor.role != Role::input && tensor.role != Role::label) return 0;
+    double worst = 0;
+    for (size_t i = 0; i < s.devices.size(); ++i) {
+      Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
+      LocalStatement read{LocalStatement::Kind::data, s.devices[i], kNoOp, false,
+                          std::max<int64_t>(box_volume(box), 1) * dtype_size(tensor.dtype),
+                          box.empty() ? 1 : box[0].size()};
+      worst = std::max(worst, local_seconds(read, t_));
+    }
+    return worst;
   }
 
   /** The devices of `s` along mesh axis `a` with every other coordinate 0. */
@@ -454,6 +482,11 @@ class Builder {
       double s = comm_event_seconds(e, t_).collective;
       for (int r : group) secs[static_cast<size_t>(r)] += s;
     };
+    // Region copies as derive_communication counts them (cost_model.h LocalStatement::Kind::copy).
+    auto copy = [&](int r, int64_t elems) {
+      LocalStatement c{LocalStatement::Kind::copy, r, kNoOp, false, std::max<int64_t>(elems, 1) * dtype_size(tensor.dtype)};
+      secs[static_cast<size_t>(r)] += local_seconds(c, t_);
+    };
     std::vector<size_t> partial;
     for (size_t a = 0; a < from.axes.size(); ++a)
       if (from.axes[a].kind == AxisSharding::Kind::partial) partial.push_back(a);
@@ -466,16 +499,27 @@ class Builder {
           if (need[static_cast<size_t>(r)]) blocks.push_back(*need[static_cast<size_t>(r)]);
         if (f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
           collective(CommEvent::Kind::reduce_scatter, members, box_volume(blocks[0]));
-          for (size_t m = 0; m < members.size(); ++m) own[static_cast<size_t>(members[m])] = blocks[m];
+          bool in_order = concatenates(blocks, whole);
+          for (size_t m = 0; m < members.size(); ++m) {
+            own[static_cast<size_t>(members[m])] = blocks[m];
+            if (!in_order)  // each block copied into its place in the send buffer
+              for (size_t k = 0; k < members.size(); ++k) copy(members[m], box_volume(blocks[0]));
+          }
         } else {
           collective(CommEvent::Kind::all_reduce, members, std::max<int64_t>(box_volume(whole), 1));
         }
       }
     // Devices lacking part of their box.
     std::vector<int> lacking;
-    for (int r = 0; r < n_; ++r)
-      if (need[static_cast<size_t>(r)] && !contains(own[static_cast<size_t>(r)], *need[static_cast<size_t>(r)]))
+    for (int r = 0; r < n_; ++r) {
+      const std::optional<Box> &want = need[static_cast<size_t>(r)];
+      if (!want) continue;
+      const Box &mine = own[static_cast<size_t>(r)];
+      if (!contains(mine, *want))
         lacking.push_back(r);
+      else if (mine != *want)  // cut out of the device's own block
+        copy(r, box_volume(*want));
+    }
     std::vector<int> rest;
     if (f32) {
       std::map<std::string, std::vector<int>> by_box;
@@ -485,6 +529,9 @@ class Builder {
         for (int r : members) blocks.push_back(own[static_cast<size_t>(r)]);
         if (tiles(blocks, *need[static_cast<size_t>(members[0])])) {
           collective(CommEvent::Kind::all_gather, members, box_volume(blocks[0]));
+          if (!concatenates(blocks, *need[static_cast<size_t>(members[0])]))  // blocks copied into their places
+            for (int r : members)
+              for (size_t k = 0; k < members.size(); ++k) copy(r, box_volume(blocks[0]));
         } else {
           rest.insert(rest.end(), members.begin(), members.end());
         }
@@ -496,7 +543,10 @@ class Builder {
         wanted.push_back(*need[static_cast<size_t>(r)]);
       }
       if (all_to_all_pattern(owned, wanted)) {
-        collective(CommEvent::Kind::all_to_all, rest, box_volume(box_intersect(owned[0], wanted[0])));
+        int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
+        collective(CommEvent::Kind::all_to_all, rest, count);
+        for (int r : rest)  // each peer's part packed, then unpacked
+          for (size_t k = 0; k < 2 * rest.size(); ++k) copy(r, count);
         rest.clear();
       }
     } else {
@@ -517,9 +567,16 @@ class Builder {
         else if (static_cast<int>(i) == r)
           *same = i;
       }
-      for (size_t i : chosen)
-        if (static_cast<int>(i) != r)
-          sr.transfers.push_back({from.devices[i], r, box_volume(box_intersect(own[i], want)) * dtype_size(tensor.dtype)});
+      for (size_t i : chosen) {
+        Box part = box_intersect(own[i], want);
+        if (static_cast<int>(i) == r) {  // the device's own part copied into place
+          copy(r, box_volume(part));
+          continue;
+        }
+        if (part != own[i]) copy(static_cast<int>(i), box_volume(part));  // packed by the sender
+        if (part != want) copy(r, box_volume(part));                       // unpacked by the receiver
+        sr.transfers.push_back({from.devices[i], r, box_volume(part) * dtype_size(tensor.dtype)});
+      }
     }
     if (!sr.transfers.empty()) {
       std::vector<double> tr = comm_event_seconds(sr, t_).transfers;
