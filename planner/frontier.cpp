@@ -2,12 +2,16 @@
 #include "planner/frontier.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "ir/describe/description.h"
@@ -302,16 +306,34 @@ class Builder {
     auto key = std::make_pair(o, c);
     auto it = needs_.find(key);
     if (it == needs_.end()) {
-      const ParallelConfig &cfg = config(o, c);
-      std::vector<Needs> per_slot(g_.op(o).inputs.size());
-      for (size_t i = 0; i < cfg.devices.size(); ++i) {
-        std::vector<std::optional<Box>> in =
-            input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
-        for (size_t s = 0; s < in.size(); ++s) per_slot[s].push_back(in[s]);
+      // Ops of one kind, shapes and attributes (a model's repeated layers) read the same boxes under one config.
+      auto [same, fresh] = needs_by_shape_.try_emplace(shape_key(o, c));
+      if (fresh) {
+        const ParallelConfig &cfg = config(o, c);
+        same->second.resize(g_.op(o).inputs.size());
+        for (size_t i = 0; i < cfg.devices.size(); ++i) {
+          std::vector<std::optional<Box>> in =
+              input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
+          for (size_t s = 0; s < in.size(); ++s) same->second[s].push_back(in[s]);
+        }
       }
-      it = needs_.emplace(key, std::move(per_slot)).first;
+      it = needs_.emplace(key, &same->second).first;
     }
-    return it->second[slot];
+    return (*it->second)[slot];
+  }
+
+  /** What op `o` computes under config `c` depends on only: its config_check_key and the config. */
+  std::string shape_key(OpId o, int c) {
+    if (op_keys_.empty())
+      for (const Op &op : g_.ops()) op_keys_.push_back(config_check_key(g_, op));
+    const ParallelConfig &cfg = config(o, c);
+    std::string key = op_keys_[static_cast<size_t>(o)] + "|";
+    for (int d : cfg.devices) key += std::to_string(d) + ",";
+    key += "|";
+    for (int64_t m : cfg.mesh) key += std::to_string(m) + ",";
+    key += "|";
+    for (const std::string &v : cfg.vars) key += v + ",";
+    return key;
   }
 
   /** The sharding tensor `t` has with its owner under config `oc` (partial axes kept when one op reads it). */
@@ -380,7 +402,9 @@ class Builder {
     const Op &op = g_.op(o);
     const ParallelConfig &cfg = config(o, c);
     ft::Cost cost;
-    cost.time = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
+    auto [compute, fresh] = compute_by_shape_.try_emplace(shape_key(o, c), 0.0);
+    if (fresh) compute->second = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
+    cost.time = compute->second;
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId t = op.outputs[k];
       if (t == kNoTensor) continue;
@@ -624,7 +648,10 @@ class Builder {
   std::vector<int> readers_;
   /** Per tensor: read by a backward or update op (a forward output so read is live at the memory peak). */
   std::vector<bool> saved_;
-  std::map<std::pair<OpId, int>, std::vector<Needs>> needs_;
+  std::map<std::pair<OpId, int>, const std::vector<Needs> *> needs_;  // into needs_by_shape_
+  std::map<std::string, std::vector<Needs>> needs_by_shape_;
+  std::map<std::string, double> compute_by_shape_;
+  std::vector<std::string> op_keys_;  // config_check_key per op
   std::map<std::pair<TensorId, int>, Sharding> owned_;
   std::map<std::string, double> resplit_;
   std::map<std::string, int> ids_;
@@ -686,15 +713,33 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   auto t2 = now();
   std::vector<FrontierPlan> all;
   for (const ft::FrontierPoint *pp : chosen) {
-    const ft::FrontierPoint &p = *pp;
     FrontierPlan f;
-    f.plan = b.plan(p.choice);
-    f.model = p.cost;
-    CostReport c = estimate_cost(g, f.plan, t);
-    f.step_seconds = c.predicted_step_seconds;
-    f.peak_memory_bytes = c.peak_memory_bytes;
+    f.plan = b.plan(pp->choice);
+    f.model = pp->cost;
     all.push_back(std::move(f));
   }
+  // estimate_cost reads the graph, plan and topology only: the candidates are scored on as many threads as the
+  // machine has (each result goes to its own slot, so the frontier is the same on any number).
+  std::atomic<size_t> next{0};
+  std::exception_ptr failed;
+  std::mutex failed_lock;
+  auto score = [&] {
+    for (size_t i = next++; i < all.size(); i = next++) {
+      try {
+        CostReport c = estimate_cost(g, all[i].plan, t);
+        all[i].step_seconds = c.predicted_step_seconds;
+        all[i].peak_memory_bytes = c.peak_memory_bytes;
+      } catch (...) {
+        std::lock_guard<std::mutex> hold(failed_lock);
+        if (!failed) failed = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> workers(std::min<size_t>(all.size(), std::max(1u, std::thread::hardware_concurrency())) - 1);
+  for (std::thread &w : workers) w = std::thread(score);
+  score();
+  for (std::thread &w : workers) w.join();
+  if (failed) std::rethrow_exception(failed);
   std::vector<ft::Cost> costs;
   for (const FrontierPlan &f : all) costs.push_back({f.step_seconds, static_cast<double>(f.peak_memory_bytes)});
   for (size_t i : ft::pareto_keep(costs, std::numeric_limits<size_t>::max())) r.frontier.push_back(std::move(all[i]));

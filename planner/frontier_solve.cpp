@@ -11,29 +11,72 @@
 
 namespace cleave::plan::ft {
 
-std::vector<size_t> pareto_keep(const std::vector<Cost> &points, size_t max_points) {
-  if (points.size() <= 1) return std::vector<size_t>(points.size(), 0);
-  std::vector<size_t> order(points.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  // The index breaks ties, as a stable sort would (std::sort: no merge buffer; this runs millions of times).
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (points[a].time != points[b].time) return points[a].time < points[b].time;
-    if (points[a].memory != points[b].memory) return points[a].memory < points[b].memory;
-    return a < b;
-  });
-  std::vector<size_t> front;
+namespace {
+
+struct Ranked {
+  double time = 0, memory = 0;
+  size_t index = 0;
+};
+
+/** pareto_keep over the `n` points `at(i)` (anything with .time and .memory), into `out`; `order` is scratch kept by
+ *  the caller (this runs millions of times in a search: no allocation once the buffers have grown). */
+template <class At>
+void pareto_indices(size_t n, At at, size_t max_points, std::vector<Ranked> &order, std::vector<size_t> &out) {
+  out.clear();
+  if (n <= 1) {
+    if (n == 1) out.push_back(0);
+    return;
+  }
+  // The first point of the order (least time, then memory; the index breaks ties, as a stable sort would) and the
+  // point of least memory (then time, index) are kept; any other point kept has less memory than the first and less
+  // time than the second: only those are sorted (the rest lose to one of the two in the sweep below).
+  auto by_time = [](const Ranked &a, const Ranked &b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.memory != b.memory) return a.memory < b.memory;
+    return a.index < b.index;
+  };
+  auto by_memory = [](const Ranked &a, const Ranked &b) {
+    if (a.memory != b.memory) return a.memory < b.memory;
+    if (a.time != b.time) return a.time < b.time;
+    return a.index < b.index;
+  };
+  Ranked fastest{at(0).time, at(0).memory, 0}, smallest = fastest;
+  for (size_t i = 1; i < n; ++i) {
+    Ranked r{at(i).time, at(i).memory, i};
+    if (by_time(r, fastest)) fastest = r;
+    if (by_memory(r, smallest)) smallest = r;
+  }
+  order.clear();
+  order.push_back(fastest);
+  if (smallest.index != fastest.index) order.push_back(smallest);
+  for (size_t i = 0; i < n; ++i) {
+    const auto &p = at(i);
+    if (p.memory < fastest.memory && p.time < smallest.time) order.push_back({p.time, p.memory, i});
+  }
+  std::sort(order.begin(), order.end(), by_time);
   double best_memory = std::numeric_limits<double>::infinity();
-  for (size_t i : order)
-    if (points[i].memory < best_memory) {
-      front.push_back(i);
-      best_memory = points[i].memory;
+  for (const Ranked &r : order)
+    if (r.memory < best_memory) {
+      out.push_back(r.index);
+      best_memory = r.memory;
     }
-  if (front.size() <= max_points) return front;
-  std::vector<size_t> kept;
-  size_t n = front.size(), k = std::max<size_t>(max_points, 2);
-  for (size_t j = 0; j < k; ++j) kept.push_back(front[(j * (n - 1) + (k - 1) / 2) / (k - 1)]);
-  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
-  return kept;
+  if (out.size() <= max_points) return;
+  size_t m = out.size(), k = std::max<size_t>(max_points, 2);
+  size_t kept = 0;
+  for (size_t j = 0; j < k; ++j) {
+    size_t pick = out[(j * (m - 1) + (k - 1) / 2) / (k - 1)];  // ascending in j: written over already-read slots
+    if (kept == 0 || out[kept - 1] != pick) out[kept++] = pick;
+  }
+  out.resize(kept);
+}
+
+}  // namespace
+
+std::vector<size_t> pareto_keep(const std::vector<Cost> &points, size_t max_points) {
+  std::vector<Ranked> order;
+  std::vector<size_t> out;
+  pareto_indices(points.size(), [&](size_t i) -> const Cost & { return points[i]; }, max_points, order, out);
+  return out;
 }
 
 namespace {
@@ -140,12 +183,11 @@ class Solver {
   /** Prunes candidates to a set (pareto_keep, at most `limit` points; 0: max_points) and materialises the
    *  survivors' derivations. */
   Set finish(const std::vector<Cand> &cands, size_t limit = 0) {
-    std::vector<Cost> costs;
-    costs.reserve(cands.size());
-    for (const Cand &c : cands) costs.push_back({c.time, c.memory});
+    pareto_indices(cands.size(), [&](size_t i) -> const Cand & { return cands[i]; }, limit ? limit : o_.max_points,
+                   order_, kept_);
     Set out;
-    for (size_t i : pareto_keep(costs, limit ? limit : o_.max_points))
-      out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
+    out.reserve(kept_.size());
+    for (size_t i : kept_) out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
     return out;
   }
 
@@ -156,9 +198,11 @@ class Solver {
   }
 
   Set sum(const Set &a, const Set &b, size_t limit = 0) {
-    std::vector<Cand> c;
-    add_sum(a, b, c);
-    return finish(c, limit);
+    if (a.size() == 1 && b.size() == 1)  // one point: nothing to prune
+      return Set{{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})}};
+    sum_.clear();
+    add_sum(a, b, sum_);
+    return finish(sum_, limit);
   }
 
   /** Adds a folded sub-graph's set to the global one, which keeps up to final_points. */
@@ -218,8 +262,9 @@ class Solver {
   void branch(int v) {
     ++stats_.branch;
     auto [u, e] = *adj_[static_cast<size_t>(v)].begin();
+    std::vector<Cand> c;
     for (int cu = 0; cu < configs(u); ++cu) {
-      std::vector<Cand> c;
+      c.clear();
       for (int cv = 0; cv < configs(v); ++cv)
         add_sum(edge_set(e, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)], c, v, cv);
       Set &nu = node_[static_cast<size_t>(u)][static_cast<size_t>(cu)];
@@ -241,9 +286,10 @@ class Solver {
         x[static_cast<size_t>(cu)].push_back(
             sum(edge_set(eu, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]));
     std::vector<Set> sets;
+    std::vector<Cand> c;
     for (int cu = 0; cu < configs(u); ++cu)
       for (int cw = 0; cw < configs(w); ++cw) {
-        std::vector<Cand> c;
+        c.clear();
         for (int cv = 0; cv < configs(v); ++cv)
           add_sum(x[static_cast<size_t>(cu)][static_cast<size_t>(cv)], edge_set(ew, w, cw, cv), c, v, cv);
         sets.push_back(finish(c));
@@ -409,6 +455,9 @@ class Solver {
   std::vector<EdgeState> edges_;
   std::vector<Deriv> arena_;
   Set global_;
+  std::vector<Ranked> order_;  // finish's scratch
+  std::vector<size_t> kept_;
+  std::vector<Cand> sum_;  // sum's
 };
 
 Cost parse_cost(const std::string &word, const std::string &where) {

@@ -78,7 +78,7 @@ struct SolveOptions {
   size_t final_points = 16;
   /** When not empty, a config per node: heuristic elimination fixes a node to this config instead of the one with
    *  the lowest time bound, so the solve keeps this assignment reachable (a guide plan's neighbourhood). */
-  std::vector<int> guide;
+  std::vector<int> guide{};
 };
 
 struct SolveStats {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -75,6 +76,38 @@ TEST(ParetoKeep, BoundsKeepBothEnds) {
   EXPECT_EQ(kept.front(), 0u);
   EXPECT_EQ(kept.back(), 19u);
   for (size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1], kept[i]);
+}
+
+// pareto_keep sorts only the points that can be on the front: the same indices as the definition (a point is kept when
+// no point is at least as good in both and better in one, nor equal with a lower index), on small integer grids full
+// of ties, and the same thinning.
+TEST(ParetoKeep, MatchesTheDefinitionWithTies) {
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<double>((state >> 16) % 6);
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<Cost> pts(static_cast<size_t>(1 + round % 30));
+    for (Cost &c : pts) c = {next(), next()};
+    std::vector<size_t> want;
+    for (size_t i = 0; i < pts.size(); ++i) {
+      bool beaten = false;
+      for (size_t j = 0; j < pts.size() && !beaten; ++j) {
+        bool no_worse = pts[j].time <= pts[i].time && pts[j].memory <= pts[i].memory;
+        bool better = pts[j].time < pts[i].time || pts[j].memory < pts[i].memory;
+        beaten = no_worse && (better || j < i);
+      }
+      if (!beaten) want.push_back(i);
+    }
+    std::sort(want.begin(), want.end(), [&](size_t a, size_t b) { return pts[a].time < pts[b].time; });
+    SCOPED_TRACE(round);
+    EXPECT_EQ(ft::pareto_keep(pts, kExact), want);
+    if (want.size() > 3) {
+      std::vector<size_t> kept = ft::pareto_keep(pts, 3);
+      EXPECT_EQ(kept, (std::vector<size_t>{want.front(), want[(want.size() - 1 + 1) / 2], want.back()}));
+    }
+  }
 }
 
 TEST(CostGraphText, ParsesAndReportsErrors) {
