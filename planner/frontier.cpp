@@ -17,6 +17,7 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "planner/baselines.h"
 #include "planner/cost_model.h"
 #include "planner/region.h"
 #include "planner/strategies.h"
@@ -109,12 +110,13 @@ std::string key_of(const Needs &n) {
 
 class Builder {
  public:
-  Builder(const Graph &g, int devices, const Topology &t, const Plan *seed = nullptr) : g_(g), n_(devices), t_(t) {
+  Builder(const Graph &g, int devices, const Topology &t, const std::vector<const Plan *> &seeds = {})
+      : g_(g), n_(devices), t_(t) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
-    if (seed) add_seed_configs(*seed);
+    for (const Plan *seed : seeds) add_seed_configs(*seed);
     find_owners();
   }
 
@@ -679,10 +681,14 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = now();
-  // The tofu plan's per-op configs join the candidates: the search then starts from a config space that holds
-  // tofu's plan (its time and memory are one assignment of the cost graph), and FT decides what it keeps.
-  Plan seed = tofu_plan(g, devices, TofuOptions{{}, true, &t});
-  Builder b(g, devices, t, &seed);
+  // Two seeds: the tofu plan (the fast end) and the equalchop baseline (the low-memory end: every op chopped equally
+  // over all devices). Their per-op configs join the candidates, so the config space holds both plans (each one
+  // assignment of the cost graph), and FT decides what it keeps.
+  std::vector<Plan> seeds{tofu_plan(g, devices, TofuOptions{{}, true, &t})};
+  if (devices > 1) seeds.push_back(baseline_plan(g, "equalchop", devices));
+  std::vector<const Plan *> seed_ptrs;
+  for (const Plan &p : seeds) seed_ptrs.push_back(&p);
+  Builder b(g, devices, t, seed_ptrs);
   ft::CostGraph cg = b.cost_graph();
   auto t1 = now();
   FrontierResult r;
@@ -690,25 +696,33 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   r.ops = g.num_ops();
   r.edges = static_cast<int>(cg.edges.size());
   r.configs = b.total_configs();
-  // Heuristic eliminations follow the seed's configs instead of the least time bound: by time alone they lose the
-  // seed's neighbourhood, and the frontier found then lies behind the seed plan (WResNet-50-4 at 16 devices: best
-  // 0.204 s against tofu's 0.156 s; following the seed: 0.154 s).
+  // Heuristic eliminations follow the tofu seed's configs instead of the least time bound: by time alone they lose
+  // the seed's neighbourhood, and the frontier found then lies behind the seed plan (WResNet-50-4 at 16 devices: best
+  // 0.204 s against tofu's 0.156 s; following the seed: 0.154 s). A second solve following equalchop (or fixing by
+  // least memory) found nothing new on the Transformer: the cost graph's memory is 1.7x equalchop's re-scored peak,
+  // so FT prunes its neighbourhood as large.
   ft::SolveOptions guided = options;
-  guided.guide = b.match(seed);
+  guided.guide = b.match(seeds[0]);
   std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, guided, &r.stats);
-  // The seed itself is a candidate too, so the frontier is never worse than the tofu plan it started from.
-  ft::FrontierPoint seeded;
-  seeded.choice = guided.guide;
-  seeded.cost = ft::assignment_cost(cg, seeded.choice);
+  // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
+  std::vector<ft::FrontierPoint> seeded;
+  for (const Plan &p : seeds) {
+    std::vector<int> choice = b.match(p);
+    CLEAVE_CHECK(std::find(choice.begin(), choice.end(), -1) == choice.end(), "a seed plan's config is no candidate");
+    seeded.push_back({ft::assignment_cost(cg, choice), choice});
+  }
   // Re-scoring is the costly part: each distinct assignment once, only those the cost graph's model does not
-  // dominate, and the seed.
+  // dominate, and the seeds.
   std::vector<ft::Cost> model;
   for (const ft::FrontierPoint &p : points) model.push_back(p.cost);
   std::vector<const ft::FrontierPoint *> chosen;
-  std::set<std::vector<int>> seen{seeded.choice};
+  std::set<std::vector<int>> seen;
+  for (const ft::FrontierPoint &p : seeded) seen.insert(p.choice);
   for (size_t i : ft::pareto_keep(model, std::numeric_limits<size_t>::max()))
     if (seen.insert(points[i].choice).second) chosen.push_back(&points[i]);
-  chosen.push_back(&seeded);
+  std::set<std::vector<int>> seeds_seen;
+  for (const ft::FrontierPoint &p : seeded)
+    if (seeds_seen.insert(p.choice).second) chosen.push_back(&p);
   r.candidates = static_cast<int>(chosen.size());
   auto t2 = now();
   std::vector<FrontierPlan> all;

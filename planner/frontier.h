@@ -26,11 +26,12 @@
 // pattern fits, else fetched by a grouped send/recv; per device the sum of the collectives it is in, the slowest
 // device. A partial tensor read by several ops is all-reduced by its producer. The edge's memory is the box a forward
 // reader's device assembles when anything moves and the backward pass reads that tensor.
-// Seed: the tofu plan (tofu.h) over the same devices. Its per-op configs join each op's candidates where the
-// enumeration lacks them (tofu orders a level's axes freely and mixes more vars), and heuristic elimination fixes a
-// node to the seed's config rather than by least time (which loses the seed's neighbourhood). The candidates are
-// the solve's points and the seed itself, so the frontier is never worse than the tofu plan; each distinct
-// assignment the cost graph does not dominate is re-scored.
+// Seeds: the tofu plan (tofu.h, the fast end) and the equalchop baseline (baselines.h, the low-memory end) over the
+// same devices. Their per-op configs join each op's candidates where the enumeration lacks them (tofu orders a
+// level's axes freely and mixes more vars), and heuristic elimination fixes a node to the tofu seed's config rather
+// than by least time (which loses the seed's neighbourhood). The candidates are the solve's points and both seeds,
+// so the frontier is never worse than either seed plan; each distinct assignment the cost graph does not dominate
+// is re-scored.
 // The FT points' plans are re-scored by estimate_cost; the frontier printed is the non-dominated set of the
 // re-scored (predicted_step_seconds, peak_memory_bytes) points, by time. Deterministic.
 #include <array>
