@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <queue>
 #include <set>
 
 #include "ir/error.h"
@@ -212,6 +214,14 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
       seg.tasks.push_back(std::move(k));
     }
   }
+  seg.local_waiting.resize(seg.tasks.size());
+  for (size_t i = 0; i < seg.tasks.size(); ++i) {
+    for (const std::pair<OpId, int> &p : seg.tasks[i].producers) {
+      std::vector<int> &w = seg.waiting[p];
+      if (w.empty() || w.back() != static_cast<int>(i)) w.push_back(static_cast<int>(i));
+    }
+    for (int j : seg.tasks[i].local) seg.local_waiting[static_cast<size_t>(j)].push_back(static_cast<int>(i));
+  }
   seg.events = std::move(events);
   seg.local = std::move(local);
   return seg;
@@ -262,12 +272,25 @@ bool Simulator::time(const Key &k) {
 void Simulator::propagate(std::vector<Key> seeds) {
   // Every dependency points forward in program order, so taking tasks in that order times each one after all of its
   // predecessors; a task is re-timed only if a predecessor's end changed (or it was rebuilt).
-  std::set<Key> work(seeds.begin(), seeds.end());
+  // Work is a min-heap of keys, each pushed once (`queued`): every key pushed lies after the one being timed, so a
+  // key taken never comes back.
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  std::vector<Key> pushed;
+  auto push = [&](const Key &k) {
+    std::vector<char> &q = queued_[static_cast<size_t>(k.first)];
+    if (q.size() <= static_cast<size_t>(k.second)) q.resize(segs_[static_cast<size_t>(k.first)].tasks.size(), 0);
+    if (q[static_cast<size_t>(k.second)]) return;
+    q[static_cast<size_t>(k.second)] = 1;
+    pushed.push_back(k);
+    heap.push(k);
+  };
+  queued_.resize(segs_.size());
+  for (const Key &k : seeds) push(k);
   std::set<Key> fresh(seeds.begin(), seeds.end());
   recomputed_ = 0;
-  while (!work.empty()) {
-    Key k = *work.begin();
-    work.erase(work.begin());
+  while (!heap.empty()) {
+    Key k = heap.top();
+    heap.pop();
     ++recomputed_;
     if (recording_) {
       const Task &before = segs_[static_cast<size_t>(k.first)].tasks[static_cast<size_t>(k.second)];
@@ -279,26 +302,24 @@ void Simulator::propagate(std::vector<Key> seeds) {
     for (int c : task.channels) {
       const auto &ch = channels_[static_cast<size_t>(c)];
       auto it = std::upper_bound(ch.begin(), ch.end(), k);
-      if (it != ch.end()) work.insert(*it);
+      if (it != ch.end()) push(*it);
     }
     if (task.kind == SimTask::Kind::compute) {
       auto depends = [&](int s) {
         const Segment &seg = segs_[static_cast<size_t>(s)];
-        for (size_t i = 0; i < seg.tasks.size(); ++i) {
-          const auto &pr = seg.tasks[i].producers;
-          if (std::find(pr.begin(), pr.end(), std::pair<OpId, int>{k.first, task.device}) != pr.end())
-            work.insert({s, static_cast<int>(i)});
-        }
+        auto w = seg.waiting.find({k.first, task.device});
+        if (w != seg.waiting.end())
+          for (int i : w->second) push({s, i});
       };
       for (OpId r : readers_[static_cast<size_t>(k.first)]) depends(r);
       depends(g_.num_ops());
     } else {
       const Segment &seg = segs_[static_cast<size_t>(k.first)];
-      for (size_t i = static_cast<size_t>(k.second) + 1; i < seg.tasks.size(); ++i)
-        if (std::find(seg.tasks[i].local.begin(), seg.tasks[i].local.end(), k.second) != seg.tasks[i].local.end())
-          work.insert({k.first, static_cast<int>(i)});
+      for (int i : seg.local_waiting[static_cast<size_t>(k.second)])
+        if (i > k.second) push({k.first, i});
     }
   }
+  for (const Key &k : pushed) queued_[static_cast<size_t>(k.first)][static_cast<size_t>(k.second)] = 0;
   finish();
 }
 

@@ -35,6 +35,7 @@
 // some end time changes. Full and delta simulation compute each time by the same expression over the same task
 // graph, so they agree bit for bit (tests/planner/simulator_test.cpp checks it on 1,000 random moves).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,10 @@ class Simulator {
     std::vector<LocalStatement> local;
     /** Per device, the index of its compute task or -1. */
     std::vector<int> compute_of;
+    /** The tasks waiting for each kernel (op, device) they list in `producers`, ascending. */
+    std::map<std::pair<OpId, int>, std::vector<int>> waiting;
+    /** Per task, the tasks of this segment that list it in `local`, ascending. */
+    std::vector<std::vector<int>> local_waiting;
   };
   using Key = std::pair<int, int>;  // (segment, task index): program order
 
@@ -127,6 +132,8 @@ class Simulator {
   /** Recomputes the times of task `k`; true if its end changed. */
   bool time(const Key &k);
   void propagate(std::vector<Key> seeds);
+  /** propagate's scratch: per segment, per task, whether it is in the work heap (all 0 between calls). */
+  std::vector<std::vector<char>> queued_;
   void finish();
   void start();
 
