@@ -29,7 +29,7 @@ namespace cleave::plan {
 namespace {
 
 using describe::Description;
-using Needs = std::vector<std::optional<Box>>;  // per device of a config, one input slot
+using Needs = std::vector<std::optional<Box>>;  // one input slot, per device id (none: the device does not read it)
 
 
 
@@ -88,6 +88,8 @@ std::vector<std::vector<int>> canonical_picks(const ConfigMesh &m, int vars) {
 
 std::string key_of(const Sharding &s) {
   std::string k;
+  for (int d : s.devices) k += std::to_string(d) + ",";
+  k += "|";
   for (int64_t m : s.mesh) k += std::to_string(m) + "x";
   k += "|";
   for (const AxisSharding &a : s.axes)
@@ -312,11 +314,11 @@ class Builder {
       auto [same, fresh] = needs_by_shape_.try_emplace(shape_key(o, c));
       if (fresh) {
         const ParallelConfig &cfg = config(o, c);
-        same->second.resize(g_.op(o).inputs.size());
+        same->second.assign(g_.op(o).inputs.size(), Needs(static_cast<size_t>(n_)));
         for (size_t i = 0; i < cfg.devices.size(); ++i) {
           std::vector<std::optional<Box>> in =
               input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
-          for (size_t s = 0; s < in.size(); ++s) same->second[s].push_back(in[s]);
+          for (size_t s = 0; s < in.size(); ++s) same->second[s][static_cast<size_t>(cfg.devices[i])] = in[s];
         }
       }
       it = needs_.emplace(key, &same->second).first;
@@ -386,8 +388,10 @@ class Builder {
       }
       bool ok = true;
       for (const auto &[dim, p] : parts) ok = ok && tensor.shape[static_cast<size_t>(dim)] % p == 0;
-      for (size_t i = 0; ok && i < cfg.devices.size(); ++i)
-        ok = need[i] && *need[i] == shard_region(tensor.shape, s, static_cast<int64_t>(i));
+      for (size_t i = 0; ok && i < cfg.devices.size(); ++i) {
+        const std::optional<Box> &b = need[static_cast<size_t>(cfg.devices[i])];
+        ok = b && *b == shard_region(tensor.shape, s, static_cast<int64_t>(i));
+      }
       if (ok) return s;
       size_t a = 0;
       while (a < axes && ++pick[a] == choices.size()) pick[a++] = 0;
@@ -484,7 +488,7 @@ class Builder {
     return group;
   }
 
-  /** Seconds to turn tensor `t` held as `from` (devices 0..n-1 in order) into what the reader's devices need, priced
+  /** Seconds to turn tensor `t` held as `from` into what the reader's devices need (by device id), priced
    *  as estimate_cost prices what codegen emits (cost_model.h): partial axes reduce-scattered when the readers' boxes
    *  tile each group's shard, else all-reduced; then boxes a device lacks all-gathered where the blocks of the
    *  devices wanting one box tile it, else exchanged all-to-all, else fetched by one grouped send/recv. Per device
@@ -495,9 +499,9 @@ class Builder {
     auto it = resplit_.find(key);
     if (it != resplit_.end()) return it->second;
     bool f32 = tensor.dtype == DType::f32;
-    std::vector<Box> own;
-    for (int64_t i = 0; i < static_cast<int64_t>(from.devices.size()); ++i)
-      own.push_back(shard_region(tensor.shape, from, i));
+    std::vector<Box> own(static_cast<size_t>(n_));  // by device id
+    for (size_t i = 0; i < from.devices.size(); ++i)
+      own[static_cast<size_t>(from.devices[i])] = shard_region(tensor.shape, from, static_cast<int64_t>(i));
     std::vector<double> secs(static_cast<size_t>(n_), 0);
     auto collective = [&](CommEvent::Kind kind, const std::vector<int> &group, int64_t count) {
       CommEvent e;
@@ -584,13 +588,14 @@ class Builder {
     sr.kind = CommEvent::Kind::send_recv;
     for (int r : rest) {
       const Box &want = *need[static_cast<size_t>(r)];
-      std::vector<size_t> chosen;
-      for (size_t i = 0; i < own.size(); ++i) {
+      std::vector<size_t> chosen;  // device ids, in the sharding's device order
+      for (int d : from.devices) {
+        size_t i = static_cast<size_t>(d);
         if (box_empty(box_intersect(own[i], want))) continue;
         auto same = std::find_if(chosen.begin(), chosen.end(), [&](size_t c) { return own[c] == own[i]; });
         if (same == chosen.end())
           chosen.push_back(i);
-        else if (static_cast<int>(i) == r)
+        else if (d == r)
           *same = i;
       }
       for (size_t i : chosen) {
@@ -601,7 +606,7 @@ class Builder {
         }
         if (part != own[i]) copy(static_cast<int>(i), box_volume(part));  // packed by the sender
         if (part != want) copy(r, box_volume(part));                       // unpacked by the receiver
-        sr.transfers.push_back({from.devices[i], r, box_volume(part) * dtype_size(tensor.dtype)});
+        sr.transfers.push_back({static_cast<int>(i), r, box_volume(part) * dtype_size(tensor.dtype)});
       }
     }
     if (!sr.transfers.empty()) {
@@ -720,15 +725,21 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   for (const ft::FrontierPoint &p : seeded) seen.insert(p.choice);
   for (size_t i : ft::pareto_keep(model, std::numeric_limits<size_t>::max()))
     if (seen.insert(points[i].choice).second) chosen.push_back(&points[i]);
+  // A seed is re-scored as itself: the plan of its configs (b.plan) may hold its sources otherwise.
+  std::map<const ft::FrontierPoint *, const Plan *> seed_plan;
   std::set<std::vector<int>> seeds_seen;
-  for (const ft::FrontierPoint &p : seeded)
-    if (seeds_seen.insert(p.choice).second) chosen.push_back(&p);
+  for (size_t i = 0; i < seeded.size(); ++i)
+    if (seeds_seen.insert(seeded[i].choice).second) {
+      chosen.push_back(&seeded[i]);
+      seed_plan[&seeded[i]] = &seeds[i];
+    }
   r.candidates = static_cast<int>(chosen.size());
   auto t2 = now();
   std::vector<FrontierPlan> all;
   for (const ft::FrontierPoint *pp : chosen) {
     FrontierPlan f;
-    f.plan = b.plan(pp->choice);
+    auto seed = seed_plan.find(pp);
+    f.plan = seed != seed_plan.end() ? *seed->second : b.plan(pp->choice);
     f.model = pp->cost;
     all.push_back(std::move(f));
   }
