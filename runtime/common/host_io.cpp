@@ -2,6 +2,7 @@
 // buffers, shared by the cpu and cuda backends (their io files add only the copies to and from their buffers).
 #include "common/host_io.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -89,20 +90,28 @@ void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst) {
   if (f.shape.empty() || f.shape[0] == 0) fail(f.path + ": no samples to read");
   File file = open_file(f.path, "rb");
   int64_t samples = f.shape[0], row = f.sample_elems * f.elem_size;
-  std::vector<char> buf(static_cast<size_t>(row));
-  for (int64_t i = 0; i < count; ++i) {
+  // One seek and one read per run of consecutive samples (a step's shard is one run, two where it wraps around the
+  // dataset), in chunks of at most kChunk bytes: a seek per sample made every sample a read system call.
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  std::vector<char> buf;
+  for (int64_t i = 0; i < count;) {
     int64_t s = ((first + i) % samples + samples) % samples;  // wrap around the dataset
+    int64_t run = std::min({count - i, samples - s, std::max<int64_t>(1, kChunk / std::max<int64_t>(row, 1))});
+    buf.resize(static_cast<size_t>(run * row));
     if (std::fseek(file.get(), static_cast<long>(f.data_offset + s * row), SEEK_SET) != 0 ||
         std::fread(buf.data(), 1, buf.size(), file.get()) != buf.size())
-      fail(f.path + ": cannot read sample " + std::to_string(s) + " (file truncated?)");
+      fail(f.path + ": cannot read samples " + std::to_string(s) + ".." + std::to_string(s + run - 1) +
+           " (file truncated?)");
     T *out = dst + i * f.sample_elems;
-    for (int64_t j = 0; j < f.sample_elems; ++j) {
+    int64_t n = run * f.sample_elems;
+    for (int64_t j = 0; j < n; ++j) {
       const char *src = buf.data() + j * f.elem_size;
       if (f.kind == 'f' && f.elem_size == 4) { float v; std::memcpy(&v, src, 4); out[j] = static_cast<T>(v); }
       else if (f.kind == 'f') { double v; std::memcpy(&v, src, 8); out[j] = static_cast<T>(v); }
       else if (f.elem_size == 4) { int32_t v; std::memcpy(&v, src, 4); out[j] = static_cast<T>(v); }
       else { int64_t v; std::memcpy(&v, src, 8); out[j] = static_cast<T>(v); }
     }
+    i += run;
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,9 @@ void init_process(int *argc, char ***argv, Context &c) {
   int inited = 0;
   MPI_Initialized(&inited);
   if (!inited && MPI_Init(argc, argv) != MPI_SUCCESS) fail("MPI_Init failed");
+  // Before any output (print_loss says why); abort_job flushes it, exit() too.
+  static char stdout_buffer[1 << 16];
+  std::setvbuf(stdout, stdout_buffer, _IOFBF, sizeof stdout_buffer);
   // Errors must come back as codes so CLEAVE_MPI can name the call and the place before aborting.
   CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &c.rank);
@@ -80,6 +84,21 @@ void init_process(int *argc, char ***argv, Context &c) {
     fail("the launcher (" + c.launcher + ") reports " + std::to_string(c.launcher_world) +
          " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
 }
+
+void print_loss(int64_t step, double value) {
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point last_flush;
+  static bool flushed = false;
+  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), value);
+  Clock::time_point now = Clock::now();
+  if (!flushed || now - last_flush >= std::chrono::seconds(1)) {
+    std::fflush(stdout);
+    last_flush = now;
+    flushed = true;
+  }
+}
+
+void flush_losses() { std::fflush(stdout); }
 
 int group_position(const std::vector<int> &ranks, const Context &c) {
   if (ranks.empty()) fail("a group must have at least one member");

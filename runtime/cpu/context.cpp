@@ -36,6 +36,7 @@ const Context &context() {
 
 void finalize() {
   if (!g_initialised) return;
+  host::flush_losses();
   detail::release_communicators();
   MPI_Finalize();
   g_initialised = false;
@@ -43,8 +44,7 @@ void finalize() {
 
 void log_loss(int64_t step, const float *loss) {
   if (host::message_rank() > 0) return;
-  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(*loss));
-  std::fflush(stdout);
+  host::print_loss(step, static_cast<double>(*loss));
 }
 
 Arena::Arena(size_t bytes, size_t align) : size_(bytes) {

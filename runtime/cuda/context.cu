@@ -76,6 +76,7 @@ const Context &context() {
 void finalize() {
   if (!g_initialised) return;
   detail::sync_compute();
+  host::flush_losses();
   detail::release_nccl();
   for (auto &b : g_scratch)
     if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
@@ -116,8 +117,7 @@ void log_loss(int64_t step, const float *loss) {
   float value = 0;
   CLEAVE_CUDA(cudaMemcpyAsync, &value, loss, sizeof value, cudaMemcpyDeviceToHost, compute_stream());
   detail::sync_compute();
-  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), static_cast<double>(value));
-  std::fflush(stdout);
+  host::print_loss(step, static_cast<double>(value));
 }
 
 Arena::Arena(size_t bytes, size_t align) : size_(bytes) {

@@ -1,32 +1,39 @@
 #!/usr/bin/env bash
-# Accuracy of the cost model (issue 7, item 6; on demand, not in CI: ~15-30 min on 2 busy cores). On real MPI ranks on
-# this machine, for distinct plans of several models (planners single, data, owt, tofu and random seeds at 1, 2 and 4
-# ranks, --oversubscribe), the measured step time next to each predictor's: mean absolute % error and Spearman rank
-# correlation per predictor, and a table of every plan.
+# Accuracy of the cost model (issue 7, item 6; on demand, not in CI: ~10-15 min). On real MPI ranks on this machine,
+# for distinct plans of several models (planners single, data, owt, tofu and random seeds at 1, 2 and 4 ranks,
+# --oversubscribe), the measured step time next to each predictor's: mean absolute % error and Spearman rank
+# correlation per predictor, over the plans whose ranks have a core each and over all, and a table of every plan.
 #
-# Protocol:
-#  1. per model and rank count, `cleave plan -o` writes each plan; `cleave profile --plan ...` (one call per model and
-#     rank count) measures the kernels of those plans and the collectives on 2..N ranks, keeping its built bundles;
-#  2. measured: each kept bundle runs again (`cleave run`, --steps $STEPS, CLEAVE_PROFILE set): rank 0's median step
-#     time after the warm-up step. The profile's kernel times come from the profiling run of the same plans (in
-#     sample, as FlexFlow profiles every op config it later simulates), the step times from this second run;
+# Protocol (this machine's speed drifts by tens of percent over seconds, so every figure is a median over runs spread
+# in time, and the profile and the measurement of a group of plans are taken the same way, one after the other):
+#  1. per model and rank count, `cleave plan -o` writes each plan; `cleave profile --plan ... --repeats $REPEATS`
+#     (one call per model and rank count) builds those plans' bundles, runs them $REPEATS times round-robin and keeps
+#     the median kernel, copy and data-read times, and times the collectives on 2..N ranks;
+#  2. measured: the kept bundles run $REPEATS times again, round-robin (`cleave run`, --steps $STEPS, CLEAVE_PROFILE
+#     set): the median over the runs of rank 0's median step after the warm-up step; `spread%` is how far the runs
+#     were apart (max / min - 1). The profile's kernel times come from the profiling runs of the same plans (in
+#     sample, as FlexFlow profiles every op config it later simulates), the step times from these later runs;
 #  3. predicted: each function named in $PREDICTORS (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
-#     roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the same with --profile;
-#     simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with --profile. A new
-#     predictor is one more function and one more word in PREDICTORS;
+#     repeat: the profiling runs' own step time of the plan (no model: the noise floor, how well this machine
+#     reproduces a measurement); roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the
+#     same with --profile; simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with
+#     --profile. A new predictor is one more function and one more word in PREDICTORS;
 #  4. where the time goes: per plan, WORK/<group>/<plan>.breakdown.txt (tests/bench/step_breakdown.py) lists each
-#     rank's measured step by kind of statement (kernel, comm, copy, data, untimed) next to explain --profile's.
+#     rank's step in the first measured run by kind of statement (kernel, comm, copy, data, untimed) next to
+#     explain --profile's.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Environment: STEPS (default 8), PREDICTORS (default "roofline profile simulate simprofile"), CASES (default below: model:batch:ranks:
-# planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default the one next to CLEAVE_BINARY's build).
+# Environment: STEPS (default 40), REPEATS (default 3), PREDICTORS (default "repeat roofline profile simulate
+# simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default
+# the one next to CLEAVE_BINARY's build).
 set -u
 cleave=$(readlink -f "$1")
 src=$(readlink -f "$2")
 work=${3:-$(mktemp -d)}
 mkdir -p "$work"
 work=$(readlink -f "$work")
-steps=${STEPS:-8}
-predictors=${PREDICTORS:-"roofline profile simulate simprofile"}
+steps=${STEPS:-40}
+repeats=${REPEATS:-3}
+predictors=${PREDICTORS:-"repeat roofline profile simulate simprofile"}
 topology=$src/models/topologies/cpu-local.json
 rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
 rtflag=()
@@ -35,9 +42,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # model:batch:ranks:planner[/seed]. Models: mlp and cnn (models/), the zoo's tiny ResNet and Transformer.
 cases=${CASES:-"mlp:64:1:single mlp:64:2:data mlp:64:2:owt mlp:64:2:tofu mlp:64:2:random/1 mlp:64:4:data mlp:64:4:random/2
-cnn:16:1:single cnn:16:2:data cnn:16:2:tofu cnn:16:4:data cnn:16:2:random/3
-resnet-tiny:8:1:single resnet-tiny:8:2:data resnet-tiny:8:2:tofu
-transformer-tiny:8:1:single transformer-tiny:8:2:data transformer-tiny:8:2:random/4"}
+cnn:16:1:single cnn:16:2:data cnn:16:2:owt cnn:16:2:random/3 cnn:16:4:data
+resnet-tiny:8:1:single resnet-tiny:8:2:data resnet-tiny:8:2:tofu resnet-tiny:8:2:random/5
+transformer-tiny:8:1:single transformer-tiny:8:2:data transformer-tiny:8:2:tofu transformer-tiny:8:2:random/4"}
 
 model_file() {
   case $1 in
@@ -65,6 +72,11 @@ predict_simulate() {
     awk '$1 == "simulated_step_seconds" {print $2}'
 }
 predict_simprofile() { predict_simulate "$1" "$2" "$3" "$4" --profile "$4"; }
+# The noise floor: the same plan's step as its profiling runs measured it (profile.json "plans", by plan file name).
+predict_repeat() {
+  /usr/bin/python3 -c 'import json, sys
+print([p["step_seconds"] for p in json.load(open(sys.argv[1]))["plans"] if p["name"] == sys.argv[2]][0])' "$4" "$PLAN_NAME"
+}
 
 # Plans, grouped by (model, batch, ranks): one profile per group.
 declare -A group_plans
@@ -91,49 +103,66 @@ for key in $(printf '%s\n' "${!group_plans[@]}" | sort); do
   for name in ${group_plans[$key]}; do flags+=(--plan "$dir/$name.plan"); done
   echo "profiling $key: ${group_plans[$key]}" >&2
   if ! "$cleave" profile "$onnx" --backend cpu --devices "$ranks" --batch "$batch" "${flags[@]}" -o "$dir/profile.json" \
-      --work-dir "$dir/work" --steps 8 --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
+      --work-dir "$dir/work" --steps "$steps" --repeats "$repeats" --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
     echo "skip $key: cleave profile failed (see $work/log)" >&2
     continue
   fi
-  i=0
-  for name in ${group_plans[$key]}; do
-    bundle=$dir/work/plan_$i
-    i=$((i + 1))
-    data=$(/usr/bin/python3 -c "
+  # Measured: $REPEATS runs of every plan of the group, round-robin like the profiling runs (this machine's speed
+  # drifts by tens of percent over seconds: other tenants), each run's rank-0 median step after the warm-up step;
+  # the plan's figure is the median over its runs, its spread (max / min - 1) how much they disagreed.
+  names=(${group_plans[$key]})
+  declare -A measured_runs=()
+  for ((k = 0; k < repeats; k++)); do
+    for i in "${!names[@]}"; do
+      name=${names[$i]}
+      bundle=$dir/work/plan_$i
+      data=$(/usr/bin/python3 -c "
 import json
 m = json.load(open('$bundle/manifest.json'))
 print(','.join('%s=$bundle/input_%d.npy' % (n, k + 1) for k, n in enumerate(m['inputs'])))")
-    rm -f "$bundle"/measure.rank_*.json
-    if ! CLEAVE_PROFILE=$bundle/measure "$cleave" run "$bundle" --data "$data" --steps "$steps" "${rtflag[@]}" \
-        >/dev/null 2>>"$work/log"; then
-      echo "skip $key $name: the measured run failed" >&2
-      continue
-    fi
-    measured=$(/usr/bin/python3 -c "
+      rm -f "$bundle"/measure_$k.rank_*.json
+      if CLEAVE_PROFILE=$bundle/measure_$k "$cleave" run "$bundle" --data "$data" --steps "$steps" "${rtflag[@]}" \
+          >/dev/null 2>>"$work/log"; then
+        measured_runs[$name]+="$(/usr/bin/python3 -c "
 import json, statistics
-s = json.load(open('$bundle/measure.rank_0.json'))['steps'][1:]
-print(statistics.median(s))")
+print(statistics.median(json.load(open('$bundle/measure_$k.rank_0.json'))['steps'][1:]))") "
+      else
+        echo "skip $key $name run $k: the measured run failed" >&2
+      fi
+    done
+  done
+  for i in "${!names[@]}"; do
+    name=${names[$i]}
+    bundle=$dir/work/plan_$i
+    [ -n "${measured_runs[$name]:-}" ] || continue
+    read -r measured spread < <(/usr/bin/python3 -c "
+import statistics, sys
+v = [float(x) for x in sys.argv[1:]]
+print(statistics.median(v), max(v) / min(v) - 1)" ${measured_runs[$name]})
     "$cleave" explain "$onnx" --batch "$batch" --plan "$dir/$name.plan" --topology "$topology" --format json \
       --profile "$dir/profile.json" >"$dir/$name.explain.json" 2>>"$work/log" &&
-      /usr/bin/python3 "$src/tests/bench/step_breakdown.py" "$bundle/measure" "$dir/$name.explain.json" \
+      /usr/bin/python3 "$src/tests/bench/step_breakdown.py" "$bundle/measure_0" "$dir/$name.explain.json" \
         >"$dir/$name.breakdown.txt" 2>>"$work/log"
-    row="$model	$batch	$ranks	$name	$measured"
-    for p in $predictors; do row+="	$(predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile.json" 2>>"$work/log" || echo nan)"; done
+    row="$model	$batch	$ranks	$name	$measured	$spread"
+    for p in $predictors; do
+      row+="	$(PLAN_NAME=$name.plan predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile.json" 2>>"$work/log" || echo nan)"
+    done
     echo "$row" >>"$results"
   done
 done
 
-/usr/bin/python3 - "$results" $predictors <<'PY'
+/usr/bin/python3 - "$results" "$(nproc)" $predictors <<'PY'
 import math, sys
 rows = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if l.strip()]
-preds = sys.argv[2:]
-print('%-18s %5s %5s %-12s %12s' % ('model', 'batch', 'ranks', 'plan', 'measured_s') +
+cores = int(sys.argv[2])
+preds = sys.argv[3:]
+print('%-18s %5s %5s %-12s %12s %8s' % ('model', 'batch', 'ranks', 'plan', 'measured_s', 'spread%') +
       ''.join(' %12s %8s' % (p + '_s', 'err%') for p in preds))
 for r in rows:
     m = float(r[4])
-    line = '%-18s %5s %5s %-12s %12.4e' % (r[0], r[1], r[2], r[3], m)
+    line = '%-18s %5s %5s %-12s %12.4e %8.1f' % (r[0], r[1], r[2], r[3], m, 100 * float(r[5]))
     for k in range(len(preds)):
-        v = float(r[5 + k])
+        v = float(r[6 + k])
         line += ' %12.4e %8.1f' % (v, 100 * (v - m) / m)
     print(line)
 
@@ -158,13 +187,21 @@ def spearman(a, b):
     vb = math.sqrt(sum((y - mb) ** 2 for y in rb))
     return cov / (va * vb) if va and vb else float('nan')
 
-meas = [float(r[4]) for r in rows]
-models = sorted({r[0] for r in rows})
-print('\n%d plans of %d models (%s)' % (len(rows), len(models), ', '.join(models)))
-for k, p in enumerate(preds):
-    pv = [float(r[5 + k]) for r in rows]
-    ok = [(m, v) for m, v in zip(meas, pv) if not math.isnan(v)]
-    mape = 100 * sum(abs(v - m) / m for m, v in ok) / len(ok) if ok else float('nan')
-    rho = spearman([m for m, _ in ok], [v for _, v in ok]) if len(ok) > 1 else float('nan')
-    print('%-10s mean abs error %7.1f %%   Spearman %6.3f   (%d plans)' % (p, mape, rho, len(ok)))
+def summary(title, rows):
+    meas = [float(r[4]) for r in rows]
+    models = sorted({r[0] for r in rows})
+    print('\n%s: %d plans of %d models (%s); median spread of the measured runs %.1f %%' %
+          (title, len(rows), len(models), ', '.join(models),
+           100 * sorted(float(r[5]) for r in rows)[len(rows) // 2] if rows else float('nan')))
+    for k, p in enumerate(preds):
+        pv = [float(r[6 + k]) for r in rows]
+        ok = [(m, v) for m, v in zip(meas, pv) if not math.isnan(v)]
+        mape = 100 * sum(abs(v - m) / m for m, v in ok) / len(ok) if ok else float('nan')
+        rho = spearman([m for m, _ in ok], [v for _, v in ok]) if len(ok) > 1 else float('nan')
+        print('%-10s mean abs error %7.1f %%   Spearman %6.3f   (%d plans)' % (p, mape, rho, len(ok)))
+
+# A rank is a device only while there is a core for it: past the cores, ranks time-share them (the topology's devices
+# do not exist) and their kernels and waits depend on the scheduler, which no predictor here models.
+summary('ranks <= %d cores' % cores, [r for r in rows if int(r[2]) <= cores])
+summary('all', rows)
 PY

@@ -38,7 +38,8 @@ struct ProfileArgs {
   uint64_t seed = 0;
   std::string topology;
   std::string out;
-  int64_t steps = 4;
+  int64_t steps = 20;
+  int repeats = 1;
   std::string work_dir;
   std::string runtime_dir;
   std::string build_type = "Release";
@@ -114,20 +115,19 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
-/** Per (op name, shard key): the per-rank medians of every plan that ran that share; per local statement kind (copy,
+/** Per (op name, shard key): the per-rank, per-run medians of every plan that ran that share; per local statement kind (copy,
  *  data) and bytes: the medians of every such statement. */
 struct Samples {
   std::map<std::pair<std::string, std::string>, std::vector<double>> compute;
   std::map<std::string, std::map<int64_t, std::vector<double>>> statements;
 };
 
-/** Compiles, builds and runs one plan with CLEAVE_PROFILE; adds its kernel times to `samples` and returns rank 0's
- *  median step seconds after the warm-up step. */
-double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir, Samples &samples) {
+/** Compiles one plan into a bundle in `dir` with synthetic inputs (one batch); the `cleave run` command that runs it
+ *  for --steps steps, less its CLEAVE_PROFILE prefix. */
+std::string prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir) {
   codegen::Lowered lowered = codegen::lower(g, np.plan);
   fs::create_directories(dir);
   codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(), "cpu");
-  // Inputs: synthetic, one batch.
   nlohmann::json m = nlohmann::json::parse(slurp(dir / "manifest.json"));
   std::string data;
   uint32_t seed = 1;
@@ -139,14 +139,22 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     write_npy(file, info.at("shape").get<std::vector<int64_t>>(), dtype == "i64", seed++);
     data += (data.empty() ? "" : ",") + name + "=" + file.string();
   }
-  fs::path prefix = dir / "profile";
-  std::string cmd = "CLEAVE_PROFILE=" + quote(prefix.string()) + " " + quote(fs::read_symlink("/proc/self/exe").string()) +
-                    " run " + quote(dir.string()) + " --data " + quote(data) + " --steps " + std::to_string(a.steps) +
-                    " --build-type " + a.build_type;
+  std::string cmd = quote(fs::read_symlink("/proc/self/exe").string()) + " run " + quote(dir.string()) + " --data " +
+                    quote(data) + " --steps " + std::to_string(a.steps) + " --build-type " + a.build_type;
   if (!a.runtime_dir.empty()) cmd += " --runtime-dir " + quote(fs::absolute(a.runtime_dir).string());
-  std::fprintf(stderr, "profiling plan %s on %d rank%s\n", np.name.c_str(), np.plan.devices,
-               np.plan.devices == 1 ? "" : "s");
-  if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR("plan ", np.name, ": the profiling run failed (see above)");
+  return cmd;
+}
+
+/** Runs a prepared plan once (run `run` of --repeats, written as `dir`/profile[_<run>].rank_<r>.json); adds its
+ *  per-site medians to `samples` and returns rank 0's median step seconds after the warm-up step. */
+double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir,
+                    const std::string &command, int run, Samples &samples) {
+  fs::path prefix = dir / (run == 0 ? std::string("profile") : "profile_" + std::to_string(run));
+  std::fprintf(stderr, "profiling plan %s on %d rank%s%s\n", np.name.c_str(), np.plan.devices,
+               np.plan.devices == 1 ? "" : "s",
+               a.repeats > 1 ? (", run " + std::to_string(run + 1) + " of " + std::to_string(a.repeats)).c_str() : "");
+  if (shell("CLEAVE_PROFILE=" + quote(prefix.string()) + " " + command + " 1>&2") != 0)
+    CLEAVE_USER_ERROR("plan ", np.name, ": the profiling run failed (see above)");
 
   std::map<std::string, const plan::ParallelConfig *> configs;
   for (const auto &o : np.plan.ops) configs[o.name] = &o.config;
@@ -244,7 +252,10 @@ Command add_profile_command(CLI::App &app) {
   add_topology_option(app, args->topology);
   app.get_option("--topology")->description("machine the tofu and icml18 planners plan for (a preset or a JSON file)");
   app.add_option("-o,--output", args->out, "the profile JSON to write")->required();
-  app.add_option("--steps", args->steps, "steps per plan run; the first is a warm-up (default 4)")->check(kPositive);
+  app.add_option("--steps", args->steps, "steps per plan run; the first is a warm-up (default 20)")->check(kPositive);
+  app.add_option("--repeats", args->repeats,
+                 "runs of every plan, round-robin over the plans; medians over the runs (default 1)")
+      ->check(kPositive);
   app.add_option("--work-dir", args->work_dir,
                  "where bundles and the benchmark are built (kept); default a temporary directory, removed after");
   app.add_option("--runtime-dir", args->runtime_dir,
@@ -292,10 +303,18 @@ Command add_profile_command(CLI::App &app) {
     profile.backend = a.backend;
     try {
       Samples samples;
-      for (size_t i = 0; i < plans.size(); ++i) {
-        double step = profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), samples);
-        profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(step, 1e-9)});
-      }
+      std::vector<std::string> commands;
+      for (size_t i = 0; i < plans.size(); ++i)
+        commands.push_back(prepare_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i))));
+      // Runs round-robin over the plans, so that a machine whose speed drifts (other tenants, clocks) slows every
+      // plan's samples alike; each figure is the median over the runs of each run's median.
+      std::vector<std::vector<double>> steps(plans.size());
+      for (int run = 0; run < a.repeats; ++run)
+        for (size_t i = 0; i < plans.size(); ++i)
+          steps[i].push_back(profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), commands[i],
+                                          run, samples));
+      for (size_t i = 0; i < plans.size(); ++i)
+        profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
       for (const auto &[key, secs] : samples.compute)
         profile.compute[key.first][key.second] = std::max(median(secs), 1e-9);
       for (const auto &[kind, sizes] : samples.statements)
