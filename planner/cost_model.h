@@ -94,7 +94,7 @@ struct LocalStatement {
   bool after = false;
   /** copy: bytes copied; data: bytes of the shard read. */
   int64_t bytes = 0;
-  /** data: the samples read (the runtime seeks and reads each one). */
+  /** data: the samples read (the runtime reads each run of consecutive samples at once, and converts each value). */
   int64_t rows = 0;
   bool operator==(const LocalStatement &) const = default;
 };

@@ -8,14 +8,14 @@
 //    "collectives": {"<kind>": {"<group size>": [[bytes, seconds], ...], ...}, ...},
 //    "statements": {"copy": [[bytes, seconds], ...], "data": [[bytes, seconds], ...]},
 //    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
-// - compute: the median kernel time of one device's share of an op, keyed by the op's name and shard_key() of that
-//   share (what the device computes, not which device: shares of equal extents share a key). Several ops fused into
-//   one generated kernel split its time equally.
+// - compute: the expected kernel time (a mean: tools/cli/profile_command.cpp expected_seconds) of one device's share
+//   of an op, keyed by the op's name and shard_key() of that share (what the device computes, not which device:
+//   shares of equal extents share a key). Several ops fused into one generated kernel split its time equally.
 // - collectives: kind is all_reduce, all_gather, reduce_scatter, all_to_all or send_recv; bytes is the size the
 //   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
 //   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
 //   with their ring neighbours at once); points sorted by bytes (powers of two), seconds > 0.
-// - statements (optional): the median time of the profiled plans' region copies (copy) and data reads (data) per
+// - statements (optional): the expected time of the profiled plans' region copies (copy) and data reads (data) per
 //   size in bytes (cost_model.h LocalStatement), points sorted by bytes; priced by interpolate() on the curve.
 // - plans: the measured step time of each plan profiled (information; the cost model does not read it).
 #include <cstdint>

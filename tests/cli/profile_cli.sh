@@ -26,12 +26,30 @@ max=65536
 "$CLEAVE" plan "$SRC/models/mlp.onnx" --devices 2 --batch 8 --planner data -o "$tmp/data.plan" 2>/dev/null
 start=$(date +%s)
 "$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 --batch 8 --plan "$tmp/data.plan" -o "$tmp/p.json" \
-  --steps 3 --build-type Debug --max-bytes $max --reps 2 --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/profile.err"
+  --steps 3 --repeats 2 --build-type Debug --max-bytes $max --reps 2 --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/profile.err"
 code=$?
 echo "cleave profile: exit $code in $(($(date +%s) - start)) s"
 check "cleave profile succeeds" "[ $code -eq 0 ]" || { tail -20 "$tmp/profile.err"; }
 check "rank 0 logged the step median (stderr)" "grep -q 'cleave: profile: step median .* s over 2 steps after 1 warm-up step' '$tmp/profile.err'"
-check "every rank wrote its profile" "[ -f '$tmp/work/plan_0/profile.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile.rank_1.json' ]"
+check "every rank wrote its profile, in each run" "[ -f '$tmp/work/plan_0/profile.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile.rank_1.json' ] && [ -f '$tmp/work/plan_0/profile_1.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile_1.rank_1.json' ]"
+# --repeats 2: a plan's step is the median over both runs of each run's median after warm-up; a share's time the mean
+# over both runs and both ranks of each one's mean after warm-up without samples over 5x their median.
+check "with --repeats, the step and kernel times are taken over the runs" "/usr/bin/python3 - '$tmp/p.json' '$tmp/work/plan_0' <<'PY'
+import json, statistics, sys
+def expected(v):
+    cap = 5 * statistics.median(v)
+    return statistics.mean([x for x in v if x <= cap])
+p = json.load(open(sys.argv[1]))
+runs = [[json.load(open('%s/%s.rank_%d.json' % (sys.argv[2], pre, r))) for r in (0, 1)] for pre in ('profile', 'profile_1')]
+step = statistics.median(statistics.median(run[0]['steps'][1:]) for run in runs)
+assert abs(p['plans'][0]['step_seconds'] - step) <= 1e-5 * step, (p['plans'][0], step)
+site = [s for s in runs[0][0]['sites'] if s['kind'] == 'kernel' and len(s['ops']) == 1][0]
+op, shard = site['ops'][0], site['shard']
+times = [expected([s for s in rank['sites'] if s['kind'] == 'kernel' and s['ops'] == [op]][0]['seconds'][1:])
+         for run in runs for rank in run]
+want = statistics.mean(times)
+assert abs(p['compute'][op][shard] - want) <= 1e-5 * want, (op, p['compute'][op], times)
+PY"
 
 check "the profile has every op of the plan and every collective" "/usr/bin/python3 - '$tmp/p.json' '$tmp/data.plan' $max <<'PY'
 import json, sys

@@ -76,6 +76,25 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/** The expected time of one statement from its samples: their mean, without samples over 5x their median (a
+ *  descheduled rank, an interrupt). A step's time is the sum of its statements', so the cost model adds expected
+ *  times: the sum of per-statement medians came out 8-10 % below the median step here (every step has a few slow
+ *  statements, a different few each time, which each statement's median drops). */
+double expected_seconds(const std::vector<double> &v) {
+  double cap = 5 * median(v), sum = 0;
+  int n = 0;
+  for (double x : v)
+    if (x <= cap) sum += x, ++n;
+  return sum / n;  // n >= 1: the median is at most the cap
+}
+
+double mean(const std::vector<double> &v) {
+  CLEAVE_CHECK(!v.empty(), "mean of nothing");
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
 /** A .npy (format 1.0) of `shape` and dtype: float32 normal values from `seed`, or int64 zeros (class 0 and index 0
  *  are valid for every label and index input, and timing does not depend on the values). */
 void write_npy(const fs::path &path, const std::vector<int64_t> &shape, bool integer, uint32_t seed) {
@@ -115,8 +134,8 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
-/** Per (op name, shard key): the per-rank, per-run medians of every plan that ran that share; per local statement kind (copy,
- *  data) and bytes: the medians of every such statement. */
+/** Per (op name, shard key): the per-rank, per-run expected_seconds of every plan that ran that share; per local statement kind (copy,
+ *  data) and bytes: the expected_seconds of every such statement. */
 struct Samples {
   std::map<std::pair<std::string, std::string>, std::vector<double>> compute;
   std::map<std::string, std::map<int64_t, std::vector<double>>> statements;
@@ -146,7 +165,7 @@ std::string prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &
 }
 
 /** Runs a prepared plan once (run `run` of --repeats, written as `dir`/profile[_<run>].rank_<r>.json); adds its
- *  per-site medians to `samples` and returns rank 0's median step seconds after the warm-up step. */
+ *  per-site expected_seconds to `samples` and returns rank 0's median step seconds after the warm-up step. */
 double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir,
                     const std::string &command, int run, Samples &samples) {
   fs::path prefix = dir / (run == 0 ? std::string("profile") : "profile_" + std::to_string(run));
@@ -167,14 +186,15 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     } catch (const nlohmann::json::exception &e) {
       CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: ", e.what());
     }
-    // The first step warms up (allocations, caches, communicator set-up): medians are over the rest.
-    auto timed = [&](const nlohmann::json &v) {
+    // The first step warms up (allocations, caches, communicator set-up): figures are over the rest.
+    auto after_warm_up = [&](const nlohmann::json &v) {
       std::vector<double> s = v.get<std::vector<double>>();
       CLEAVE_CHECK(!s.empty(), file.string(), ": no steps");
       if (s.size() > 1) s.erase(s.begin());
-      return median(s);
+      return s;
     };
-    if (r == 0) step = timed(j.at("steps"));
+    auto timed = [&](const nlohmann::json &v) { return expected_seconds(after_warm_up(v)); };
+    if (r == 0) step = median(after_warm_up(j.at("steps")));
     for (const auto &site : j.at("sites")) {
       if (site.at("kind") == "copy" || site.at("kind") == "data") {
         samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
@@ -254,7 +274,7 @@ Command add_profile_command(CLI::App &app) {
   app.add_option("-o,--output", args->out, "the profile JSON to write")->required();
   app.add_option("--steps", args->steps, "steps per plan run; the first is a warm-up (default 20)")->check(kPositive);
   app.add_option("--repeats", args->repeats,
-                 "runs of every plan, round-robin over the plans; medians over the runs (default 1)")
+                 "runs of every plan, round-robin over the plans; figures over all runs (default 1)")
       ->check(kPositive);
   app.add_option("--work-dir", args->work_dir,
                  "where bundles and the benchmark are built (kept); default a temporary directory, removed after");
@@ -307,7 +327,8 @@ Command add_profile_command(CLI::App &app) {
       for (size_t i = 0; i < plans.size(); ++i)
         commands.push_back(prepare_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i))));
       // Runs round-robin over the plans, so that a machine whose speed drifts (other tenants, clocks) slows every
-      // plan's samples alike; each figure is the median over the runs of each run's median.
+      // plan's samples alike. A statement's time is the mean over runs and ranks of each run's expected_seconds
+      // (the cost model adds expected times), a plan's step the median over runs of each run's median step.
       std::vector<std::vector<double>> steps(plans.size());
       for (int run = 0; run < a.repeats; ++run)
         for (size_t i = 0; i < plans.size(); ++i)
@@ -316,10 +337,10 @@ Command add_profile_command(CLI::App &app) {
       for (size_t i = 0; i < plans.size(); ++i)
         profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
       for (const auto &[key, secs] : samples.compute)
-        profile.compute[key.first][key.second] = std::max(median(secs), 1e-9);
+        profile.compute[key.first][key.second] = std::max(mean(secs), 1e-9);
       for (const auto &[kind, sizes] : samples.statements)
         for (const auto &[bytes, secs] : sizes)
-          profile.statements[kind].emplace_back(static_cast<double>(bytes), std::max(median(secs), 1e-9));
+          profile.statements[kind].emplace_back(static_cast<double>(bytes), std::max(mean(secs), 1e-9));
       if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
     } catch (...) {
       std::error_code ec;
