@@ -8,7 +8,7 @@
 # in time, and the profile and the measurement of a group of plans are taken the same way, one after the other):
 #  1. per model and rank count, `cleave plan -o` writes each plan; `cleave profile --plan ... --repeats $REPEATS`
 #     (one call per model and rank count) builds those plans' bundles, runs them $REPEATS times round-robin and keeps
-#     the median kernel, copy and data-read times, and times the collectives on 2..N ranks;
+#     the expected (mean) kernel, copy and data-read times, and times the collectives on 2..N ranks;
 #  2. measured: the kept bundles run $REPEATS times again, round-robin (`cleave run`, --steps $STEPS, CLEAVE_PROFILE
 #     set): the median over the runs of rank 0's median step after the warm-up step; `spread%` is how far the runs
 #     were apart (max / min - 1). The profile's kernel times come from the profiling runs of the same plans (in

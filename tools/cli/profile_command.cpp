@@ -134,8 +134,8 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
-/** Per (op name, shard key): the per-rank, per-run expected_seconds of every plan that ran that share; per local statement kind (copy,
- *  data) and bytes: the expected_seconds of every such statement. */
+/** Per (op name, shard key): the per-rank, per-run expected_seconds of every plan that ran that share; per local
+ *  statement kind (copy, data) and bytes: the expected_seconds of every such statement. */
 struct Samples {
   std::map<std::pair<std::string, std::string>, std::vector<double>> compute;
   std::map<std::string, std::map<int64_t, std::vector<double>>> statements;
