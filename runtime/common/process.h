@@ -17,13 +17,13 @@ int message_rank();
 /** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, and the launcher's claim
  *  (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's: the part of init() every backend shares. */
 void init_process(int *argc, char ***argv, Context &c);
-/** Rank 0's `step <k> loss <v>` line. Lines are flushed after the first step, then at most once a second, at exit,
- *  and when this rank aborts or its watchdog ends it (init_process makes stdout fully buffered); up to a second of
- *  them is lost when the process is killed (another rank aborting the job, a signal): under mpirun a rank's stdout is a pseudo-terminal forwarded by
- *  the launcher, and a flush per step cost rank 0 30-80 us (a write, and waking the forwarding process, which took a
- *  core from the ranks of a small host) on steps of 0.2-4 ms. */
+/** Rank 0's `step <k> loss <v>` line. init_process makes stdout fully buffered; lines are flushed after the first
+ *  step, then at most once a second, at exit, and when this rank aborts or its watchdog ends it. Up to a second of
+ *  them is lost when the process is killed (another rank aborting the job, a signal). Why: under mpirun a rank's
+ *  stdout is a pseudo-terminal forwarded by the launcher, and a flush per step cost rank 0 30-80 us (a write, and
+ *  waking the forwarding process, which took a core from the ranks of a small host) on steps of 0.2-4 ms. */
 void print_loss(int64_t step, double value);
-/** Flushes the loss lines printed so far (finalize). */
+/** Flushes the loss lines printed so far (finalize, the watchdogs). */
 void flush_losses();
 /** This process's index in group `ranks` (world ranks), or -1 when it is not a member, after checking that the group
  *  is not empty, every member is a rank and none is listed twice (else fail()). */

@@ -40,7 +40,7 @@ void watch() {
     std::fprintf(stderr, "cleave rank %d: %s timed out after %lld s (a peer is dead or stuck; CLEAVE_COMM_TIMEOUT "
                  "sets the limit)\n", g_rank, what.c_str(), static_cast<long long>(g_timeout_s));
     std::fflush(stderr);
-    std::fflush(stdout);  // the loss lines buffered since the last flush (host::print_loss): the steps before the hang
+    host::flush_losses();  // the loss lines since the last flush: the steps before the hang
     std::_Exit(1);
   }
 }

@@ -92,7 +92,7 @@ class HostWatch {
   }
   std::fprintf(stderr, "cleave rank %d: %s (last communication: %s)\n", g_rank, why.c_str(), last.c_str());
   std::fflush(stderr);
-  std::fflush(stdout);  // the loss lines buffered since the last flush (host::print_loss): the steps before the hang
+  host::flush_losses();  // the loss lines since the last flush: the steps before the hang
   std::_Exit(1);
 }
 

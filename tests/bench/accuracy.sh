@@ -112,23 +112,28 @@ for key in $(printf '%s\n' "${!group_plans[@]}" | sort); do
   # the plan's figure is the median over its runs, its spread (max / min - 1) how much they disagreed.
   names=(${group_plans[$key]})
   declare -A measured_runs=()
-  for ((k = 0; k < repeats; k++)); do
-    for i in "${!names[@]}"; do
-      name=${names[$i]}
-      bundle=$dir/work/plan_$i
-      data=$(/usr/bin/python3 -c "
+  data=()
+  for i in "${!names[@]}"; do
+    bundle=$dir/work/plan_$i
+    data[$i]=$(/usr/bin/python3 -c "
 import json
 m = json.load(open('$bundle/manifest.json'))
 print(','.join('%s=$bundle/input_%d.npy' % (n, k + 1) for k, n in enumerate(m['inputs'])))")
-      rm -f "$bundle"/measure_$k.rank_*.json
-      if CLEAVE_PROFILE=$bundle/measure_$k "$cleave" run "$bundle" --data "$data" --steps "$steps" "${rtflag[@]}" \
-          >/dev/null 2>>"$work/log"; then
-        measured_runs[$name]+="$(/usr/bin/python3 -c "
+    rm -f "$bundle"/measure_*.rank_*.json
+  done
+  for ((k = 0; k < repeats; k++)); do
+    for i in "${!names[@]}"; do
+      bundle=$dir/work/plan_$i
+      CLEAVE_PROFILE=$bundle/measure_$k "$cleave" run "$bundle" --data "${data[$i]}" --steps "$steps" "${rtflag[@]}" \
+        >/dev/null 2>>"$work/log" || echo "skip $key ${names[$i]} run $k: the measured run failed" >&2
+    done
+  done
+  for i in "${!names[@]}"; do
+    for ((k = 0; k < repeats; k++)); do
+      f=$dir/work/plan_$i/measure_$k.rank_0.json
+      [ -f "$f" ] && measured_runs[${names[$i]}]+="$(/usr/bin/python3 -c "
 import json, statistics
-print(statistics.median(json.load(open('$bundle/measure_$k.rank_0.json'))['steps'][1:]))") "
-      else
-        echo "skip $key $name run $k: the measured run failed" >&2
-      fi
+print(statistics.median(json.load(open('$f'))['steps'][1:]))") "
     done
   done
   for i in "${!names[@]}"; do

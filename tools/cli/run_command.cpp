@@ -1,5 +1,6 @@
 // `cleave run`: builds a bundle (cmake + Ninja, in DIR/build) and trains with it under mpirun, passing on rank 0's
-// `step k loss v` lines (flushed by the rank after the first step, then at most once a second); --save-model gathers the trained parameter shards into an .onnx file.
+// `step k loss v` lines (flushed by the rank after the first step, then at most once a second); --save-model gathers
+// the trained parameter shards into an .onnx file.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
