@@ -144,6 +144,39 @@ std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const
  *  unchanged; the result is the same with or without it. */
 Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache = nullptr);
 
+/** One tensor's part of derive_communication's output at one place of the step: what replaying that tensor emits
+ *  there. Every event and local statement but the sync exchanges (which belong to the op) comes from one tensor, and
+ *  what a tensor emits depends only on its own producer's config, its readers' configs and its sharding, so a
+ *  search that changes a few ops' configs re-derives only the tensors they read or write (planner/simulator.cpp). */
+struct CommPiece {
+  enum class At : uint8_t { data, input, end };
+  /** data: the step's data reads (before op 0); input: at an input slot of `op`; end: the end of the step. */
+  At at = At::input;
+  OpId op = kNoOp;  // input: the reading op
+  /** input: the op's input slot; end: -1 resolving a partial tensor nobody read, else the index of the assign. */
+  int slot = -1;
+  /** input: -1 before the op's grouped send/recv (partial resolution, collectives), else the rank whose input box
+   *  this part of the send/recv assembles. */
+  int rank = -1;
+  std::vector<CommEvent> events;                 // rank -1
+  std::vector<CommEvent::Transfer> transfers;    // rank >= 0: the send/recv's transfers
+  std::vector<LocalStatement> local;
+};
+
+/** Re-derives the pieces of the tensors flagged in `tensors` (pieces[t] replaced; the others are kept): the same
+ *  replay as derive_communication over those tensors alone, without buffers. `pieces` has one list per tensor. */
+void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tensors,
+                   std::vector<std::vector<CommPiece>> &pieces, CommCache *cache = nullptr);
+
+/** The events and local statements derive_communication gives to segment `s` of the step (op s, the data reads
+ *  included for op 0; s = op count: the end of the step), in its order, from every tensor's pieces. `config` and
+ *  `descs` are op s's config and descriptions (for its send/recv's rank order and its sync exchanges); null and
+ *  unused at the end of the step. */
+void segment_communication(const Graph &g, int s, const ParallelConfig *config,
+                           const std::vector<describe::Description> &descs,
+                           const std::vector<std::vector<CommPiece>> &pieces, std::vector<CommEvent> &events,
+                           std::vector<LocalStatement> &local);
+
 struct OpCost {
   OpId op = kNoOp;
   /** FLOPs summed over the devices of the op's group (replicated compute counts once per device). */

@@ -133,7 +133,11 @@ constexpr int kComm = 0, kKernel = 1;
 
 class Replay {
  public:
-  Replay(const Graph &g, const Plan &p, CommCache *cache) : g_(g), cache_(cache) {
+  /** With `pieces`: only the tensors flagged in `only` are replayed (all when it is null), and what they emit goes
+   *  to pieces[t] (CommPiece) instead of the result; sync exchanges are left to segment_communication. */
+  Replay(const Graph &g, const Plan &p, CommCache *cache, const std::vector<char> *only = nullptr,
+         std::vector<std::vector<CommPiece>> *pieces = nullptr)
+      : g_(g), cache_(cache), only_(only), pieces_(pieces) {
     sharding_.resize(static_cast<size_t>(g.num_tensors()));
     config_.resize(static_cast<size_t>(g.num_ops()));
     for (const auto &t : p.tensors) sharding_[*g.find_tensor(t.name)] = &t.sharding;
@@ -143,8 +147,12 @@ class Replay {
 
   Communication run() {
     // [run] sources are owned where their sharding puts them.
+    if (pieces_)
+      for (TensorId t = 0; t < g_.num_tensors(); ++t)
+        if (replays(t)) (*pieces_)[static_cast<size_t>(t)].clear();
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
-      if (g_.tensor(t).producer != kNoOp) continue;
+      if (g_.tensor(t).producer != kNoOp || !replays(t)) continue;
+      place(t, CommPiece::At::data, -1, -1);
       const Sharding &s = *sharding_[t];
       const Tensor &tensor = g_.tensor(t);
       bool data = tensor.role == Role::input || tensor.role == Role::label;
@@ -153,17 +161,23 @@ class Replay {
         size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(box_volume(box), 1))) : kNone;
         owned_[t].push_back({s.devices[i], box, buf});
         if (data)
-          out_.local.push_back({LocalStatement::Kind::data, s.devices[i], kNoOp, false,
-                                bytes(t, std::max<int64_t>(box_volume(box), 1)), box.empty() ? 1 : box[0].size()});
+          emit({LocalStatement::Kind::data, s.devices[i], kNoOp, false,
+                bytes(t, std::max<int64_t>(box_volume(box), 1)), box.empty() ? 1 : box[0].size()});
       }
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) op(o);
     // [finish_step] partial tensors nobody read are all-reduced, in tensor order.
     at_ = g_.num_ops();
-    for (TensorId t : std::vector<TensorId>(pending_.begin(), pending_.end())) resolve_partial(t, {});
+    for (TensorId t : std::vector<TensorId>(pending_.begin(), pending_.end())) {
+      place(t, CommPiece::At::end, -1, -1);
+      resolve_partial(t, {});
+    }
     // [finish_step] rank 0 logs the loss; each holder of an assign's destination copies the source's shard.
     if (g_.loss != kNoTensor) use(owned_by(g_.loss, 0));
-    for (const Assign &a : g_.assigns) {
+    for (size_t k = 0; k < g_.assigns.size(); ++k) {
+      const Assign &a = g_.assigns[k];
+      if (!replays(a.dst)) continue;
+      place(a.dst, CommPiece::At::end, static_cast<int>(k), -1);
       const Sharding &ds = *sharding_[a.dst];
       for (size_t i = 0; i < ds.devices.size(); ++i) {
         int r = ds.devices[i];
@@ -186,6 +200,42 @@ class Replay {
     size_t buf;
   };
 
+  bool replays(TensorId t) const { return !only_ || (*only_)[static_cast<size_t>(t)]; }
+
+  /** Where what is emitted next belongs (CommPiece), with pieces_. */
+  void place(TensorId t, CommPiece::At where, int slot, int rank) {
+    piece_ = {t, where, slot, rank};
+  }
+
+  /** The piece of pieces_ the current statements go to: the last one of its tensor, or a new one. */
+  CommPiece &piece() {
+    auto &list = (*pieces_)[static_cast<size_t>(piece_.tensor)];
+    OpId op = piece_.at == CommPiece::At::input ? at_ : kNoOp;
+    if (list.empty() || list.back().at != piece_.at || list.back().op != op || list.back().slot != piece_.slot ||
+        list.back().rank != piece_.rank) {
+      CommPiece fresh;
+      fresh.at = piece_.at;
+      fresh.op = op;
+      fresh.slot = piece_.slot;
+      fresh.rank = piece_.rank;
+      list.push_back(std::move(fresh));
+    }
+    return list.back();
+  }
+
+  void emit(CommEvent e) {
+    if (pieces_)
+      piece().events.push_back(std::move(e));
+    else
+      out_.events.push_back(std::move(e));
+  }
+  void emit(const LocalStatement &l) {
+    if (pieces_)
+      piece().local.push_back(l);
+    else
+      out_.local.push_back(l);
+  }
+
   /** The shard's buffer is used at this position. */
   void use(const Owned *ow, int phase = kComm) {
     if (ow && ow->buf != kNone) out_.buffers[ow->buf].until = std::max(out_.buffers[ow->buf].until, pos(phase));
@@ -204,7 +254,7 @@ class Replay {
 
   /** A region copy on rank r at the current op, before or after its communication. */
   void copy(int r, bool after, int64_t n) {
-    out_.local.push_back({LocalStatement::Kind::copy, r, at_ < g_.num_ops() ? at_ : kNoOp, after, n});
+    emit({LocalStatement::Kind::copy, r, at_ < g_.num_ops() ? at_ : kNoOp, after, n});
   }
 
   /** A buffer needed at this position only; returns its index. */
@@ -253,7 +303,7 @@ class Replay {
       for (int r : members)
         if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
       if (g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
-        out_.events.push_back(event(CommEvent::Kind::reduce_scatter, t, members, box_volume(blocks[0])));
+        emit(event(CommEvent::Kind::reduce_scatter, t, members, box_volume(blocks[0])));
         bool in_order = concatenates(blocks, whole);
         for (size_t m = 0; m < members.size(); ++m) {
           int r = members[m];
@@ -267,8 +317,7 @@ class Replay {
         }
         continue;
       }
-      out_.events.push_back(
-          event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(box_volume(owned_by(t, members[0])->box), 1)));
+      emit(event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(box_volume(owned_by(t, members[0])->box), 1)));
       for (int r : members) use(owned_by(t, r));
     }
   }
@@ -293,7 +342,7 @@ class Replay {
       std::vector<Box> blocks;
       for (int r : members) blocks.push_back(owned_by(t, r)->box);
       if (!tiles(blocks, want)) continue;
-      out_.events.push_back(event(CommEvent::Kind::all_gather, t, members, box_volume(blocks[0])));
+      emit(event(CommEvent::Kind::all_gather, t, members, box_volume(blocks[0])));
       bool in_order = concatenates(blocks, want);
       for (int r : members) {
         use(owned_by(t, r));
@@ -314,7 +363,7 @@ class Replay {
       }
     if (!all_to_all_pattern(owned, wanted)) return;
     int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
-    out_.events.push_back(event(CommEvent::Kind::all_to_all, t, rest, count));
+    emit(event(CommEvent::Kind::all_to_all, t, rest, count));
     int64_t n = static_cast<int64_t>(rest.size());
     for (size_t i = 0; i < rest.size(); ++i) {
       use(owned_by(t, rest[i]));
@@ -329,6 +378,9 @@ class Replay {
   void op(OpId o) {
     at_ = o;
     const Op &op = g_.op(o);
+    if (only_ && std::none_of(op.inputs.begin(), op.inputs.end(), [&](TensorId t) { return t != kNoTensor && replays(t); }) &&
+        std::none_of(op.outputs.begin(), op.outputs.end(), [&](TensorId t) { return t != kNoTensor && replays(t); }))
+      return;
     const ParallelConfig &config = *config_[o];
     std::vector<describe::Description> described;
     std::vector<std::vector<std::optional<Box>>> regions;
@@ -360,7 +412,8 @@ class Replay {
     for (size_t i = 0; i < config.devices.size(); ++i) needs[config.devices[i]] = (*regions_ptr)[i];
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       TensorId t = op.inputs[s];
-      if (t == kNoTensor) continue;
+      if (t == kNoTensor || !replays(t)) continue;
+      place(t, CommPiece::At::input, static_cast<int>(s), -1);
       std::map<int, Box> wants;
       for (const auto &[r, in] : needs)
         if (in[s]) wants[r] = *in[s];
@@ -372,7 +425,8 @@ class Replay {
     for (const auto &[r, in] : needs) {
       for (size_t s = 0; s < op.inputs.size(); ++s) {
         TensorId t = op.inputs[s];
-        if (t == kNoTensor || !in[s]) continue;  // (codegen refuses the plan if a split alone makes it unread)
+        if (t == kNoTensor || !in[s] || !replays(t)) continue;  // (codegen refuses the plan if a split alone makes it unread)
+        place(t, CommPiece::At::input, static_cast<int>(s), r);
         const Box &want = *in[s];
         const Owned *mine = nullptr;
         for (const auto &ow : owned_[t])
@@ -413,22 +467,25 @@ class Replay {
             buffer(r, bytes(t, n));
             copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
           }
-          sr.transfers.push_back({ow->rank, r, bytes(t, n)});
+          if (pieces_)
+            piece().transfers.push_back({ow->rank, r, bytes(t, n)});
+          else
+            sr.transfers.push_back({ow->rank, r, bytes(t, n)});
         }
       }
     }
     if (!sr.transfers.empty()) out_.events.push_back(std::move(sr));
-    sync(op, descs, config);
+    if (!pieces_) sync(op, descs, config);
     for (size_t i = 0; i < config.devices.size(); ++i) {
       int r = config.devices[i];
       for (TensorId t : op.outputs) {
-        if (t == kNoTensor) continue;
+        if (t == kNoTensor || !replays(t)) continue;
         Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
         owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
       }
     }
     for (TensorId t : op.outputs)
-      if (t != kNoTensor && is_partial(*sharding_[t])) pending_.insert(t);
+      if (t != kNoTensor && replays(t) && is_partial(*sharding_[t])) pending_.insert(t);
   }
 
   void sync(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config) {
@@ -438,6 +495,13 @@ class Replay {
 
   const Graph &g_;
   CommCache *cache_ = nullptr;
+  const std::vector<char> *only_ = nullptr;
+  std::vector<std::vector<CommPiece>> *pieces_ = nullptr;
+  struct Place {
+    TensorId tensor = kNoTensor;
+    CommPiece::At at = CommPiece::At::input;
+    int slot = -1, rank = -1;
+  } piece_;
   std::vector<const Sharding *> sharding_;
   std::vector<const ParallelConfig *> config_;
   std::vector<std::vector<Owned>> owned_;
@@ -494,6 +558,92 @@ std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std
 
 Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache) {
   return Replay(g, p, cache).run();
+}
+
+void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tensors,
+                   std::vector<std::vector<CommPiece>> &pieces, CommCache *cache) {
+  CLEAVE_CHECK(tensors.size() == static_cast<size_t>(g.num_tensors()) && pieces.size() == tensors.size(),
+               "derive_pieces: one flag and one list per tensor");
+  Replay(g, p, cache, &tensors, &pieces).run();
+}
+
+namespace {
+
+/** The pieces of `list` at (at, op): a range, since a tensor's pieces come in program order. */
+std::pair<const CommPiece *, const CommPiece *> pieces_at(const std::vector<CommPiece> &list, CommPiece::At at,
+                                                           OpId op) {
+  auto key = [](const CommPiece &c) { return std::make_pair(static_cast<int>(c.at), c.op); };
+  std::pair<int, OpId> want{static_cast<int>(at), op};
+  auto lo = std::lower_bound(list.begin(), list.end(), want, [&](const CommPiece &c, const auto &w) { return key(c) < w; });
+  auto hi = std::upper_bound(lo, list.end(), want, [&](const auto &w, const CommPiece &c) { return w < key(c); });
+  return {list.data() + (lo - list.begin()), list.data() + (hi - list.begin())};
+}
+
+}  // namespace
+
+void segment_communication(const Graph &g, int s, const ParallelConfig *config,
+                           const std::vector<describe::Description> &descs,
+                           const std::vector<std::vector<CommPiece>> &pieces, std::vector<CommEvent> &events,
+                           std::vector<LocalStatement> &local) {
+  events.clear();
+  local.clear();
+  auto add = [&](const CommPiece &c) {
+    events.insert(events.end(), c.events.begin(), c.events.end());
+    local.insert(local.end(), c.local.begin(), c.local.end());
+  };
+  if (s == g.num_ops()) {
+    // [finish_step] partial tensors nobody read, in tensor order; then the assigns' copies, in assign order.
+    for (const std::vector<CommPiece> &list : pieces) {
+      auto [lo, hi] = pieces_at(list, CommPiece::At::end, kNoOp);
+      for (const CommPiece *c = lo; c != hi; ++c)
+        if (c->slot < 0) add(*c);
+    }
+    for (size_t k = 0; k < g.assigns.size(); ++k) {
+      auto [lo, hi] = pieces_at(pieces[static_cast<size_t>(g.assigns[k].dst)], CommPiece::At::end, kNoOp);
+      for (const CommPiece *c = lo; c != hi; ++c)
+        if (c->slot == static_cast<int>(k)) add(*c);
+    }
+    return;
+  }
+  const Op &op = g.op(s);
+  if (s == 0)
+    for (const std::vector<CommPiece> &list : pieces) {
+      auto [lo, hi] = pieces_at(list, CommPiece::At::data, kNoOp);
+      for (const CommPiece *c = lo; c != hi; ++c) add(*c);
+    }
+  // [lower_op] per input slot its partial resolution and collectives; then the grouped send/recv, per receiving rank
+  // and slot; then the sync exchanges.
+  for (size_t k = 0; k < op.inputs.size(); ++k) {
+    if (op.inputs[k] == kNoTensor) continue;
+    auto [lo, hi] = pieces_at(pieces[static_cast<size_t>(op.inputs[k])], CommPiece::At::input, s);
+    for (const CommPiece *c = lo; c != hi; ++c)
+      if (c->slot == static_cast<int>(k) && c->rank < 0) add(*c);
+  }
+  CLEAVE_CHECK(config, "segment_communication: op ", op.name, " without its config");
+  std::vector<int> ranks = config->devices;
+  std::sort(ranks.begin(), ranks.end());
+  CommEvent sr;
+  sr.kind = CommEvent::Kind::send_recv;
+  sr.op = s;
+  for (int r : ranks)
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      if (op.inputs[k] == kNoTensor) continue;
+      auto [lo, hi] = pieces_at(pieces[static_cast<size_t>(op.inputs[k])], CommPiece::At::input, s);
+      for (const CommPiece *c = lo; c != hi; ++c)
+        if (c->slot == static_cast<int>(k) && c->rank == r) {
+          sr.transfers.insert(sr.transfers.end(), c->transfers.begin(), c->transfers.end());
+          local.insert(local.end(), c->local.begin(), c->local.end());
+        }
+    }
+  if (!sr.transfers.empty()) events.push_back(std::move(sr));
+  for (const SyncExchange &x : sync_exchanges(g, op, descs, *config)) {
+    CommEvent e;
+    e.kind = CommEvent::Kind::sync;
+    e.op = s;
+    e.group = x.group;
+    e.count = x.count;
+    events.push_back(std::move(e));
+  }
 }
 
 }  // namespace cleave::plan

@@ -36,6 +36,10 @@ class Search {
  public:
   Search(const Graph &g, int devices, const Topology &t, const FlexFlowOptions &o)
       : g_(g), devices_(devices), t_(t), o_(o), start_(std::chrono::steady_clock::now()) {
+    std::vector<std::vector<OpId>> readers(static_cast<size_t>(g.num_tensors()));
+    for (OpId op = 0; op < g.num_ops(); ++op)
+      for (TensorId in : g.op(op).inputs)
+        if (in != kNoTensor) readers[static_cast<size_t>(in)].push_back(op);
     for (OpId op = 0; op < g.num_ops(); ++op) {
       descs_.push_back(describe::describe(g, g.op(op)));
       const Op &x = g.op(op);
@@ -46,7 +50,7 @@ class Search {
         if (in != kNoTensor && g.tensor(in).producer != kNoOp) near.push_back(g.tensor(in).producer);
       for (TensorId out : x.outputs)
         if (out != kNoTensor)
-          for (OpId c : g.consumers(out)) near.push_back(c);
+          for (OpId c : readers[static_cast<size_t>(out)]) near.push_back(c);
       std::sort(near.begin(), near.end());
       near.erase(std::unique(near.begin(), near.end()), near.end());
       neighbours_.push_back(std::move(near));

@@ -3,9 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <functional>
-#include <queue>
-#include <set>
 
 #include "ir/error.h"
 #include "ir/printer.h"
@@ -27,24 +24,6 @@ bool same_events(const std::vector<CommEvent> &a, const std::vector<CommEvent> &
     if (!same_event(a[i], b[i])) return false;
   return true;
 }
-
-/** Events and local statements grouped by the op they run before (the last group: the end of the step; data reads
- *  with the first op). */
-struct BySegment {
-  std::vector<std::vector<CommEvent>> events;
-  std::vector<std::vector<LocalStatement>> local;
-};
-BySegment by_segment(const Graph &g, Communication comm) {
-  BySegment out;
-  size_t n = static_cast<size_t>(g.num_ops()) + 1;
-  out.events.resize(n);
-  out.local.resize(n);
-  for (CommEvent &e : comm.events) out.events[e.op == kNoOp ? n - 1 : static_cast<size_t>(e.op)].push_back(std::move(e));
-  for (const LocalStatement &l : comm.local)
-    out.local[l.kind == LocalStatement::Kind::data ? 0 : l.op == kNoOp ? n - 1 : static_cast<size_t>(l.op)].push_back(l);
-  return out;
-}
-
 
 }  // namespace
 
@@ -72,28 +51,38 @@ void Simulator::start() {
   for (size_t i = 0; i < p_.ops.size(); ++i) op_entry_[*g.find_op(p_.ops[i].name)] = i;
   for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_entry_[*g.find_tensor(p_.tensors[i].name)] = i;
   readers_.resize(ops);
+  tensor_readers_.resize(static_cast<size_t>(g.num_tensors()));
   for (OpId o = 0; o < g.num_ops(); ++o) {
     for (TensorId in : g.op(o).inputs) {
-      if (in == kNoTensor || g.tensor(in).producer == kNoOp) continue;
+      if (in == kNoTensor) continue;
+      auto &tr = tensor_readers_[static_cast<size_t>(in)];
+      if (tr.empty() || tr.back() != o) tr.push_back(o);
+      if (g.tensor(in).producer == kNoOp) continue;
       auto &r = readers_[g.tensor(in).producer];
       if (r.empty() || r.back() != o) r.push_back(o);
     }
   }
-  channels_.resize(static_cast<size_t>(p_.devices) * 3);
   comm_cache_.descs = descs_;
   comm_cache_.config.assign(ops, {});
   comm_cache_.needs.assign(ops, {});
   compute_config_.resize(ops);
   compute_seconds_.resize(ops);
-  BySegment by = by_segment(g, derive_communication(g, p_, &comm_cache_));
-  for (size_t s = 0; s < by.events.size(); ++s) {
-    segs_.push_back(build(static_cast<int>(s), std::move(by.events[s]), std::move(by.local[s])));
-    insert(static_cast<int>(s));
+  pieces_.assign(static_cast<size_t>(g.num_tensors()), {});
+  derive_pieces(g, p_, std::vector<char>(static_cast<size_t>(g.num_tensors()), 1), pieces_, &comm_cache_);
+  for (int s = 0; s <= g.num_ops(); ++s) {
+    std::vector<CommEvent> events;
+    std::vector<LocalStatement> local;
+    merge(s, events, local);
+    segs_.push_back(build(s, std::move(events), std::move(local)));
   }
-  std::vector<Key> all;
-  for (size_t s = 0; s < segs_.size(); ++s)
-    for (size_t i = 0; i < segs_[s].tasks.size(); ++i) all.push_back({static_cast<int>(s), static_cast<int>(i)});
-  propagate(std::move(all));
+  sweep(0);
+}
+
+void Simulator::merge(int s, std::vector<CommEvent> &events, std::vector<LocalStatement> &local) const {
+  static const std::vector<describe::Description> kNone;
+  bool end = s == g_.num_ops();
+  segment_communication(g_, s, end ? nullptr : &p_.ops[op_entry_[static_cast<size_t>(s)]].config,
+                        end ? kNone : descs_[static_cast<size_t>(s)], pieces_, events, local);
 }
 
 Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::vector<LocalStatement> local) {
@@ -214,119 +203,44 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
       seg.tasks.push_back(std::move(k));
     }
   }
-  seg.local_waiting.resize(seg.tasks.size());
-  for (size_t i = 0; i < seg.tasks.size(); ++i) {
-    for (const std::pair<OpId, int> &p : seg.tasks[i].producers) {
-      std::vector<int> &w = seg.waiting[p];
-      if (w.empty() || w.back() != static_cast<int>(i)) w.push_back(static_cast<int>(i));
-    }
-    for (int j : seg.tasks[i].local) seg.local_waiting[static_cast<size_t>(j)].push_back(static_cast<int>(i));
-  }
+  for (const Task &k : seg.tasks) CLEAVE_CHECK(!k.channels.empty(), "simulator: a task on no channel");
   seg.events = std::move(events);
   seg.local = std::move(local);
   return seg;
 }
 
-void Simulator::insert(int s) {
-  for (size_t i = 0; i < segs_[s].tasks.size(); ++i)
-    for (int c : segs_[s].tasks[i].channels) {
-      auto &ch = channels_[static_cast<size_t>(c)];
-      Key k{s, static_cast<int>(i)};
-      ch.insert(std::lower_bound(ch.begin(), ch.end(), k), k);
-    }
-}
-
-void Simulator::erase(int s) {
-  for (auto &ch : channels_) {
-    auto lo = std::lower_bound(ch.begin(), ch.end(), Key{s, 0});
-    auto hi = std::lower_bound(lo, ch.end(), Key{s + 1, 0});
-    ch.erase(lo, hi);
-  }
-}
-
-bool Simulator::time(const Key &k) {
-  Segment &seg = segs_[static_cast<size_t>(k.first)];
-  Task &task = seg.tasks[static_cast<size_t>(k.second)];
-  double start = 0;
-  for (const auto &[o, d] : task.producers) {
-    int i = segs_[static_cast<size_t>(o)].compute_of[static_cast<size_t>(d)];
-    CLEAVE_CHECK(i >= 0, "simulator: op ", g_.op(o).name, " has no kernel on device ", d);
-    start = std::max(start, segs_[static_cast<size_t>(o)].tasks[static_cast<size_t>(i)].end);
-  }
-  for (int j : task.local) start = std::max(start, seg.tasks[static_cast<size_t>(j)].end);
-  for (int c : task.channels) {
-    const auto &ch = channels_[static_cast<size_t>(c)];
-    auto it = std::lower_bound(ch.begin(), ch.end(), k);
-    if (it != ch.begin()) {
-      const Key &prev = *(it - 1);
-      start = std::max(start, segs_[static_cast<size_t>(prev.first)].tasks[static_cast<size_t>(prev.second)].end);
-    }
-  }
-  double end = start + task.seconds;
-  bool changed = end != task.end;
-  task.start = start;
-  task.end = end;
-  return changed;
-}
-
-void Simulator::propagate(std::vector<Key> seeds) {
-  // Every dependency points forward in program order, so taking tasks in that order times each one after all of its
-  // predecessors; a task is re-timed only if a predecessor's end changed (or it was rebuilt).
-  // Work is a min-heap of keys, each pushed once (`queued`): every key pushed lies after the one being timed, so a
-  // key taken never comes back.
-  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
-  std::vector<Key> pushed;
-  auto push = [&](const Key &k) {
-    std::vector<char> &q = queued_[static_cast<size_t>(k.first)];
-    if (q.size() <= static_cast<size_t>(k.second)) q.resize(segs_[static_cast<size_t>(k.first)].tasks.size(), 0);
-    if (q[static_cast<size_t>(k.second)]) return;
-    q[static_cast<size_t>(k.second)] = 1;
-    pushed.push_back(k);
-    heap.push(k);
-  };
-  queued_.resize(segs_.size());
-  for (const Key &k : seeds) push(k);
-  std::set<Key> fresh(seeds.begin(), seeds.end());
+void Simulator::sweep(int from) {
+  // Every dependency points forward in program order, so one pass in that order times each task after all of its
+  // predecessors; a channel's predecessor of a task is the last task before it on that channel, whose end the pass
+  // carries in `last`. It starts at the checkpoint at or before `from`: the tasks before `from` keep their times, and
+  // those between the checkpoint and `from` get the same times again.
+  size_t channels = static_cast<size_t>(p_.devices) * 3;
+  size_t first = static_cast<size_t>(from) / kCheckpointEvery;
+  checkpoints_.resize((segs_.size() + kCheckpointEvery - 1) / kCheckpointEvery, std::vector<double>(channels, 0.0));
+  std::vector<double> last = checkpoints_[first];
   recomputed_ = 0;
-  while (!heap.empty()) {
-    Key k = heap.top();
-    heap.pop();
-    ++recomputed_;
-    if (recording_) {
-      const Task &before = segs_[static_cast<size_t>(k.first)].tasks[static_cast<size_t>(k.second)];
-      undo_.times.push_back({k, {before.start, before.end}});
+  for (size_t s = first * kCheckpointEvery; s < segs_.size(); ++s) {
+    if (s % kCheckpointEvery == 0) checkpoints_[s / kCheckpointEvery] = last;
+    Segment &seg = segs_[s];
+    for (Task &task : seg.tasks) {
+      double start = 0;
+      for (const auto &[o, d] : task.producers) {
+        const Segment &producer = segs_[static_cast<size_t>(o)];
+        int i = producer.compute_of[static_cast<size_t>(d)];
+        CLEAVE_CHECK(i >= 0, "simulator: op ", g_.op(o).name, " has no kernel on device ", d);
+        start = std::max(start, producer.tasks[static_cast<size_t>(i)].end);
+      }
+      for (int j : task.local) start = std::max(start, seg.tasks[static_cast<size_t>(j)].end);
+      for (int c : task.channels) start = std::max(start, last[static_cast<size_t>(c)]);
+      task.start = start;
+      task.end = start + task.seconds;
+      for (int c : task.channels) last[static_cast<size_t>(c)] = task.end;
     }
-    bool changed = time(k);
-    if (!changed && !fresh.count(k)) continue;
-    const Task &task = segs_[static_cast<size_t>(k.first)].tasks[static_cast<size_t>(k.second)];
-    for (int c : task.channels) {
-      const auto &ch = channels_[static_cast<size_t>(c)];
-      auto it = std::upper_bound(ch.begin(), ch.end(), k);
-      if (it != ch.end()) push(*it);
-    }
-    if (task.kind == SimTask::Kind::compute) {
-      auto depends = [&](int s) {
-        const Segment &seg = segs_[static_cast<size_t>(s)];
-        auto w = seg.waiting.find({k.first, task.device});
-        if (w != seg.waiting.end())
-          for (int i : w->second) push({s, i});
-      };
-      for (OpId r : readers_[static_cast<size_t>(k.first)]) depends(r);
-      depends(g_.num_ops());
-    } else {
-      const Segment &seg = segs_[static_cast<size_t>(k.first)];
-      for (int i : seg.local_waiting[static_cast<size_t>(k.second)])
-        if (i > k.second) push({k.first, i});
-    }
+    recomputed_ += static_cast<int64_t>(seg.tasks.size());
   }
-  for (const Key &k : pushed) queued_[static_cast<size_t>(k.first)][static_cast<size_t>(k.second)] = 0;
-  finish();
-}
-
-void Simulator::finish() {
+  // Ends grow along a channel and every task is on one, so the step ends with some channel's last task.
   makespan_ = 0;
-  for (const Segment &seg : segs_)
-    for (const Task &k : seg.tasks) makespan_ = std::max(makespan_, k.end);
+  for (double e : last) makespan_ = std::max(makespan_, e);
 }
 
 void Simulator::set_config(OpId o, const ParallelConfig &config) { set_configs({{o, config}}); }
@@ -334,8 +248,11 @@ void Simulator::set_config(OpId o, const ParallelConfig &config) { set_configs({
 void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &changes) {
   undo_ = Undo{};
   undo_.valid = true;
-  undo_.makespan = makespan_;
+  // The tensors whose communication is derived again (cost_model.h CommPiece): those the changed ops read or write,
+  // and the assigns' destinations that take a new sharding.
+  std::vector<char> tensors(static_cast<size_t>(g_.num_tensors()), 0);
   auto set_sharding = [&](TensorId t, Sharding s) {
+    tensors[static_cast<size_t>(t)] = 1;
     undo_.tensors.push_back({tensor_entry_[t], p_.tensors[tensor_entry_[t]].sharding});
     p_.tensors[tensor_entry_[t]].sharding = std::move(s);
   };
@@ -351,42 +268,42 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
         if (a.src == out) set_sharding(a.dst, without_partial(p_.tensors[tensor_entry_[out]].sharding));
     }
   }
-  BySegment by = by_segment(g_, derive_communication(g_, p_, &comm_cache_));
-  std::vector<bool> rebuild(segs_.size(), false);
+  for (const auto &[o, config] : changes)
+    for (const std::vector<TensorId> *list : {&g_.op(o).inputs, &g_.op(o).outputs})
+      for (TensorId t : *list)
+        if (t != kNoTensor) tensors[static_cast<size_t>(t)] = 1;
+  std::vector<bool> merge_again(segs_.size(), false), rebuild(segs_.size(), false);
+  for (TensorId t = 0; t < g_.num_tensors(); ++t) {
+    if (!tensors[static_cast<size_t>(t)]) continue;
+    undo_.pieces.push_back({t, pieces_[static_cast<size_t>(t)]});
+    for (OpId r : tensor_readers_[static_cast<size_t>(t)]) merge_again[static_cast<size_t>(r)] = true;
+    if (g_.tensor(t).producer == kNoOp) merge_again[0] = true;  // its data reads
+  }
+  // Then the segments holding any of it are assembled again, and rebuilt where that changed them.
+  derive_pieces(g_, p_, tensors, pieces_, &comm_cache_);
   for (const auto &[o, config] : changes) {
-    rebuild[static_cast<size_t>(o)] = true;
+    merge_again[static_cast<size_t>(o)] = rebuild[static_cast<size_t>(o)] = true;
     for (OpId r : readers_[static_cast<size_t>(o)]) rebuild[static_cast<size_t>(r)] = true;
   }
-  rebuild.back() = true;  // the end of the step: small, and its collectives may wait for o's kernels
-  for (size_t s = 0; s < segs_.size(); ++s)
-    if (!same_events(by.events[s], segs_[s].events) || by.local[s] != segs_[s].local) rebuild[s] = true;
-  // Rebuild first, then seed: a seed taken while a later segment is still to be rebuilt could name a task it drops.
-  std::vector<std::set<int>> touched(segs_.size());
+  merge_again.back() = rebuild.back() = true;  // the end of the step: small, and its collectives may wait for o's kernels
+  int from = -1;
   for (size_t s = 0; s < segs_.size(); ++s) {
-    if (!rebuild[s]) continue;
+    if (!merge_again[s] && !rebuild[s]) continue;
     int si = static_cast<int>(s);
-    for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
-    erase(si);
-    undo_.segments.push_back({si, std::move(segs_[s])});
-    segs_[s] = build(si, std::move(by.events[s]), std::move(by.local[s]));
-    insert(si);
-    for (const Task &k : segs_[s].tasks) touched[s].insert(k.channels.begin(), k.channels.end());
-  }
-  std::vector<Key> seeds;
-  for (size_t s = 0; s < segs_.size(); ++s) {
-    if (!rebuild[s]) continue;
-    int si = static_cast<int>(s);
-    for (size_t i = 0; i < segs_[s].tasks.size(); ++i) seeds.push_back({si, static_cast<int>(i)});
-    // The first task after this segment on each channel it used or uses has a new predecessor.
-    for (int c : touched[s]) {
-      const auto &ch = channels_[static_cast<size_t>(c)];
-      auto it = std::lower_bound(ch.begin(), ch.end(), Key{si + 1, 0});
-      if (it != ch.end()) seeds.push_back(*it);
+    std::vector<CommEvent> events;
+    std::vector<LocalStatement> local;
+    if (merge_again[s]) {
+      merge(si, events, local);
+      if (!rebuild[s] && same_events(events, segs_[s].events) && local == segs_[s].local) continue;
+    } else {
+      events = segs_[s].events;
+      local = segs_[s].local;
     }
+    if (from < 0) from = si;
+    undo_.segments.push_back({si, std::move(segs_[s])});
+    segs_[s] = build(si, std::move(events), std::move(local));
   }
-  recording_ = true;
-  propagate(std::move(seeds));
-  recording_ = false;
+  sweep(from);
 }
 
 void Simulator::undo() {
@@ -395,22 +312,16 @@ void Simulator::undo() {
   for (auto it = undo_.ops.rbegin(); it != undo_.ops.rend(); ++it) p_.ops[it->first].config = std::move(it->second);
   for (auto it = undo_.tensors.rbegin(); it != undo_.tensors.rend(); ++it)
     p_.tensors[it->first].sharding = std::move(it->second);
-  std::vector<bool> restored(segs_.size(), false);
+  for (auto &[t, list] : undo_.pieces) pieces_[static_cast<size_t>(t)] = std::move(list);
+  int from = static_cast<int>(segs_.size());
   for (auto &[s, seg] : undo_.segments) {
-    erase(s);
     segs_[static_cast<size_t>(s)] = std::move(seg);
-    insert(s);
-    restored[static_cast<size_t>(s)] = true;
+    from = std::min(from, s);
   }
-  // Times of tasks outside the restored segments (those carry their own); in reverse, so the earliest save wins.
-  for (auto it = undo_.times.rbegin(); it != undo_.times.rend(); ++it) {
-    if (restored[static_cast<size_t>(it->first.first)]) continue;
-    Task &k = segs_[static_cast<size_t>(it->first.first)].tasks[static_cast<size_t>(it->first.second)];
-    k.start = it->second.first;
-    k.end = it->second.second;
-  }
-  makespan_ = undo_.makespan;
   undo_ = Undo{};
+  // The restored segments carry their old times; those after them are timed again, to the values they had (the same
+  // expressions over the same task graph).
+  sweep(from);
 }
 
 std::vector<SimTask> Simulator::tasks() const {

@@ -28,14 +28,18 @@
 // prices it), and a sync running in the middle of its kernel (it runs before it here).
 //
 // Program order is fixed by the plan, not by the times, so the step is a DAG in that order and a task's times are
-// max(ends of its dependencies and channel predecessors) + its seconds. Delta simulation (FlexFlow §5.3): after one
-// op's config changes, the communication is derived again (a global replay mirroring codegen: one op's new boxes can
-// change which collective a later reader gets), the tasks of every op whose communication, config or producers'
-// devices changed are rebuilt, and times are re-propagated in program order from the rebuilt tasks only as far as
-// some end time changes. Full and delta simulation compute each time by the same expression over the same task
-// graph, so they agree bit for bit (tests/planner/simulator_test.cpp checks it on 1,000 random moves).
+// max(ends of its dependencies and channel predecessors) + its seconds. Delta simulation (FlexFlow §5.3): after some
+// ops' configs change, the communication of the tensors they read or write is derived again (cost_model.h CommPiece:
+// what codegen emits for a tensor depends only on its sharding, its producer's and its readers' configs, but one
+// reader's new boxes can change which collective a later reader gets, so each such tensor is replayed whole), the
+// segments holding any of it are assembled again, the tasks of every op whose communication, config or producers'
+// devices changed are rebuilt, and every task from the first rebuilt one on is timed again in one pass in program
+// order. The pass carries each channel's last end, so a task's time costs a few loads; it starts from a checkpoint
+// of those ends (one per 16 segments) at or before the first rebuilt segment. Timing only the tasks whose inputs
+// changed saved little: a change early in the step moves most later tasks, and the pass is cheaper per task than
+// the bookkeeping that would find them. Full and delta simulation compute each time by the same expression over the
+// same task graph, so they agree bit for bit (tests/planner/simulator_test.cpp checks it on 1,000 random moves).
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -90,7 +94,8 @@ class Simulator {
   /** Several ops' configs at once (in order; one derivation of the communication, one delta simulation). */
   void set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &changes);
 
-  /** Restores the state before the last set_config(s) (its plan, tasks and times) without simulating again; once. */
+  /** Restores the state before the last set_config(s) (its plan, tasks and times; once): the old tasks come back
+   *  without being derived again, and are re-timed from the first of them. */
   void undo();
 
   const Plan &plan() const { return p_; }
@@ -100,16 +105,16 @@ class Simulator {
   std::vector<SimTask> tasks() const;
   /** Per device of the plan. */
   std::vector<DeviceBusy> busy() const;
-  /** Tasks recomputed by the last set_config (for tests and tuning: how local delta simulation was). */
+  /** Tasks re-timed by the last set_config(s) or undo (for tests and tuning: how local delta simulation was). */
   int64_t last_recomputed() const { return recomputed_; }
 
  private:
   struct Task : SimTask {
     /** Kernels it waits for: (op, device). */
     std::vector<std::pair<OpId, int>> producers;
-    /** Tasks of its own segment it waits for (indices into the segment). */
+    /** Tasks of its own segment it waits for (indices into the segment, all before it). */
     std::vector<int> local;
-    /** Channels it occupies (device * 3 + 0 compute, 1 send, 2 receive). */
+    /** Channels it occupies (device * 3 + 0 compute, 1 send, 2 receive); at least one. */
     std::vector<int> channels;
   };
   /** One op's tasks (the last segment: the end of the step), communication first. */
@@ -119,22 +124,14 @@ class Simulator {
     std::vector<LocalStatement> local;
     /** Per device, the index of its compute task or -1. */
     std::vector<int> compute_of;
-    /** The tasks waiting for each kernel (op, device) they list in `producers`, ascending. */
-    std::map<std::pair<OpId, int>, std::vector<int>> waiting;
-    /** Per task, the tasks of this segment that list it in `local`, ascending. */
-    std::vector<std::vector<int>> local_waiting;
   };
-  using Key = std::pair<int, int>;  // (segment, task index): program order
 
+  /** Segment s's communication, assembled from pieces_. */
+  void merge(int s, std::vector<CommEvent> &events, std::vector<LocalStatement> &local) const;
   Segment build(int s, std::vector<CommEvent> events, std::vector<LocalStatement> local);
-  void insert(int s);
-  void erase(int s);
-  /** Recomputes the times of task `k`; true if its end changed. */
-  bool time(const Key &k);
-  void propagate(std::vector<Key> seeds);
-  /** propagate's scratch: per segment, per task, whether it is in the work heap (all 0 between calls). */
-  std::vector<std::vector<char>> queued_;
-  void finish();
+  /** Times every task from segment `from` (or the checkpoint before it) to the end of the step, and the makespan. */
+  void sweep(int from);
+  /** Full simulation: derives the communication, builds every segment, times them all. */
   void start();
 
   /** What set_config changed, for undo. */
@@ -143,8 +140,7 @@ class Simulator {
     std::vector<std::pair<size_t, ParallelConfig>> ops;
     std::vector<std::pair<size_t, Sharding>> tensors;
     std::vector<std::pair<int, Segment>> segments;
-    std::vector<std::pair<Key, std::pair<double, double>>> times;
-    double makespan = 0;
+    std::vector<std::pair<TensorId, std::vector<CommPiece>>> pieces;
   };
 
   const Graph &g_;
@@ -152,6 +148,8 @@ class Simulator {
   const Profile *profile_ = nullptr;
   Plan p_;
   CommCache comm_cache_;
+  /** Per tensor, its part of the step's communication (cost_model.h derive_pieces). */
+  std::vector<std::vector<CommPiece>> pieces_;
   /** Per op, the config its kernels' seconds were computed for, and those seconds. */
   std::vector<ParallelConfig> compute_config_;
   std::vector<std::vector<double>> compute_seconds_;
@@ -160,11 +158,15 @@ class Simulator {
   std::vector<size_t> op_entry_, tensor_entry_;
   /** Per op, the ops reading its outputs (the end segment is not listed). */
   std::vector<std::vector<OpId>> readers_;
+  /** Per tensor, the ops reading it, ascending. */
+  std::vector<std::vector<OpId>> tensor_readers_;
   std::vector<Segment> segs_;
-  std::vector<std::vector<Key>> channels_;  // per channel, its tasks in program order (sorted)
+  /** Segments between two checkpoints: a sweep starts at most this many segments before the first changed one. */
+  static constexpr size_t kCheckpointEvery = 16;
+  /** Per checkpoint (segment c * kCheckpointEvery), per channel, the end of its last task in the segments before. */
+  std::vector<std::vector<double>> checkpoints_;
   double makespan_ = 0;
   int64_t recomputed_ = 0;
-  bool recording_ = false;
 };
 
 /** Full simulation of `p` on `t` (with measured times from `profile` where it has them). */

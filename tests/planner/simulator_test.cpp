@@ -6,7 +6,9 @@
 //    re-derived here from the plan and the derived communication and local statements (data reads, copies);
 //  - delta simulation equals full simulation bit for bit on 1,000 random single-op moves (random_plan.h's per-op
 //    draw) on the MLP at 4 devices and on the tiny NMT of models/zoo at 2 devices: makespan and every task; so does
-//    undoing every fifth move (what flexflow does with a refused proposal);
+//    undoing every fifth move (what flexflow does with a refused proposal); every 25th (MLP) or 100th (NMT) state
+//    also obeys the rules above, with durations from derive_communication itself (both simulations assemble theirs
+//    from per-tensor pieces, which only re-derive the tensors a move touches);
 //  - flexflow: deterministic per seed, valid, only configs codegen lowers, never slower than its data-parallel start,
 //    and the step time it reports is what a fresh full simulation of its plan gives.
 #include <gtest/gtest.h>
@@ -245,7 +247,10 @@ TEST(Simulator, TimesFollowTheRules) {
   }
 }
 
-void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed) {
+/** `moves` random moves, each checked against a full simulation; every `rules_every`-th also against the rules and
+ *  derive_communication (check_against_fixed_point): the full simulation assembles its communication from the same
+ *  per-tensor pieces (cost_model.h CommPiece) as the delta one, derive_communication does not. */
+void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed, int rules_every) {
   Topology t = preset_topology("p100-4x4");
   Simulator delta(g, make_plan(g, "data", devices), t);
   std::vector<std::vector<describe::Description>> descs;
@@ -272,6 +277,11 @@ void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed) {
     Simulator full(g, delta.plan(), t, descs);  // from scratch but for describing the ops
     expect_same_tasks(delta, full, "move " + std::to_string(i) + " (op " + op.name + ")");
     if (::testing::Test::HasFatalFailure()) return;
+    if (i % rules_every == rules_every - 1) {
+      SCOPED_TRACE("rules after move " + std::to_string(i));
+      check_against_fixed_point(g, delta, t);
+      if (::testing::Test::HasFailure()) return;
+    }
     if (i % 5 == 4) {  // every fifth move is taken back (as flexflow refuses a proposal): the state before it returns
       delta.undo();
       expect_same_tasks(delta, Simulator(g, delta.plan(), t, descs), "undo of move " + std::to_string(i));
@@ -285,10 +295,10 @@ void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed) {
               static_cast<long long>(changed), static_cast<double>(recomputed) / moves, delta.tasks().size());
 }
 
-TEST(Simulator, DeltaEqualsFullOnMlp) { delta_equals_full(mlp(), 4, 1000, 7); }
+TEST(Simulator, DeltaEqualsFullOnMlp) { delta_equals_full(mlp(), 4, 1000, 7, 25); }
 
 // 2 devices: the full simulation each move checks against is what takes the time (~7,900 tasks at 4 devices).
-TEST(Simulator, DeltaEqualsFullOnZooNmtTiny) { delta_equals_full(nmt_tiny(), 2, 1000, 11); }
+TEST(Simulator, DeltaEqualsFullOnZooNmtTiny) { delta_equals_full(nmt_tiny(), 2, 1000, 11, 100); }
 
 TEST(FlexFlow, DeterministicValidAndNoSlowerThanItsStart) {
   Graph g = mlp();
