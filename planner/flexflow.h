@@ -14,13 +14,14 @@
 // along chains of similar ops. Half the proposals move the op's whole coarsening group (tofu.h coarsen: a forward op
 // with its backward ops, the same op in every timestep of an unrolled RNN, ...): each member for which the proposed
 // config is legal takes it too, in one delta simulation (FlexFlow's ops are layers, forward and backward together).
-// Metropolis-Hastings acceptance with the relative change
-// of the simulated step time: always when it does not grow, else with probability exp(-kBeta·(new/old - 1)). The best
+// Metropolis-Hastings acceptance with the relative change of the simulated step time: always when it does not grow,
+// else with probability exp(-kBeta·(new/old - 1)), kBeta = 5,000 (nearly greedy; flexflow.cpp says why). The best
 // plan seen by any chain is the result (ties: the earlier chain, the earlier iteration).
 //
 // Memory is not weighed (as in FlexFlow): a plan that keeps more on fewer devices is taken if it is faster; check it
-// with `cleave explain` (peak_memory_bytes). Each proposal re-derives the whole step's communication (simulator.h),
-// which dominates its cost: ~0.15 s CPU on the NMT at 16 devices, ~1 ms on the tiny models.
+// with `cleave explain` (peak_memory_bytes). A proposal costs one delta simulation (simulator.h: the touched tensors'
+// communication derived again, the tasks from the first changed op on timed again): ~15 ms on the NMT at 16
+// devices, well under 1 ms on the tiny models.
 //
 // Determinism: the result depends only on the graph, device count, topology, seed and iteration count; the
 // iterations are split evenly between the chains (the earlier ones get the remainder). A wall-clock cap

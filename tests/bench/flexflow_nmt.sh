@@ -7,7 +7,7 @@
 # whether each holds. flexflow keeps the best plan of its chains, one of which starts from tofu's plan, so "no slower
 # than tofu" holds by construction; the last line says what each chain (data, tofu, random start) found on its own.
 # Usage: tests/bench/flexflow_nmt.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Knobs: BATCH (default 64), DEVICES (16), TOPOLOGY (p100-4x4), ITERATIONS (flexflow --iterations, default 150),
+# Knobs: BATCH (default 64), DEVICES (16), TOPOLOGY (p100-4x4), ITERATIONS (flexflow --iterations, default 1000),
 # SEED (0).
 set -u
 cleave=$1
@@ -17,7 +17,7 @@ mkdir -p "$work"
 batch=${BATCH:-64}
 devices=${DEVICES:-16}
 topology=${TOPOLOGY:-p100-4x4}
-iterations=${ITERATIONS:-150}
+iterations=${ITERATIONS:-1000}
 seed=${SEED:-0}
 onnx="$work/nmt-full-b$batch.onnx"
 if ! /usr/bin/python3 "$src/models/zoo/generate.py" --family nmt --variant full --batch "$batch" --weights none \
