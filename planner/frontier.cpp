@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -118,9 +119,12 @@ class Builder {
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
+    find_owners();  // (reads no config)
     for (const Plan *seed : seeds) add_seed_configs(*seed);
-    find_owners();
   }
+
+  /** Adds a seed plan's configs to the candidates (add_seed_configs); before any pricing. */
+  void add_seed(const Plan &seed) { add_seed_configs(seed); }
 
   ft::CostGraph cost_graph() {
     ft::CostGraph cg;
@@ -270,6 +274,7 @@ class Builder {
   /** Adds each op's config in `seed` to its candidates where none of them has the same var ranges on every device
    *  (tofu's plans order the axes of a level differently, and mix more vars, than the enumeration keeps). */
   void add_seed_configs(const Plan &seed) {
+    CLEAVE_CHECK(needs_.empty() && owned_.empty(), "frontier: seed configs added after pricing began");
     std::vector<int> matched = match(seed);
     for (const OpEntry &e : seed.ops) {
       std::optional<OpId> o = g_.find_op(e.name);
@@ -689,11 +694,28 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // Two seeds: the tofu plan (the fast end) and the equalchop baseline (the low-memory end: every op chopped equally
   // over all devices). Their per-op configs join the candidates, so the config space holds both plans (each one
   // assignment of the cost graph), and FT decides what it keeps.
-  std::vector<Plan> seeds{tofu_plan(g, devices, TofuOptions{{}, true, &t})};
-  if (devices > 1) seeds.push_back(baseline_plan(g, "equalchop", devices));
-  std::vector<const Plan *> seed_ptrs;
-  for (const Plan &p : seeds) seed_ptrs.push_back(&p);
-  Builder b(g, devices, t, seed_ptrs);
+  // Tofu's search runs on a second thread while this one enumerates the configs (both only read the graph).
+  std::vector<Plan> seeds(1);
+  std::exception_ptr tofu_failed;
+  std::thread tofu([&] {
+    try {
+      seeds[0] = tofu_plan(g, devices, TofuOptions{{}, true, &t});
+    } catch (...) {
+      tofu_failed = std::current_exception();
+    }
+  });
+  std::optional<Builder> built;
+  try {
+    if (devices > 1) seeds.push_back(baseline_plan(g, "equalchop", devices));
+    built.emplace(g, devices, t);
+  } catch (...) {
+    tofu.join();
+    throw;
+  }
+  tofu.join();
+  if (tofu_failed) std::rethrow_exception(tofu_failed);
+  Builder &b = *built;
+  for (const Plan &p : seeds) b.add_seed(p);
   ft::CostGraph cg = b.cost_graph();
   auto t1 = now();
   FrontierResult r;

@@ -2,6 +2,7 @@
 #include "planner/frontier_solve.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -453,7 +454,9 @@ class Solver {
   std::vector<bool> alive_;
   std::vector<std::map<int, int>> adj_;  // neighbour -> edge
   std::vector<EdgeState> edges_;
-  std::vector<Deriv> arena_;
+  // A deque: it grows to about ten million derivations (the TensorOpt Transformer at 16 devices: 11.5 million), which
+  // a vector would copy at every doubling.
+  std::deque<Deriv> arena_;
   Set global_;
   std::vector<Ranked> order_;  // finish's scratch
   std::vector<size_t> kept_;
