@@ -126,55 +126,41 @@ class Builder {
   /** Adds a seed plan's configs to the candidates (add_seed_configs); before any pricing. */
   void add_seed(const Plan &seed) { add_seed_configs(seed); }
 
+  /** The cost graph. Its ops are priced on two threads, each with its own memo caches (they only save work: a price
+   *  is the same from either), so the graph is the same on any number of cores. */
   ft::CostGraph cost_graph() {
+    size_t n = static_cast<size_t>(g_.num_ops());
+    std::vector<std::vector<ft::Cost>> nodes(n);
+    std::vector<std::vector<ft::CostGraph::Edge>> edges(n);
+    Builder other(*this);
+    other.forget_prices();
+    std::exception_ptr failed;
+    auto helper_part = [&] {
+      try {
+        other.price(1, nodes, edges);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    };
+    if (std::thread::hardware_concurrency() > 1) {
+      std::thread helper(helper_part);
+      try {
+        price(0, nodes, edges);
+      } catch (...) {
+        helper.join();
+        throw;
+      }
+      helper.join();
+    } else {
+      price(0, nodes, edges);
+      helper_part();
+    }
+    if (failed) std::rethrow_exception(failed);
     ft::CostGraph cg;
     for (OpId o = 0; o < g_.num_ops(); ++o) {
       cg.names.push_back(g_.op(o).name);
-      std::vector<ft::Cost> costs;
-      for (int c = 0; c < configs(o); ++c) costs.push_back(node_cost(o, c));
-      cg.nodes.push_back(std::move(costs));
-    }
-    for (OpId o = 0; o < g_.num_ops(); ++o) {
-      const Op &op = g_.op(o);
-      for (size_t s = 0; s < op.inputs.size(); ++s) {
-        TensorId t = op.inputs[s];
-        if (t == kNoTensor) continue;
-        OpId owner = owner_[static_cast<size_t>(t)];
-        if (owner == kNoOp || owner == o) continue;
-        ft::CostGraph::Edge e{owner, o, {}};
-        // A box assembled for a forward op stays live into the backward pass when its gradient reads it too.
-        bool kept = op.phase == Phase::forward && saved_[static_cast<size_t>(t)];
-        // Many config pairs give the same sharding and boxes: price each distinct pair once (local indices of the
-        // distinct shardings and boxes of this edge, then the table of their pairs).
-        std::vector<int> from_ids, need_ids, from_local, need_local, from_first, need_first;
-        auto localise = [](const std::vector<int> &ids, std::vector<int> &local, std::vector<int> &first) {
-          std::map<int, int> seen;
-          for (size_t i = 0; i < ids.size(); ++i) {
-            auto [it, fresh] = seen.emplace(ids[i], static_cast<int>(first.size()));
-            if (fresh) first.push_back(static_cast<int>(i));
-            local.push_back(it->second);
-          }
-        };
-        for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
-        for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(need_id(o, cc, s));
-        localise(from_ids, from_local, from_first);
-        localise(need_ids, need_local, need_first);
-        std::vector<ft::Cost> table;
-        for (int f : from_first)
-          for (int n : need_first) {
-            auto [it, fresh] = pair_secs_.try_emplace(
-                {from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(n)]}, 0.0);
-            const Needs &need = needs(o, n, s);
-            if (fresh) it->second = resplit(t, owned(t, f), need);
-            table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, need) : 0});
-          }
-        e.cost.reserve(static_cast<size_t>(configs(owner)) * static_cast<size_t>(configs(o)));
-        for (int oc = 0; oc < configs(owner); ++oc)
-          for (int cc = 0; cc < configs(o); ++cc)
-            e.cost.push_back(table[static_cast<size_t>(from_local[static_cast<size_t>(oc)]) * need_first.size() +
-                                   static_cast<size_t>(need_local[static_cast<size_t>(cc)])]);
-        cg.edges.push_back(std::move(e));
-      }
+      cg.nodes.push_back(std::move(nodes[static_cast<size_t>(o)]));
+      for (ft::CostGraph::Edge &e : edges[static_cast<size_t>(o)]) cg.edges.push_back(std::move(e));
     }
     return cg;
   }
@@ -647,6 +633,74 @@ class Builder {
   /** The bytes of the box device 0 of a reader assembles. */
   double assembled_bytes(TensorId t, const Needs &need) const {
     return need.empty() || !need[0] ? 0.0 : static_cast<double>(box_volume(*need[0]) * dtype_size(g_.tensor(t).dtype));
+  }
+
+  /** The edge from `owner`, which holds tensor `t`, into op `o` reading it at input `slot`: the re-split seconds (and
+   *  bytes kept) per pair of their configs. */
+  ft::CostGraph::Edge edge(TensorId t, OpId owner, OpId o, size_t slot) {
+    const Op &op = g_.op(o);
+    ft::CostGraph::Edge e{owner, o, {}};
+    // A box assembled for a forward op stays live into the backward pass when its gradient reads it too.
+    bool kept = op.phase == Phase::forward && saved_[static_cast<size_t>(t)];
+    // Many config pairs give the same sharding and boxes: price each distinct pair once (local indices of the
+    // distinct shardings and boxes of this edge, then the table of their pairs).
+    std::vector<int> from_ids, need_ids, from_local, need_local, from_first, need_first;
+    auto localise = [](const std::vector<int> &ids, std::vector<int> &local, std::vector<int> &first) {
+      std::map<int, int> seen;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        auto [it, fresh] = seen.emplace(ids[i], static_cast<int>(first.size()));
+        if (fresh) first.push_back(static_cast<int>(i));
+        local.push_back(it->second);
+      }
+    };
+    for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+    for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(need_id(o, cc, slot));
+    localise(from_ids, from_local, from_first);
+    localise(need_ids, need_local, need_first);
+    std::vector<ft::Cost> table;
+    for (int f : from_first)
+      for (int n : need_first) {
+        auto [it, fresh] =
+            pair_secs_.try_emplace({from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(n)]}, 0.0);
+        const Needs &need = needs(o, n, slot);
+        if (fresh) it->second = resplit(t, owned(t, f), need);
+        table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, need) : 0});
+      }
+    e.cost.reserve(static_cast<size_t>(configs(owner)) * static_cast<size_t>(configs(o)));
+    for (int oc = 0; oc < configs(owner); ++oc)
+      for (int cc = 0; cc < configs(o); ++cc)
+        e.cost.push_back(table[static_cast<size_t>(from_local[static_cast<size_t>(oc)]) * need_first.size() +
+                               static_cast<size_t>(need_local[static_cast<size_t>(cc)])]);
+    return e;
+  }
+
+  /** Empties the memo caches (a copy's would point into the original's). */
+  void forget_prices() {
+    needs_.clear();
+    needs_by_shape_.clear();
+    compute_by_shape_.clear();
+    owned_.clear();
+    resplit_.clear();
+    ids_.clear();
+    pair_secs_.clear();
+    need_ids_.clear();
+  }
+
+  /** Prices the ops of blocks of 32 (by id) alternately given to part 0 and part 1: each op's configs (nodes[o]) and
+   *  the edges into it from its inputs' owners (edges[o], in input order). */
+  void price(int part, std::vector<std::vector<ft::Cost>> &nodes, std::vector<std::vector<ft::CostGraph::Edge>> &edges) {
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      if ((o / 32) % 2 != part) continue;
+      for (int c = 0; c < configs(o); ++c) nodes[static_cast<size_t>(o)].push_back(node_cost(o, c));
+      const Op &op = g_.op(o);
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        TensorId t = op.inputs[s];
+        if (t == kNoTensor) continue;
+        OpId owner = owner_[static_cast<size_t>(t)];
+        if (owner == kNoOp || owner == o) continue;
+        edges[static_cast<size_t>(o)].push_back(edge(t, owner, o, s));
+      }
+    }
   }
 
   const Graph &g_;
