@@ -145,7 +145,8 @@ std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const
 Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache = nullptr);
 
 /** One tensor's part of derive_communication's output at one place of the step: what replaying that tensor emits
- *  there. Every event and local statement but the sync exchanges (which belong to the op) comes from one tensor, and
+ *  there. Every collective, send/recv transfer and local statement comes from one tensor (an op's send/recv event
+ *  gathers the transfers of all its inputs; its sync exchanges belong to the op itself), and
  *  what a tensor emits depends only on its own producer's config, its readers' configs and its sharding, so a
  *  search that changes a few ops' configs re-derives only the tensors they read or write (planner/simulator.cpp). */
 struct CommPiece {
@@ -170,8 +171,8 @@ void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tenso
 
 /** The events and local statements derive_communication gives to segment `s` of the step (op s, the data reads
  *  included for op 0; s = op count: the end of the step), in its order, from every tensor's pieces. `config` and
- *  `descs` are op s's config and descriptions (for its send/recv's rank order and its sync exchanges); null and
- *  unused at the end of the step. */
+ *  `descs` are op s's config and descriptions (for its send/recv's rank order and its sync exchanges); at the end of
+ *  the step `config` is null and `descs` unused. */
 void segment_communication(const Graph &g, int s, const ParallelConfig *config,
                            const std::vector<describe::Description> &descs,
                            const std::vector<std::vector<CommPiece>> &pieces, std::vector<CommEvent> &events,

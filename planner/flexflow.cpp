@@ -22,7 +22,7 @@ using describe::Description;
 
 /** How strongly a slower proposal is refused: a 0.01% slower plan is accepted with probability e^-0.5, a 0.1% slower
  *  one with e^-5. On the NMT at 16 devices (tests/bench/flexflow_nmt.sh, 1,000 iterations) 50 (1%: e^-0.5) let the
- *  chains drift away from their starts and never improved on tofu's plan; 5,000 took it from 0.1127 to 0.1035 s. */
+ *  chains drift away from their starts and never improved on tofu's plan; 5,000 took it from 0.1127 to 0.1067 s. */
 constexpr double kBeta = 5000;
 
 /** SplitMix64, as random_plan.cpp: the same draws with every standard library. */

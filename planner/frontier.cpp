@@ -749,25 +749,30 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // over all devices). Their per-op configs join the candidates, so the config space holds both plans (each one
   // assignment of the cost graph), and FT decides what it keeps.
   // Tofu's search runs on a second thread while this one enumerates the configs (both only read the graph).
-  std::vector<Plan> seeds(1);
+  // Each thread writes only its own variables until the join.
+  Plan tofu_seed;
   std::exception_ptr tofu_failed;
   std::thread tofu([&] {
     try {
-      seeds[0] = tofu_plan(g, devices, TofuOptions{{}, true, &t});
+      tofu_seed = tofu_plan(g, devices, TofuOptions{{}, true, &t});
     } catch (...) {
       tofu_failed = std::current_exception();
     }
   });
+  std::optional<Plan> equalchop;
   std::optional<Builder> built;
   try {
-    if (devices > 1) seeds.push_back(baseline_plan(g, "equalchop", devices));
+    if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
     built.emplace(g, devices, t);
   } catch (...) {
     tofu.join();
+    if (tofu_failed) std::rethrow_exception(tofu_failed);  // tofu's error first, as when it ran first
     throw;
   }
   tofu.join();
   if (tofu_failed) std::rethrow_exception(tofu_failed);
+  std::vector<Plan> seeds{std::move(tofu_seed)};
+  if (equalchop) seeds.push_back(std::move(*equalchop));
   Builder &b = *built;
   for (const Plan &p : seeds) b.add_seed(p);
   ft::CostGraph cg = b.cost_graph();

@@ -214,6 +214,7 @@ void Simulator::sweep(int from) {
   // predecessors; a channel's predecessor of a task is the last task before it on that channel, whose end the pass
   // carries in `last`. It starts at the checkpoint at or before `from`: the tasks before `from` keep their times, and
   // those between the checkpoint and `from` get the same times again.
+  CLEAVE_CHECK(from >= 0 && static_cast<size_t>(from) < segs_.size(), "simulator: sweep from segment ", from);
   size_t channels = static_cast<size_t>(p_.devices) * 3;
   size_t first = static_cast<size_t>(from) / kCheckpointEvery;
   checkpoints_.resize((segs_.size() + kCheckpointEvery - 1) / kCheckpointEvery, std::vector<double>(channels, 0.0));

@@ -7,6 +7,8 @@
 //  - bytes and seconds of the MLP's data plan from hand formulas over the graph's params: every weight gradient is
 //    partial over the p devices and all-reduced once, so each device sends 2(p-1)/p of the param bytes;
 //  - FLOPs: an unsplit plan's total equals describe::op_flops summed over the ops; a batch split divides a Gemm's;
+//  - pieces (cost_model.h CommPiece): assembled per segment they give derive_communication's events and local
+//    statements in order, and a tensor replayed with only some others gives the pieces it gives with all;
 //  - memory: the persistent bytes equal the persistent buffers codegen allocates, and the peak estimate is within
 //    the stated bounds of the max live bytes of codegen's buffers, the floor of the bundle's arena (MemoryVsArena).
 #include <gtest/gtest.h>
@@ -226,6 +228,102 @@ TEST(CostModel, LocalStatementsMatchCodegen) {
   EXPECT_GT(copies, 100);  // assigns on every plan, packing and unpacking on the split ones
   std::printf("%lld plans: %lld copies and %lld data reads compared\n", static_cast<long long>(lowered),
               static_cast<long long>(copies), static_cast<long long>(reads));
+}
+
+std::string event_text(const CommEvent &e) {
+  std::ostringstream s;
+  s << comm_kind_name(e.kind) << " op " << e.op << " tensor " << e.tensor << " count " << e.count << " x"
+    << e.elem_bytes << " group";
+  for (int m : e.group) s << " " << m;
+  for (const CommEvent::Transfer &t : e.transfers) s << " " << t.src << "->" << t.dst << ":" << t.bytes;
+  return s.str();
+}
+
+std::string local_text(const LocalStatement &l) {
+  return (l.kind == LocalStatement::Kind::data ? "data r" : "copy r") + std::to_string(l.rank) + " op " +
+         std::to_string(l.op) + (l.after ? " after " : " before ") + std::to_string(l.bytes) + " rows " +
+         std::to_string(l.rows);
+}
+
+/** derive_communication's events and local statements, by segment, as segment_communication assembles them from
+ *  per-tensor pieces. */
+std::pair<std::vector<std::string>, std::vector<std::string>> assembled(const Graph &g, const Plan &p,
+                                                                        const std::vector<std::vector<CommPiece>> &pieces) {
+  std::vector<std::string> events, local;
+  for (int s = 0; s <= g.num_ops(); ++s) {
+    bool end = s == g.num_ops();
+    const ParallelConfig *config = nullptr;
+    std::vector<describe::Description> descs;
+    if (!end) {
+      for (const OpEntry &e : p.ops)
+        if (e.name == g.op(s).name) config = &e.config;
+      descs = describe::describe(g, g.op(s));
+    }
+    std::vector<CommEvent> ev;
+    std::vector<LocalStatement> lo;
+    segment_communication(g, s, config, descs, pieces, ev, lo);
+    for (const CommEvent &e : ev) events.push_back(event_text(e));
+    for (const LocalStatement &l : lo) local.push_back(local_text(l));
+  }
+  return {events, local};
+}
+
+// The simulator's delta simulation (planner/simulator.h) re-derives only some tensors' communication: the pieces of
+// every tensor, assembled segment by segment, are derive_communication's events and local statements in its order;
+// and a tensor's pieces are the same whether it is replayed alone (with a random third of the others) or with all.
+TEST(CostModel, PiecesAssembleToTheWholeCommunication) {
+  std::vector<Case> all = cases();
+  for (const char *model : {"mlp", "cnn"})
+    for (uint64_t seed : {1, 2, 3, 4, 5}) {
+      Graph g = training_graph(std::string(model) + ".onnx", 16);
+      Plan p = random_plan(g, 4, seed);
+      all.push_back({std::string(model) + "_random_4_s" + std::to_string(seed), std::move(g), std::move(p)});
+    }
+  int64_t events = 0, transfers = 0;
+  for (const Case &c : all) {
+    SCOPED_TRACE(c.name);
+    Communication comm = derive_communication(c.g, c.p);
+    size_t n = static_cast<size_t>(c.g.num_tensors());
+    std::vector<std::vector<CommPiece>> pieces(n);
+    derive_pieces(c.g, c.p, std::vector<char>(n, 1), pieces);
+    auto [ev, lo] = assembled(c.g, c.p, pieces);
+    std::vector<std::string> want_ev, want_lo;
+    for (const CommEvent &e : comm.events) {
+      want_ev.push_back(event_text(e));
+      transfers += static_cast<int64_t>(e.transfers.size());
+    }
+    // derive_communication lists the data reads first; by segment they open op 0's.
+    for (const LocalStatement &l : comm.local) want_lo.push_back(local_text(l));
+    EXPECT_EQ(ev, want_ev);
+    EXPECT_EQ(lo, want_lo);
+    events += static_cast<int64_t>(want_ev.size());
+    uint64_t rng = 99;
+    for (int round = 0; round < 3; ++round) {
+      std::vector<char> some(n, 0);
+      std::vector<std::vector<CommPiece>> partial(n);
+      for (size_t t = 0; t < n; ++t) some[t] = ((rng = rng * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % 3 == 0;
+      derive_pieces(c.g, c.p, some, partial);
+      for (size_t t = 0; t < n; ++t) {
+        if (!some[t]) {
+          EXPECT_TRUE(partial[t].empty());
+          continue;
+        }
+        ASSERT_EQ(partial[t].size(), pieces[t].size()) << "tensor " << c.g.tensor(static_cast<TensorId>(t)).name;
+        for (size_t k = 0; k < pieces[t].size(); ++k) {
+          const CommPiece &a = partial[t][k], &b = pieces[t][k];
+          EXPECT_TRUE(a.at == b.at && a.op == b.op && a.slot == b.slot && a.rank == b.rank && a.local == b.local &&
+                      a.transfers == b.transfers && a.events.size() == b.events.size())
+              << "tensor " << c.g.tensor(static_cast<TensorId>(t)).name << " piece " << k;
+          for (size_t j = 0; j < std::min(a.events.size(), b.events.size()); ++j)
+            EXPECT_EQ(event_text(a.events[j]), event_text(b.events[j]));
+        }
+      }
+    }
+  }
+  EXPECT_GT(events, 100);
+  EXPECT_GT(transfers, 100);  // the random plans do send and receive
+  std::printf("%lld events (%lld send/recv transfers) assembled from pieces\n", static_cast<long long>(events),
+              static_cast<long long>(transfers));
 }
 
 TEST(CostModel, PartialOnEveryAxisIsReducedOverTheWholeGroup) {
