@@ -188,7 +188,8 @@ std::vector<std::vector<std::string>> sorted_lines(std::vector<std::vector<std::
   return v;
 }
 
-TEST(CostModel, LocalStatementsMatchCodegen) {
+/** cases() and random plans of the MLP and the CNN at 4 devices. */
+std::vector<Case> cases_and_random_plans() {
   std::vector<Case> all = cases();
   for (const char *model : {"mlp", "cnn"})
     for (uint64_t seed : {1, 2, 3, 4, 5}) {
@@ -196,6 +197,11 @@ TEST(CostModel, LocalStatementsMatchCodegen) {
       Plan p = random_plan(g, 4, seed);
       all.push_back({std::string(model) + "_random_4_s" + std::to_string(seed), std::move(g), std::move(p)});
     }
+  return all;
+}
+
+TEST(CostModel, LocalStatementsMatchCodegen) {
+  std::vector<Case> all = cases_and_random_plans();
   int64_t copies = 0, reads = 0, lowered = 0;
   for (const Case &c : all) {
     SCOPED_TRACE(c.name);
@@ -272,13 +278,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> assembled(const Gr
 // every tensor, assembled segment by segment, are derive_communication's events and local statements in its order;
 // and a tensor's pieces are the same whether it is replayed alone (with a random third of the others) or with all.
 TEST(CostModel, PiecesAssembleToTheWholeCommunication) {
-  std::vector<Case> all = cases();
-  for (const char *model : {"mlp", "cnn"})
-    for (uint64_t seed : {1, 2, 3, 4, 5}) {
-      Graph g = training_graph(std::string(model) + ".onnx", 16);
-      Plan p = random_plan(g, 4, seed);
-      all.push_back({std::string(model) + "_random_4_s" + std::to_string(seed), std::move(g), std::move(p)});
-    }
+  std::vector<Case> all = cases_and_random_plans();
   int64_t events = 0, transfers = 0;
   for (const Case &c : all) {
     SCOPED_TRACE(c.name);
