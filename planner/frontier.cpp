@@ -789,7 +789,25 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // so FT prunes its neighbourhood as large.
   ft::SolveOptions guided = options;
   guided.guide = b.match(seeds[0]);
-  std::vector<ft::FrontierPoint> points = ft::solve_frontier(cg, guided, &r.stats);
+  // The seeds are re-scored candidates whatever FT finds: on a second thread while FT runs on this one.
+  std::vector<CostReport> seed_costs(seeds.size());
+  std::exception_ptr seed_failed;
+  std::thread seed_scorer([&] {
+    try {
+      for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t);
+    } catch (...) {
+      seed_failed = std::current_exception();
+    }
+  });
+  std::vector<ft::FrontierPoint> points;
+  try {
+    points = ft::solve_frontier(cg, guided, &r.stats);
+  } catch (...) {
+    seed_scorer.join();
+    throw;
+  }
+  seed_scorer.join();
+  if (seed_failed) std::rethrow_exception(seed_failed);
   // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
   std::vector<ft::FrontierPoint> seeded;
   for (const Plan &p : seeds) {
@@ -807,21 +825,27 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   for (size_t i : ft::pareto_keep(model, std::numeric_limits<size_t>::max()))
     if (seen.insert(points[i].choice).second) chosen.push_back(&points[i]);
   // A seed is re-scored as itself: the plan of its configs (b.plan) may hold its sources otherwise.
-  std::map<const ft::FrontierPoint *, const Plan *> seed_plan;
+  std::map<const ft::FrontierPoint *, size_t> seed_of;
   std::set<std::vector<int>> seeds_seen;
   for (size_t i = 0; i < seeded.size(); ++i)
     if (seeds_seen.insert(seeded[i].choice).second) {
       chosen.push_back(&seeded[i]);
-      seed_plan[&seeded[i]] = &seeds[i];
+      seed_of[&seeded[i]] = i;
     }
   r.candidates = static_cast<int>(chosen.size());
   auto t2 = now();
   std::vector<FrontierPlan> all;
+  std::vector<char> scored;
   for (const ft::FrontierPoint *pp : chosen) {
     FrontierPlan f;
-    auto seed = seed_plan.find(pp);
-    f.plan = seed != seed_plan.end() ? *seed->second : b.plan(pp->choice);
+    auto seed = seed_of.find(pp);
+    f.plan = seed != seed_of.end() ? seeds[seed->second] : b.plan(pp->choice);
     f.model = pp->cost;
+    if (seed != seed_of.end()) {
+      f.step_seconds = seed_costs[seed->second].predicted_step_seconds;
+      f.peak_memory_bytes = seed_costs[seed->second].peak_memory_bytes;
+    }
+    scored.push_back(seed != seed_of.end());
     all.push_back(std::move(f));
   }
   // estimate_cost reads the graph, plan and topology only: the candidates are scored on as many threads as the
@@ -831,6 +855,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::mutex failed_lock;
   auto score = [&] {
     for (size_t i = next++; i < all.size(); i = next++) {
+      if (scored[i]) continue;
       try {
         CostReport c = estimate_cost(g, all[i].plan, t);
         all[i].step_seconds = c.predicted_step_seconds;
