@@ -165,7 +165,8 @@ struct CommPiece {
 };
 
 /** Re-derives the pieces of the tensors flagged in `tensors` (pieces[t] replaced; the others are kept): the same
- *  replay as derive_communication over those tensors alone, without buffers. `pieces` has one list per tensor. */
+ *  replay as derive_communication over those tensors alone (its buffers are replayed too, and dropped). `pieces` has
+ *  one list per tensor. */
 void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tensors,
                    std::vector<std::vector<CommPiece>> &pieces, CommCache *cache = nullptr);
 

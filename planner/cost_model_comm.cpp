@@ -105,6 +105,26 @@ bool is_partial(const Sharding &s) {
   return std::any_of(s.axes.begin(), s.axes.end(), [](const auto &a) { return a.kind == AxisSharding::Kind::partial; });
 }
 
+/** An event as codegen emits it before op `op` (kNoOp: at the end of the step) for tensor `t` (kNoTensor: a send/recv
+ *  or sync, counted in f32). */
+CommEvent make_event(const Graph &g, CommEvent::Kind kind, OpId op, TensorId t, std::vector<int> group, int64_t count) {
+  CommEvent e;
+  e.kind = kind;
+  e.op = op;
+  e.tensor = t;
+  e.group = std::move(group);
+  e.count = count;
+  e.elem_bytes = t == kNoTensor ? 4 : dtype_size(g.tensor(t).dtype);
+  return e;
+}
+
+/** Appends op `o`'s sync exchanges (sync_exchanges) as events. */
+void append_sync_events(const Graph &g, OpId o, const std::vector<describe::Description> &descs,
+                        const ParallelConfig &config, std::vector<CommEvent> &events) {
+  for (const SyncExchange &x : sync_exchanges(g, g.op(o), descs, config))
+    events.push_back(make_event(g, CommEvent::Kind::sync, o, kNoTensor, x.group, x.count));
+}
+
 /** op_input_regions (region.h) over descriptions computed once per op. */
 std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<describe::Description> &descs,
                                               const ParallelConfig &config, int64_t index) {
@@ -212,14 +232,8 @@ class Replay {
     auto &list = (*pieces_)[static_cast<size_t>(piece_.tensor)];
     OpId op = piece_.at == CommPiece::At::input ? at_ : kNoOp;
     if (list.empty() || list.back().at != piece_.at || list.back().op != op || list.back().slot != piece_.slot ||
-        list.back().rank != piece_.rank) {
-      CommPiece fresh;
-      fresh.at = piece_.at;
-      fresh.op = op;
-      fresh.slot = piece_.slot;
-      fresh.rank = piece_.rank;
-      list.push_back(std::move(fresh));
-    }
+        list.back().rank != piece_.rank)
+      list.push_back({piece_.at, op, piece_.slot, piece_.rank, {}, {}, {}});
     return list.back();
   }
 
@@ -234,6 +248,13 @@ class Replay {
       piece().local.push_back(l);
     else
       out_.local.push_back(l);
+  }
+  /** A transfer of the current op's send/recv `sr`. */
+  void emit(CommEvent &sr, const CommEvent::Transfer &transfer) {
+    if (pieces_)
+      piece().transfers.push_back(transfer);
+    else
+      sr.transfers.push_back(transfer);
   }
 
   /** The shard's buffer is used at this position. */
@@ -279,14 +300,7 @@ class Replay {
   }
 
   CommEvent event(CommEvent::Kind kind, TensorId t, std::vector<int> group, int64_t count) {
-    CommEvent e;
-    e.kind = kind;
-    e.op = at_ < g_.num_ops() ? at_ : kNoOp;
-    e.tensor = t;
-    e.group = std::move(group);
-    e.count = count;
-    e.elem_bytes = t == kNoTensor ? 4 : dtype_size(g_.tensor(t).dtype);
-    return e;
+    return make_event(g_, kind, at_ < g_.num_ops() ? at_ : kNoOp, t, std::move(group), count);
   }
 
   // [resolve_partial] one collective per group of ranks differing only along the partial axes.
@@ -467,15 +481,12 @@ class Replay {
             buffer(r, bytes(t, n));
             copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
           }
-          if (pieces_)
-            piece().transfers.push_back({ow->rank, r, bytes(t, n)});
-          else
-            sr.transfers.push_back({ow->rank, r, bytes(t, n)});
+          emit(sr, {ow->rank, r, bytes(t, n)});
         }
       }
     }
     if (!sr.transfers.empty()) out_.events.push_back(std::move(sr));
-    if (!pieces_) sync(op, descs, config);
+    if (!pieces_) append_sync_events(g_, o, descs, config, out_.events);
     for (size_t i = 0; i < config.devices.size(); ++i) {
       int r = config.devices[i];
       for (TensorId t : op.outputs) {
@@ -486,11 +497,6 @@ class Replay {
     }
     for (TensorId t : op.outputs)
       if (t != kNoTensor && replays(t) && is_partial(*sharding_[t])) pending_.insert(t);
-  }
-
-  void sync(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config) {
-    for (const SyncExchange &x : sync_exchanges(g_, op, descs, config))
-      out_.events.push_back(event(CommEvent::Kind::sync, kNoTensor, x.group, x.count));
   }
 
   const Graph &g_;
@@ -622,9 +628,7 @@ void segment_communication(const Graph &g, int s, const ParallelConfig *config,
   CLEAVE_CHECK(config, "segment_communication: op ", op.name, " without its config");
   std::vector<int> ranks = config->devices;
   std::sort(ranks.begin(), ranks.end());
-  CommEvent sr;
-  sr.kind = CommEvent::Kind::send_recv;
-  sr.op = s;
+  CommEvent sr = make_event(g, CommEvent::Kind::send_recv, s, kNoTensor, {}, 0);
   for (int r : ranks)
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       if (op.inputs[k] == kNoTensor) continue;
@@ -636,14 +640,7 @@ void segment_communication(const Graph &g, int s, const ParallelConfig *config,
         }
     }
   if (!sr.transfers.empty()) events.push_back(std::move(sr));
-  for (const SyncExchange &x : sync_exchanges(g, op, descs, *config)) {
-    CommEvent e;
-    e.kind = CommEvent::Kind::sync;
-    e.op = s;
-    e.group = x.group;
-    e.count = x.count;
-    events.push_back(std::move(e));
-  }
+  append_sync_events(g, s, descs, *config, events);
 }
 
 }  // namespace cleave::plan
