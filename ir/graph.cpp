@@ -100,6 +100,17 @@ std::string fresh_name(const Map &m, const std::string &base) {
 std::string Graph::fresh_tensor_name(const std::string &base) const { return fresh_name(tensor_by_name_, base); }
 std::string Graph::fresh_op_name(const std::string &base) const { return fresh_name(op_by_name_, base); }
 
+std::vector<std::vector<OpId>> Graph::all_consumers() const {
+  std::vector<std::vector<OpId>> result(tensors_.size());
+  for (OpId i = 0; i < num_ops(); ++i)
+    for (TensorId in : ops_[static_cast<size_t>(i)].inputs) {
+      if (in == kNoTensor) continue;
+      std::vector<OpId> &r = result[static_cast<size_t>(in)];
+      if (r.empty() || r.back() != i) r.push_back(i);  // an op reading t twice is listed once, as consumers() does
+    }
+  return result;
+}
+
 std::vector<OpId> Graph::consumers(TensorId t) const {
   std::vector<OpId> result;
   for (OpId i = 0; i < num_ops(); ++i)

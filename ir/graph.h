@@ -117,6 +117,8 @@ class Graph {
   std::string fresh_op_name(const std::string &base) const;
   /** Ops reading `t`, in op order. */
   std::vector<OpId> consumers(TensorId t) const;
+  /** consumers() of every tensor at once (one pass over the ops), indexed by TensorId. */
+  std::vector<std::vector<OpId>> all_consumers() const;
 
  private:
   std::vector<Tensor> tensors_;

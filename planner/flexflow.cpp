@@ -38,10 +38,7 @@ class Search {
  public:
   Search(const Graph &g, int devices, const Topology &t, const FlexFlowOptions &o)
       : g_(g), devices_(devices), t_(t), o_(o), start_(std::chrono::steady_clock::now()) {
-    std::vector<std::vector<OpId>> readers(static_cast<size_t>(g.num_tensors()));
-    for (OpId op = 0; op < g.num_ops(); ++op)
-      for (TensorId in : g.op(op).inputs)
-        if (in != kNoTensor) readers[static_cast<size_t>(in)].push_back(op);
+    std::vector<std::vector<OpId>> readers = g.all_consumers();
     for (OpId op = 0; op < g.num_ops(); ++op) {
       descs_.push_back(describe::describe(g, g.op(op)));
       const Op &x = g.op(op);

@@ -51,13 +51,10 @@ void Simulator::start() {
   for (size_t i = 0; i < p_.ops.size(); ++i) op_entry_[*g.find_op(p_.ops[i].name)] = i;
   for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_entry_[*g.find_tensor(p_.tensors[i].name)] = i;
   readers_.resize(ops);
-  tensor_readers_.resize(static_cast<size_t>(g.num_tensors()));
+  tensor_readers_ = g.all_consumers();
   for (OpId o = 0; o < g.num_ops(); ++o) {
     for (TensorId in : g.op(o).inputs) {
-      if (in == kNoTensor) continue;
-      auto &tr = tensor_readers_[static_cast<size_t>(in)];
-      if (tr.empty() || tr.back() != o) tr.push_back(o);
-      if (g.tensor(in).producer == kNoOp) continue;
+      if (in == kNoTensor || g.tensor(in).producer == kNoOp) continue;
       auto &r = readers_[g.tensor(in).producer];
       if (r.empty() || r.back() != o) r.push_back(o);
     }
@@ -293,13 +290,8 @@ void Simulator::set_configs(const std::vector<std::pair<OpId, ParallelConfig>> &
     int si = static_cast<int>(s);
     std::vector<CommEvent> events;
     std::vector<LocalStatement> local;
-    if (merge_again[s]) {
-      merge(si, events, local);
-      if (!rebuild[s] && same_events(events, segs_[s].events) && local == segs_[s].local) continue;
-    } else {
-      events = segs_[s].events;
-      local = segs_[s].local;
-    }
+    merge(si, events, local);
+    if (!rebuild[s] && same_events(events, segs_[s].events) && local == segs_[s].local) continue;
     if (from < 0) from = si;
     undo_.segments.push_back({si, std::move(segs_[s])});
     segs_[s] = build(si, std::move(events), std::move(local));

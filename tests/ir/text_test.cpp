@@ -174,6 +174,31 @@ TEST(IrText, ErrorsNameLineAndProblem) {
   expect_parse_error("graph g\ntensor w f32[1] param zeros\n", "t.ir:2: only optimizer state starts as zeros");
 }
 
+// all_consumers() is consumers() of every tensor; an op reading one tensor twice is listed once.
+TEST(IrGraph, AllConsumersIsConsumersOfEachTensor) {
+  const std::string twice = R"(graph "twice"
+tensor a f32[2] input
+tensor b f32[2] activation
+tensor c f32[2] activation
+op m Mul forward (a, a) -> (b)
+op n Add forward (b, a) -> (c)
+output c
+)";
+  for (const std::string &text : {std::string(kText), twice}) {
+    Graph g = parse_graph(text);
+    std::vector<std::vector<OpId>> all = g.all_consumers();
+    ASSERT_EQ(all.size(), static_cast<size_t>(g.num_tensors()));
+    size_t listed = 0;
+    for (TensorId t = 0; t < g.num_tensors(); ++t) {
+      EXPECT_EQ(all[static_cast<size_t>(t)], g.consumers(t)) << g.tensor(t).name;
+      listed += all[static_cast<size_t>(t)].size();
+    }
+    // kText: Gemm reads 3 tensors, Mul 2, the loss 2 and its gradient 3 (absent operands are no reads); twice: m
+    // reads a (once), n reads b and a.
+    EXPECT_EQ(listed, text == twice ? 3u : 10u);
+  }
+}
+
 TEST(IrVerifier, AcceptsValidGraph) {
   Graph g = parse_graph(kText);
   EXPECT_EQ(verify_problems(g), std::vector<std::string>{});
