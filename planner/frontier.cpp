@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -111,6 +112,29 @@ std::string key_of(const Needs &n) {
   return k;
 }
 
+/** Runs `first` on a second thread while `second` runs on this one (one after the other where there is one core),
+ *  then rethrows what `first` threw, else what `second` threw. Each writes only its own variables. */
+void side_by_side(const std::function<void()> &first, const std::function<void()> &second) {
+  std::exception_ptr first_failed, second_failed;
+  auto run = [](const std::function<void()> &f, std::exception_ptr &failed) {
+    try {
+      f();
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  };
+  if (std::thread::hardware_concurrency() > 1) {
+    std::thread helper([&] { run(first, first_failed); });
+    run(second, second_failed);
+    helper.join();
+  } else {
+    run(first, first_failed);
+    run(second, second_failed);
+  }
+  if (first_failed) std::rethrow_exception(first_failed);
+  if (second_failed) std::rethrow_exception(second_failed);
+}
+
 class Builder {
  public:
   Builder(const Graph &g, int devices, const Topology &t, const std::vector<const Plan *> &seeds = {})
@@ -134,28 +158,7 @@ class Builder {
     std::vector<std::vector<ft::CostGraph::Edge>> edges(n);
     Builder other(*this);
     other.forget_prices();
-    std::exception_ptr failed;
-    auto helper_part = [&] {
-      try {
-        other.price(1, nodes, edges);
-      } catch (...) {
-        failed = std::current_exception();
-      }
-    };
-    if (std::thread::hardware_concurrency() > 1) {
-      std::thread helper(helper_part);
-      try {
-        price(0, nodes, edges);
-      } catch (...) {
-        helper.join();
-        throw;
-      }
-      helper.join();
-    } else {
-      price(0, nodes, edges);
-      helper_part();
-    }
-    if (failed) std::rethrow_exception(failed);
+    side_by_side([&] { other.price(1, nodes, edges); }, [&] { price(0, nodes, edges); });
     ft::CostGraph cg;
     for (OpId o = 0; o < g_.num_ops(); ++o) {
       cg.names.push_back(g_.op(o).name);
@@ -748,29 +751,16 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // Two seeds: the tofu plan (the fast end) and the equalchop baseline (the low-memory end: every op chopped equally
   // over all devices). Their per-op configs join the candidates, so the config space holds both plans (each one
   // assignment of the cost graph), and FT decides what it keeps.
-  // Tofu's search runs on a second thread while this one enumerates the configs (both only read the graph).
-  // Each thread writes only its own variables until the join.
+  // Tofu's search runs beside the enumeration of the configs (both only read the graph); its error comes first, as
+  // when it ran first.
   Plan tofu_seed;
-  std::exception_ptr tofu_failed;
-  std::thread tofu([&] {
-    try {
-      tofu_seed = tofu_plan(g, devices, TofuOptions{{}, true, &t});
-    } catch (...) {
-      tofu_failed = std::current_exception();
-    }
-  });
   std::optional<Plan> equalchop;
   std::optional<Builder> built;
-  try {
-    if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
-    built.emplace(g, devices, t);
-  } catch (...) {
-    tofu.join();
-    if (tofu_failed) std::rethrow_exception(tofu_failed);  // tofu's error first, as when it ran first
-    throw;
-  }
-  tofu.join();
-  if (tofu_failed) std::rethrow_exception(tofu_failed);
+  side_by_side([&] { tofu_seed = tofu_plan(g, devices, TofuOptions{{}, true, &t}); },
+               [&] {
+                 if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
+                 built.emplace(g, devices, t);
+               });
   std::vector<Plan> seeds{std::move(tofu_seed)};
   if (equalchop) seeds.push_back(std::move(*equalchop));
   Builder &b = *built;
@@ -789,25 +779,13 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // so FT prunes its neighbourhood as large.
   ft::SolveOptions guided = options;
   guided.guide = b.match(seeds[0]);
-  // The seeds are re-scored candidates whatever FT finds: on a second thread while FT runs on this one.
+  // The seeds are re-scored candidates whatever FT finds: beside FT (whose error comes first, as when it ran first).
   std::vector<CostReport> seed_costs(seeds.size());
-  std::exception_ptr seed_failed;
-  std::thread seed_scorer([&] {
-    try {
-      for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t);
-    } catch (...) {
-      seed_failed = std::current_exception();
-    }
-  });
   std::vector<ft::FrontierPoint> points;
-  try {
-    points = ft::solve_frontier(cg, guided, &r.stats);
-  } catch (...) {
-    seed_scorer.join();
-    throw;
-  }
-  seed_scorer.join();
-  if (seed_failed) std::rethrow_exception(seed_failed);
+  side_by_side([&] { points = ft::solve_frontier(cg, guided, &r.stats); },
+               [&] {
+                 for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t);
+               });
   // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
   std::vector<ft::FrontierPoint> seeded;
   for (const Plan &p : seeds) {
