@@ -19,6 +19,19 @@ struct Ranked {
   size_t index = 0;
 };
 
+/** Keeps at most `max_points` (>= 2) of the points `v` (least time first) spread evenly by rank, both ends kept. */
+template <class T>
+void spread_evenly(std::vector<T> &v, size_t max_points) {
+  if (v.size() <= max_points) return;
+  size_t m = v.size(), k = std::max<size_t>(max_points, 2);
+  size_t kept = 0;
+  for (size_t j = 0; j < k; ++j) {
+    size_t pick = (j * (m - 1) + (k - 1) / 2) / (k - 1);  // strictly ascending in j (k <= m): over read slots
+    v[kept++] = v[pick];
+  }
+  v.resize(kept);
+}
+
 /** pareto_keep over the `n` points `at(i)` (anything with .time and .memory), into `out`; `order` is scratch kept by
  *  the caller (this runs millions of times in a search: no allocation once the buffers have grown). */
 template <class At>
@@ -61,14 +74,7 @@ void pareto_indices(size_t n, At at, size_t max_points, std::vector<Ranked> &ord
       out.push_back(r.index);
       best_memory = r.memory;
     }
-  if (out.size() <= max_points) return;
-  size_t m = out.size(), k = std::max<size_t>(max_points, 2);
-  size_t kept = 0;
-  for (size_t j = 0; j < k; ++j) {
-    size_t pick = out[(j * (m - 1) + (k - 1) / 2) / (k - 1)];  // ascending in j: written over already-read slots
-    if (kept == 0 || out[kept - 1] != pick) out[kept++] = pick;
-  }
-  out.resize(kept);
+  spread_evenly(out, max_points);
 }
 
 }  // namespace
@@ -99,6 +105,37 @@ struct Cand {
   double time = 0, memory = 0;
   int a = -1, b = -1;
   int node = -1, config = 0;
+};
+
+/** The Pareto points of candidates offered one at a time: pareto_keep's rule (least time first; of equal points the
+ *  first offered) without storing the dominated ones. A search offers each set's candidates once (the TensorOpt
+ *  Transformer at 16 devices: 150 million), and most are dominated on arrival. */
+class Front {
+ public:
+  void clear() { points_.clear(); }
+  const std::vector<Cand> &points() const { return points_; }
+  std::vector<Cand> &points() { return points_; }
+
+  void offer(const Cand &c) {
+    // points_: time strictly ascending, memory strictly descending. The last point no slower than c has the least
+    // memory of all points no slower than c: c is dominated (or equal to an earlier one) iff it has no more memory.
+    auto after = std::upper_bound(points_.begin(), points_.end(), c.time,
+                                  [](double t, const Cand &p) { return t < p.time; });
+    if (after != points_.begin() && std::prev(after)->memory <= c.memory) return;
+    // c dominates the points no faster than it that have no less memory: a run from the first point no faster.
+    auto first = std::lower_bound(points_.begin(), after, c.time, [](const Cand &p, double t) { return p.time < t; });
+    auto last = first;
+    while (last != points_.end() && last->memory >= c.memory) ++last;
+    if (first == last) {
+      points_.insert(first, c);
+    } else {
+      *first = c;
+      points_.erase(first + 1, last);
+    }
+  }
+
+ private:
+  std::vector<Cand> points_;
 };
 
 class Solver {
@@ -163,39 +200,28 @@ class Solver {
                     : s.cost[static_cast<size_t>(cn * configs(s.b) + cv)];
   }
 
+  /** One derivation for a candidate (none when it adds nothing to one of its parts). */
   int materialise(const Cand &c) {
-    int d;
-    if (c.a < 0)
-      d = c.b;
-    else if (c.b < 0)
-      d = c.a;
-    else {
-      d = static_cast<int>(arena_.size());
-      arena_.push_back({-1, 0, c.a, c.b});
-    }
-    if (c.node >= 0) {
-      int p = static_cast<int>(arena_.size());
-      arena_.push_back({c.node, c.config, d, -1});
-      d = p;
-    }
-    return d;
+    if (c.node < 0 && (c.a < 0 || c.b < 0)) return c.a < 0 ? c.b : c.a;
+    arena_.push_back({c.node, c.config, c.a, c.b});
+    return static_cast<int>(arena_.size()) - 1;
   }
 
-  /** Prunes candidates to a set (pareto_keep, at most `limit` points; 0: max_points) and materialises the
-   *  survivors' derivations. */
-  Set finish(const std::vector<Cand> &cands, size_t limit = 0) {
-    pareto_indices(cands.size(), [&](size_t i) -> const Cand & { return cands[i]; }, limit ? limit : o_.max_points,
-                   order_, kept_);
+  /** A front's points as a set: at most `limit` of them (0: max_points) spread evenly, their derivations
+   *  materialised. */
+  Set finish(Front &f, size_t limit = 0) {
+    std::vector<Cand> &kept = f.points();
+    spread_evenly(kept, limit ? limit : o_.max_points);
     Set out;
-    out.reserve(kept_.size());
-    for (size_t i : kept_) out.push_back({cands[i].time, cands[i].memory, materialise(cands[i])});
+    out.reserve(kept.size());
+    for (const Cand &c : kept) out.push_back({c.time, c.memory, materialise(c)});
     return out;
   }
 
-  /** Appends the candidates of a + b (every pair), optionally picking (node, config). */
-  static void add_sum(const Set &a, const Set &b, std::vector<Cand> &out, int node = -1, int config = 0) {
+  /** Offers the candidates of a + b (every pair), optionally picking (node, config). */
+  static void add_sum(const Set &a, const Set &b, Front &out, int node = -1, int config = 0) {
     for (const Pt &x : a)
-      for (const Pt &y : b) out.push_back({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
+      for (const Pt &y : b) out.offer({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
   }
 
   Set sum(const Set &a, const Set &b, size_t limit = 0) {
@@ -252,10 +278,11 @@ class Solver {
   }
 
   void fold_isolated(int v) {
-    std::vector<Cand> c;
+    Front &c = front_;
+    c.clear();
     for (int cv = 0; cv < configs(v); ++cv)
       for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(cv)])
-        c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
+        c.offer({p.time, p.memory, p.deriv, -1, v, cv});
     add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
@@ -263,7 +290,7 @@ class Solver {
   void branch(int v) {
     ++stats_.branch;
     auto [u, e] = *adj_[static_cast<size_t>(v)].begin();
-    std::vector<Cand> c;
+    Front &c = front_;
     for (int cu = 0; cu < configs(u); ++cu) {
       c.clear();
       for (int cv = 0; cv < configs(v); ++cv)
@@ -287,7 +314,7 @@ class Solver {
         x[static_cast<size_t>(cu)].push_back(
             sum(edge_set(eu, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]));
     std::vector<Set> sets;
-    std::vector<Cand> c;
+    Front &c = front_;
     for (int cu = 0; cu < configs(u); ++cu)
       for (int cw = 0; cw < configs(w); ++cw) {
         c.clear();
@@ -343,9 +370,10 @@ class Solver {
       remove_edge(v, n);
     }
     // v keeps its one config: fold it in with that pick only.
-    std::vector<Cand> c;
+    Front &c = front_;
+    c.clear();
     for (const Pt &p : node_[static_cast<size_t>(v)][static_cast<size_t>(best)])
-      c.push_back({p.time, p.memory, p.deriv, -1, v, best});
+      c.offer({p.time, p.memory, p.deriv, -1, v, best});
     add_global(finish(c));
     alive_[static_cast<size_t>(v)] = false;
   }
@@ -373,7 +401,7 @@ class Solver {
         }
       bool v_stays = last[i] > i;
       if (v_stays) next.push_back(v);
-      std::map<std::vector<int>, std::vector<Cand>> merged;
+      std::map<std::vector<int>, Front> merged;
       for (const auto &[key, set] : states)
         for (int cv = 0; cv < configs(v); ++cv) {
           Set s = sum(set, node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]);
@@ -384,8 +412,8 @@ class Solver {
           std::vector<int> nk;
           for (size_t k : keep) nk.push_back(key[k]);
           if (v_stays) nk.push_back(cv);
-          std::vector<Cand> &c = merged[nk];
-          for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, v, cv});
+          Front &c = merged[nk];
+          for (const Pt &p : s) c.offer({p.time, p.memory, p.deriv, -1, v, cv});
         }
       std::vector<std::pair<std::vector<int>, Set>> all;
       for (auto &[key, c] : merged) all.emplace_back(key, finish(c));
@@ -417,9 +445,10 @@ class Solver {
       }
       frontier = std::move(next);
     }
-    std::vector<Cand> c;
+    Front &c = front_;
+    c.clear();
     for (const auto &[key, s] : states)
-      for (const Pt &p : s) c.push_back({p.time, p.memory, p.deriv, -1, -1, 0});
+      for (const Pt &p : s) c.offer({p.time, p.memory, p.deriv, -1, -1, 0});
     add_global(finish(c, std::max(o_.final_points, o_.max_points)));
     for (int v : order) {
       alive_[static_cast<size_t>(v)] = false;
@@ -458,9 +487,8 @@ class Solver {
   // a vector would copy at every doubling.
   std::deque<Deriv> arena_;
   Set global_;
-  std::vector<Ranked> order_;  // finish's scratch
-  std::vector<size_t> kept_;
-  std::vector<Cand> sum_;  // sum's
+  Front front_;  // the eliminations' scratch
+  Front sum_;    // sum's
 };
 
 Cost parse_cost(const std::string &word, const std::string &where) {
