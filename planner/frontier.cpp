@@ -135,35 +135,71 @@ void side_by_side(const std::function<void()> &first, const std::function<void()
   if (second_failed) std::rethrow_exception(second_failed);
 }
 
+/** The cost graph's parts, per op: its configs' costs and the edges into it from its inputs' owners (in input
+ *  order), and whether they are priced for its configs and its owners' as they are now. */
+struct PricedOps {
+  std::vector<std::vector<ft::Cost>> nodes;
+  std::vector<std::vector<ft::CostGraph::Edge>> edges;
+  std::vector<char> done;  // not vector<bool>: two threads write distinct ops
+};
+
 class Builder {
  public:
-  Builder(const Graph &g, int devices, const Topology &t, const std::vector<const Plan *> &seeds = {})
-      : g_(g), n_(devices), t_(t) {
+  Builder(const Graph &g, int devices, const Topology &t) : g_(g), n_(devices), t_(t) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
     find_owners();  // (reads no config)
-    for (const Plan *seed : seeds) add_seed_configs(*seed);
+    priced_.nodes.resize(static_cast<size_t>(g.num_ops()));
+    priced_.edges.resize(static_cast<size_t>(g.num_ops()));
+    priced_.done.assign(static_cast<size_t>(g.num_ops()), 0);
   }
 
-  /** Adds a seed plan's configs to the candidates (add_seed_configs); before any pricing. */
-  void add_seed(const Plan &seed) { add_seed_configs(seed); }
+  /** Adds a seed plan's configs to the candidates (add_seed_configs). Ops priced ahead whose configs, or whose
+   *  inputs' owners' configs, this changes are priced again by cost_graph. */
+  void add_seed(const Plan &seed) {
+    std::vector<int> before(static_cast<size_t>(g_.num_ops()));
+    for (OpId o = 0; o < g_.num_ops(); ++o) before[static_cast<size_t>(o)] = configs(o);
+    add_seed_configs(seed);
+    auto changed = [&](OpId o) { return o != kNoOp && configs(o) != before[static_cast<size_t>(o)]; };
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      bool stale = changed(o);
+      for (TensorId t : g_.op(o).inputs) stale = stale || (t != kNoTensor && changed(owner_[static_cast<size_t>(t)]));
+      if (stale) priced_.done[static_cast<size_t>(o)] = 0;
+    }
+  }
 
-  /** The cost graph. Its ops are priced on two threads, each with its own memo caches (they only save work: a price
-   *  is the same from either), so the graph is the same on any number of cores. */
+  /** Prices ops in id order until `stop` is set: work done ahead of cost_graph while a seed is still being searched.
+   *  Every memo cache is keyed by an op's or owner's config index, or by content, and add_seed only appends configs,
+   *  so what is cached stays right. */
+  void price_ahead(const std::atomic<bool> &stop) {
+    for (OpId o = 0; o < g_.num_ops() && !stop; ++o) price(o, priced_);
+  }
+
+  /** The cost graph. The ops not priced ahead are priced on two threads taking blocks of them in turn, each thread
+   *  with its own memo caches (they only save work: a price is the same from either), so the graph is the same on
+   *  any number of cores and whatever was priced ahead. */
   ft::CostGraph cost_graph() {
-    size_t n = static_cast<size_t>(g_.num_ops());
-    std::vector<std::vector<ft::Cost>> nodes(n);
-    std::vector<std::vector<ft::CostGraph::Edge>> edges(n);
+    std::vector<OpId> todo;
+    for (OpId o = 0; o < g_.num_ops(); ++o)
+      if (!priced_.done[static_cast<size_t>(o)]) todo.push_back(o);
+    PricedOps parts = std::move(priced_);
+    priced_ = {};
     Builder other(*this);
     other.forget_prices();
-    side_by_side([&] { other.price(1, nodes, edges); }, [&] { price(0, nodes, edges); });
+    std::atomic<size_t> next{0};
+    auto take = [&](Builder &b) {
+      constexpr size_t kBlock = 8;
+      for (size_t i = next.fetch_add(kBlock); i < todo.size(); i = next.fetch_add(kBlock))
+        for (size_t k = i; k < std::min(todo.size(), i + kBlock); ++k) b.price(todo[k], parts);
+    };
+    side_by_side([&] { take(other); }, [&] { take(*this); });
     ft::CostGraph cg;
     for (OpId o = 0; o < g_.num_ops(); ++o) {
       cg.names.push_back(g_.op(o).name);
-      cg.nodes.push_back(std::move(nodes[static_cast<size_t>(o)]));
-      for (ft::CostGraph::Edge &e : edges[static_cast<size_t>(o)]) cg.edges.push_back(std::move(e));
+      cg.nodes.push_back(std::move(parts.nodes[static_cast<size_t>(o)]));
+      for (ft::CostGraph::Edge &e : parts.edges[static_cast<size_t>(o)]) cg.edges.push_back(std::move(e));
     }
     return cg;
   }
@@ -263,7 +299,6 @@ class Builder {
   /** Adds each op's config in `seed` to its candidates where none of them has the same var ranges on every device
    *  (tofu's plans order the axes of a level differently, and mix more vars, than the enumeration keeps). */
   void add_seed_configs(const Plan &seed) {
-    CLEAVE_CHECK(needs_.empty() && owned_.empty(), "frontier: seed configs added after pricing began");
     std::vector<int> matched = match(seed);
     for (const OpEntry &e : seed.ops) {
       std::optional<OpId> o = g_.find_op(e.name);
@@ -689,21 +724,22 @@ class Builder {
     need_ids_.clear();
   }
 
-  /** Prices the ops of blocks of 32 (by id) alternately given to part 0 and part 1: each op's configs (nodes[o]) and
-   *  the edges into it from its inputs' owners (edges[o], in input order). */
-  void price(int part, std::vector<std::vector<ft::Cost>> &nodes, std::vector<std::vector<ft::CostGraph::Edge>> &edges) {
-    for (OpId o = 0; o < g_.num_ops(); ++o) {
-      if ((o / 32) % 2 != part) continue;
-      for (int c = 0; c < configs(o); ++c) nodes[static_cast<size_t>(o)].push_back(node_cost(o, c));
-      const Op &op = g_.op(o);
-      for (size_t s = 0; s < op.inputs.size(); ++s) {
-        TensorId t = op.inputs[s];
-        if (t == kNoTensor) continue;
-        OpId owner = owner_[static_cast<size_t>(t)];
-        if (owner == kNoOp || owner == o) continue;
-        edges[static_cast<size_t>(o)].push_back(edge(t, owner, o, s));
-      }
+  /** Prices op `o` into `parts`: its configs and the edges into it from its inputs' owners. */
+  void price(OpId o, PricedOps &parts) {
+    std::vector<ft::Cost> &nodes = parts.nodes[static_cast<size_t>(o)];
+    std::vector<ft::CostGraph::Edge> &edges = parts.edges[static_cast<size_t>(o)];
+    nodes.clear();
+    edges.clear();
+    for (int c = 0; c < configs(o); ++c) nodes.push_back(node_cost(o, c));
+    const Op &op = g_.op(o);
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      TensorId t = op.inputs[s];
+      if (t == kNoTensor) continue;
+      OpId owner = owner_[static_cast<size_t>(t)];
+      if (owner == kNoOp || owner == o) continue;
+      edges.push_back(edge(t, owner, o, s));
     }
+    parts.done[static_cast<size_t>(o)] = 1;
   }
 
   const Graph &g_;
@@ -712,6 +748,7 @@ class Builder {
   std::vector<int> all_;
   std::vector<std::vector<Description>> descs_;
   std::vector<std::vector<ParallelConfig>> configs_;
+  PricedOps priced_;
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;
   std::vector<int> readers_;
@@ -751,20 +788,33 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // Two seeds: the tofu plan (the fast end) and the equalchop baseline (the low-memory end: every op chopped equally
   // over all devices). Their per-op configs join the candidates, so the config space holds both plans (each one
   // assignment of the cost graph), and FT decides what it keeps.
-  // Tofu's search runs beside the enumeration of the configs (both only read the graph); its error comes first, as
-  // when it ran first.
+  // Tofu's search runs beside the enumeration of the configs, equalchop's configs joining them, and the pricing of the
+  // cost graph's ops until tofu is done (all only read the graph); tofu's configs join last and the ops they change
+  // are priced again. Tofu's error comes first, as when it ran first.
   Plan tofu_seed;
   std::optional<Plan> equalchop;
   std::optional<Builder> built;
-  side_by_side([&] { tofu_seed = tofu_plan(g, devices, TofuOptions{{}, true, &t}); },
-               [&] {
-                 if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
-                 built.emplace(g, devices, t);
-               });
+  std::atomic<bool> tofu_done{false};
+  side_by_side(
+      [&] {
+        try {
+          tofu_seed = tofu_plan(g, devices, TofuOptions{{}, true, &t});
+        } catch (...) {
+          tofu_done = true;
+          throw;
+        }
+        tofu_done = true;
+      },
+      [&] {
+        if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
+        built.emplace(g, devices, t);
+        if (equalchop) built->add_seed(*equalchop);
+        built->price_ahead(tofu_done);
+      });
   std::vector<Plan> seeds{std::move(tofu_seed)};
   if (equalchop) seeds.push_back(std::move(*equalchop));
   Builder &b = *built;
-  for (const Plan &p : seeds) b.add_seed(p);
+  b.add_seed(seeds[0]);
   ft::CostGraph cg = b.cost_graph();
   auto t1 = now();
   FrontierResult r;
@@ -854,6 +904,16 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   for (size_t i : ft::pareto_keep(costs, std::numeric_limits<size_t>::max())) r.frontier.push_back(std::move(all[i]));
   r.seconds = {secs(t0, t1), secs(t1, t2), secs(t2, now())};
   return r;
+}
+
+ft::CostGraph frontier_cost_graph(const Graph &g, int devices, const Topology &t, const std::vector<Plan> &seeds,
+                                  bool price_ahead) {
+  Builder b(g, devices, t);
+  for (size_t i = 0; i + 1 < seeds.size(); ++i) b.add_seed(seeds[i]);
+  std::atomic<bool> never{false};
+  if (price_ahead) b.price_ahead(never);
+  if (!seeds.empty()) b.add_seed(seeds.back());
+  return b.cost_graph();
 }
 
 std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,

@@ -84,6 +84,12 @@ struct ModelledPlan {
 std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,
                                                const std::vector<Plan> &plans);
 
+/** The cost graph of `g` with the configs of `seeds` joining the candidates in order, as frontier_search builds it.
+ *  With `price_ahead`, every op is priced before the last seed joins, as when tofu's search outlasts the pricing run
+ *  beside it (the ops that seed changes are priced again): the graph is the same either way (tests). */
+ft::CostGraph frontier_cost_graph(const Graph &g, int devices, const Topology &t, const std::vector<Plan> &seeds,
+                                  bool price_ahead);
+
 /** mini-time: the fastest frontier plan whose peak fits `memory_limit` bytes. UserError naming --memory-limit when
  *  none fits. */
 const FrontierPlan &fastest_fitting(const FrontierResult &r, int64_t memory_limit);

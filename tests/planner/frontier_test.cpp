@@ -16,6 +16,7 @@
 #include "planner/cost_model.h"
 #include "planner/frontier_solve.h"
 #include "planner/make_plan.h"
+#include "planner/random_plan.h"
 #include "planner/strategies.h"
 #include "planner/validate.h"
 
@@ -293,6 +294,35 @@ TEST(FrontierPlanner, ModelMatchesEstimateCostOnDataPlans) {
         double want = estimate_cost(g, data, t).predicted_step_seconds;
         EXPECT_NEAR(m[0].model.time, want, 1e-9 * want);
       }
+}
+
+// Pricing ops ahead of tofu's seed (frontier_search runs it beside tofu's search) gives the graph priced after every
+// seed joined: the ops whose configs the last seed adds, and the edges out of them, are priced again.
+TEST(FrontierPlanner, PricingAheadOfTheLastSeedGivesTheSameGraph) {
+  Topology t = preset_topology("p100-4x4");
+  for (const char *model : {"mlp.onnx", "cnn.onnx"})
+    for (int devices : {4, 8}) {
+      SCOPED_TRACE(std::string(model) + " devices " + std::to_string(devices));
+      Graph g = training_graph(model);
+      // A random plan last: its configs (device subsets, odd meshes) are seldom candidates already.
+      std::vector<Plan> seeds{make_plan(g, "equalchop", devices, &t), make_plan(g, "tofu", devices, &t),
+                              random_plan(g, devices, 7)};
+      ft::CostGraph ahead = frontier_cost_graph(g, devices, t, seeds, true);
+      ft::CostGraph after = frontier_cost_graph(g, devices, t, seeds, false);
+      ft::CostGraph without = frontier_cost_graph(g, devices, t, {seeds[0], seeds[1]}, false);
+      // The last seed adds configs (else nothing is priced again and this shows nothing).
+      size_t added = 0;
+      for (size_t v = 0; v < after.nodes.size(); ++v) added += after.nodes[v].size() - without.nodes[v].size();
+      EXPECT_GT(added, 0u);
+      EXPECT_EQ(ahead.names, after.names);
+      EXPECT_EQ(ahead.nodes, after.nodes);
+      ASSERT_EQ(ahead.edges.size(), after.edges.size());
+      for (size_t e = 0; e < after.edges.size(); ++e) {
+        EXPECT_EQ(ahead.edges[e].a, after.edges[e].a);
+        EXPECT_EQ(ahead.edges[e].b, after.edges[e].b);
+        EXPECT_EQ(ahead.edges[e].cost, after.edges[e].cost) << "edge " << e;
+      }
+    }
 }
 
 // mini-time: the fastest plan that fits; a limit nothing fits names the flag.
