@@ -93,7 +93,64 @@ struct Pt {
   double time = 0, memory = 0;
   int deriv = -1;
 };
-using Set = std::vector<Pt>;
+
+/** A set's points, read-only, wherever they are stored. */
+struct Span {
+  const Pt *first = nullptr;
+  size_t n = 0;
+  size_t size() const { return n; }
+  const Pt *begin() const { return first; }
+  const Pt *end() const { return first + n; }
+  const Pt &operator[](size_t i) const { return first[i]; }
+};
+
+/** A set of its own: a node's per config, the global one. */
+class Set {
+ public:
+  Set() = default;
+  explicit Set(const Pt &p) : points_{p} {}
+  /** The points of [first, last), as `at` makes them (`at(*it)` a Pt). */
+  template <class It, class At>
+  Set(It first, It last, At at) {
+    points_.reserve(static_cast<size_t>(last - first));
+    for (; first != last; ++first) points_.push_back(at(*first));
+  }
+  size_t size() const { return points_.size(); }
+  const Pt *begin() const { return points_.data(); }
+  const Pt *end() const { return points_.data() + points_.size(); }
+  const Pt &operator[](size_t i) const { return points_[i]; }
+  operator Span() const { return {points_.data(), points_.size()}; }
+
+ private:
+  std::vector<Pt> points_;
+};
+
+/** An edge's sets, one per config pair, in one buffer (there are millions: the TensorOpt Transformer at 16 devices
+ *  starts with 3.3 million, one point each): set i is points_[start_[i], start_[i + 1]). Built in order. */
+class SetTable {
+ public:
+  size_t size() const { return start_.size() - 1; }
+  Span operator[](size_t i) const { return {points_.data() + start_[i], start_[i + 1] - start_[i]}; }
+  void reserve(size_t sets) {
+    start_.reserve(sets + 1);
+    points_.reserve(sets);
+  }
+  void add(const Pt &p) {
+    points_.push_back(p);
+    start_.push_back(static_cast<uint32_t>(points_.size()));
+  }
+  /** A set of the points of [first, last), as `at` makes them. */
+  template <class It, class At>
+  void add(It first, It last, At at) {
+    for (; first != last; ++first) points_.push_back(at(*first));
+    CLEAVE_CHECK(points_.size() <= std::numeric_limits<uint32_t>::max(), "FT edge set table overflows");
+    start_.push_back(static_cast<uint32_t>(points_.size()));
+  }
+
+ private:
+  std::vector<Pt> points_;
+  std::vector<uint32_t> start_{0};
+};
 
 /** A derivation: node >= 0 picks `config` for `node` on top of `left`; node < 0 sums `left` and `right`. */
 struct Deriv {
@@ -147,16 +204,17 @@ class Solver {
     adj_.resize(n);
     for (size_t v = 0; v < n; ++v) {
       CLEAVE_CHECK(!g.nodes[v].empty(), "cost graph node ", v, " has no config");
-      for (const Cost &c : g.nodes[v]) node_[v].push_back(Set{Pt{c.time, c.memory, -1}});
+      for (const Cost &c : g.nodes[v]) node_[v].emplace_back(Pt{c.time, c.memory, -1});
     }
     for (const CostGraph::Edge &e : g.edges) {
       CLEAVE_CHECK(e.a != e.b && e.cost.size() == static_cast<size_t>(g.configs(e.a)) * g.configs(e.b),
                    "malformed cost graph edge");
-      std::vector<Set> sets;
-      for (const Cost &c : e.cost) sets.push_back(Set{Pt{c.time, c.memory, -1}});
+      SetTable sets;
+      sets.reserve(e.cost.size());
+      for (const Cost &c : e.cost) sets.add(Pt{c.time, c.memory, -1});
       add_edge(e.a, e.b, std::move(sets));
     }
-    global_ = Set{Pt{}};
+    global_ = Set(Pt{});
     CLEAVE_CHECK(o.guide.empty() || o.guide.size() == n, "guide assignment of the wrong size");
     for (size_t v = 0; v < o.guide.size(); ++v)
       CLEAVE_CHECK(o.guide[v] >= 0 && o.guide[v] < configs(static_cast<int>(v)), "guide config out of range");
@@ -188,13 +246,13 @@ class Solver {
  private:
   struct EdgeState {
     int a = 0, b = 0;
-    std::vector<Set> cost;  // [ca * configs(b) + cb]
+    SetTable cost;  // [ca * configs(b) + cb]
   };
 
   int configs(int v) const { return static_cast<int>(node_[static_cast<size_t>(v)].size()); }
 
   /** The set of edge `e` with node `v` under cv and its other end under cn. */
-  const Set &edge_set(int e, int v, int cv, int cn) const {
+  Span edge_set(int e, int v, int cv, int cn) const {
     const EdgeState &s = edges_[static_cast<size_t>(e)];
     return s.a == v ? s.cost[static_cast<size_t>(cv * configs(s.b) + cn)]
                     : s.cost[static_cast<size_t>(cn * configs(s.b) + cv)];
@@ -212,30 +270,45 @@ class Solver {
   Set finish(Front &f, size_t limit = 0) {
     std::vector<Cand> &kept = f.points();
     spread_evenly(kept, limit ? limit : o_.max_points);
-    Set out;
-    out.reserve(kept.size());
-    for (const Cand &c : kept) out.push_back({c.time, c.memory, materialise(c)});
-    return out;
+    return Set(kept.begin(), kept.end(), [&](const Cand &c) { return Pt{c.time, c.memory, materialise(c)}; });
+  }
+
+  /** finish's set (max_points) added to `out`. */
+  void finish(Front &f, SetTable &out) {
+    std::vector<Cand> &kept = f.points();
+    spread_evenly(kept, o_.max_points);
+    out.add(kept.begin(), kept.end(), [&](const Cand &c) { return Pt{c.time, c.memory, materialise(c)}; });
   }
 
   /** Offers the candidates of a + b (every pair), optionally picking (node, config). */
-  static void add_sum(const Set &a, const Set &b, Front &out, int node = -1, int config = 0) {
+  static void add_sum(Span a, Span b, Front &out, int node = -1, int config = 0) {
     for (const Pt &x : a)
       for (const Pt &y : b) out.offer({x.time + y.time, x.memory + y.memory, x.deriv, y.deriv, node, config});
   }
 
-  Set sum(const Set &a, const Set &b, size_t limit = 0) {
+  Set sum(Span a, Span b, size_t limit = 0) {
     if (a.size() == 1 && b.size() == 1)  // one point: nothing to prune
-      return Set{{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})}};
+      return Set(Pt{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})});
     sum_.clear();
     add_sum(a, b, sum_);
     return finish(sum_, limit);
   }
 
+  /** sum's set (max_points) added to `out`. */
+  void sum(Span a, Span b, SetTable &out) {
+    if (a.size() == 1 && b.size() == 1) {
+      out.add(Pt{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})});
+      return;
+    }
+    sum_.clear();
+    add_sum(a, b, sum_);
+    finish(sum_, out);
+  }
+
   /** Adds a folded sub-graph's set to the global one, which keeps up to final_points. */
   void add_global(const Set &s) { global_ = sum(global_, s, std::max(o_.final_points, o_.max_points)); }
 
-  void add_edge(int a, int b, std::vector<Set> sets) {
+  void add_edge(int a, int b, SetTable sets) {
     auto it = adj_[static_cast<size_t>(a)].find(b);
     if (it == adj_[static_cast<size_t>(a)].end()) {
       int e = static_cast<int>(edges_.size());
@@ -247,12 +320,15 @@ class Solver {
     // Edge elimination: the existing edge and this one become one.
     ++stats_.edge;
     EdgeState &s = edges_[static_cast<size_t>(it->second)];
-    for (int ca = 0; ca < configs(a); ++ca)
-      for (int cb = 0; cb < configs(b); ++cb) {
-        size_t mine = static_cast<size_t>(ca * configs(b) + cb);
-        size_t theirs = s.a == a ? mine : static_cast<size_t>(cb * configs(a) + ca);
-        s.cost[theirs] = sum(s.cost[theirs], sets[mine]);
+    SetTable summed;
+    summed.reserve(s.cost.size());
+    for (int cx = 0; cx < configs(s.a); ++cx)  // in the existing edge's order
+      for (int cy = 0; cy < configs(s.b); ++cy) {
+        size_t theirs = static_cast<size_t>(cx * configs(s.b) + cy);
+        size_t mine = s.a == a ? theirs : static_cast<size_t>(cy * configs(b) + cx);
+        sum(s.cost[theirs], sets[mine], summed);
       }
+    s.cost = std::move(summed);
   }
 
   void remove_edge(int a, int b) {
@@ -307,20 +383,21 @@ class Solver {
     auto it = adj_[static_cast<size_t>(v)].begin();
     auto [u, eu] = *it++;
     auto [w, ew] = *it;
-    // x[cu][cv] = E(u,v) + N(v): shared by every cw.
-    std::vector<std::vector<Set>> x(static_cast<size_t>(configs(u)));
+    // x[cu * configs(v) + cv] = E(u,v) + N(v): shared by every cw.
+    SetTable x;
+    x.reserve(static_cast<size_t>(configs(u)) * static_cast<size_t>(configs(v)));
     for (int cu = 0; cu < configs(u); ++cu)
       for (int cv = 0; cv < configs(v); ++cv)
-        x[static_cast<size_t>(cu)].push_back(
-            sum(edge_set(eu, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)]));
-    std::vector<Set> sets;
+        sum(edge_set(eu, u, cu, cv), node_[static_cast<size_t>(v)][static_cast<size_t>(cv)], x);
+    SetTable sets;
+    sets.reserve(static_cast<size_t>(configs(u)) * static_cast<size_t>(configs(w)));
     Front &c = front_;
     for (int cu = 0; cu < configs(u); ++cu)
       for (int cw = 0; cw < configs(w); ++cw) {
         c.clear();
         for (int cv = 0; cv < configs(v); ++cv)
-          add_sum(x[static_cast<size_t>(cu)][static_cast<size_t>(cv)], edge_set(ew, w, cw, cv), c, v, cv);
-        sets.push_back(finish(c));
+          add_sum(x[static_cast<size_t>(cu * configs(v) + cv)], edge_set(ew, w, cw, cv), c, v, cv);
+        finish(c, sets);
       }
     remove_edge(u, v);
     remove_edge(v, w);
@@ -328,13 +405,13 @@ class Solver {
     add_edge(u, w, std::move(sets));
   }
 
-  static double least_time(const Set &s) {
+  static double least_time(Span s) {
     double t = std::numeric_limits<double>::infinity();
     for (const Pt &p : s) t = std::min(t, p.time);
     return t;
   }
 
-  static double least_memory(const Set &s) {
+  static double least_memory(Span s) {
     double m = std::numeric_limits<double>::infinity();
     for (const Pt &p : s) m = std::min(m, p.memory);
     return m;
@@ -388,7 +465,7 @@ class Solver {
       for (const auto &[n, e] : adj_[static_cast<size_t>(order[i])]) last[i] = std::max(last[i], position.at(n));
     }
     std::vector<int> frontier;  // nodes, in processing order
-    std::map<std::vector<int>, Set> states{{{}, Set{Pt{}}}};
+    std::map<std::vector<int>, Set> states{{{}, Set(Pt{})}};
     for (size_t i = 0; i < order.size(); ++i) {
       ++stats_.ldp_nodes;
       int v = order[i];
