@@ -126,8 +126,8 @@ namespace {
 
 class Estimator {
  public:
-  Estimator(const Graph &g, const Plan &p, const Topology &t, const Profile *profile)
-      : g_(g), p_(p), t_(t), profile_(profile) {
+  Estimator(const Graph &g, const Plan &p, const Topology &t, const Profile *profile, CommCache *cache)
+      : g_(g), p_(p), t_(t), profile_(profile), cache_(cache) {
     if (p.devices > t.devices())
       CLEAVE_USER_ERROR("the plan uses ", p.devices, " devices, topology ", t.name, " has ", t.devices());
     r_.topology = t.name;
@@ -147,7 +147,11 @@ class Estimator {
       const Op &op = g_.op(o);
       OpCost &oc = r_.ops[o];
       oc.op = o;
-      std::vector<describe::Description> descs = describe::describe(g_, op);
+      std::vector<describe::Description> described;
+      bool cached = cache_ && cache_->descs.size() == static_cast<size_t>(g_.num_ops()) &&
+                    !cache_->descs[static_cast<size_t>(o)].empty();
+      if (!cached) described = describe::describe(g_, op);
+      const std::vector<describe::Description> &descs = cached ? cache_->descs[static_cast<size_t>(o)] : described;
       const ParallelConfig &c = *config[o];
       for (size_t i = 0; i < c.devices.size(); ++i) {
         Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
@@ -161,7 +165,7 @@ class Estimator {
         oc.compute_seconds = std::max(oc.compute_seconds, secs);
       }
     }
-    Communication comm = derive_communication(g_, p_);
+    Communication comm = derive_communication(g_, p_, cache_);
     for (const CommEvent &e : comm.events) price(e);
     for (const LocalStatement &s : comm.local) {
       bool measured = false;
@@ -286,6 +290,7 @@ class Estimator {
   const Plan &p_;
   const Topology &t_;
   const Profile *profile_;
+  CommCache *cache_;
   CostReport r_;
   std::vector<std::vector<double>> op_comm_;
 };
@@ -340,9 +345,9 @@ CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Prof
   return out;
 }
 
-CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile) {
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile, CommCache *cache) {
   validate_plan(g, p);
-  return Estimator(g, p, t, profile).run();
+  return Estimator(g, p, t, profile, cache).run();
 }
 
 }  // namespace cleave::plan

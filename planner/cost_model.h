@@ -230,8 +230,10 @@ struct CostReport {
  *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
  *  shard_key) and the roofline otherwise; a collective's time is interpolated from the measured curve of its kind and
  *  group size (sync events as all-reduces; each send/recv transfer from the curve of the op's number of exchanging
- *  ranks) and α-β where there is none. */
-CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr);
+ *  ranks) and α-β where there is none. A `cache` (kept by a caller scoring many plans that share op configs) only
+ *  saves work: the report is the same. */
+CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
+                         CommCache *cache = nullptr);
 
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);

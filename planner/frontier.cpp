@@ -882,10 +882,11 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::exception_ptr failed;
   std::mutex failed_lock;
   auto score = [&] {
+    CommCache cache;  // the candidates share most of their configs
     for (size_t i = next++; i < all.size(); i = next++) {
       if (scored[i]) continue;
       try {
-        CostReport c = estimate_cost(g, all[i].plan, t);
+        CostReport c = estimate_cost(g, all[i].plan, t, nullptr, &cache);
         all[i].step_seconds = c.predicted_step_seconds;
         all[i].peak_memory_bytes = c.peak_memory_bytes;
       } catch (...) {

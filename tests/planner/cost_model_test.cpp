@@ -481,3 +481,38 @@ TEST(CostModel, TooFewDevicesInTopology) {
 
 }  // namespace
 }  // namespace cleave::plan
+
+namespace cleave::plan {
+namespace {
+
+// A CommCache kept across plans of one graph (frontier re-scoring) changes no figure of the report: plans that
+// change many configs between calls, and one scored again.
+TEST(CostModel, CacheAcrossPlansGivesTheSameReport) {
+  Topology t = preset_topology("k80x8");
+  for (const char *model : {"mlp", "cnn"}) {
+    Graph g = training_graph(std::string(model) + ".onnx", 16);
+    std::vector<Plan> plans{make_plan(g, "data", 4), random_plan(g, 4, 1), random_plan(g, 4, 2),
+                            make_plan(g, "equalchop", 4), random_plan(g, 4, 1)};
+    CommCache cache;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      SCOPED_TRACE(std::string(model) + " plan " + std::to_string(i));
+      CostReport want = estimate_cost(g, plans[i], t);
+      CostReport got = estimate_cost(g, plans[i], t, nullptr, &cache);
+      EXPECT_EQ(got.predicted_step_seconds, want.predicted_step_seconds);
+      EXPECT_EQ(got.peak_memory_bytes, want.peak_memory_bytes);
+      EXPECT_EQ(got.flops, want.flops);
+      EXPECT_EQ(got.comm_bytes, want.comm_bytes);
+      ASSERT_EQ(got.devices.size(), want.devices.size());
+      for (size_t d = 0; d < want.devices.size(); ++d) {
+        EXPECT_EQ(got.devices[d].compute_seconds, want.devices[d].compute_seconds) << "device " << d;
+        EXPECT_EQ(got.devices[d].comm_seconds, want.devices[d].comm_seconds) << "device " << d;
+        EXPECT_EQ(got.devices[d].flops, want.devices[d].flops) << "device " << d;
+        EXPECT_EQ(got.devices[d].copy_seconds, want.devices[d].copy_seconds) << "device " << d;
+        EXPECT_EQ(got.devices[d].step_seconds, want.devices[d].step_seconds) << "device " << d;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cleave::plan
