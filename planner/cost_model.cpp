@@ -143,18 +143,27 @@ class Estimator {
   CostReport run() {
     std::vector<const ParallelConfig *> config(static_cast<size_t>(g_.num_ops()));
     for (const auto &o : p_.ops) config[*g_.find_op(o.name)] = &o.config;
+    // First: with a cache, the replay leaves every op's descriptions there, for its config in this plan.
+    Communication comm = derive_communication(g_, p_, cache_);
     for (OpId o = 0; o < g_.num_ops(); ++o) {
       const Op &op = g_.op(o);
       OpCost &oc = r_.ops[o];
       oc.op = o;
-      std::vector<describe::Description> described;
-      bool cached = cache_ && cache_->descs.size() == static_cast<size_t>(g_.num_ops()) &&
-                    !cache_->descs[static_cast<size_t>(o)].empty();
-      if (!cached) described = describe::describe(g_, op);
-      const std::vector<describe::Description> &descs = cached ? cache_->descs[static_cast<size_t>(o)] : described;
       const ParallelConfig &c = *config[o];
+      std::vector<Work> works;
+      if (cache_ && !cache_->work[static_cast<size_t>(o)].empty()) {
+        for (const auto &[flops, bytes] : cache_->work[static_cast<size_t>(o)]) works.push_back({flops, bytes});
+      } else {
+        std::vector<describe::Description> described;
+        if (!cache_) described = describe::describe(g_, op);
+        const std::vector<describe::Description> &descs = cache_ ? cache_->descs[static_cast<size_t>(o)] : described;
+        for (size_t i = 0; i < c.devices.size(); ++i)
+          works.push_back(device_work(g_, op, descs, c, static_cast<int64_t>(i)));
+        if (cache_)
+          for (const Work &w : works) cache_->work[static_cast<size_t>(o)].emplace_back(w.flops, w.bytes);
+      }
       for (size_t i = 0; i < c.devices.size(); ++i) {
-        Work w = device_work(g_, op, descs, c, static_cast<int64_t>(i));
+        const Work &w = works[i];
         bool measured = false;
         double secs = share_seconds(g_, op, c, static_cast<int64_t>(i), w, t_, profile_, measured);
         if (profile_) ++(measured ? r_.measured_shares : r_.roofline_shares);
@@ -165,7 +174,6 @@ class Estimator {
         oc.compute_seconds = std::max(oc.compute_seconds, secs);
       }
     }
-    Communication comm = derive_communication(g_, p_, cache_);
     for (const CommEvent &e : comm.events) price(e);
     for (const LocalStatement &s : comm.local) {
       bool measured = false;

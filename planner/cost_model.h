@@ -125,6 +125,8 @@ struct CommCache {
   std::vector<std::vector<describe::Description>> descs;
   std::vector<ParallelConfig> config;
   std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
+  /** Per op, per device index: the FLOPs and bytes of its share (estimate_cost fills it; emptied with `needs`). */
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> work;
 };
 
 /** The box predicates derive_communication decides collectives by (as codegen/collectives.h defines them), for

@@ -406,10 +406,12 @@ class Replay {
         cache_->descs.assign(ops, {});
         cache_->config.assign(ops, {});
         cache_->needs.assign(ops, {});
+        cache_->work.assign(ops, {});
       }
       if (cache_->descs[o].empty() || cache_->config[o] != config) {
         if (cache_->descs[o].empty()) cache_->descs[o] = describe::describe(g_, op);
         cache_->needs[o].clear();
+        cache_->work[o].clear();
         for (size_t i = 0; i < config.devices.size(); ++i)
           cache_->needs[o].push_back(input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
         cache_->config[o] = config;

@@ -62,6 +62,7 @@ void Simulator::start() {
   comm_cache_.descs = descs_;
   comm_cache_.config.assign(ops, {});
   comm_cache_.needs.assign(ops, {});
+  comm_cache_.work.assign(ops, {});
   compute_config_.resize(ops);
   compute_seconds_.resize(ops);
   pieces_.assign(static_cast<size_t>(g.num_tensors()), {});
