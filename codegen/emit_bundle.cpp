@@ -98,19 +98,24 @@ std::string indent(const std::string &code, const std::string &pad) {
   return out + "\n";
 }
 
-void write_file(const fs::path &path, const std::string &bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) CLEAVE_USER_ERROR(path.string(), ": cannot write");
-}
-
 std::string read_file(const fs::path &path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) CLEAVE_USER_ERROR(path.string(), ": cannot read");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+/** Writes `bytes` to `path` unless it already holds them: a bundle written again into its directory (cleave profile
+ *  --work-dir) keeps its files' times, so its build does not compile them again. */
+void write_file(const fs::path &path, const std::string &bytes) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == bytes.size() && !ec && read_file(path) == bytes)
+    return;
+  fs::create_directories(path.parent_path());
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) CLEAVE_USER_ERROR(path.string(), ": cannot write");
 }
 
 std::string bundle_cmake(int ranks, const std::string &backend) {

@@ -120,7 +120,8 @@ std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std
                                          const ParallelConfig &config);
 
 /** What derive_communication computes from an op and its config alone (its descriptions, each device's input boxes),
- *  kept between calls by searches that change one op's config at a time (planner/simulator.h). Starts empty. */
+ *  kept between calls by searches that change one op's config at a time (planner/simulator.h) or score many plans
+ *  (planner/frontier.cpp). Starts empty; one graph's only. */
 struct CommCache {
   std::vector<std::vector<describe::Description>> descs;
   std::vector<ParallelConfig> config;

@@ -402,7 +402,8 @@ class Replay {
     const std::vector<std::vector<std::optional<Box>>> *regions_ptr = &regions;
     if (cache_) {
       size_t ops = static_cast<size_t>(g_.num_ops());
-      if (cache_->descs.size() != ops) {
+      if (cache_->descs.size() != ops || cache_->config.size() != ops || cache_->needs.size() != ops ||
+          cache_->work.size() != ops) {
         cache_->descs.assign(ops, {});
         cache_->config.assign(ops, {});
         cache_->needs.assign(ops, {});
@@ -410,6 +411,7 @@ class Replay {
       }
       if (cache_->descs[o].empty() || cache_->config[o] != config) {
         if (cache_->descs[o].empty()) cache_->descs[o] = describe::describe(g_, op);
+        cache_->config[o] = {};  // until needs[o] is whole (input_regions may throw)
         cache_->needs[o].clear();
         cache_->work[o].clear();
         for (size_t i = 0; i < config.devices.size(); ++i)

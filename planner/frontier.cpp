@@ -185,7 +185,11 @@ class Builder {
     for (OpId o = 0; o < g_.num_ops(); ++o)
       if (!priced_.done[static_cast<size_t>(o)]) todo.push_back(o);
     PricedOps parts = std::move(priced_);
+    // Nothing is priced any more (another cost_graph prices everything again); `other` copies no parts.
     priced_ = {};
+    priced_.nodes.resize(parts.nodes.size());
+    priced_.edges.resize(parts.edges.size());
+    priced_.done.assign(parts.done.size(), 0);
     Builder other(*this);
     other.forget_prices();
     std::atomic<size_t> next{0};

@@ -22,8 +22,8 @@ struct Ranked {
 /** Keeps at most `max_points` (>= 2) of the points `v` (least time first) spread evenly by rank, both ends kept. */
 template <class T>
 void spread_evenly(std::vector<T> &v, size_t max_points) {
-  if (v.size() <= max_points) return;
-  size_t m = v.size(), k = std::max<size_t>(max_points, 2);
+  size_t m = v.size(), k = std::min(m, std::max<size_t>(max_points, 2));
+  if (k == m) return;
   size_t kept = 0;
   for (size_t j = 0; j < k; ++j) {
     size_t pick = (j * (m - 1) + (k - 1) / 2) / (k - 1);  // strictly ascending in j (k <= m): over read slots
@@ -70,7 +70,7 @@ void pareto_indices(size_t n, At at, size_t max_points, std::vector<Ranked> &ord
   std::sort(order.begin(), order.end(), by_time);
   double best_memory = std::numeric_limits<double>::infinity();
   for (const Ranked &r : order)
-    if (r.memory < best_memory) {
+    if (out.empty() || r.memory < best_memory) {  // the first is kept even at infinite memory
       out.push_back(r.index);
       best_memory = r.memory;
     }
@@ -137,22 +137,27 @@ class SetTable {
   }
   void add(const Pt &p) {
     points_.push_back(p);
-    start_.push_back(static_cast<uint32_t>(points_.size()));
+    close();
   }
   /** A set of the points of [first, last), as `at` makes them. */
   template <class It, class At>
   void add(It first, It last, At at) {
     for (; first != last; ++first) points_.push_back(at(*first));
+    close();
+  }
+
+ private:
+  /** Ends the set being added. */
+  void close() {
     CLEAVE_CHECK(points_.size() <= std::numeric_limits<uint32_t>::max(), "FT edge set table overflows");
     start_.push_back(static_cast<uint32_t>(points_.size()));
   }
 
- private:
   std::vector<Pt> points_;
   std::vector<uint32_t> start_{0};
 };
 
-/** A derivation: node >= 0 picks `config` for `node` on top of `left`; node < 0 sums `left` and `right`. */
+/** A derivation: the sum of `left` and `right` (either -1: nothing), and with node >= 0 `config` picked for `node`. */
 struct Deriv {
   int node = -1, config = 0, left = -1, right = -1;
 };

@@ -4,23 +4,26 @@
 # --oversubscribe), the measured step time next to each predictor's: mean absolute % error and Spearman rank
 # correlation per predictor, over the plans whose ranks have a core each and over all, and a table of every plan.
 #
-# Protocol (this machine's speed drifts by tens of percent over seconds, so every figure is a median over runs spread
-# in time, and the profile and the measurement of a group of plans are taken the same way, one after the other):
-#  1. per model and rank count, `cleave plan -o` writes each plan; `cleave profile --plan ... --repeats $REPEATS`
-#     (one call per model and rank count) builds those plans' bundles, runs them $REPEATS times round-robin and keeps
-#     the expected (mean) kernel, copy and data-read times, and times the collectives on 2..N ranks;
-#  2. measured: the kept bundles run $REPEATS times again, round-robin (`cleave run`, --steps $STEPS, CLEAVE_PROFILE
-#     set): the median over the runs of rank 0's median step after the warm-up step; `spread%` is how far the runs
-#     were apart (max / min - 1). The profile's kernel times come from the profiling runs of the same plans (in
-#     sample, as FlexFlow profiles every op config it later simulates), the step times from these later runs;
-#  3. predicted: each function named in $PREDICTORS (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
+# Protocol (this machine's speed drifts by tens of percent over seconds, so every figure is a median over rounds spread
+# in time, and each round profiles a group of plans and then measures them, seconds apart):
+#  1. per model and rank count, `cleave plan -o` writes each plan; then $REPEATS rounds of
+#     a. `cleave profile --plan ...` (one call per group and round, the bundles built once in the group's work dir)
+#        runs each plan once, keeps the expected (mean) kernel, copy and data-read times, and times the collectives on
+#        2..N ranks: profile_<round>.json;
+#     b. each plan runs once more (`cleave run`, --steps $STEPS, CLEAVE_PROFILE set): rank 0's median step after the
+#        warm-up step;
+#  2. measured: the median over the rounds of 1b; `spread%` is how far the rounds were apart (max / min - 1). The
+#     profile's kernel times come from the profiling runs of the same plans (in sample, as FlexFlow profiles every op
+#     config it later simulates), the step times from the runs after them;
+#  3. predicted: the median over the rounds of each function named in $PREDICTORS given that round's profile
+#     (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
 #     repeat: the profiling runs' own step time of the plan (no model: the noise floor, how well this machine
 #     reproduces a measurement); roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the
 #     same with --profile; simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with
 #     --profile. A new predictor is one more function and one more word in PREDICTORS;
 #  4. where the time goes: per plan, WORK/<group>/<plan>.breakdown.txt (tests/bench/step_breakdown.py) lists each
-#     rank's step in the first measured run by kind of statement (kernel, comm, copy, data, untimed) next to
-#     explain --profile's.
+#     rank's step in the first round's measured run by kind of statement (kernel, comm, copy, data, untimed) next to
+#     explain --profile's with that round's profile.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
 # Environment: STEPS (default 40), REPEATS (default 3), PREDICTORS (default "repeat roofline profile simulate
 # simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default
@@ -102,32 +105,40 @@ for key in $(printf '%s\n' "${!group_plans[@]}" | sort); do
   flags=()
   for name in ${group_plans[$key]}; do flags+=(--plan "$dir/$name.plan"); done
   echo "profiling $key: ${group_plans[$key]}" >&2
-  if ! "$cleave" profile "$onnx" --backend cpu --devices "$ranks" --batch "$batch" "${flags[@]}" -o "$dir/profile.json" \
-      --work-dir "$dir/work" --steps "$steps" --repeats "$repeats" --max-bytes 1048576 --reps 3 "${rtflag[@]}" 2>>"$work/log"; then
-    echo "skip $key: cleave profile failed (see $work/log)" >&2
-    continue
-  fi
-  # Measured: $REPEATS runs of every plan of the group, round-robin like the profiling runs (this machine's speed
-  # drifts by tens of percent over seconds: other tenants), each run's rank-0 median step after the warm-up step;
-  # the plan's figure is the median over its runs, its spread (max / min - 1) how much they disagreed.
+  # $REPEATS rounds, each a profile (one run of every plan of the group, and the collectives) then one measured run of
+  # every plan, round-robin (this machine's speed drifts by tens of percent over seconds: other tenants; a round's
+  # profile and measurement are seconds apart). Measured: each run's rank-0 median step after the warm-up step; the
+  # plan's figure is the median over its rounds, its spread (max / min - 1) how much they disagreed. A predictor's
+  # figure is the median over the rounds of its prediction from that round's profile.
   names=(${group_plans[$key]})
   declare -A measured_runs=()
   data=()
-  for i in "${!names[@]}"; do
-    bundle=$dir/work/plan_$i
-    data[$i]=$(/usr/bin/python3 -c "
+  profiled=0
+  for ((k = 0; k < repeats; k++)); do
+    if ! "$cleave" profile "$onnx" --backend cpu --devices "$ranks" --batch "$batch" "${flags[@]}" \
+        -o "$dir/profile_$k.json" --work-dir "$dir/work" --steps "$steps" --max-bytes 1048576 --reps 3 \
+        "${rtflag[@]}" 2>>"$work/log"; then
+      echo "skip $key round $k: cleave profile failed (see $work/log)" >&2
+      continue
+    fi
+    if [ "$profiled" = 0 ]; then
+      for i in "${!names[@]}"; do
+        bundle=$dir/work/plan_$i
+        data[$i]=$(/usr/bin/python3 -c "
 import json
 m = json.load(open('$bundle/manifest.json'))
 print(','.join('%s=$bundle/input_%d.npy' % (n, k + 1) for k, n in enumerate(m['inputs'])))")
-    rm -f "$bundle"/measure_*.rank_*.json
-  done
-  for ((k = 0; k < repeats; k++)); do
+        rm -f "$bundle"/measure_*.rank_*.json
+      done
+    fi
+    profiled=$((profiled + 1))
     for i in "${!names[@]}"; do
       bundle=$dir/work/plan_$i
       CLEAVE_PROFILE=$bundle/measure_$k "$cleave" run "$bundle" --data "${data[$i]}" --steps "$steps" "${rtflag[@]}" \
         >/dev/null 2>>"$work/log" || echo "skip $key ${names[$i]} run $k: the measured run failed" >&2
     done
   done
+  [ "$profiled" -gt 0 ] || continue
   for i in "${!names[@]}"; do
     for ((k = 0; k < repeats; k++)); do
       f=$dir/work/plan_$i/measure_$k.rank_0.json
@@ -144,13 +155,27 @@ print(statistics.median(json.load(open('$f'))['steps'][1:]))") "
 import statistics, sys
 v = [float(x) for x in sys.argv[1:]]
 print(statistics.median(v), max(v) / min(v) - 1)" ${measured_runs[$name]})
-    "$cleave" explain "$onnx" --batch "$batch" --plan "$dir/$name.plan" --topology "$topology" --format json \
-      --profile "$dir/profile.json" >"$dir/$name.explain.json" 2>>"$work/log" &&
-      /usr/bin/python3 "$src/tests/bench/step_breakdown.py" "$bundle/measure_0" "$dir/$name.explain.json" \
-        >"$dir/$name.breakdown.txt" 2>>"$work/log"
+    # The breakdown: the first profiled round's prediction next to that round's measured run.
+    for ((k = 0; k < repeats; k++)); do
+      [ -f "$dir/profile_$k.json" ] && [ -f "$bundle/measure_$k.rank_0.json" ] || continue
+      "$cleave" explain "$onnx" --batch "$batch" --plan "$dir/$name.plan" --topology "$topology" --format json \
+        --profile "$dir/profile_$k.json" >"$dir/$name.explain.json" 2>>"$work/log" &&
+        /usr/bin/python3 "$src/tests/bench/step_breakdown.py" "$bundle/measure_$k" "$dir/$name.explain.json" \
+          >"$dir/$name.breakdown.txt" 2>>"$work/log"
+      break
+    done
     row="$model	$batch	$ranks	$name	$measured	$spread"
     for p in $predictors; do
-      row+="	$(PLAN_NAME=$name.plan predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile.json" 2>>"$work/log" || echo nan)"
+      rounds=()
+      for ((k = 0; k < repeats; k++)); do
+        [ -f "$dir/profile_$k.json" ] || continue
+        rounds+=("$(PLAN_NAME=$name.plan predict_$p "$onnx" "$batch" "$dir/$name.plan" "$dir/profile_$k.json" \
+          2>>"$work/log" || echo nan)")
+      done
+      row+="	$(/usr/bin/python3 -c "
+import math, statistics, sys
+v = [float(x) for x in sys.argv[1:]]
+print('nan' if not v or any(math.isnan(x) for x in v) else statistics.median(v))" "${rounds[@]}")"
     done
     echo "$row" >>"$results"
   done

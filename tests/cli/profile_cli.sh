@@ -126,5 +126,15 @@ print('ops %d, measured differs from roofline on %d; step roofline %s, measured 
 PY"
 check "explain's text header names the profile" \
   "\"$CLEAVE\" explain '$SRC/models/mlp.onnx' --batch 8 --plan '$tmp/data.plan' --profile '$tmp/p.json' | head -1 | grep -q 'compute measured for'"
+# Last (it writes over the work dir's run files): profiling again into the same --work-dir rewrites no unchanged
+# bundle file, so nothing is compiled again.
+times() { stat -c '%n %Y.%y' "$tmp"/work/plan_0/src/rank_*.cpp "$tmp"/work/plan_0/build/rank_* "$tmp"/work/plan_0/plan.txt; }
+times >"$tmp/times.before"
+"$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 --batch 8 --plan "$tmp/data.plan" -o "$tmp/p2.json" \
+  --steps 3 --build-type Debug --max-bytes 4 --reps 1 --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/profile2.err"
+code2=$?
+check "profiling again into the work dir succeeds" "[ $code2 -eq 0 ]" || tail -20 "$tmp/profile2.err"
+times >"$tmp/times.after"
+check "profiling again rewrote and rebuilt nothing" "[ -s '$tmp/times.before' ] && cmp -s '$tmp/times.before' '$tmp/times.after'"
 [ "$fail" -eq 0 ] && echo "all ok"
 exit $fail

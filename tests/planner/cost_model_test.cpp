@@ -479,12 +479,6 @@ TEST(CostModel, TooFewDevicesInTopology) {
   }
 }
 
-}  // namespace
-}  // namespace cleave::plan
-
-namespace cleave::plan {
-namespace {
-
 // A CommCache kept across plans of one graph (frontier re-scoring) changes no figure of the report: plans that
 // change many configs between calls, and one scored again.
 TEST(CostModel, CacheAcrossPlansGivesTheSameReport) {

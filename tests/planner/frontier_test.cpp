@@ -69,6 +69,14 @@ TEST(ParetoKeep, KeepsNonDominatedLeastTimeFirst) {
   EXPECT_EQ(ft::pareto_keep(pts, kExact), (std::vector<size_t>{1, 2, 0, 6}));
 }
 
+TEST(ParetoKeep, KeepsTheFastestAtInfiniteMemory) {
+  double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(ft::pareto_keep({{4, 3}, {1, inf}}, kExact), (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(ft::pareto_keep({{1, inf}, {2, inf}}, kExact), (std::vector<size_t>{0}));
+  EXPECT_EQ(ft::pareto_keep({{2, 1}}, 0), (std::vector<size_t>{0}));
+  EXPECT_EQ(ft::pareto_keep({{2, 1}, {2, 1}}, 0), (std::vector<size_t>{0}));
+}
+
 TEST(ParetoKeep, BoundsKeepBothEnds) {
   std::vector<Cost> pts;
   for (int i = 0; i < 20; ++i) pts.push_back({static_cast<double>(i), static_cast<double>(20 - i)});
@@ -104,6 +112,14 @@ TEST(ParetoKeep, MatchesTheDefinitionWithTies) {
     std::sort(want.begin(), want.end(), [&](size_t a, size_t b) { return pts[a].time < pts[b].time; });
     SCOPED_TRACE(round);
     EXPECT_EQ(ft::pareto_keep(pts, kExact), want);
+    // The solver's sets keep the same points, offered one at a time: a node whose configs are these points.
+    ft::CostGraph one;
+    one.names = {"v"};
+    one.nodes = {pts};
+    std::vector<size_t> solved;
+    for (const FrontierPoint &p : ft::solve_frontier(one, {kExact, 256, 48, kExact}))
+      solved.push_back(static_cast<size_t>(p.choice[0]));
+    EXPECT_EQ(solved, want);
     if (want.size() > 3) {
       std::vector<size_t> kept = ft::pareto_keep(pts, 3);
       EXPECT_EQ(kept, (std::vector<size_t>{want.front(), want[(want.size() - 1 + 1) / 2], want.back()}));
@@ -314,6 +330,11 @@ TEST(FrontierPlanner, PricingAheadOfTheLastSeedGivesTheSameGraph) {
       size_t added = 0;
       for (size_t v = 0; v < after.nodes.size(); ++v) added += after.nodes[v].size() - without.nodes[v].size();
       EXPECT_GT(added, 0u);
+      // ... and some op it adds configs to owns a tensor another op reads: an edge out of it is priced again.
+      bool edge_grew = false;
+      for (size_t e = 0; e < after.edges.size() && e < without.edges.size(); ++e)
+        edge_grew = edge_grew || after.edges[e].cost.size() != without.edges[e].cost.size();
+      EXPECT_TRUE(edge_grew);
       EXPECT_EQ(ahead.names, after.names);
       EXPECT_EQ(ahead.nodes, after.nodes);
       ASSERT_EQ(ahead.edges.size(), after.edges.size());
