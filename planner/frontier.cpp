@@ -138,6 +138,7 @@ void side_by_side(const std::function<void()> &first, const std::function<void()
 /** The cost graph's parts, per op: its configs' costs and the edges into it from its inputs' owners (in input
  *  order), and whether they are priced for its configs and its owners' as they are now. */
 struct PricedOps {
+  explicit PricedOps(size_t ops) : nodes(ops), edges(ops), done(ops, 0) {}
   std::vector<std::vector<ft::Cost>> nodes;
   std::vector<std::vector<ft::CostGraph::Edge>> edges;
   std::vector<char> done;  // not vector<bool>: two threads write distinct ops
@@ -145,15 +146,13 @@ struct PricedOps {
 
 class Builder {
  public:
-  Builder(const Graph &g, int devices, const Topology &t) : g_(g), n_(devices), t_(t) {
+  Builder(const Graph &g, int devices, const Topology &t)
+      : g_(g), n_(devices), t_(t), priced_(static_cast<size_t>(g.num_ops())) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
     find_owners();  // (reads no config)
-    priced_.nodes.resize(static_cast<size_t>(g.num_ops()));
-    priced_.edges.resize(static_cast<size_t>(g.num_ops()));
-    priced_.done.assign(static_cast<size_t>(g.num_ops()), 0);
   }
 
   /** Adds a seed plan's configs to the candidates (add_seed_configs). Ops priced ahead whose configs, or whose
@@ -186,10 +185,7 @@ class Builder {
       if (!priced_.done[static_cast<size_t>(o)]) todo.push_back(o);
     PricedOps parts = std::move(priced_);
     // Nothing is priced any more (another cost_graph prices everything again); `other` copies no parts.
-    priced_ = {};
-    priced_.nodes.resize(parts.nodes.size());
-    priced_.edges.resize(parts.edges.size());
-    priced_.done.assign(parts.done.size(), 0);
+    priced_ = PricedOps(parts.done.size());
     Builder other(*this);
     other.forget_prices();
     std::atomic<size_t> next{0};

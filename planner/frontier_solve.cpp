@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <span>
 #include <sstream>
 
 #include "ir/error.h"
@@ -94,43 +95,17 @@ struct Pt {
   int deriv = -1;
 };
 
-/** A set's points, read-only, wherever they are stored. */
-struct Span {
-  const Pt *first = nullptr;
-  size_t n = 0;
-  size_t size() const { return n; }
-  const Pt *begin() const { return first; }
-  const Pt *end() const { return first + n; }
-  const Pt &operator[](size_t i) const { return first[i]; }
-};
-
-/** A set of its own: a node's per config, the global one. */
-class Set {
- public:
-  Set() = default;
-  explicit Set(const Pt &p) : points_{p} {}
-  /** The points of [first, last), as `at` makes them (`at(*it)` a Pt). */
-  template <class It, class At>
-  Set(It first, It last, At at) {
-    points_.reserve(static_cast<size_t>(last - first));
-    for (; first != last; ++first) points_.push_back(at(*first));
-  }
-  size_t size() const { return points_.size(); }
-  const Pt *begin() const { return points_.data(); }
-  const Pt *end() const { return points_.data() + points_.size(); }
-  const Pt &operator[](size_t i) const { return points_[i]; }
-  operator Span() const { return {points_.data(), points_.size()}; }
-
- private:
-  std::vector<Pt> points_;
-};
+/** A set's points: a node's per config, the global one. */
+using Set = std::vector<Pt>;
+/** A set's points, read-only, wherever they are stored (a Set, or a SetTable's). */
+using Span = std::span<const Pt>;
 
 /** An edge's sets, one per config pair, in one buffer (there are millions: the TensorOpt Transformer at 16 devices
  *  starts with 3.3 million, one point each): set i is points_[start_[i], start_[i + 1]). Built in order. */
 class SetTable {
  public:
   size_t size() const { return start_.size() - 1; }
-  Span operator[](size_t i) const { return {points_.data() + start_[i], start_[i + 1] - start_[i]}; }
+  Span operator[](size_t i) const { return Span(points_.data() + start_[i], start_[i + 1] - start_[i]); }
   void reserve(size_t sets) {
     start_.reserve(sets + 1);
     points_.reserve(sets);
@@ -209,7 +184,7 @@ class Solver {
     adj_.resize(n);
     for (size_t v = 0; v < n; ++v) {
       CLEAVE_CHECK(!g.nodes[v].empty(), "cost graph node ", v, " has no config");
-      for (const Cost &c : g.nodes[v]) node_[v].emplace_back(Pt{c.time, c.memory, -1});
+      for (const Cost &c : g.nodes[v]) node_[v].push_back(Set{Pt{c.time, c.memory, -1}});
     }
     for (const CostGraph::Edge &e : g.edges) {
       CLEAVE_CHECK(e.a != e.b && e.cost.size() == static_cast<size_t>(g.configs(e.a)) * g.configs(e.b),
@@ -219,7 +194,7 @@ class Solver {
       for (const Cost &c : e.cost) sets.add(Pt{c.time, c.memory, -1});
       add_edge(e.a, e.b, std::move(sets));
     }
-    global_ = Set(Pt{});
+    global_ = Set{Pt{}};
     CLEAVE_CHECK(o.guide.empty() || o.guide.size() == n, "guide assignment of the wrong size");
     for (size_t v = 0; v < o.guide.size(); ++v)
       CLEAVE_CHECK(o.guide[v] >= 0 && o.guide[v] < configs(static_cast<int>(v)), "guide config out of range");
@@ -275,7 +250,10 @@ class Solver {
   Set finish(Front &f, size_t limit = 0) {
     std::vector<Cand> &kept = f.points();
     spread_evenly(kept, limit ? limit : o_.max_points);
-    return Set(kept.begin(), kept.end(), [&](const Cand &c) { return Pt{c.time, c.memory, materialise(c)}; });
+    Set out;
+    out.reserve(kept.size());
+    for (const Cand &c : kept) out.push_back({c.time, c.memory, materialise(c)});
+    return out;
   }
 
   /** finish's set (max_points) added to `out`. */
@@ -293,7 +271,7 @@ class Solver {
 
   Set sum(Span a, Span b, size_t limit = 0) {
     if (a.size() == 1 && b.size() == 1)  // one point: nothing to prune
-      return Set(Pt{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})});
+      return Set{{a[0].time + b[0].time, a[0].memory + b[0].memory, materialise({0, 0, a[0].deriv, b[0].deriv})}};
     sum_.clear();
     add_sum(a, b, sum_);
     return finish(sum_, limit);
@@ -470,7 +448,7 @@ class Solver {
       for (const auto &[n, e] : adj_[static_cast<size_t>(order[i])]) last[i] = std::max(last[i], position.at(n));
     }
     std::vector<int> frontier;  // nodes, in processing order
-    std::map<std::vector<int>, Set> states{{{}, Set(Pt{})}};
+    std::map<std::vector<int>, Set> states{{{}, Set{Pt{}}}};
     for (size_t i = 0; i < order.size(); ++i) {
       ++stats_.ldp_nodes;
       int v = order[i];
