@@ -100,19 +100,48 @@ void overlap_reductions(RankProgram &prog) {
 }
 
 void check_collective_order(const Lowered &l) {
-  // Per rank and group: the names of the collectives it starts on the group, in program order (every "rt::NAME(G<id>"
-  // in the statements, kernels included).
-  std::vector<std::map<int, std::vector<std::string>>> seq(l.ranks.size());
-  for (size_t r = 0; r < l.ranks.size(); ++r)
-    for (const Instr &in : l.ranks[r].step)
-      for (auto &[gid, name] : group_calls(in.code)) seq[r][gid].push_back(name);
+  // Per rank and group: the names of the collectives it starts on the group in program order (every "rt::NAME(G<id>"
+  // in the statements, kernels included: what NCCL and MPI see issued), and the order they complete in, as indices
+  // into the first list (a started all-reduce completes at its wait, where the cpu backend runs it: rt.h).
+  std::vector<std::map<int, std::vector<std::string>>> started(l.ranks.size());
+  std::vector<std::map<int, std::vector<size_t>>> completed(l.ranks.size());
+  for (size_t r = 0; r < l.ranks.size(); ++r) {
+    std::map<std::string, std::pair<int, size_t>> pending;  // pending name -> (group id, index among the started)
+    for (const Instr &in : l.ranks[r].step) {
+      static const std::string wait = "rt::wait(";
+      if (in.code.rfind(wait, 0) == 0) {
+        std::string name = in.code.substr(wait.size(), in.code.find(')') - wait.size());
+        auto it = pending.find(name);
+        CLEAVE_CHECK(it != pending.end(), "codegen: rank ", r, " waits for ", name, ", which it did not start");
+        completed[r][it->second.first].push_back(it->second.second);
+        pending.erase(it);
+        continue;
+      }
+      for (auto &[gid, name] : group_calls(in.code)) {
+        std::vector<std::string> &seq = started[r][gid];
+        seq.push_back(name);
+        if (name != "all_reduce_sum_start") {
+          completed[r][gid].push_back(seq.size() - 1);
+          continue;
+        }
+        static const std::string decl = "rt::Pending ";
+        CLEAVE_CHECK(in.code.rfind(decl, 0) == 0, "codegen: a started all-reduce is not named: ", in.code);
+        pending[in.code.substr(decl.size(), in.code.find(' ', decl.size()) - decl.size())] = {gid, seq.size() - 1};
+      }
+    }
+    CLEAVE_CHECK(pending.empty(), "codegen: rank ", r, " never waits for ", pending.begin()->first);
+  }
   for (size_t gid = 0; gid < l.groups.size(); ++gid) {
     const std::vector<int> &members = l.groups[gid];
-    for (int r : members)
-      CLEAVE_CHECK(seq[static_cast<size_t>(r)][static_cast<int>(gid)] ==
-                       seq[static_cast<size_t>(members[0])][static_cast<int>(gid)],
-                   "codegen: ranks ", members[0], " and ", r, " start the collectives of group ", gid,
-                   " in different orders");
+    int g = static_cast<int>(gid);
+    size_t first = static_cast<size_t>(members[0]);
+    for (int m : members) {
+      size_t r = static_cast<size_t>(m);
+      CLEAVE_CHECK(started[r][g] == started[first][g], "codegen: ranks ", members[0], " and ", m,
+                   " start the collectives of group ", gid, " in different orders");
+      CLEAVE_CHECK(completed[r][g] == completed[first][g], "codegen: ranks ", members[0], " and ", m,
+                   " complete the collectives of group ", gid, " in different orders");
+    }
   }
 }
 

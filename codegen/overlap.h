@@ -12,7 +12,9 @@
 // in the same order relative to other groups' collectives and to transfers). A start is never moved past a
 // statement that communicates, so every rank issues its communication in exactly the order it did before the pass,
 // the plan's op order; where the producer lies before such a statement, the start lands right after that statement
-// instead. (Moving starts only to the producer broke this: a random plan's ranks 0 and 2 started group 3's
+// instead. Each wait keeps its all-reduce's place, so the waits too come in the order the blocking all-reduces had:
+// the cpu backend, which has nothing to overlap with (MPI progresses non-blocking collectives only inside MPI calls),
+// runs the reduction at the wait (runtime rt.h). (Moving starts only to the producer broke this: a random plan's ranks 0 and 2 started group 3's
 // collectives in different orders.) check_collective_order verifies the per-group order over the whole program.
 #include "codegen/lower.h"
 
@@ -24,7 +26,8 @@ namespace cleave::codegen {
 void overlap_reductions(RankProgram &prog);
 
 /** Internal error unless, for every group, its members start its collectives (blocking, started, and those inside
- *  kernels) in the same sequence. */
+ *  kernels) in the same sequence, and complete them in the same sequence (a started all-reduce at its wait, where
+ *  the cpu backend runs it). */
 void check_collective_order(const Lowered &l);
 
 }  // namespace cleave::codegen

@@ -66,12 +66,13 @@ double roofline_seconds(const Work &w, const Topology &t) {
                   static_cast<double>(w.bytes) / t.device.memory_bandwidth);
 }
 
-/** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set), else the
- *  roofline. */
+/** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set; the device's
+ *  rank_scale applied), else the roofline. */
 double share_seconds(const Graph &g, const Op &op, const ParallelConfig &c, int64_t index, const Work &w,
                      const Topology &t, const Profile *profile, bool &measured) {
   if (profile)
-    if (auto m = profile->compute_seconds(op.name, shard_key(g, op, c, index))) {
+    if (auto m = profile->compute_seconds(op.name, shard_key(g, op, c, index),
+                                          c.devices[static_cast<size_t>(index)])) {
       measured = true;
       return *m;
     }
@@ -320,7 +321,7 @@ double local_seconds(const LocalStatement &s, const Topology &t, const Profile *
   double bytes = static_cast<double>(s.bytes);
   const char *kind = s.kind == LocalStatement::Kind::data ? "data" : "copy";
   if (profile)
-    if (auto m = profile->statement_seconds(kind, bytes)) {
+    if (auto m = profile->statement_seconds(kind, bytes, s.rank)) {
       if (measured) *measured = true;
       return *m;
     }

@@ -231,9 +231,9 @@ struct CostReport {
 
 /** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has.
  *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
- *  shard_key) and the roofline otherwise; a collective's time is interpolated from the measured curve of its kind and
- *  group size (sync events as all-reduces; each send/recv transfer from the curve of the op's number of exchanging
- *  ranks) and α-β where there is none. A `cache` (kept by a caller scoring many plans that share op configs) only
+ *  shard_key), times the device's rank_scale, and the roofline otherwise; a collective's time is interpolated from
+ *  the measured curve of its kind and group size (sync events as all-reduces; each send/recv transfer from the curve
+ *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many plans that share op configs) only
  *  saves work: the report is the same. */
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
                          CommCache *cache = nullptr);
@@ -258,7 +258,7 @@ double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vecto
 
 /** Seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the config's device
  *  order: what estimate_cost charges each device for the op's kernel. The roofline, or with a `profile` the measured
- *  time where it has the share's (op name, shard_key). */
+ *  time where it has the share's (op name, shard_key), times the device's rank_scale. */
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                        const ParallelConfig &config, const Topology &t,
                                        const Profile *profile = nullptr);
@@ -277,8 +277,8 @@ struct CommSeconds {
 CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Profile *profile = nullptr);
 
 /** Seconds of one local statement on `t`'s devices: with a `profile` that measured statements of its kind, interpolated
- *  on that curve (`*measured` set true); else a copy 2·bytes / memory bandwidth (read and written), a data read the
- *  device's read_latency + rows · read_row_latency + bytes / memory bandwidth. */
+ *  on that curve times its rank's rank_scale (`*measured` set true); else a copy 2·bytes / memory bandwidth (read
+ *  and written), a data read the device's read_latency + rows · read_row_latency + bytes / memory bandwidth. */
 double local_seconds(const LocalStatement &s, const Topology &t, const Profile *profile = nullptr,
                      bool *measured = nullptr);
 

@@ -29,12 +29,16 @@ double interpolate(const std::vector<std::pair<double, double>> &points, double 
   return std::max(yl, yl + (yl - yp) * (x - xl) / (xl - xp));
 }
 
-std::optional<double> Profile::compute_seconds(const std::string &op, const std::string &key) const {
+double Profile::scale(int device) const {
+  return device >= 0 && static_cast<size_t>(device) < rank_scale.size() ? rank_scale[static_cast<size_t>(device)] : 1;
+}
+
+std::optional<double> Profile::compute_seconds(const std::string &op, const std::string &key, int device) const {
   auto o = compute.find(op);
   if (o == compute.end()) return std::nullopt;
   auto k = o->second.find(key);
   if (k == o->second.end()) return std::nullopt;
-  return k->second;
+  return k->second * scale(device);
 }
 
 std::optional<double> Profile::collective_seconds(const std::string &kind, int group, double bytes) const {
@@ -45,10 +49,49 @@ std::optional<double> Profile::collective_seconds(const std::string &kind, int g
   return interpolate(g->second, bytes);
 }
 
-std::optional<double> Profile::statement_seconds(const std::string &kind, double bytes) const {
+std::optional<double> Profile::statement_seconds(const std::string &kind, double bytes, int device) const {
   auto c = statements.find(kind);
   if (c == statements.end() || c->second.empty()) return std::nullopt;
-  return interpolate(c->second, bytes);
+  return interpolate(c->second, bytes) * scale(device);
+}
+
+std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks) {
+  size_t nr = static_cast<size_t>(ranks);
+  std::vector<double> s(nr, 1.0);
+  std::vector<const std::vector<double> *> shared;  // items run by two ranks or more
+  std::vector<char> seen(nr, 0);                    // ranks that ran one of them
+  for (const auto &t : times) {
+    CLEAVE_CHECK(t.size() == nr, "fit_rank_scale: an item has ", t.size(), " ranks, not ", ranks);
+    if (std::count_if(t.begin(), t.end(), [](double x) { return x > 0; }) < 2) continue;
+    shared.push_back(&t);
+    for (size_t r = 0; r < nr; ++r) seen[r] |= t[r] > 0;
+  }
+  if (shared.empty()) return s;
+  std::vector<double> n(shared.size());
+  // Each round lowers the weighted squared error; 100 rounds settle every case here far below the 6 digits kept.
+  for (int round = 0; round < 100; ++round) {
+    for (size_t i = 0; i < shared.size(); ++i) {
+      double sum = 0;
+      int k = 0;
+      for (size_t r = 0; r < nr; ++r)
+        if ((*shared[i])[r] > 0) sum += (*shared[i])[r] / s[r], ++k;
+      n[i] = sum / k;
+    }
+    double mean = 0;
+    int measured = 0;
+    for (size_t r = 0; r < nr; ++r) {
+      if (!seen[r]) continue;
+      double num = 0, den = 0;
+      for (size_t i = 0; i < shared.size(); ++i)
+        if ((*shared[i])[r] > 0) num += (*shared[i])[r], den += n[i];
+      s[r] = num / den;
+      mean += s[r], ++measured;
+    }
+    mean /= measured;
+    for (size_t r = 0; r < nr; ++r)
+      if (seen[r]) s[r] /= mean;
+  }
+  return s;
 }
 
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index) {
@@ -149,7 +192,7 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
     std::replace(what.begin(), what.end(), '\n', ' ');
     bad(source, "(top level)", "malformed JSON: " + what);
   }
-  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "statements", "plans"});
+  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "statements", "rank_scale", "plans"});
   Profile p;
   if (!j.contains("format")) bad(source, "format", "missing");
   if (j["format"] != "cleave-profile-1") bad(source, "format", "must be \"cleave-profile-1\"");
@@ -193,6 +236,17 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
     check_keys(c, source, "statements",
                std::set<std::string>(std::begin(kProfileStatements), std::end(kProfileStatements)));
     for (const auto &[kind, points] : c.items()) p.statements[kind] = curve(points, source, "statements." + kind);
+  }
+  if (j.contains("rank_scale")) {
+    const json &rs = j["rank_scale"];
+    if (!rs.is_array() || rs.empty()) bad(source, "rank_scale", "must be a non-empty array of numbers, one per rank");
+    for (size_t r = 0; r < rs.size(); ++r) {
+      std::string w = "rank_scale[" + std::to_string(r) + "]";
+      if (!rs[r].is_number()) bad(source, w, "must be a number");
+      double v = rs[r].get<double>();
+      if (!std::isfinite(v) || v <= 0) bad(source, w, "must be a positive number");
+      p.rank_scale.push_back(v);
+    }
   }
   if (j.contains("plans")) {
     const json &ps = j["plans"];
@@ -246,6 +300,11 @@ std::string profile_json(const Profile &p) {
       st[kind] = pts;
     }
     j["statements"] = st;
+  }
+  if (!p.rank_scale.empty()) {
+    json rs = json::array();
+    for (double v : p.rank_scale) rs.push_back(round6(v));
+    j["rank_scale"] = rs;
   }
   json plans = json::array();
   for (const ProfiledPlan &pp : p.plans)

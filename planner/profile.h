@@ -7,10 +7,16 @@
 //    "compute": {"<op name>": {"<shard key>": seconds, ...}, ...},
 //    "collectives": {"<kind>": {"<group size>": [[bytes, seconds], ...], ...}, ...},
 //    "statements": {"copy": [[bytes, seconds], ...], "data": [[bytes, seconds], ...]},
+//    "rank_scale": [s_0, s_1, ...],
 //    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
 // - compute: the expected kernel time (a mean: tools/cli/profile_command.cpp expected_seconds) of one device's share
-//   of an op, keyed by the op's name and shard_key() of that share (what the device computes, not which device:
-//   shares of equal extents share a key). Several ops fused into one generated kernel split its time equally.
+//   of an op on a device of the profiled machine's mean speed, keyed by the op's name and shard_key() of that share
+//   (what the device computes, not which device: shares of equal extents share a key). Several ops fused into one
+//   generated kernel split its time equally.
+// - rank_scale (optional; absent = every device 1): how much longer than those times rank r's kernels, copies and
+//   data reads took (its core's speed: on a shared machine one core may run slower than another for minutes), mean 1
+//   over the profiled ranks. A device beyond the list is taken at scale 1. Device d's share of an op costs
+//   compute · rank_scale[d], its local statements their curve's time · rank_scale[d].
 // - collectives: kind is all_reduce, all_gather, reduce_scatter, all_to_all or send_recv; bytes is the size the
 //   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
 //   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
@@ -52,17 +58,21 @@ struct Profile {
   std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> collectives;
   /** kind (copy, data) -> (bytes, seconds) sorted by bytes. */
   std::map<std::string, std::vector<std::pair<double, double>>> statements;
+  /** Per rank: its kernels' and local statements' time relative to `compute` and `statements` (empty: all 1). */
+  std::vector<double> rank_scale;
   std::vector<ProfiledPlan> plans;
   bool operator==(const Profile &) const = default;
 
-  /** The measured time of `op`'s share with `shard_key`, if measured. */
-  std::optional<double> compute_seconds(const std::string &op, const std::string &shard_key) const;
+  /** The measured time of `op`'s share with `shard_key` on `device` (its rank_scale applied), if measured. */
+  std::optional<double> compute_seconds(const std::string &op, const std::string &shard_key, int device) const;
+  /** rank_scale[device], or 1 for a device the profile did not measure. */
+  double scale(int device) const;
   /** The time of collective `kind` over `group` ranks for `bytes`, interpolated from the measured curve of that group
    *  size (interpolate()); nothing when that kind or group size was not measured. */
   std::optional<double> collective_seconds(const std::string &kind, int group, double bytes) const;
-  /** The time of a local statement of `kind` (copy, data) moving `bytes`, interpolated on its measured curve; nothing
-   *  when that kind was not measured. */
-  std::optional<double> statement_seconds(const std::string &kind, double bytes) const;
+  /** The time of a local statement of `kind` (copy, data) moving `bytes` on `device`, interpolated on its measured
+   *  curve (its rank_scale applied); nothing when that kind was not measured. */
+  std::optional<double> statement_seconds(const std::string &kind, double bytes, int device) const;
 };
 
 /** Piecewise-linear interpolation of (x, y) points sorted by x (at least one): linear between neighbours; below the
@@ -74,6 +84,13 @@ double interpolate(const std::vector<std::pair<double, double>> &points, double 
  *  op's first present output, "name=extent" joined by commas in the description's var order (e.g. "b=4,i=64,o=10").
  *  Codegen labels each kernel with the same key, so measured and predicted shares match. */
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index);
+
+/** Fits rank_scale to per-rank measurements of the same items (a kernel share, a statement size): `times[i][r]` is
+ *  item i's expected seconds on rank r (0 where rank r did not run it; an item run by one rank says nothing about
+ *  speeds and is ignored). Least squares in the model t_ir = n_i · s_r, weighted by time (alternating: each s_r the
+ *  ratio of rank r's total to the items' normalised totals, each n_i the mean of t_ir / s_r), scaled to mean 1.
+ *  `ranks` entries, all 1 when no item ran on two ranks. */
+std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks);
 
 /** Parses the JSON form; errors are UserError `<source>: <field>: <problem>`. */
 Profile parse_profile(const std::string &json_text, const std::string &source);

@@ -19,14 +19,14 @@
 #     (predict_<name> MODEL BATCH PLAN PROFILE -> seconds on stdout).
 #     repeat: the profiling runs' own step time of the plan (no model: the noise floor, how well this machine
 #     reproduces a measurement); roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the
-#     same with --profile; simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with
-#     --profile. A new predictor is one more function and one more word in PREDICTORS;
+#     same with --profile; profileavg: the same with every rank at the profile's mean speed (its rank_scale dropped);
+#     simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with --profile. A new predictor is one more function and one more word in PREDICTORS;
 #  4. where the time goes: per plan, WORK/<group>/<plan>.breakdown.txt (tests/bench/step_breakdown.py) lists each
 #     rank's step in the first round's measured run by kind of statement (kernel, comm, copy, data, untimed) next to
 #     explain --profile's with that round's profile.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
-# Environment: STEPS (default 40), REPEATS (default 3), PREDICTORS (default "repeat roofline profile simulate
-# simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default
+# Environment: STEPS (default 40), REPEATS (default 3), PREDICTORS (default "repeat roofline profile profileavg
+# simulate simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default
 # the one next to CLEAVE_BINARY's build).
 set -u
 cleave=$(readlink -f "$1")
@@ -36,7 +36,7 @@ mkdir -p "$work"
 work=$(readlink -f "$work")
 steps=${STEPS:-40}
 repeats=${REPEATS:-3}
-predictors=${PREDICTORS:-"repeat roofline profile simulate simprofile"}
+predictors=${PREDICTORS:-"repeat roofline profile profileavg simulate simprofile"}
 topology=$src/models/topologies/cpu-local.json
 rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
 rtflag=()
@@ -75,6 +75,14 @@ predict_simulate() {
     awk '$1 == "simulated_step_seconds" {print $2}'
 }
 predict_simprofile() { predict_simulate "$1" "$2" "$3" "$4" --profile "$4"; }
+# The profile with every rank at the mean speed (its rank_scale dropped): what the per-rank speeds add.
+predict_profileavg() {
+  local avg=${4%.json}.avg.json
+  /usr/bin/python3 -c 'import json, sys
+p = json.load(open(sys.argv[1])); p.pop("rank_scale", None); json.dump(p, open(sys.argv[2], "w"), indent=1, sort_keys=True)' \
+    "$4" "$avg"
+  explain_step "$1" "$2" "$3" "$4" --profile "$avg"
+}
 # The noise floor: the same plan's step as its profiling runs measured it (profile.json "plans", by plan file name).
 predict_repeat() {
   /usr/bin/python3 -c 'import json, sys

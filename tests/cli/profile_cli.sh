@@ -6,9 +6,9 @@
 #    CLEAVE_PROFILE), every rank wrote its JSON, rank 0 logged the step median on stderr, and per step the timed
 #    statements add up to no more than the step;
 #  - `cleave explain --profile`: each op's compute seconds are the profile's time of its share (the data plan's two
-#    shares have the same key), not the roofline's; the report counts every share as measured; the
-#    communication of every event comes from the curves, and so does the time of every copy and data read (the
-#    profiled run timed them: rank files carry copy and data sites with their bytes).
+#    shares have the same key) at its slower rank's speed (rank_scale), not the roofline's; the report counts every
+#    share as measured; the communication of every event comes from the curves, and so does the time of every copy
+#    and data read (the profiled run timed them: rank files carry copy and data sites with their bytes).
 # Usage: profile_cli.sh CLEAVE_BINARY SOURCE_DIR
 set -u
 CLEAVE=$1
@@ -32,9 +32,12 @@ echo "cleave profile: exit $code in $(($(date +%s) - start)) s"
 check "cleave profile succeeds" "[ $code -eq 0 ]" || { tail -20 "$tmp/profile.err"; }
 check "rank 0 logged the step median (stderr)" "grep -q 'cleave: profile: step median .* s over 2 steps after 1 warm-up step' '$tmp/profile.err'"
 check "every rank wrote its profile, in each run" "[ -f '$tmp/work/plan_0/profile.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile.rank_1.json' ] && [ -f '$tmp/work/plan_0/profile_1.rank_0.json' ] && [ -f '$tmp/work/plan_0/profile_1.rank_1.json' ]"
-# --repeats 2: a plan's step is the median over both runs of each run's median after warm-up; a share's time the mean
-# over both runs and both ranks of each one's mean after warm-up without samples over 5x their median.
-check "with --repeats, the step and kernel times are taken over the runs" "/usr/bin/python3 - '$tmp/p.json' '$tmp/work/plan_0' <<'PY'
+# --repeats 2: a plan's step is the median over both runs of each run's median after warm-up. Each rank's speed
+# (rank_scale, mean 1) and each share's time at the mean speed are the fixed point of fitting t_rank,share =
+# share_time * scale_rank: a share's time is the mean over both runs and both ranks of each one's mean after warm-up
+# (without samples over 5x their median) divided by its rank's scale, and a rank's scale the sum of its shares' times
+# over the sum of the profile's times of those shares. The data plan's two ranks run the same share of every op.
+check "with --repeats, the step and kernel times are taken over the runs at each rank's fitted speed" "/usr/bin/python3 - '$tmp/p.json' '$tmp/work/plan_0' <<'PY'
 import json, statistics, sys
 def expected(v):
     cap = 5 * statistics.median(v)
@@ -43,12 +46,24 @@ p = json.load(open(sys.argv[1]))
 runs = [[json.load(open('%s/%s.rank_%d.json' % (sys.argv[2], pre, r))) for r in (0, 1)] for pre in ('profile', 'profile_1')]
 step = statistics.median(statistics.median(run[0]['steps'][1:]) for run in runs)
 assert abs(p['plans'][0]['step_seconds'] - step) <= 1e-5 * step, (p['plans'][0], step)
-site = [s for s in runs[0][0]['sites'] if s['kind'] == 'kernel' and len(s['ops']) == 1][0]
-op, shard = site['ops'][0], site['shard']
-times = [expected([s for s in rank['sites'] if s['kind'] == 'kernel' and s['ops'] == [op]][0]['seconds'][1:])
-         for run in runs for rank in run]
-want = statistics.mean(times)
-assert abs(p['compute'][op][shard] - want) <= 1e-5 * want, (op, p['compute'][op], times)
+scale = p['rank_scale']
+assert len(scale) == 2 and abs(sum(scale) / 2 - 1) < 1e-5, scale
+times = {}  # op -> rank -> [per-run expected seconds]; a fused kernel's time split equally among its ops
+for run in runs:
+    for r, rank in enumerate(run):
+        for s in rank['sites']:
+            if s['kind'] == 'kernel':
+                for op in s['ops']:
+                    times.setdefault(op, {}).setdefault(r, []).append(expected(s['seconds'][1:]) / len(s['ops']))
+share = {}
+for op, per_rank in times.items():
+    assert sorted(per_rank) == [0, 1] and len(p['compute'][op]) == 1, (op, per_rank, p['compute'][op])
+    share[op] = list(p['compute'][op].values())[0]
+    want = statistics.mean(t / scale[r] for r, ts in per_rank.items() for t in ts)
+    assert abs(share[op] - want) <= 1e-4 * want, (op, share[op], want)
+for r in (0, 1):
+    want = sum(statistics.mean(times[op][r]) for op in times) / sum(share.values())
+    assert abs(scale[r] - want) <= 1e-4 * want, (r, scale, want)
 PY"
 
 check "the profile has every op of the plan and every collective" "/usr/bin/python3 - '$tmp/p.json' '$tmp/data.plan' $max <<'PY'
@@ -105,7 +120,7 @@ PY"
   >"$tmp/roof.json" 2>/dev/null
 "$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
   --profile "$tmp/p.json" >"$tmp/meas.json" 2>/dev/null
-check "explain --profile takes each op's compute time from the profile" "/usr/bin/python3 - '$tmp/p.json' '$tmp/roof.json' '$tmp/meas.json' <<'PY'
+check "explain --profile takes each op's compute time from the profile, at its slower rank's speed" "/usr/bin/python3 - '$tmp/p.json' '$tmp/roof.json' '$tmp/meas.json' <<'PY'
 import json, sys
 p, roof, meas = (json.load(open(f)) for f in sys.argv[1:])
 n = len(meas['ops'])
@@ -116,7 +131,7 @@ differs = 0
 for r, m in zip(roof['ops'], meas['ops']):
     keys = p['compute'][m['op']]
     assert len(keys) == 1, (m['op'], keys)   # both ranks' shares of a data plan have the same extents
-    want = '%.3e' % list(keys.values())[0]
+    want = '%.3e' % (list(keys.values())[0] * max(p['rank_scale']))  # an op's time is its slowest device's
     assert m['compute_seconds'] == want, (m['op'], m['compute_seconds'], want)
     differs += r['compute_seconds'] != want
 assert differs > 0, 'measured times equal the roofline everywhere'

@@ -90,6 +90,29 @@ TEST(Overlap, OrderCheckReadsStartedCollectivesOnce) {
   EXPECT_THROW(check_collective_order(l), InternalError);
 }
 
+TEST(Overlap, OrderCheckCatchesDivergentWaits) {
+  // Started in the same order, waited for in different orders: the cpu backend reduces at the waits.
+  Lowered l;
+  l.groups = {{0, 1}};
+  l.ranks.resize(2);
+  l.ranks[0].step = {{"rt::Pending pending_0 = rt::all_reduce_sum_start(G0, $1$, 4);", {1}},
+                     {"rt::Pending pending_1 = rt::all_reduce_sum_start(G0, $2$, 4);", {2}},
+                     {"rt::wait(pending_0);", {}},
+                     {"rt::wait(pending_1);", {}}};
+  l.ranks[1].step = l.ranks[0].step;
+  check_collective_order(l);
+  std::swap(l.ranks[1].step[2], l.ranks[1].step[3]);
+  EXPECT_THROW(check_collective_order(l), InternalError);
+  // A blocking all-reduce of the group between one member's waits and after the other's.
+  l.ranks[1].step = l.ranks[0].step;
+  l.ranks[0].step.insert(l.ranks[0].step.begin() + 3, Instr{"rt::all_reduce_sum(G0, $3$, $3$, 4);", {3}});
+  l.ranks[1].step.push_back(Instr{"rt::all_reduce_sum(G0, $3$, $3$, 4);", {3}});
+  EXPECT_THROW(check_collective_order(l), InternalError);
+  // A wait without its start.
+  l.ranks[1].step = {{"rt::wait(pending_0);", {}}};
+  EXPECT_THROW(check_collective_order(l), InternalError);
+}
+
 TEST(Overlap, StartsKeepTheirOrderAtOnePoint) {
   RankProgram p = program({{"kernel_a($0$, $1$);", {0, 1}},
                            {"kernel_b($3$);", {3}},

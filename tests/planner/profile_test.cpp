@@ -7,7 +7,9 @@
 //    timing tags against shard_key over the plan's configs);
 //  - the cost model takes a measured share's time from the profile and the roofline elsewhere, and a collective's
 //    from the curve of its group size, compared with estimates made without the profile and with
-//    derive_communication's own events.
+//    derive_communication's own events;
+//  - per-rank speeds: fit_rank_scale recovers speeds that generated the times, and a profile's rank_scale multiplies
+//    each device's measured kernel and local times in the cost model and the simulator.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +22,7 @@
 #include "planner/cost_model.h"
 #include "planner/make_plan.h"
 #include "planner/profile.h"
+#include "planner/simulator.h"
 
 namespace cleave::plan {
 namespace {
@@ -59,6 +62,7 @@ Profile sample() {
   }
   p.statements["copy"] = {{40, 2.5e-7}, {8192, 7e-7}};
   p.statements["data"] = {{512, 1.2e-5}};
+  p.rank_scale = {0.8, 1.2};
   p.plans.push_back({"data", 2, 1.25e-3});
   p.compute["odd [name] \"q\""]["n=[2]"] = 3e-6;  // names may hold brackets and quotes
   return p;
@@ -114,6 +118,12 @@ TEST(Profile, BadFilesNameFileAndField) {
             "p.json: statements.copy[1]: bytes must increase along the curve");
   EXPECT_EQ(error_of(head + R"("statements": {"data": []}})"),
             "p.json: statements.data: must be a non-empty array of [bytes, seconds]");
+  EXPECT_EQ(error_of(head + R"("rank_scale": 1})"),
+            "p.json: rank_scale: must be a non-empty array of numbers, one per rank");
+  EXPECT_EQ(error_of(head + R"("rank_scale": []})"),
+            "p.json: rank_scale: must be a non-empty array of numbers, one per rank");
+  EXPECT_EQ(error_of(head + R"("rank_scale": [1, "x"]})"), "p.json: rank_scale[1]: must be a number");
+  EXPECT_EQ(error_of(head + R"("rank_scale": [1, 0]})"), "p.json: rank_scale[1]: must be a positive number");
   EXPECT_EQ(error_of(head + R"("plans": [{"name": "d", "devices": 0, "step_seconds": 1}]})"),
             "p.json: plans[0].devices: must be a positive integer");
   try {
@@ -122,6 +132,82 @@ TEST(Profile, BadFilesNameFileAndField) {
   } catch (const UserError &e) {
     EXPECT_STREQ(e.what(), "/nonexistent/p.json: cannot open profile file");
   }
+}
+
+// Items timed as n_i · s_r exactly (some ranks missing some items, some items run by one rank only): the fit gives
+// the s_r back, scaled to mean 1 over the ranks that ran a shared item; a rank that ran none, and every rank when no
+// item ran on two, stays at 1.
+TEST(Profile, RankScaleRecoversPerRankSpeeds) {
+  const std::vector<double> speed = {1.0, 1.6, 0.9, 1.3};
+  const std::vector<double> item = {2e-5, 3e-4, 7e-6, 1.1e-3, 4e-5};
+  std::vector<std::vector<double>> times;
+  for (size_t i = 0; i < item.size(); ++i) {
+    std::vector<double> t(speed.size());
+    for (size_t r = 0; r < speed.size(); ++r)
+      if ((i + r) % 3 != 0) t[r] = item[i] * speed[r];  // item i not run on the ranks r with (i + r) % 3 == 0
+    times.push_back(t);
+  }
+  times.push_back({9e-3, 0, 0, 0});  // one rank only: says nothing of speeds
+  double mean = (speed[0] + speed[1] + speed[2] + speed[3]) / 4;
+  std::vector<double> s = fit_rank_scale(times, 4);
+  ASSERT_EQ(s.size(), 4u);
+  for (size_t r = 0; r < 4; ++r) EXPECT_NEAR(s[r], speed[r] / mean, 1e-9) << r;
+
+  // Rank 2 ran no shared item: it keeps 1, the others are scaled to mean 1 among themselves.
+  std::vector<std::vector<double>> partial = {{1e-4, 2e-4, 0}, {3e-5, 6e-5, 0}, {0, 0, 5e-5}};
+  std::vector<double> p = fit_rank_scale(partial, 3);
+  EXPECT_NEAR(p[0], 2.0 / 3, 1e-9);
+  EXPECT_NEAR(p[1], 4.0 / 3, 1e-9);
+  EXPECT_EQ(p[2], 1.0);
+  EXPECT_EQ(fit_rank_scale({{1e-4, 0}, {0, 3e-4}}, 2), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(fit_rank_scale({}, 1), (std::vector<double>{1.0}));
+}
+
+// A profile's rank_scale multiplies each device's measured kernel and local-statement times (not the roofline's):
+// the data plan's two ranks run the same shares, so device 1's measured compute is 3x device 0's.
+TEST(Profile, CostModelScalesMeasuredTimesByRank) {
+  Graph g = mlp(8);
+  Plan p = make_plan(g, "data", 2);
+  Topology t = preset_topology("k80x8");
+  Profile even;
+  for (size_t k = 0; k < p.ops.size(); ++k) {
+    const OpEntry &o = p.ops[k];
+    even.compute[o.name][shard_key(g, g.op(*g.find_op(o.name)), o.config, 0)] = 1e-4 * static_cast<double>(1 + k % 5);
+  }
+  even.statements["copy"] = {{8, 1e-6}, {1 << 16, 9e-6}};
+  even.statements["data"] = {{8, 2e-6}, {1 << 16, 5e-5}};
+  Profile skewed = even;
+  skewed.rank_scale = {0.5, 1.5};
+  CostReport a = estimate_cost(g, p, t, &even), b = estimate_cost(g, p, t, &skewed);
+  ASSERT_EQ(a.measured_shares, 2 * g.num_ops());
+  ASSERT_GT(a.measured_local, 0);
+  ASSERT_EQ(a.modelled_local, 0);
+  for (int d = 0; d < 2; ++d) {
+    double k = d == 0 ? 0.5 : 1.5;
+    EXPECT_NEAR(b.devices[d].compute_seconds, k * a.devices[d].compute_seconds, 1e-12) << d;
+    EXPECT_NEAR(b.devices[d].copy_seconds, k * a.devices[d].copy_seconds, 1e-15) << d;
+    EXPECT_NEAR(b.devices[d].data_seconds, k * a.devices[d].data_seconds, 1e-15) << d;
+    EXPECT_DOUBLE_EQ(b.devices[d].comm_seconds, a.devices[d].comm_seconds) << d;
+  }
+  EXPECT_GT(a.devices[0].compute_seconds, 0);
+  EXPECT_NEAR(b.predicted_step_seconds, b.devices[1].step_seconds, 1e-15);
+  // The simulator takes the same task times: each device's compute and local busy seconds scale alike.
+  std::vector<DeviceBusy> sa = simulate(g, p, t, &even).busy(), sb = simulate(g, p, t, &skewed).busy();
+  for (int d = 0; d < 2; ++d) {
+    double k = d == 0 ? 0.5 : 1.5;
+    EXPECT_NEAR(sb[d].compute_seconds, k * sa[d].compute_seconds, 1e-12) << d;
+    EXPECT_NEAR(sb[d].local_seconds, k * sa[d].local_seconds, 1e-15) << d;
+  }
+  // A device beyond the list runs at 1; so does every share the roofline prices.
+  Profile one = even;
+  one.rank_scale = {2.0};
+  CostReport c = estimate_cost(g, p, t, &one);
+  EXPECT_NEAR(c.devices[0].compute_seconds, 2 * a.devices[0].compute_seconds, 1e-12);
+  EXPECT_DOUBLE_EQ(c.devices[1].compute_seconds, a.devices[1].compute_seconds);
+  Profile none;
+  none.rank_scale = {0.5, 1.5};
+  EXPECT_DOUBLE_EQ(estimate_cost(g, p, t, &none).devices[1].compute_seconds,
+                   estimate_cost(g, p, t).devices[1].compute_seconds);
 }
 
 TEST(Profile, CodegenTagsKernelsWithTheCostModelsKeys) {

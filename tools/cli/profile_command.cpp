@@ -88,13 +88,6 @@ double expected_seconds(const std::vector<double> &v) {
   return sum / n;  // n >= 1: the median is at most the cap
 }
 
-double mean(const std::vector<double> &v) {
-  CLEAVE_CHECK(!v.empty(), "mean of nothing");
-  double sum = 0;
-  for (double x : v) sum += x;
-  return sum / static_cast<double>(v.size());
-}
-
 /** A .npy (format 1.0) of `shape` and dtype: float32 normal values from `seed`, or int64 zeros (class 0 and index 0
  *  are valid for every label and index input, and timing does not depend on the values). */
 void write_npy(const fs::path &path, const std::vector<int64_t> &shape, bool integer, uint32_t seed) {
@@ -134,12 +127,40 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
+/** One run's expected_seconds of a statement on one rank. */
+struct Sample {
+  int rank = 0;
+  double seconds = 0;
+};
+
 /** Per (op name, shard key): the per-rank, per-run expected_seconds of every plan that ran that share; per local
  *  statement kind (copy, data) and bytes: the expected_seconds of every such statement. */
 struct Samples {
-  std::map<std::pair<std::string, std::string>, std::vector<double>> compute;
-  std::map<std::string, std::map<int64_t, std::vector<double>>> statements;
+  std::map<std::pair<std::string, std::string>, std::vector<Sample>> compute;
+  std::map<std::string, std::map<int64_t, std::vector<Sample>>> statements;
 };
+
+/** rank_scale (profile.h) fitted to the kernel shares that several ranks ran: per share, each rank's mean. */
+std::vector<double> rank_scale(const Samples &samples, int ranks) {
+  std::vector<std::vector<double>> times;
+  for (const auto &[key, v] : samples.compute) {
+    std::vector<double> sum(static_cast<size_t>(ranks), 0.0), count(static_cast<size_t>(ranks), 0.0);
+    for (const Sample &x : v) sum[static_cast<size_t>(x.rank)] += x.seconds, ++count[static_cast<size_t>(x.rank)];
+    for (size_t r = 0; r < sum.size(); ++r)
+      if (count[r] > 0) sum[r] /= count[r];
+    times.push_back(std::move(sum));
+  }
+  return plan::fit_rank_scale(times, ranks);
+}
+
+/** The mean of samples taken on ranks of different speed, each brought to the mean speed (divided by its rank's
+ *  scale). */
+double normalised_mean(const std::vector<Sample> &v, const std::vector<double> &scale) {
+  CLEAVE_CHECK(!v.empty(), "mean of nothing");
+  double sum = 0;
+  for (const Sample &x : v) sum += x.seconds / scale[static_cast<size_t>(x.rank)];
+  return sum / static_cast<double>(v.size());
+}
 
 /** Compiles one plan into a bundle in `dir` with synthetic inputs (one batch); the `cleave run` command that runs it
  *  for --steps steps, less its CLEAVE_PROFILE prefix. */
@@ -198,7 +219,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     for (const auto &site : j.at("sites")) {
       if (site.at("kind") == "copy" || site.at("kind") == "data") {
         samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
-            timed(site.at("seconds")));
+            {r, timed(site.at("seconds"))});
         continue;
       }
       if (site.at("kind") != "kernel") continue;
@@ -209,7 +230,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
         auto it = std::find(c.devices.begin(), c.devices.end(), r);
         CLEAVE_CHECK(it != c.devices.end(), "op ", op, " timed on rank ", r, " outside its group");
         std::string key = plan::shard_key(g, g.op(*g.find_op(op)), c, it - c.devices.begin());
-        samples.compute[{op, key}].push_back(secs);
+        samples.compute[{op, key}].push_back({r, secs});
       }
     }
   }
@@ -336,11 +357,16 @@ Command add_profile_command(CLI::App &app) {
                                           run, samples));
       for (size_t i = 0; i < plans.size(); ++i)
         profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
+      // One core of a shared machine may run slower than the other for minutes (another tenant): each rank's speed
+      // is fitted on the shares several ranks ran, and every time is kept at the mean speed.
+      std::vector<double> scale = rank_scale(samples, a.devices);
+      if (a.devices >= 2) profile.rank_scale = scale;
       for (const auto &[key, secs] : samples.compute)
-        profile.compute[key.first][key.second] = std::max(mean(secs), 1e-9);
+        profile.compute[key.first][key.second] = std::max(normalised_mean(secs, scale), 1e-9);
       for (const auto &[kind, sizes] : samples.statements)
         for (const auto &[bytes, secs] : sizes)
-          profile.statements[kind].emplace_back(static_cast<double>(bytes), std::max(mean(secs), 1e-9));
+          profile.statements[kind].emplace_back(static_cast<double>(bytes),
+                                                std::max(normalised_mean(secs, scale), 1e-9));
       if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
     } catch (...) {
       std::error_code ec;
@@ -370,6 +396,15 @@ Command add_profile_command(CLI::App &app) {
                    for (const auto &[k, groups] : profile.collectives) n += groups.size();
                    return n;
                  }());
+    if (!profile.rank_scale.empty()) {
+      std::string scales;
+      char buf[32];
+      for (double v : profile.rank_scale) {
+        std::snprintf(buf, sizeof buf, "%s%.3f", scales.empty() ? "" : " ", v);
+        scales += buf;
+      }
+      std::fprintf(stderr, "rank speeds (kernel time relative to the mean rank): %s\n", scales.c_str());
+    }
     return 0;
   };
 }

@@ -458,12 +458,14 @@ struct Pending {
   void *request = nullptr;  // the backend's handle (an MPI_Request, a CUDA event)
 };
 /** Starts summing buf [count] over the group in place and returns at once; buf must be neither read nor written
- *  until wait(). Like blocking collectives, started collectives must be started in the same order on every member.
+ *  until wait(). Like blocking collectives, started collectives must be started in the same order on every member,
+ *  and waited for in the same order too (with the group's blocking collectives at the same places in between).
  *  Generated code starts a partial tensor's reduction right after the kernel producing it and waits before its
- *  first reader, so the reduction overlaps the kernels in between (cuda: on the communication stream; cpu: MPI
- *  progresses it inside later MPI calls and the wait). */
+ *  first reader, so the reduction overlaps the kernels in between (cuda: on the communication stream; cpu: no
+ *  overlap: MPI would progress an MPI_Iallreduce only inside MPI calls, so the reduction is a blocking all-reduce
+ *  run by wait()). */
 Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count);
-/** Completes a started collective: cpu blocks until it is done; cuda makes the compute stream's later work wait
+/** Completes a started collective: cpu runs it (blocking); cuda makes the compute stream's later work wait
  *  for it. */
 void wait(Pending &p);
 /** buf [count] of member `root` (a group index) is copied to every member. */
