@@ -10,12 +10,17 @@
 //
 // Collectives must start in the same order on every member of a group (and, under NCCL's one communication stream,
 // in the same order relative to other groups' collectives and to transfers). A start is never moved past a
-// statement that communicates, so every rank issues its communication in exactly the order it did before the pass,
-// the plan's op order; where the producer lies before such a statement, the start lands right after that statement
-// instead. Each wait keeps its all-reduce's place, so the waits too come in the order the blocking all-reduces had:
-// the cpu backend, which has nothing to overlap with (MPI progresses non-blocking collectives only inside MPI calls),
-// runs the reduction at the wait (runtime rt.h). (Moving starts only to the producer broke this: a random plan's ranks 0 and 2 started group 3's
-// collectives in different orders.) check_collective_order verifies the per-group order over the whole program.
+// statement that communicates (a blocking collective, a kernel exchanging inside, a transfer, a barrier), so every
+// rank issues its communication in exactly the order it did before the pass, the plan's op order; where the
+// producer lies before such a statement, the start lands right after that statement instead. (Moving starts only to
+// the producer broke this: a random plan's ranks 0 and 2 started group 3's collectives in different orders.) Earlier
+// waits do not count as communication here, so a start may move before the wait of an earlier start of its group,
+// never before that start: the starts keep the all-reduces' order. Each wait keeps its all-reduce's place, so the
+// blocking points of a rank (waits, blocking collectives, transfers) keep the order they had before the pass too:
+// the cpu backend, which has nothing to overlap with (MPI progresses non-blocking collectives only inside MPI
+// calls), runs the reduction at the wait (runtime rt.h). check_collective_order verifies, per group over the whole
+// program, both the start order and the completion order; the order across groups is consistent by construction
+// (lowering emits each collective for all its members at the same op).
 #include "codegen/lower.h"
 
 namespace cleave::codegen {

@@ -13,10 +13,12 @@
 //   of an op on a device of the profiled machine's mean speed, keyed by the op's name and shard_key() of that share
 //   (what the device computes, not which device: shares of equal extents share a key). Several ops fused into one
 //   generated kernel split its time equally.
-// - rank_scale (optional; absent = every device 1): how much longer than those times rank r's kernels, copies and
-//   data reads took (its core's speed: on a shared machine one core may run slower than another for minutes), mean 1
-//   over the profiled ranks. A device beyond the list is taken at scale 1. Device d's share of an op costs
-//   compute · rank_scale[d], its local statements their curve's time · rank_scale[d].
+// - rank_scale (optional; absent = every device 1): how much longer than those times rank r's kernels took (its
+//   core's speed: on a shared machine one core may run slower than another for minutes), fitted on the shares that
+//   several ranks ran (fit_rank_scale), mean 1 over those ranks; written only when some share ran on two ranks and
+//   every rank had a core of its own. A device beyond the list is taken at scale 1. Device d's share of an op costs
+//   compute · rank_scale[d], its local statements (copies, data reads: the same core's work) their curve's time ·
+//   rank_scale[d].
 // - collectives: kind is all_reduce, all_gather, reduce_scatter, all_to_all or send_recv; bytes is the size the
 //   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
 //   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
@@ -85,11 +87,11 @@ double interpolate(const std::vector<std::pair<double, double>> &points, double 
  *  Codegen labels each kernel with the same key, so measured and predicted shares match. */
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index);
 
-/** Fits rank_scale to per-rank measurements of the same items (a kernel share, a statement size): `times[i][r]` is
- *  item i's expected seconds on rank r (0 where rank r did not run it; an item run by one rank says nothing about
- *  speeds and is ignored). Least squares in the model t_ir = n_i · s_r, weighted by time (alternating: each s_r the
- *  ratio of rank r's total to the items' normalised totals, each n_i the mean of t_ir / s_r), scaled to mean 1.
- *  `ranks` entries, all 1 when no item ran on two ranks. */
+/** Fits rank_scale to per-rank measurements of the same items (kernel shares): `times[i][r]` is item i's expected
+ *  seconds on rank r (0 where rank r did not run it; an item run by one rank says nothing about speeds and is
+ *  ignored). The model is t_ir = n_i · s_r, fitted by alternating: each s_r the ratio of rank r's total over its items
+ *  to those items' n_i, each n_i the mean over its ranks of t_ir / s_r; the speeds are scaled to mean 1 over the ranks
+ *  that ran a shared item (the others stay 1). `ranks` entries, all 1 when no item ran on two ranks. */
 std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks);
 
 /** Parses the JSON form; errors are UserError `<source>: <field>: <problem>`. */

@@ -158,10 +158,15 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
     k.tensor = e.tensor;
     k.members = e.group;
     k.seconds = secs.collective;
+    // The cpu backend's collectives block their members' CPUs (MPI has no progress of its own; a started
+    // all-reduce runs at its wait): measured there, a collective also holds each member's compute channel, in
+    // program order, so no kernel overlaps it.
+    bool blocking = profile_ && profile_->backend == "cpu";
     for (int m : e.group) {
       producers_on(e.tensor, m, k.producers);
       k.channels.push_back(m * 3 + kSend);
       k.channels.push_back(m * 3 + kRecv);
+      if (blocking) k.channels.push_back(m * 3 + kCompute);
     }
     std::sort(k.channels.begin(), k.channels.end());
     k.channels.erase(std::unique(k.channels.begin(), k.channels.end()), k.channels.end());

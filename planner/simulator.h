@@ -10,7 +10,9 @@
 //     compute channel (the CPU runs them), lasting local_seconds;
 //   - collective: one per all-reduce, reduce-scatter, all-gather, all-to-all or in-kernel sync that
 //     derive_communication (cost_model.h) derives, occupying every member's link for its seconds
-//     (comm_event_seconds: α-β, or measured with a profile);
+//     (comm_event_seconds: α-β, or measured with a profile); with a profile measured on the cpu backend also every
+//     member's compute channel (MPI collectives block the CPU, and the cpu backend runs a started all-reduce at its
+//     wait: runtime rt.h), so no kernel overlaps it there;
 //   - transfer: one per (sender, receiver) pair of a grouped send/recv, occupying the sender's outgoing and the
 //     receiver's incoming link for that pair's seconds.
 // Every device has three channels, each running its tasks one at a time in program order (FIFO, as the generated

@@ -116,6 +116,7 @@ struct Deferred {
 // codegen split them (codegen/overlap.h), so every member still reduces in the same order.
 Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
   as_count(count, "all_reduce_sum_start");
+  handle_of(c);  // a bad group fails here, where it is named, not at the wait
   return Pending{&c, new Deferred{buf, count}};
 }
 

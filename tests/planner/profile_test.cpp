@@ -153,6 +153,21 @@ TEST(Profile, RankScaleRecoversPerRankSpeeds) {
   ASSERT_EQ(s.size(), 4u);
   for (size_t r = 0; r < 4; ++r) EXPECT_NEAR(s[r], speed[r] / mean, 1e-9) << r;
 
+  // A chain: item i ran on ranks i and i + 1 only (the slowest case for the alternating fit).
+  std::vector<double> chain_speed;
+  for (int r = 0; r < 16; ++r) chain_speed.push_back(0.7 + 0.05 * ((r * 7) % 11));
+  std::vector<std::vector<double>> chain;
+  for (int i = 0; i + 1 < 16; ++i) {
+    std::vector<double> t(16, 0.0);
+    t[i] = 1e-4 * (i + 1) * chain_speed[i];
+    t[i + 1] = 1e-4 * (i + 1) * chain_speed[i + 1];
+    chain.push_back(t);
+  }
+  double chain_mean = 0;
+  for (double v : chain_speed) chain_mean += v / 16;
+  std::vector<double> c = fit_rank_scale(chain, 16);
+  for (size_t r = 0; r < 16; ++r) EXPECT_NEAR(c[r], chain_speed[r] / chain_mean, 1e-9) << r;
+
   // Rank 2 ran no shared item: it keeps 1, the others are scaled to mean 1 among themselves.
   std::vector<std::vector<double>> partial = {{1e-4, 2e-4, 0}, {3e-5, 6e-5, 0}, {0, 0, 5e-5}};
   std::vector<double> p = fit_rank_scale(partial, 3);

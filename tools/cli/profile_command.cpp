@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 #include "codegen/bundle.h"
@@ -140,16 +141,20 @@ struct Samples {
   std::map<std::string, std::map<int64_t, std::vector<Sample>>> statements;
 };
 
-/** rank_scale (profile.h) fitted to the kernel shares that several ranks ran: per share, each rank's mean. */
-std::vector<double> rank_scale(const Samples &samples, int ranks) {
+/** rank_scale (profile.h) fitted to the kernel shares that several ranks ran (per share, each rank's mean), or
+ *  nothing when no share ran on two ranks. */
+std::optional<std::vector<double>> rank_scale(const Samples &samples, int ranks) {
   std::vector<std::vector<double>> times;
+  bool shared = false;
   for (const auto &[key, v] : samples.compute) {
     std::vector<double> sum(static_cast<size_t>(ranks), 0.0), count(static_cast<size_t>(ranks), 0.0);
-    for (const Sample &x : v) sum[static_cast<size_t>(x.rank)] += x.seconds, ++count[static_cast<size_t>(x.rank)];
+    for (const Sample &x : v) sum.at(static_cast<size_t>(x.rank)) += x.seconds, ++count[static_cast<size_t>(x.rank)];
     for (size_t r = 0; r < sum.size(); ++r)
       if (count[r] > 0) sum[r] /= count[r];
+    shared |= std::count_if(count.begin(), count.end(), [](double c) { return c > 0; }) >= 2;
     times.push_back(std::move(sum));
   }
+  if (!shared) return std::nullopt;
   return plan::fit_rank_scale(times, ranks);
 }
 
@@ -158,7 +163,7 @@ std::vector<double> rank_scale(const Samples &samples, int ranks) {
 double normalised_mean(const std::vector<Sample> &v, const std::vector<double> &scale) {
   CLEAVE_CHECK(!v.empty(), "mean of nothing");
   double sum = 0;
-  for (const Sample &x : v) sum += x.seconds / scale[static_cast<size_t>(x.rank)];
+  for (const Sample &x : v) sum += x.seconds / scale.at(static_cast<size_t>(x.rank));
   return sum / static_cast<double>(v.size());
 }
 
@@ -358,9 +363,14 @@ Command add_profile_command(CLI::App &app) {
       for (size_t i = 0; i < plans.size(); ++i)
         profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
       // One core of a shared machine may run slower than the other for minutes (another tenant): each rank's speed
-      // is fitted on the shares several ranks ran, and every time is kept at the mean speed.
-      std::vector<double> scale = rank_scale(samples, a.devices);
-      if (a.devices >= 2) profile.rank_scale = scale;
+      // is fitted on the shares several ranks ran, and every time is kept at the mean speed. Not when ranks share
+      // cores: the fit would describe how the scheduler shared them in these runs, which no later run repeats.
+      std::vector<double> scale(static_cast<size_t>(a.devices), 1.0);
+      unsigned cores = std::thread::hardware_concurrency();
+      if (cores != 0 && static_cast<unsigned>(a.devices) > cores)
+        std::fprintf(stderr, "no rank speeds: %d ranks on %u cores share them\n", a.devices, cores);
+      else if (std::optional<std::vector<double>> fitted = rank_scale(samples, a.devices))
+        scale = profile.rank_scale = *fitted;
       for (const auto &[key, secs] : samples.compute)
         profile.compute[key.first][key.second] = std::max(normalised_mean(secs, scale), 1e-9);
       for (const auto &[kind, sizes] : samples.statements)

@@ -45,7 +45,8 @@ void check_group(const std::vector<int> &ranks, int me) {
   }
 
   // Started collectives: two in flight at once (started in the same order on every member), a blocking one on the
-  // same group issued while they are pending, then waited for in the other order.
+  // same group issued while they are pending, then waited for in the other order (on every member alike: the cpu
+  // backend runs each reduction at its wait, so members must also wait in the same order).
   std::vector<float> first(send.begin(), send.begin() + count), second(send.begin(), send.begin() + count);
   for (float &v : second) v *= 2;
   rt::Pending p1 = rt::all_reduce_sum_start(c, first.data(), count);
