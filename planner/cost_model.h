@@ -233,8 +233,8 @@ struct CostReport {
  *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
  *  shard_key), times the device's rank_scale, and the roofline otherwise; a collective's time is interpolated from
  *  the measured curve of its kind and group size (sync events as all-reduces; each send/recv transfer from the curve
- *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many plans that share op configs) only
- *  saves work: the report is the same. */
+ *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many
+ *  plans that share op configs) only saves work: the report is the same. */
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
                          CommCache *cache = nullptr);
 

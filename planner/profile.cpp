@@ -55,7 +55,7 @@ std::optional<double> Profile::statement_seconds(const std::string &kind, double
   return interpolate(c->second, bytes) * scale(device);
 }
 
-std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks) {
+std::optional<std::vector<double>> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks) {
   size_t nr = static_cast<size_t>(ranks);
   std::vector<double> s(nr, 1.0);
   std::vector<const std::vector<double> *> shared;  // items run by two ranks or more
@@ -66,7 +66,7 @@ std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times
     shared.push_back(&t);
     for (size_t r = 0; r < nr; ++r) seen[r] |= t[r] > 0;
   }
-  if (shared.empty()) return s;
+  if (shared.empty()) return std::nullopt;
   std::vector<double> n(shared.size());
   // Alternating: n from s, then s from n, scaled to mean 1, until no speed moves by 1e-12 (relative). Ranks sharing
   // every item (a data plan) settle in one round; a chain of ranks, each sharing items with the next only, in a few

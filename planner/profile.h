@@ -91,8 +91,8 @@ std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config
  *  seconds on rank r (0 where rank r did not run it; an item run by one rank says nothing about speeds and is
  *  ignored). The model is t_ir = n_i · s_r, fitted by alternating: each s_r the ratio of rank r's total over its items
  *  to those items' n_i, each n_i the mean over its ranks of t_ir / s_r; the speeds are scaled to mean 1 over the ranks
- *  that ran a shared item (the others stay 1). `ranks` entries, all 1 when no item ran on two ranks. */
-std::vector<double> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks);
+ *  that ran a shared item (the others stay 1). `ranks` entries; nothing when no item ran on two ranks. */
+std::optional<std::vector<double>> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks);
 
 /** Parses the JSON form; errors are UserError `<source>: <field>: <problem>`. */
 Profile parse_profile(const std::string &json_text, const std::string &source);

@@ -28,14 +28,19 @@ bool same_events(const std::vector<CommEvent> &a, const std::vector<CommEvent> &
 }  // namespace
 
 Simulator::Simulator(const Graph &g, Plan p, const Topology &t, const Profile *profile)
-    : g_(g), t_(t), profile_(profile), p_(std::move(p)) {
+    : g_(g), t_(t), profile_(profile), blocking_collectives_(profile && profile->backend == "cpu"), p_(std::move(p)) {
   for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
   start();
 }
 
 Simulator::Simulator(const Graph &g, Plan p, const Topology &t,
                      const std::vector<std::vector<describe::Description>> &descs, const Profile *profile)
-    : g_(g), t_(t), profile_(profile), p_(std::move(p)), descs_(descs) {
+    : g_(g),
+      t_(t),
+      profile_(profile),
+      blocking_collectives_(profile && profile->backend == "cpu"),
+      p_(std::move(p)),
+      descs_(descs) {
   start();
 }
 
@@ -161,12 +166,11 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
     // The cpu backend's collectives block their members' CPUs (MPI has no progress of its own; a started
     // all-reduce runs at its wait): measured there, a collective also holds each member's compute channel, in
     // program order, so no kernel overlaps it.
-    bool blocking = profile_ && profile_->backend == "cpu";
     for (int m : e.group) {
       producers_on(e.tensor, m, k.producers);
       k.channels.push_back(m * 3 + kSend);
       k.channels.push_back(m * 3 + kRecv);
-      if (blocking) k.channels.push_back(m * 3 + kCompute);
+      if (blocking_collectives_) k.channels.push_back(m * 3 + kCompute);
     }
     std::sort(k.channels.begin(), k.channels.end());
     k.channels.erase(std::unique(k.channels.begin(), k.channels.end()), k.channels.end());

@@ -148,6 +148,8 @@ class Simulator {
   const Graph &g_;
   const Topology &t_;
   const Profile *profile_ = nullptr;
+  /** Measured on the cpu backend: collectives hold their members' compute channels too (build()). */
+  bool blocking_collectives_ = false;
   Plan p_;
   CommCache comm_cache_;
   /** Per tensor, its part of the step's communication (cost_model.h derive_pieces). */

@@ -122,12 +122,9 @@ Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
 
 void wait(Pending &p) {
   if (!p.request) fail("wait on a collective that was not started (or was already waited for)");
-  auto *d = static_cast<Deferred *>(p.request);
+  std::unique_ptr<Deferred> d(static_cast<Deferred *>(p.request));
   p.request = nullptr;
-  float *buf = d->buf;
-  int64_t count = d->count;
-  delete d;
-  all_reduce_sum(*p.comm, buf, buf, count);  // watched: a dead peer would hang this rank here
+  all_reduce_sum(*p.comm, d->buf, d->buf, d->count);  // watched: a dead peer would hang this rank here
 }
 
 void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {

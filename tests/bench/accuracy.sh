@@ -20,14 +20,15 @@
 #     repeat: the profiling runs' own step time of the plan (no model: the noise floor, how well this machine
 #     reproduces a measurement); roofline: `cleave explain --topology models/topologies/cpu-local.json`; profile: the
 #     same with --profile; profileavg: the same with every rank at the profile's mean speed (its rank_scale dropped);
-#     simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with --profile. A new predictor is one more function and one more word in PREDICTORS;
+#     simulate: `cleave simulate` (the task-graph simulator, roofline); simprofile: the same with --profile. A new
+#     predictor is one more function and one more word in PREDICTORS;
 #  4. where the time goes: per plan, WORK/<group>/<plan>.breakdown.txt (tests/bench/step_breakdown.py) lists each
 #     rank's step in the first round's measured run by kind of statement (kernel, comm, copy, data, untimed) next to
 #     explain --profile's with that round's profile.
 # Usage: tests/bench/accuracy.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
 # Environment: STEPS (default 40), REPEATS (default 3), PREDICTORS (default "repeat roofline profile profileavg
-# simulate simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime; default
-# the one next to CLEAVE_BINARY's build).
+# simulate simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime;
+# default the one next to CLEAVE_BINARY's build).
 set -u
 cleave=$(readlink -f "$1")
 src=$(readlink -f "$2")

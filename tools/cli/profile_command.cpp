@@ -145,16 +145,13 @@ struct Samples {
  *  nothing when no share ran on two ranks. */
 std::optional<std::vector<double>> rank_scale(const Samples &samples, int ranks) {
   std::vector<std::vector<double>> times;
-  bool shared = false;
   for (const auto &[key, v] : samples.compute) {
     std::vector<double> sum(static_cast<size_t>(ranks), 0.0), count(static_cast<size_t>(ranks), 0.0);
     for (const Sample &x : v) sum.at(static_cast<size_t>(x.rank)) += x.seconds, ++count[static_cast<size_t>(x.rank)];
     for (size_t r = 0; r < sum.size(); ++r)
       if (count[r] > 0) sum[r] /= count[r];
-    shared |= std::count_if(count.begin(), count.end(), [](double c) { return c > 0; }) >= 2;
     times.push_back(std::move(sum));
   }
-  if (!shared) return std::nullopt;
   return plan::fit_rank_scale(times, ranks);
 }
 
