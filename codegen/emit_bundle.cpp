@@ -128,64 +128,9 @@ std::string bundle_cmake(int ranks, const std::string &backend) {
       "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n"
       "# The backend this bundle was compiled for (manifest.json); the same rank sources build for either.\n"
       "set(CLEAVE_BACKEND " + backend + " CACHE STRING \"runtime backend: cpu or cuda\")\n"
-      "set_property(CACHE CLEAVE_BACKEND PROPERTY STRINGS cpu cuda)\n"
-      "if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
-      "  # The rank programs' fused functors are CLEAVE_HD (__host__ __device__) lambdas: compiled by nvcc.\n"
-      "  if(NOT CLEAVE_RUNTIME_DIR AND NOT EXISTS \"${CMAKE_CURRENT_SOURCE_DIR}/runtime/cuda\")\n"
-      "    message(FATAL_ERROR \"CLEAVE_BACKEND=cuda: this bundle's runtime has no cuda backend (runtime/cuda is missing)\")\n"
-      "  endif()\n"
-      "  # nvcc: CMAKE_CUDA_COMPILER, else on PATH, else under CUDA_HOME or /usr/local/cuda.\n"
-      "  if(NOT CMAKE_CUDA_COMPILER)\n"
-      "    find_program(CLEAVE_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH /usr/local/cuda PATH_SUFFIXES bin)\n"
-      "    if(NOT CLEAVE_NVCC)\n"
-      "      message(FATAL_ERROR \"CLEAVE_BACKEND=cuda: nvcc not found (put it on PATH or set CMAKE_CUDA_COMPILER)\")\n"
-      "    endif()\n"
-      "    set(CMAKE_CUDA_COMPILER ${CLEAVE_NVCC} CACHE FILEPATH \"CUDA compiler\")\n"
-      "  endif()\n"
-      "  # Ampere and Hopper by default; -DCMAKE_CUDA_ARCHITECTURES=... overrides.\n"
-      "  if(NOT CMAKE_CUDA_ARCHITECTURES)\n    set(CMAKE_CUDA_ARCHITECTURES 80 90)\n  endif()\n"
-      "  enable_language(CUDA)\n"
-      "  # CMake 3.25 knows no nvcc flag for C++20 (nvcc 12+ takes -std=c++20).\n"
-      "  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)\n"
-      "    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION \"-std=c++20\")\n"
-      "    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION \"-std=c++20\")\n"
-      "  endif()\n"
-      "  set(CMAKE_CUDA_STANDARD 20)\n"
-      "  set(CMAKE_CUDA_STANDARD_REQUIRED ON)\n"
-      "  set(CLEAVE_RUNTIME_SKIP_CPU ON)\n"
-      "elseif(NOT CLEAVE_BACKEND STREQUAL \"cpu\")\n"
-      "  message(FATAL_ERROR \"CLEAVE_BACKEND=${CLEAVE_BACKEND}: expected cpu or cuda\")\n"
-      "endif()\n"
-      "set(cleave_rt cleave_rt_${CLEAVE_BACKEND})\n"
-      "# CLEAVE_RUNTIME_DIR: a prebuilt runtime (a directory holding libcleave_rt_<backend>.a) and its headers in\n"
-      "# CLEAVE_RUNTIME_INCLUDE (default: this bundle's runtime/include); else the bundled runtime/ is built.\n"
-      "set(CLEAVE_RUNTIME_DIR \"\" CACHE PATH \"prebuilt runtime library directory\")\n"
-      "set(CLEAVE_RUNTIME_INCLUDE \"${CMAKE_CURRENT_SOURCE_DIR}/runtime/include\" CACHE PATH \"runtime headers\")\n"
-      "if(CLEAVE_RUNTIME_DIR)\n"
-      "  find_package(MPI REQUIRED COMPONENTS CXX)\n"
-      "  find_package(Threads REQUIRED)\n"
-      "  add_library(${cleave_rt} STATIC IMPORTED)\n"
-      "  set_target_properties(${cleave_rt} PROPERTIES IMPORTED_LOCATION \"${CLEAVE_RUNTIME_DIR}/lib${cleave_rt}.a\")\n"
-      "  target_include_directories(${cleave_rt} INTERFACE \"${CLEAVE_RUNTIME_INCLUDE}\")\n"
-      "  if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
-      "    find_package(CUDAToolkit REQUIRED)\n"
-      "    find_library(CLEAVE_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}\n"
-      "                 ENV CUDNN_ROOT PATH_SUFFIXES lib lib64 REQUIRED)\n"
-      "    find_library(CLEAVE_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}\n"
-      "                 ENV NCCL_ROOT PATH_SUFFIXES lib lib64 REQUIRED)\n"
-      "    find_path(CLEAVE_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV CUDNN_ROOT\n"
-      "              PATH_SUFFIXES include REQUIRED)\n"
-      "    target_include_directories(${cleave_rt} INTERFACE ${CLEAVE_CUDNN_INCLUDE_DIR})\n"
-      "    target_link_libraries(${cleave_rt} INTERFACE MPI::MPI_CXX Threads::Threads CUDA::cudart_static CUDA::cublas\n"
-      "                          ${CLEAVE_CUDNN_LIBRARY} ${CLEAVE_NCCL_LIBRARY})\n"
-      "    target_compile_options(${cleave_rt} INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)\n"
-      "  else()\n"
-      "    find_library(CLEAVE_OPENBLAS_LIBRARY NAMES openblas)\n"
-      "    target_link_libraries(${cleave_rt} INTERFACE MPI::MPI_CXX Threads::Threads ${CLEAVE_OPENBLAS_LIBRARY})\n"
-      "  endif()\n"
-      "else()\n"
-      "  add_subdirectory(runtime)\n"
-      "endif()\n";
+      "# Sets cleave_rt: the runtime target of CLEAVE_BACKEND, prebuilt (-DCLEAVE_RUNTIME_DIR=DIR holding\n"
+      "# libcleave_rt_<backend>.a) or built from runtime/.\n"
+      "include(runtime/cleave_runtime.cmake)\n";
   for (int r = 0; r < ranks; ++r) {
     std::string n = "rank_" + std::to_string(r);
     s += "add_executable(" + n + " src/" + n + ".cpp)\ntarget_link_libraries(" + n + " PRIVATE ${cleave_rt})\n";
@@ -437,7 +382,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     }
     files["weights/rank_" + std::to_string(r) + ".bin"] = encode_checkpoint(shards);
   }
-  // The bundled runtime: runtime/CMakeLists.txt, include/, common/, cpu/ and cuda/ of the compiler's tree (both
+  // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, include/, common/, cpu/ and cuda/ of the compiler's tree (both
   // backends, so one bundle builds for either).
   fs::path rt_src = fs::path(CLEAVE_SOURCE_DIR) / "runtime";
   std::vector<fs::path> rt_files;
@@ -445,7 +390,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     if (e.is_regular_file()) {
       fs::path rel = fs::relative(e.path(), rt_src);
       std::string top = rel.begin()->string();
-      if (rel == "CMakeLists.txt" || top == "include" || top == "common" || top == "cpu" || top == "cuda")
+      if (rel == "CMakeLists.txt" || rel == "cleave_runtime.cmake" || top == "include" || top == "common" ||
+          top == "cpu" || top == "cuda")
         rt_files.push_back(rel);
     }
   std::sort(rt_files.begin(), rt_files.end());

@@ -1,5 +1,5 @@
 // The collective benchmark of `cleave profile` (planner/profile.h): times every collective the generated programs
-// call, through the same runtime functions, for each group size 2..world (group = world ranks 0..p-1) and message
+// call, through the same runtime functions (MPI on the cpu backend, NCCL on cuda), for each group size 2..world (group = world ranks 0..p-1) and message
 // sizes 4, 8, ..., --max-bytes (TensorOpt measures sizes 2^i and interpolates). Sizes are what the cost model
 // prices: the all-reduced buffer, one member's block of an all-gather / reduce-scatter, one pair's part of an
 // all-to-all, one transfer of a send/recv (each member sends to the next in the group and receives from the
@@ -49,8 +49,10 @@ int main(int argc, char **argv) {
   for (int p = 2; p <= ctx.world; ++p)
     if (ctx.rank < p) groups[static_cast<size_t>(p)] = &rt::group(members[static_cast<size_t>(p - 2)]);
   int64_t max_floats = max_bytes / 4;
-  std::vector<float> send(static_cast<size_t>(max_floats * ctx.world), 1.0f),
-      recv(static_cast<size_t>(max_floats * ctx.world), 0.0f);
+  // Backend memory (device memory on cuda), zero-filled: the values do not change the time.
+  size_t buffer_bytes = static_cast<size_t>(max_floats * ctx.world) * 4;
+  rt::Arena send_arena(buffer_bytes), recv_arena(buffer_bytes);
+  float *send = send_arena.f32(0), *recv = recv_arena.f32(0);
   const char *kinds[] = {"all_gather", "all_reduce", "all_to_all", "reduce_scatter", "send_recv"};
   for (int p = 2; p <= ctx.world; ++p) {
     const rt::Comm *g = groups[static_cast<size_t>(p)];
@@ -60,13 +62,13 @@ int main(int argc, char **argv) {
         int64_t count = bytes / 4;
         auto once = [&] {
           if (!g) return;
-          if (k == "all_reduce") rt::all_reduce_sum(*g, send.data(), recv.data(), count);
-          else if (k == "all_gather") rt::all_gather(*g, send.data(), recv.data(), count);
-          else if (k == "reduce_scatter") rt::reduce_scatter_sum(*g, send.data(), recv.data(), count);
-          else if (k == "all_to_all") rt::all_to_all(*g, send.data(), recv.data(), count);
+          if (k == "all_reduce") rt::all_reduce_sum(*g, send, recv, count);
+          else if (k == "all_gather") rt::all_gather(*g, send, recv, count);
+          else if (k == "reduce_scatter") rt::reduce_scatter_sum(*g, send, recv, count);
+          else if (k == "all_to_all") rt::all_to_all(*g, send, recv, count);
           else {
             int me = ctx.rank, next = (me + 1) % p, prev = (me + p - 1) % p;
-            rt::send_recv({{rt::Transfer::send, next, send.data(), bytes}, {rt::Transfer::recv, prev, recv.data(), bytes}});
+            rt::send_recv({{rt::Transfer::send, next, send, bytes}, {rt::Transfer::recv, prev, recv, bytes}});
           }
         };
         std::vector<double> times;
@@ -74,6 +76,7 @@ int main(int argc, char **argv) {
           rt::barrier();
           double t0 = MPI_Wtime();
           once();
+          rt::synchronize();  // cuda: the collective ran on the device, after the host call returned
           double mine = MPI_Wtime() - t0, slowest = 0;
           CLEAVE_MPI(MPI_Allreduce, &mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           if (rep > 0) times.push_back(slowest);

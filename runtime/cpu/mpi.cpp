@@ -176,4 +176,6 @@ void barrier() {
   CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
 }
 
+void synchronize() {}
+
 }  // namespace cleave::rt

@@ -346,6 +346,8 @@ void barrier() {
   CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
 }
 
+void synchronize() { detail::sync_compute(); }
+
 double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights) {
   // As the CPU backend: a float sum over the group (over MPI: it is a host value).
   float total = static_cast<float>(loss_weight_total(s, labels, weights));

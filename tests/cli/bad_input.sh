@@ -95,7 +95,9 @@ expect profile_statement_bytes '*' "$work/stmt.json: statements.copy[0]: bytes m
 expect profile_simulate_missing '*' "$work/none.json: cannot open profile file" -- simulate "$m/good.onnx" --batch 2 --profile "$work/none.json"
 expect profile_out_dir '*' "-o: directory $work/no/such does not exist" -- profile "$m/good.onnx" --batch 2 -o "$work/no/such/p.json"
 expect profile_repeats 2 '--repeats: must be a positive integer, got "0"' -- profile "$m/good.onnx" --batch 2 --repeats 0 -o "$work/out.onnx"
-expect profile_backend 2 "--backend: cuda not in {cpu}" -- profile "$m/good.onnx" --batch 2 --backend cuda -o "$work/out.onnx"
+expect profile_backend 2 "--backend: rocm not in {cpu,cuda}" -- profile "$m/good.onnx" --batch 2 --backend rocm -o "$work/out.onnx"
+mkdir -p "$work/no_runtime"
+expect profile_runtime_dir '*' "--runtime-dir $work/no_runtime: no libcleave_rt_cuda.a for --backend cuda (build cleave with CLEAVE_ENABLE_CUDA=ON)" -- profile "$m/good.onnx" --batch 2 --backend cuda --runtime-dir "$work/no_runtime" -o "$work/out.onnx"
 "$cleave" plan "$m/good.onnx" --batch 2 --devices 2 -o "$work/two.plan" 2>/dev/null
 expect profile_plan_devices '*' "two.plan: the plan is for 2 devices, --devices says 1" -- profile "$m/good.onnx" --batch 2 --plan "$work/two.plan" -o "$work/out.onnx"
 # The frontier planner's flags (planner/frontier.h); the table would go to out.onnx, which must not be left behind.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Where a GPU exists: builds the tree with the CUDA backend, runs the GPU tests (ctest -R '^gpu\.': kernels vs the
-# CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN), then times one
+# CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN; cuda.run_cuda_bundle
+# and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
 # training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks where 2 GPUs
 # are visible): the wall time of 22 steps minus that of 2 steps, over 20, so startup and first-step costs cancel.
 # Usage: tests/gpu/run.sh [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build one arch)
@@ -19,7 +20,7 @@ archs=${CUDA_ARCHS:-80;90}
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_ENABLE_CUDA=ON \
   "-DCMAKE_CUDA_ARCHITECTURES=$archs" > "$BUILD.configure.log"
 ninja -C "$BUILD" cleave cleave_rt_cpu cleave_rt_cuda kernel_cases_cpu kernel_cases_cuda cudnn_paths
-ctest --test-dir "$BUILD" -R '^(gpu\.|cuda\.cudnn_paths)' --output-on-failure
+ctest --test-dir "$BUILD" -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -1,11 +1,13 @@
 // `cleave profile`: measures, on this machine, what the cost model otherwise estimates (planner/profile.h): the
 // kernel time of every op at the shard shapes the given plans use, and the time of each collective per group size
-// and message size. Each plan is compiled into a bundle, built, and run for a few steps under mpirun with
-// CLEAVE_PROFILE set (the rank programs time themselves: runtime rt.h); the collectives are timed by
-// runtime/bench/comm_bench.cpp, built against the same runtime.
+// and message size. Each plan is compiled into a bundle for the backend (cpu: OpenBLAS + MPI; cuda: cuBLAS, cuDNN,
+// NCCL, one GPU per rank), built, and run for a few steps under mpirun with CLEAVE_PROFILE set (the rank programs
+// time themselves: runtime rt.h); the collectives are timed by runtime/bench/comm_bench.cpp, built against the same
+// runtime.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -48,6 +50,24 @@ struct ProfileArgs {
   int reps = 5;
   TrainFlags train_flags;
 };
+
+/** The GPUs this process may use: the count of `nvidia-smi -L`, capped by the entries of CUDA_VISIBLE_DEVICES where
+ *  it is set; 0 without a driver. */
+int visible_gpus() {
+  int count = 0;
+  if (FILE *p = ::popen("nvidia-smi -L 2>/dev/null", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, p))
+      if (std::strncmp(line, "GPU ", 4) == 0) ++count;
+    ::pclose(p);
+  }
+  if (const char *env = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string list = env;
+    int entries = list.empty() ? 0 : static_cast<int>(std::count(list.begin(), list.end(), ',')) + 1;
+    count = std::min(count, entries);
+  }
+  return count;
+}
 
 std::string quote(const std::string &s) {
   std::string out = "'";
@@ -169,7 +189,8 @@ double normalised_mean(const std::vector<Sample> &v, const std::vector<double> &
 std::string prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir) {
   codegen::Lowered lowered = codegen::lower(g, np.plan);
   fs::create_directories(dir);
-  codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(), "cpu");
+  codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(),
+                        a.backend);
   nlohmann::json m = nlohmann::json::parse(slurp(dir / "manifest.json"));
   std::string data;
   uint32_t seed = 1;
@@ -244,7 +265,7 @@ std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> pro
     const ProfileArgs &a, const fs::path &dir) {
   fs::path src = fs::path(codegen::runtime_source_dir()) / "bench", build = dir / "comm_bench";
   std::string cfg = "cmake -S " + quote(src.string()) + " -B " + quote(build.string()) +
-                    " -G Ninja -DCMAKE_BUILD_TYPE=Release";
+                    " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=" + a.backend;
   if (!a.runtime_dir.empty()) cfg += " -DCLEAVE_RUNTIME_DIR=" + quote(fs::absolute(a.runtime_dir).string());
   std::fprintf(stderr, "profiling collectives on 2..%d ranks, 4..%lld bytes\n", a.devices,
                static_cast<long long>(a.max_bytes));
@@ -276,13 +297,16 @@ std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> pro
 Command add_profile_command(CLI::App &app) {
   auto args = std::make_shared<ProfileArgs>();
   app.footer("Measure on this machine the kernel time of every op at the shard shapes the given plans use (each plan "
-             "is compiled, built and run for --steps steps under mpirun with CLEAVE_PROFILE set) and the time of each "
+             "is compiled for --backend, built and run for --steps steps under mpirun with CLEAVE_PROFILE set) and the "
+             "time of each "
              "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and of the "
              "plans' region copies and data reads per size, and write them "
              "as a profile (planner/profile.h) for --profile on explain, plan and compile.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
-  app.add_option("--backend", args->backend, "cpu (the only backend measured so far)")
-      ->check(CLI::IsMember({"cpu"}));
+  app.add_option("--backend", args->backend,
+                 "cpu (OpenBLAS kernels, MPI collectives) or cuda (cuBLAS/cuDNN kernels, NCCL collectives; one GPU "
+                 "per rank, so --devices at most the visible GPUs); default cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--devices", args->devices, "ranks: the plans' device count and the largest collective group")
       ->check(kPositive);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")->check(kPositive);
@@ -322,6 +346,17 @@ Command add_profile_command(CLI::App &app) {
       if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) runtime_dir = env;
     ProfileArgs resolved = a;
     resolved.runtime_dir = runtime_dir;
+    std::string runtime_lib = "libcleave_rt_" + a.backend + ".a";
+    if (!runtime_dir.empty() && !fs::is_regular_file(fs::path(runtime_dir) / runtime_lib))
+      CLEAVE_USER_ERROR("--runtime-dir ", runtime_dir, ": no ", runtime_lib, " for --backend ", a.backend,
+                        a.backend == "cuda" ? " (build cleave with CLEAVE_ENABLE_CUDA=ON)" : "");
+    int gpus = a.backend == "cuda" ? visible_gpus() : 0;
+    if (a.backend == "cuda" && gpus == 0)
+      CLEAVE_USER_ERROR("--backend cuda: no GPU is visible (nvidia-smi -L, CUDA_VISIBLE_DEVICES)");
+    // NCCL refuses two ranks of one communicator on the same GPU, and a shared GPU would time contention.
+    if (a.backend == "cuda" && a.devices > gpus)
+      CLEAVE_USER_ERROR("--devices ", a.devices, ": --backend cuda runs one rank per GPU, and ", gpus, " GPU",
+                        gpus == 1 ? " is" : "s are", " visible");
 
     Graph g = load_training_graph(a.model, a.batch, a.train_flags, Weights::defer_external);
     verify(g);
@@ -361,10 +396,11 @@ Command add_profile_command(CLI::App &app) {
         profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
       // One core of a shared machine may run slower than the other for minutes (another tenant): each rank's speed
       // is fitted on the shares several ranks ran, and every time is kept at the mean speed. Not when ranks share
-      // cores: the fit would describe how the scheduler shared them in these runs, which no later run repeats.
+      // cores: the fit would describe how the scheduler shared them in these runs, which no later run repeats. On
+      // cuda every rank has a GPU of its own (checked above).
       std::vector<double> scale(static_cast<size_t>(a.devices), 1.0);
       unsigned cores = std::thread::hardware_concurrency();
-      if (cores != 0 && static_cast<unsigned>(a.devices) > cores)
+      if (a.backend == "cpu" && cores != 0 && static_cast<unsigned>(a.devices) > cores)
         std::fprintf(stderr, "no rank speeds: %d ranks on %u cores share them\n", a.devices, cores);
       else if (std::optional<std::vector<double>> fitted = rank_scale(samples, a.devices))
         scale = profile.rank_scale = *fitted;

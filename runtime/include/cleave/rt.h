@@ -483,6 +483,10 @@ struct Transfer {
 void send_recv(const std::vector<Transfer> &transfers);
 /** Blocks until every world rank arrives. */
 void barrier();
+/** Blocks until the work this rank has issued so far has finished: on cuda the compute stream, which every blocking
+ *  collective's completion joins (a started collective finishes at its wait, not here); on cpu every call has already
+ *  finished when it returns. For timing from the host (runtime/bench). */
+void synchronize();
 
 // ---------------------------------------------------------------- files (io.cpp)
 
