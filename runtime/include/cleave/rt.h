@@ -452,10 +452,31 @@ void all_gather(const Comm &c, const float *send, float *recv, int64_t count);
 void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count);
 /** Member i sends block j of send [size * count] to member j, which stores it as block i of recv. */
 void all_to_all(const Comm &c, const float *send, float *recv, int64_t count);
-/** An all-reduce in flight: started by all_reduce_sum_start, completed by wait. */
-struct Pending {
+/** An all-reduce in flight: started by all_reduce_sum_start, completed by wait. Move-only; one that is destroyed or
+ *  overwritten before its wait fail()s: on cpu its reduction would never run (and the group's later collectives would
+ *  pair with the wrong partners), on cuda its event would leak. */
+class Pending {
+ public:
+  Pending() = default;
+  Pending(const Comm *comm, void *request) : comm(comm), request(request) {}
+  Pending(const Pending &) = delete;
+  Pending &operator=(const Pending &) = delete;
+  Pending(Pending &&other) noexcept : comm(other.comm), request(other.request) { other.request = nullptr; }
+  Pending &operator=(Pending &&other) {
+    if (this != &other) {
+      if (request) fail("an all-reduce started on this rt::Pending was overwritten before its wait");
+      comm = other.comm;
+      request = other.request;
+      other.request = nullptr;
+    }
+    return *this;
+  }
+  ~Pending() {
+    if (request) fail("an all-reduce was started and never waited for (rt::wait)");
+  }
+
   const Comm *comm = nullptr;
-  void *request = nullptr;  // the backend's handle (an MPI_Request, a CUDA event)
+  void *request = nullptr;  // the backend's handle: its deferred reduction (cpu), a CUDA event (cuda)
 };
 /** Starts summing buf [count] over the group in place and returns at once; buf must be neither read nor written
  *  until wait(). Like blocking collectives, started collectives must be started in the same order on every member,
