@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
@@ -66,16 +68,78 @@ double roofline_seconds(const Work &w, const Topology &t) {
                   static_cast<double>(w.bytes) / t.device.memory_bandwidth);
 }
 
+/** The roofline seconds of a share given by its shard_key: the work of the description of `op`'s first present
+ *  output with each var's extent cut to the key's (ranges from 0); nothing when the key does not name the
+ *  description's vars in order (a profile of another version of the model). */
+std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                           const std::string &key, const Topology &t) {
+  for (size_t k = 0; k < descs.size(); ++k) {
+    if (op.output(k) == kNoTensor) continue;
+    describe::Description cut = descs[k];
+    std::vector<Interval> ranges;
+    size_t at = 0;
+    for (size_t v = 0; v < cut.vars.size(); ++v) {
+      size_t end = std::min(key.find(',', at), key.size());
+      std::string item = key.substr(at, end - at), name = cut.vars[v].name + "=";
+      if (item.rfind(name, 0) != 0) return std::nullopt;
+      int64_t extent = 0;
+      try {
+        extent = std::stoll(item.substr(name.size()));
+      } catch (const std::exception &) {
+        return std::nullopt;
+      }
+      cut.vars[v].extent = extent;
+      ranges.push_back({0, extent});
+      at = end + 1;
+    }
+    if (at < key.size()) return std::nullopt;
+    Work w{describe::flops(cut), 0};
+    OpRegion r = op_region(descs[k], ranges);
+    w.bytes += box_volume(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
+    for (const OperandRegion &o : r.operands)
+      if (!box_empty(o.box)) w.bytes += box_volume(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
+    return roofline_seconds(w, t);
+  }
+  return std::nullopt;
+}
+
+/** An unmeasured share (`key`) of an op the profile measured at other shares: its roofline times the median over
+ *  those shares of measured / roofline seconds (both from their keys), so the roofline's error on this machine
+ *  (kernel overheads, a kernel far from peak) carries over from the op's measured shares. Without it a search would
+ *  prefer configs only because nobody measured them: the roofline is several times too fast on small kernels.
+ *  Nothing when the profile has no usable share of the op. At the mean rank's speed. */
+std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::string &key, const Topology &t,
+                                         const Profile &profile) {
+  auto measured = profile.compute.find(op.name);
+  if (measured == profile.compute.end()) return std::nullopt;
+  std::vector<describe::Description> descs = describe::describe(g, op);
+  std::optional<double> mine = key_roofline_seconds(g, op, descs, key, t);
+  if (!mine) return std::nullopt;
+  std::vector<double> ratios;
+  for (const auto &[k, secs] : measured->second)
+    if (std::optional<double> roof = key_roofline_seconds(g, op, descs, k, t); roof && *roof > 0)
+      ratios.push_back(secs / *roof);
+  if (ratios.empty()) return std::nullopt;
+  std::sort(ratios.begin(), ratios.end());
+  size_t n = ratios.size();
+  double ratio = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  return *mine * ratio;
+}
+
 /** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set; the device's
- *  rank_scale applied), else the roofline. */
+ *  rank_scale applied), else calibrated from the op's measured shares (calibrated_seconds; rank_scale applied), else
+ *  the roofline. */
 double share_seconds(const Graph &g, const Op &op, const ParallelConfig &c, int64_t index, const Work &w,
                      const Topology &t, const Profile *profile, bool &measured) {
-  if (profile)
-    if (auto m = profile->compute_seconds(op.name, shard_key(g, op, c, index),
-                                          c.devices[static_cast<size_t>(index)])) {
+  if (profile) {
+    int device = c.devices[static_cast<size_t>(index)];
+    std::string key = shard_key(g, op, c, index);
+    if (auto m = profile->compute_seconds(op.name, key, device)) {
       measured = true;
       return *m;
     }
+    if (auto m = calibrated_seconds(g, op, key, t, *profile)) return *m * profile->scale(device);
+  }
   return roofline_seconds(w, t);
 }
 

@@ -231,7 +231,9 @@ struct CostReport {
 
 /** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has.
  *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
- *  shard_key), times the device's rank_scale, and the roofline otherwise; a collective's time is interpolated from
+ *  shard_key), times the device's rank_scale; a share it did not measure of an op it measured at other shares is
+ *  the share's roofline times the median of the op's measured / roofline seconds (times the rank_scale); any other
+ *  share is the roofline. A collective's time is interpolated from
  *  the measured curve of its kind and group size (sync events as all-reduces; each send/recv transfer from the curve
  *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many
  *  plans that share op configs) only saves work: the report is the same. */
@@ -258,7 +260,8 @@ double op_slowest_compute_seconds(const Graph &g, const Op &op, const std::vecto
 
 /** Seconds of each device's share of `op` under `config` (descs = describe::describe(g, op)), in the config's device
  *  order: what estimate_cost charges each device for the op's kernel. The roofline, or with a `profile` the measured
- *  time where it has the share's (op name, shard_key), times the device's rank_scale. */
+ *  time where it has the share's (op name, shard_key), or the roofline calibrated on the op's measured shares (as
+ *  estimate_cost), times the device's rank_scale. */
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                        const ParallelConfig &config, const Topology &t,
                                        const Profile *profile = nullptr);

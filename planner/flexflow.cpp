@@ -135,7 +135,7 @@ class Search {
     // Plan ops are in IR id order (make_plan and random_plan emit them so): entry o is op o.
     for (OpId o = 0; o < g_.num_ops(); ++o)
       CLEAVE_CHECK(p.ops[static_cast<size_t>(o)].name == g_.op(o).name, "flexflow: plan ops out of IR order");
-    sim_.emplace(g_, std::move(p), t_, descs_);
+    sim_.emplace(g_, std::move(p), t_, descs_, o_.profile);
     double cur = sim_->makespan();
     if (index == 0) r.start_seconds = cur;
     chain_start_ = chain_best_ = cur;

@@ -33,6 +33,7 @@
 
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/profile.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -47,6 +48,9 @@ struct FlexFlowOptions {
   int restarts = 1;
   /** Wall-clock cap in seconds over the whole search; 0: none. */
   double budget_seconds = 0;
+  /** Measured times (profile.h) the simulator takes where it has them, as `cleave simulate --profile` does (FlexFlow
+   *  measures each op's kernel once per config and device type); null: roofline and α-β. Must outlive the search. */
+  const Profile *profile = nullptr;
 };
 
 struct FlexFlowResult {

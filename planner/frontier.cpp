@@ -146,8 +146,8 @@ struct PricedOps {
 
 class Builder {
  public:
-  Builder(const Graph &g, int devices, const Topology &t)
-      : g_(g), n_(devices), t_(t), priced_(static_cast<size_t>(g.num_ops())) {
+  Builder(const Graph &g, int devices, const Topology &t, const Profile *profile = nullptr)
+      : g_(g), n_(devices), t_(t), profile_(profile), priced_(static_cast<size_t>(g.num_ops())) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
@@ -437,9 +437,15 @@ class Builder {
     const Op &op = g_.op(o);
     const ParallelConfig &cfg = config(o, c);
     ft::Cost cost;
-    auto [compute, fresh] = compute_by_shape_.try_emplace(shape_key(o, c), 0.0);
-    if (fresh) compute->second = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
-    cost.time = compute->second;
+    if (profile_ && profile_->compute.count(op.name)) {
+      // Measured shares are the op's own (by name): not shared with the ops of the same shapes.
+      std::vector<double> shares = op_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_, profile_);
+      cost.time = *std::max_element(shares.begin(), shares.end());
+    } else {
+      auto [compute, fresh] = compute_by_shape_.try_emplace(shape_key(o, c), 0.0);
+      if (fresh) compute->second = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
+      cost.time = compute->second;
+    }
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId t = op.outputs[k];
       if (t == kNoTensor) continue;
@@ -452,16 +458,11 @@ class Builder {
       if (readers_[static_cast<size_t>(t)] == 1) continue;  // resolved on its one edge
       for (size_t a = 0; a < s.axes.size(); ++a)
         if (s.axes[a].kind == AxisSharding::Kind::partial && s.mesh[a] > 1) {
-          GroupLink l = group_link(t_, axis_group(s, a));
-          cost.time += all_reduce_seconds(static_cast<double>(shard_bytes(tensor, s)), static_cast<int>(s.mesh[a]),
-                                          l.bandwidth, l.latency);
+          cost.time += all_reduce_time(shard_bytes(tensor, s), axis_group(s, a));
         }
     }
-    for (const SyncExchange &x : sync_exchanges(g_, op, descs_[static_cast<size_t>(o)], cfg)) {
-      GroupLink l = group_link(t_, x.group);
-      cost.time += all_reduce_seconds(static_cast<double>(x.count * 4), static_cast<int>(x.group.size()), l.bandwidth,
-                                      l.latency);
-    }
+    for (const SyncExchange &x : sync_exchanges(g_, op, descs_[static_cast<size_t>(o)], cfg))
+      cost.time += all_reduce_time(x.count * 4, x.group);
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       TensorId t = op.inputs[s];
       if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
@@ -477,7 +478,7 @@ class Builder {
         for (size_t i = 0; i < ds.devices.size(); ++i) {
           int64_t n = std::max<int64_t>(box_volume(shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i))), 1);
           worst = std::max(worst, local_seconds({LocalStatement::Kind::copy, ds.devices[i], kNoOp, true,
-                                                 n * dtype_size(g_.tensor(a.dst).dtype)}, t_));
+                                                 n * dtype_size(g_.tensor(a.dst).dtype)}, t_, profile_));
         }
         cost.time += worst;
       }
@@ -487,6 +488,21 @@ class Builder {
           readers_[static_cast<size_t>(a.dst)] == 0)
         cost.memory += static_cast<double>(shard_bytes(g_.tensor(a.dst), owned(a.dst, c)));
     return cost;
+  }
+
+  /** An all-reduce of `bytes` over `group`: α-β over the group's link, or with a profile its measured curve where it
+   *  has one (as estimate_cost prices it). */
+  double all_reduce_time(int64_t bytes, const std::vector<int> &group) const {
+    if (profile_) {
+      CommEvent e;
+      e.kind = CommEvent::Kind::all_reduce;
+      e.group = group;
+      e.count = bytes;
+      e.elem_bytes = 1;
+      return comm_event_seconds(e, t_, profile_).collective;
+    }
+    GroupLink l = group_link(t_, group);
+    return all_reduce_seconds(static_cast<double>(bytes), static_cast<int>(group.size()), l.bandwidth, l.latency);
   }
 
   /** Seconds the slowest device spends reading its shard `s` of input or label `t` from .npy at the start of the step
@@ -500,7 +516,7 @@ class Builder {
       LocalStatement read{LocalStatement::Kind::data, s.devices[i], kNoOp, false,
                           std::max<int64_t>(box_volume(box), 1) * dtype_size(tensor.dtype),
                           box.empty() ? 1 : box[0].size()};
-      worst = std::max(worst, local_seconds(read, t_));
+      worst = std::max(worst, local_seconds(read, t_, profile_));
     }
     return worst;
   }
@@ -538,13 +554,13 @@ class Builder {
       e.group = group;
       e.count = count;
       e.elem_bytes = static_cast<int>(dtype_size(tensor.dtype));
-      double s = comm_event_seconds(e, t_).collective;
+      double s = comm_event_seconds(e, t_, profile_).collective;
       for (int r : group) secs[static_cast<size_t>(r)] += s;
     };
     // Region copies as derive_communication counts them (cost_model.h LocalStatement::Kind::copy).
     auto copy = [&](int r, int64_t elems) {
       LocalStatement c{LocalStatement::Kind::copy, r, kNoOp, false, std::max<int64_t>(elems, 1) * dtype_size(tensor.dtype)};
-      secs[static_cast<size_t>(r)] += local_seconds(c, t_);
+      secs[static_cast<size_t>(r)] += local_seconds(c, t_, profile_);
     };
     std::vector<size_t> partial;
     for (size_t a = 0; a < from.axes.size(); ++a)
@@ -639,7 +655,7 @@ class Builder {
       }
     }
     if (!sr.transfers.empty()) {
-      std::vector<double> tr = comm_event_seconds(sr, t_).transfers;
+      std::vector<double> tr = comm_event_seconds(sr, t_, profile_).transfers;
       std::vector<double> send(static_cast<size_t>(n_), 0), recv(static_cast<size_t>(n_), 0);
       for (size_t i = 0; i < tr.size(); ++i) {
         send[static_cast<size_t>(sr.transfers[i].src)] += tr[i];
@@ -745,6 +761,7 @@ class Builder {
   const Graph &g_;
   int n_;
   const Topology &t_;
+  const Profile *profile_;  // measured times where it has them (may be null)
   std::vector<int> all_;
   std::vector<std::vector<Description>> descs_;
   std::vector<std::vector<ParallelConfig>> configs_;
@@ -779,7 +796,8 @@ std::string sci(double x) {
 
 }  // namespace
 
-FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options) {
+FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options,
+                               const Profile *profile) {
   if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
   if (devices > t.devices()) CLEAVE_USER_ERROR(devices, " devices, but topology ", t.name, " has ", t.devices());
   auto now = [] { return std::chrono::steady_clock::now(); };
@@ -807,7 +825,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
       },
       [&] {
         if (devices > 1) equalchop = baseline_plan(g, "equalchop", devices);
-        built.emplace(g, devices, t);
+        built.emplace(g, devices, t, profile);
         if (equalchop) built->add_seed(*equalchop);
         built->price_ahead(tofu_done);
       });
@@ -834,7 +852,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::vector<ft::FrontierPoint> points;
   side_by_side([&] { points = ft::solve_frontier(cg, guided, &r.stats); },
                [&] {
-                 for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t);
+                 for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t, profile);
                });
   // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
   std::vector<ft::FrontierPoint> seeded;
@@ -886,7 +904,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
     for (size_t i = next++; i < all.size(); i = next++) {
       if (scored[i]) continue;
       try {
-        CostReport c = estimate_cost(g, all[i].plan, t, nullptr, &cache);
+        CostReport c = estimate_cost(g, all[i].plan, t, profile, &cache);
         all[i].step_seconds = c.predicted_step_seconds;
         all[i].peak_memory_bytes = c.peak_memory_bytes;
       } catch (...) {
@@ -918,8 +936,8 @@ ft::CostGraph frontier_cost_graph(const Graph &g, int devices, const Topology &t
 }
 
 std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,
-                                               const std::vector<Plan> &plans) {
-  Builder b(g, devices, t);
+                                               const std::vector<Plan> &plans, const Profile *profile) {
+  Builder b(g, devices, t, profile);
   ft::CostGraph cg = b.cost_graph();
   std::vector<ModelledPlan> out;
   for (const Plan &p : plans) {
@@ -1021,7 +1039,7 @@ std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoin
   return s.str();
 }
 
-Plan frontier_plan(const Graph &g, int devices, const Topology *t) {
+Plan frontier_plan(const Graph &g, int devices, const Topology *t, const Profile *profile) {
   std::optional<Topology> fallback;
   if (!t) {
     for (const char *name : {"k80x8", "p100-4x4"})
@@ -1029,7 +1047,7 @@ Plan frontier_plan(const Graph &g, int devices, const Topology *t) {
     if (!fallback) CLEAVE_USER_ERROR("the frontier planner over ", devices, " devices needs --topology");
     t = &*fallback;
   }
-  FrontierResult r = frontier_search(g, devices, *t);
+  FrontierResult r = frontier_search(g, devices, *t, {}, profile);
   return fastest_fitting(r, t->device.memory_bytes).plan;
 }
 

@@ -42,6 +42,7 @@
 #include "ir/graph.h"
 #include "planner/frontier_solve.h"
 #include "planner/plan.h"
+#include "planner/profile.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -70,8 +71,12 @@ struct FrontierResult {
   std::array<double, 3> seconds{};
 };
 
-/** The frontier of `g` over `devices` devices of `t` (rules above). Throws UserError when `t` has fewer devices. */
-FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options = {});
+/** The frontier of `g` over `devices` devices of `t` (rules above). With a `profile` (profile.h), every time of the
+ *  cost graph and of the re-scoring is measured where the profile has it, as estimate_cost takes it: an op's shares
+ *  (by op name and shard key), collectives, send/recv transfers, copies and data reads. Throws UserError when `t`
+ *  has fewer devices. */
+FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, const ft::SolveOptions &options = {},
+                               const Profile *profile = nullptr);
 
 /** The FT cost graph's estimate of each of `plans` (over `devices` devices of `t`), with how many of its ops run a
  *  config equal to one of their candidates (the same var ranges on every device): the estimate is that of the plan
@@ -82,7 +87,7 @@ struct ModelledPlan {
   int ops_matched = 0;
 };
 std::vector<ModelledPlan> frontier_model_costs(const Graph &g, int devices, const Topology &t,
-                                               const std::vector<Plan> &plans);
+                                               const std::vector<Plan> &plans, const Profile *profile = nullptr);
 
 /** The cost graph of `g` with the configs of `seeds` joining the candidates in order, as frontier_search builds it.
  *  With `price_ahead`, every op is priced before the last seed joins, as when tofu's search outlasts the pricing run
@@ -110,7 +115,7 @@ struct LabelledPoint {
 std::string frontier_svg(const FrontierResult &r, const std::vector<LabelledPoint> &others, const std::string &title);
 
 /** The plan make_plan("frontier") returns: the fastest frontier plan fitting the topology's device memory (`t`, or
- *  without one the first of k80x8 and p100-4x4 that holds `devices`). */
-Plan frontier_plan(const Graph &g, int devices, const Topology *t);
+ *  without one the first of k80x8 and p100-4x4 that holds `devices`), priced with `profile` where given. */
+Plan frontier_plan(const Graph &g, int devices, const Topology *t, const Profile *profile = nullptr);
 
 }  // namespace cleave::plan

@@ -134,7 +134,7 @@ std::vector<int> batch_dims(const Graph &g) {
 }
 
 Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology,
-               uint64_t seed) {
+               uint64_t seed, const Profile *profile) {
   if (devices < 1) CLEAVE_USER_ERROR("device count ", devices, " must be at least 1");
   if (topology && devices > topology->devices())
     CLEAVE_USER_ERROR(devices, " devices, but topology ", topology->name, " has ", topology->devices());
@@ -146,8 +146,14 @@ Plan make_plan(const Graph &g, const std::string &planner, int devices, const To
   else if (planner == "owt" || planner == "allrow" || planner == "spartan" || planner == "equalchop")
     p = baseline_plan(g, planner, devices);
   else if (planner == "random") p = random_plan(g, devices, seed);
-  else if (planner == "frontier") p = frontier_plan(g, devices, topology);
-  else if (planner == "flexflow") p = flexflow_search(g, devices, FlexFlowOptions{topology, seed}).plan;
+  else if (planner == "frontier") p = frontier_plan(g, devices, topology, profile);
+  else if (planner == "flexflow") {
+    FlexFlowOptions o;
+    o.topology = topology;
+    o.seed = seed;
+    o.profile = profile;
+    p = flexflow_search(g, devices, o).plan;
+  }
   else
     CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", kPlannerNames, ")");
   validate_plan(g, p);

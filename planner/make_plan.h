@@ -12,6 +12,7 @@
 #include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/profile.h"
 #include "planner/topology.h"
 
 namespace cleave::plan {
@@ -31,9 +32,9 @@ inline constexpr const char *kPlannerNames =
 
 /** The plan `planner` (one of kPlannerNames) makes for `g` over `devices` devices. `topology` (may be null) is the
  *  machine: tofu and icml18 recurse along its hierarchy (tofu.h); the other planners do not weigh links. `seed` drives
- *  `random` and `flexflow`. Deterministic. Throws UserError for an unknown planner, a device count below 1 or above the
+ *  `random` and `flexflow`. `profile` (may be null): the measured times `flexflow` and `frontier` search with. Deterministic. Throws UserError for an unknown planner, a device count below 1 or above the
  *  topology's, or (data) a batch not divisible by the device count. The result passes validate_plan. */
 Plan make_plan(const Graph &g, const std::string &planner, int devices, const Topology *topology = nullptr,
-               uint64_t seed = 0);
+               uint64_t seed = 0, const Profile *profile = nullptr);
 
 }  // namespace cleave::plan

@@ -144,6 +144,24 @@ print('ops %d, measured differs from roofline on %d; step roofline %s, measured 
 PY"
 check "explain's text header names the profile" \
   "\"$CLEAVE\" explain '$SRC/models/mlp.onnx' --batch 8 --plan '$tmp/data.plan' --profile '$tmp/p.json' | head -1 | grep -q 'compute measured for'"
+# The search planners take the profile: flexflow's reported step is `cleave simulate --profile`'s for its plan, and
+# the frontier's table (whose points are re-scored with the profile) lists the plan it chose at explain's step.
+"$CLEAVE" plan "$SRC/models/mlp.onnx" --devices 2 --batch 8 --planner flexflow --iterations 200 --profile "$tmp/p.json" \
+  -o "$tmp/ff.plan" 2>"$tmp/ff.err"
+"$CLEAVE" simulate "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/ff.plan" --profile "$tmp/p.json" >"$tmp/ff.sim" 2>/dev/null
+check "flexflow --profile: its simulated step is simulate --profile's of its plan" \
+  "grep -q \"simulated step \$(awk '/^simulated_step_seconds/ {print \$2}' '$tmp/ff.sim') s\" '$tmp/ff.err'" ||
+  { cat "$tmp/ff.err"; head -3 "$tmp/ff.sim"; }
+"$CLEAVE" plan "$SRC/models/mlp.onnx" --devices 2 --batch 8 --planner frontier --profile "$tmp/p.json" \
+  --frontier-table "$tmp/ft.txt" -o "$tmp/ft.plan" 2>/dev/null
+"$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/ft.plan" --topology k80x8 --format json \
+  --profile "$tmp/p.json" >"$tmp/ft.json" 2>/dev/null
+check "frontier --profile: the chosen plan's step in the table is explain --profile's" "/usr/bin/python3 - '$tmp/ft.txt' '$tmp/ft.json' <<'PY'
+import json, sys
+rows = [l.split() for l in open(sys.argv[1]) if not l.startswith('#')]
+step = json.load(open(sys.argv[2]))['predicted_step_seconds']
+assert rows and abs(float(rows[0][1]) - float(step)) <= 1e-3 * float(step), (rows[0], step)  # explain prints 4 digits
+PY"
 # Last (it writes over the work dir's run files): profiling again into the same --work-dir rewrites no unchanged
 # bundle file, so nothing is compiled again.
 times() { stat -c '%n %Y.%y' "$tmp"/work/plan_0/src/rank_*.cpp "$tmp"/work/plan_0/build/rank_* "$tmp"/work/plan_0/plan.txt; }

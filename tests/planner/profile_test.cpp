@@ -20,6 +20,8 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/error.h"
 #include "planner/cost_model.h"
+#include "planner/flexflow.h"
+#include "planner/frontier.h"
 #include "planner/make_plan.h"
 #include "planner/profile.h"
 #include "planner/simulator.h"
@@ -325,6 +327,92 @@ TEST(Profile, CostModelUsesMeasuredTimesWhereItHasThem) {
   const DeviceCost &d0 = meas.devices[0];
   EXPECT_NEAR(meas.predicted_step_seconds, d0.compute_seconds + d0.comm_seconds + d0.copy_seconds + d0.data_seconds,
               1e-12);
+}
+
+// A share the profile did not measure, of an op it measured at other shares, is the share's roofline times the op's
+// measured / roofline ratio: the roofline's error on the measuring machine carries over. Other ops keep the roofline.
+TEST(Profile, UnmeasuredSharesOfMeasuredOpsAreCalibrated) {
+  Graph g = mlp(8);
+  Topology t = preset_topology("k80x8");
+  Plan data = make_plan(g, "data", 2), single = make_plan(g, "single", 1);
+  CostReport roof_data = estimate_cost(g, data, t), roof_single = estimate_cost(g, single, t);
+  const Op &op0 = g.op(0);
+  Profile prof;
+  prof.compute[op0.name][shard_key(g, op0, data.ops[0].config, 0)] = 0.25;
+  prof.rank_scale = {2.0};
+  CostReport meas = estimate_cost(g, single, t, &prof);
+  EXPECT_EQ(meas.measured_shares, 0);
+  // The data plan halves op 0's batch: its whole share does twice the work of the measured half.
+  double ratio = roof_single.ops[0].compute_seconds / roof_data.ops[0].compute_seconds;
+  EXPECT_GT(ratio, 1.1);
+  EXPECT_NEAR(meas.ops[0].compute_seconds, 0.25 * ratio * 2.0, 1e-12);
+  for (OpId o = 1; o < g.num_ops(); ++o)
+    EXPECT_DOUBLE_EQ(meas.ops[o].compute_seconds, roof_single.ops[o].compute_seconds) << g.op(o).name;
+  // A key that does not name the op's vars (a profile of another version of the model) calibrates nothing.
+  Profile stale;
+  stale.compute[op0.name]["zz=3"] = 0.25;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, single, t, &stale).ops[0].compute_seconds, roof_single.ops[0].compute_seconds);
+}
+
+/** A profile in which every op's share under the 2-device data plan takes `split` seconds and its whole share (the
+ *  single-device plan's) `whole`. */
+Profile split_against_whole(const Graph &g, double split, double whole) {
+  Plan data = make_plan(g, "data", 2), single = make_plan(g, "single", 1);
+  Profile p;
+  for (const OpEntry &e : data.ops)
+    p.compute[e.name][shard_key(g, g.op(*g.find_op(e.name)), e.config, 0)] = split;
+  for (const OpEntry &e : single.ops)
+    p.compute[e.name][shard_key(g, g.op(*g.find_op(e.name)), e.config, 0)] = whole;
+  return p;
+}
+
+// flexflow and frontier search with the profile's times: their scores are the simulator's and estimate_cost's with
+// the profile, and where it makes whole shares slow (the roofline on k80x8 keeps this small MLP's ops whole: splits
+// cost communication) they find plans far faster under it than their own plans without it.
+TEST(Profile, PlannersSearchWithTheProfile) {
+  Graph g = mlp(8);
+  Topology t = preset_topology("k80x8");
+  Profile prof = split_against_whole(g, 1e-3, 1.0);
+  Plan data = make_plan(g, "data", 2);
+  FlexFlowOptions o;
+  o.topology = &t;
+  o.iterations = 300;
+  o.seed = 3;
+  FlexFlowResult plain = flexflow_search(g, 2, o);
+  o.profile = &prof;
+  FlexFlowResult measured = flexflow_search(g, 2, o);
+  EXPECT_EQ(measured.simulated_seconds, Simulator(g, measured.plan, t, &prof).makespan());
+  EXPECT_EQ(measured.start_seconds, Simulator(g, data, t, &prof).makespan());
+  EXPECT_LE(measured.simulated_seconds, measured.start_seconds);
+  EXPECT_LT(measured.simulated_seconds, 0.5 * Simulator(g, plain.plan, t, &prof).makespan());
+  EXPECT_EQ(print_plan(make_plan(g, "flexflow", 2, &t, 3, &prof)),
+            print_plan(flexflow_search(g, 2, [&] {
+                         FlexFlowOptions d;
+                         d.topology = &t;
+                         d.seed = 3;
+                         d.profile = &prof;
+                         return d;
+                       }()).plan));
+
+  // The frontier's cost graph prices the data plan as estimate_cost does with the profile (its measured compute,
+  // collective curve and copies), as it does without one (frontier_test.cpp).
+  Profile curves = prof;
+  curves.collectives["all_reduce"][2] = {{4, 1e-3}, {1 << 20, 5e-3}};
+  curves.statements["copy"] = {{4, 1e-4}, {1 << 20, 2e-4}};
+  std::vector<ModelledPlan> m = frontier_model_costs(g, 2, t, {data}, &curves);
+  ASSERT_EQ(m.size(), 1u);
+  double want = estimate_cost(g, data, t, &curves).predicted_step_seconds;
+  EXPECT_EQ(m[0].ops_matched, g.num_ops());
+  EXPECT_NEAR(m[0].model.time, want, 1e-9 * want);
+  EXPECT_GT(want, estimate_cost(g, data, t, &prof).predicted_step_seconds);  // the curves are slower than k80x8
+
+  FrontierResult fplain = frontier_search(g, 2, t), fmeasured = frontier_search(g, 2, t, {}, &prof);
+  ASSERT_FALSE(fmeasured.frontier.empty());
+  for (const FrontierPlan &f : fmeasured.frontier)
+    EXPECT_EQ(f.step_seconds, estimate_cost(g, f.plan, t, &prof).predicted_step_seconds);
+  double best = fmeasured.frontier.front().step_seconds;
+  EXPECT_LE(best, estimate_cost(g, data, t, &prof).predicted_step_seconds);
+  EXPECT_LT(best, 0.5 * estimate_cost(g, fplain.frontier.front().plan, t, &prof).predicted_step_seconds);
 }
 
 }  // namespace

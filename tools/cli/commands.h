@@ -10,6 +10,7 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
+#include "planner/profile.h"
 #include "planner/topology.h"
 
 namespace cleave::cli {
@@ -66,6 +67,8 @@ struct SearchFlags {
   uint64_t seed = 0;
   int64_t iterations = 2000;
   double budget = 0;
+  /** The command's --profile, loaded (may be null): flexflow and frontier search with its measured times. */
+  const plan::Profile *profile = nullptr;
   CLI::Option *seed_opt = nullptr, *iterations_opt = nullptr, *budget_opt = nullptr;
   void add_to(CLI::App &app);
   /** UserError naming a flag given for a planner that does not take it. */
@@ -105,11 +108,11 @@ struct FrontierFlags {
   std::string table, svg, baselines;
   void add_to(CLI::App &app);
 };
-/** Runs the frontier search of `cleave plan`: `devices` is N, or A..B for --mode profile. Writes the table and SVG
- *  files; returns the chosen plan (mini-time, mini-parallelism), or nullopt after printing the profile table to
- *  stdout (profile). */
+/** Runs the frontier search of `cleave plan`: `devices` is N, or A..B for --mode profile; `profile` (may be null):
+ *  measured times for the search and the baselines. Writes the table and SVG files; returns the chosen plan
+ *  (mini-time, mini-parallelism), or nullopt after printing the profile table to stdout (profile). */
 std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::string &devices, const std::string &topology,
-                                                const FrontierFlags &flags);
+                                                const FrontierFlags &flags, const plan::Profile *profile = nullptr);
 Command add_compile_command(CLI::App &app);
 Command add_run_command(CLI::App &app);
 /** `cleave explain`: the cost model's per-op table and totals for a plan. */

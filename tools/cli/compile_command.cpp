@@ -101,6 +101,7 @@ Command add_compile_command(CLI::App &app) {
       // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
       plan::complete_plan(g, p);
     } else {
+      args->search.profile = profile ? &*profile : nullptr;
       p = make_plan_with(g, args->planner.empty() ? "data" : args->planner, args->devices, topo ? &*topo : nullptr,
                          args->search);
     }

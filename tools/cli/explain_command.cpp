@@ -224,6 +224,7 @@ Command add_explain_command(CLI::App &app) {
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     src->topology = &topo;
+    src->search.profile = profile ? &*profile : nullptr;
     plan::Plan p = src->make(g);
     plan::CostReport r = plan::estimate_cost(g, p, topo, profile ? &*profile : nullptr);
     std::cout << (args->format == "json" ? json_report(g, p, r, args->profile) : text_report(g, p, r, args->profile));

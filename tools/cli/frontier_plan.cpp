@@ -97,7 +97,7 @@ void FrontierFlags::add_to(CLI::App &app) {
 }
 
 std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::string &devices, const std::string &topology,
-                                                const FrontierFlags &flags) {
+                                                const FrontierFlags &flags, const plan::Profile *profile) {
   if (flags.mode != "mini-time" && flags.mode != "mini-parallelism" && flags.mode != "profile")
     CLEAVE_USER_ERROR("--mode: \"", flags.mode, "\" is not mini-time, mini-parallelism or profile");
   auto [lo, hi] = device_range(devices);
@@ -133,7 +133,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
     out << "# frontier profile topology=" << topo.name << "\n# devices best_step_seconds peak_memory_bytes points\n";
     for (int n : counts_in(lo, hi)) {
       auto t0 = std::chrono::steady_clock::now();
-      plan::FrontierResult r = plan::frontier_search(g, n, topo);
+      plan::FrontierResult r = plan::frontier_search(g, n, topo, {}, profile);
       const plan::FrontierPlan &f = r.frontier.front();
       char line[160];
       std::snprintf(line, sizeof line, "%d %.6e %lld %zu\n", n, f.step_seconds,
@@ -153,7 +153,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   std::string progress;  // for people, printed once a plan is chosen (an error is the only line otherwise)
   for (int n : counts) {
     auto t0 = std::chrono::steady_clock::now();
-    results.push_back(plan::frontier_search(g, n, topo));
+    results.push_back(plan::frontier_search(g, n, topo, {}, profile));
     double t = best_time(results.back(), limit);
     char line[200];
     const std::array<double, 3> &phase = results.back().seconds;
@@ -183,8 +183,8 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   std::vector<plan::LabelledPoint> points;
   std::vector<plan::Plan> plans;
   for (const std::string &b : baselines) {
-    plans.push_back(plan::make_plan(g, b, r.devices, &topo));
-    plan::CostReport c = plan::estimate_cost(g, plans.back(), topo);
+    plans.push_back(plan::make_plan(g, b, r.devices, &topo, 0, profile));
+    plan::CostReport c = plan::estimate_cost(g, plans.back(), topo, profile);
     points.push_back({b, c.predicted_step_seconds, c.peak_memory_bytes});
   }
   std::string table = plan::frontier_table(r, topo.name);
@@ -208,7 +208,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   if (!baselines.empty()) {
     // The search's own model of each baseline, beside the re-scored points: where a baseline beats the frontier, the
     // model's numbers tell whether the candidates lack it (few ops matched) or the model misprices it.
-    std::vector<plan::ModelledPlan> modelled = plan::frontier_model_costs(g, r.devices, topo, plans);
+    std::vector<plan::ModelledPlan> modelled = plan::frontier_model_costs(g, r.devices, topo, plans, profile);
     for (size_t i = 0; i < baselines.size(); ++i) {
       char line[200];
       std::snprintf(line, sizeof line, "# baseline-model %s ft_seconds=%.6e ft_memory_bytes=%lld ops_among_candidates=%d/%d\n",

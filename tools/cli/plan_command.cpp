@@ -128,18 +128,19 @@ Command add_plan_command(CLI::App &app) {
     plan::Plan p;
     if (args->planner == "frontier") {
       std::optional<plan::Plan> chosen =
-          frontier_plan_command(g, args->devices_text, args->topology, args->frontier);
+          frontier_plan_command(g, args->devices_text, args->topology, args->frontier, profile ? &*profile : nullptr);
       if (!chosen) return 0;  // profile: its table is the output
       p = std::move(*chosen);
       args->devices = p.devices;
     } else {
+      args->search.profile = profile ? &*profile : nullptr;
       p = make_plan_with(g, args->planner, args->devices, topo ? &*topo : nullptr, args->search);
     }
     std::clock_t c2 = std::clock();
     auto t2 = std::chrono::steady_clock::now();
     std::string text = plan::print_plan(p);
     if (profile) {
-      // The plans themselves do not depend on measurements yet; the profile prices the plan chosen (for people).
+      // flexflow and frontier searched with the profile's times; every plan chosen is priced with them (for people).
       plan::Topology t = topo ? *topo : plan::preset_topology("k80x8");
       plan::CostReport r = plan::estimate_cost(g, p, t, &*profile);
       std::fprintf(stderr, "predicted on %s with profile %s: step %.3e s (%lld of %lld op shares measured)\n",

@@ -40,7 +40,7 @@ void SearchFlags::check(const std::string &planner) const {
 plan::Plan make_plan_with(const Graph &g, const std::string &planner, int devices, const plan::Topology *topology,
                           const SearchFlags &flags) {
   if (planner != "flexflow") {
-    plan::Plan p = plan::make_plan(g, planner, devices, topology, flags.seed);
+    plan::Plan p = plan::make_plan(g, planner, devices, topology, flags.seed, flags.profile);
     if (planner == "random")
       std::fprintf(stderr, "random plan, seed %llu: %s\n", static_cast<unsigned long long>(flags.seed),
                    plan::plan_summary(g, p).c_str());
@@ -53,6 +53,7 @@ plan::Plan make_plan_with(const Graph &g, const std::string &planner, int device
   o.seed = flags.seed;
   o.iterations = flags.iterations;
   o.budget_seconds = flags.budget;
+  o.profile = flags.profile;
   plan::FlexFlowResult r = plan::flexflow_search(g, devices, o);
   std::string chains;
   char buf[160];
@@ -135,6 +136,7 @@ Command add_simulate_command(CLI::App &app) {
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     src->topology = &topo;
+    src->search.profile = prof;
     plan::Plan p = src->make(g);
     if (p.devices > topo.devices())
       CLEAVE_USER_ERROR("the plan uses ", p.devices, " devices, topology ", topo.name, " has ", topo.devices());
