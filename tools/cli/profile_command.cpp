@@ -301,7 +301,7 @@ Command add_profile_command(CLI::App &app) {
              "time of each "
              "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and of the "
              "plans' region copies and data reads per size, and write them "
-             "as a profile (planner/profile.h) for --profile on explain, plan and compile.");
+             "as a profile (planner/profile.h) for --profile on explain, plan, compile and simulate.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--backend", args->backend,
                  "cpu (OpenBLAS kernels, MPI collectives) or cuda (cuBLAS/cuDNN kernels, NCCL collectives; one GPU "
@@ -312,12 +312,14 @@ Command add_profile_command(CLI::App &app) {
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")->check(kPositive);
   app.add_option("--planner", args->planners,
                  "plans to measure, by planner (repeatable): single | data | tofu | icml18 | owt | allrow | spartan | "
-                 "equalchop | random (default data when no --plan)")
-      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random"}));
+                 "equalchop | random | flexflow | frontier (default data when no --plan)")
+      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
+                             "flexflow", "frontier"}));
   app.add_option("--plan", args->plan_files, "plans to measure, as plan files (repeatable)");
   app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   add_topology_option(app, args->topology);
-  app.get_option("--topology")->description("machine the tofu and icml18 planners plan for (a preset or a JSON file)");
+  app.get_option("--topology")
+      ->description("machine the tofu, icml18, flexflow and frontier planners plan for (a preset or a JSON file)");
   app.add_option("-o,--output", args->out, "the profile JSON to write")->required();
   app.add_option("--steps", args->steps, "steps per plan run; the first is a warm-up (default 20)")->check(kPositive);
   app.add_option("--repeats", args->repeats,
