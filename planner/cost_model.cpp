@@ -108,11 +108,10 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
  *  (kernel overheads, a kernel far from peak) carries over from the op's measured shares. Without it a search would
  *  prefer configs only because nobody measured them: the roofline is several times too fast on small kernels.
  *  Nothing when the profile has no usable share of the op. At the mean rank's speed. */
-std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::string &key, const Topology &t,
-                                         const Profile &profile) {
+std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const std::string &key, const Topology &t, const Profile &profile) {
   auto measured = profile.compute.find(op.name);
   if (measured == profile.compute.end()) return std::nullopt;
-  std::vector<describe::Description> descs = describe::describe(g, op);
   std::optional<double> mine = key_roofline_seconds(g, op, descs, key, t);
   if (!mine) return std::nullopt;
   std::vector<double> ratios;
@@ -129,16 +128,17 @@ std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std
 /** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set; the device's
  *  rank_scale applied), else calibrated from the op's measured shares (calibrated_seconds; rank_scale applied), else
  *  the roofline. */
-double share_seconds(const Graph &g, const Op &op, const ParallelConfig &c, int64_t index, const Work &w,
-                     const Topology &t, const Profile *profile, bool &measured) {
+double share_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                     const ParallelConfig &c, int64_t index, const Work &w, const Topology &t, const Profile *profile,
+                     bool &measured) {
   if (profile) {
     int device = c.devices[static_cast<size_t>(index)];
-    std::string key = shard_key(g, op, c, index);
+    std::string key = shard_key(op, descs, c, index);
     if (auto m = profile->compute_seconds(op.name, key, device)) {
       measured = true;
       return *m;
     }
-    if (auto m = calibrated_seconds(g, op, key, t, *profile)) return *m * profile->scale(device);
+    if (auto m = calibrated_seconds(g, op, descs, key, t, *profile)) return *m * profile->scale(device);
   }
   return roofline_seconds(w, t);
 }
@@ -216,12 +216,12 @@ class Estimator {
       oc.op = o;
       const ParallelConfig &c = *config[o];
       std::vector<Work> works;
+      std::vector<describe::Description> described;
+      if (!cache_) described = describe::describe(g_, op);
+      const std::vector<describe::Description> &descs = cache_ ? cache_->descs[static_cast<size_t>(o)] : described;
       if (cache_ && !cache_->work[static_cast<size_t>(o)].empty()) {
         for (const auto &[flops, bytes] : cache_->work[static_cast<size_t>(o)]) works.push_back({flops, bytes});
       } else {
-        std::vector<describe::Description> described;
-        if (!cache_) described = describe::describe(g_, op);
-        const std::vector<describe::Description> &descs = cache_ ? cache_->descs[static_cast<size_t>(o)] : described;
         for (size_t i = 0; i < c.devices.size(); ++i)
           works.push_back(device_work(g_, op, descs, c, static_cast<int64_t>(i)));
         if (cache_)
@@ -230,7 +230,7 @@ class Estimator {
       for (size_t i = 0; i < c.devices.size(); ++i) {
         const Work &w = works[i];
         bool measured = false;
-        double secs = share_seconds(g_, op, c, static_cast<int64_t>(i), w, t_, profile_, measured);
+        double secs = share_seconds(g_, op, descs, c, static_cast<int64_t>(i), w, t_, profile_, measured);
         if (profile_) ++(measured ? r_.measured_shares : r_.roofline_shares);
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
@@ -376,7 +376,8 @@ std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::
   for (size_t i = 0; i < config.devices.size(); ++i) {
     bool measured = false;
     int64_t index = static_cast<int64_t>(i);
-    out.push_back(share_seconds(g, op, config, index, device_work(g, op, descs, config, index), t, profile, measured));
+    out.push_back(
+        share_seconds(g, op, descs, config, index, device_work(g, op, descs, config, index), t, profile, measured));
   }
   return out;
 }

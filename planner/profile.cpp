@@ -103,7 +103,11 @@ std::optional<std::vector<double>> fit_rank_scale(const std::vector<std::vector<
 }
 
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index) {
-  std::vector<describe::Description> descs = describe::describe(g, op);
+  return shard_key(op, describe::describe(g, op), config, index);
+}
+
+std::string shard_key(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config,
+                      int64_t index) {
   for (size_t k = 0; k < descs.size(); ++k) {
     if (op.output(k) == kNoTensor) continue;
     std::vector<Interval> ranges = var_ranges(descs[k], config, index);

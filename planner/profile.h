@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/describe/description.h"
 #include "ir/graph.h"
 #include "planner/plan.h"
 
@@ -86,6 +87,9 @@ double interpolate(const std::vector<std::pair<double, double>> &points, double 
  *  op's first present output, "name=extent" joined by commas in the description's var order (e.g. "b=4,i=64,o=10").
  *  Codegen labels each kernel with the same key, so measured and predicted shares match. */
 std::string shard_key(const Graph &g, const Op &op, const ParallelConfig &config, int64_t index);
+/** The same given the op's descriptions (describe::describe(g, op)), for callers that keep them. */
+std::string shard_key(const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &config,
+                      int64_t index);
 
 /** Fits rank_scale to per-rank measurements of the same items (kernel shares): `times[i][r]` is item i's expected
  *  seconds on rank r (0 where rank r did not run it; an item run by one rank says nothing about speeds and is
