@@ -30,38 +30,16 @@
 # simulate simprofile"), CASES (default below: model:batch:ranks:planner[/seed] ...), RUNTIME_DIR (a prebuilt runtime;
 # default the one next to CLEAVE_BINARY's build).
 set -u
-cleave=$(readlink -f "$1")
-src=$(readlink -f "$2")
-work=${3:-$(mktemp -d)}
-mkdir -p "$work"
-work=$(readlink -f "$work")
+source "$(dirname "$0")/rank_bench_setup.sh"
 steps=${STEPS:-40}
 repeats=${REPEATS:-3}
 predictors=${PREDICTORS:-"repeat roofline profile profileavg simulate simprofile"}
-topology=$src/models/topologies/cpu-local.json
-rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
-rtflag=()
-[ -f "$rt/libcleave_rt_cpu.a" ] && rtflag=(--runtime-dir "$rt")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # model:batch:ranks:planner[/seed]. Models: mlp and cnn (models/), the zoo's tiny ResNet and Transformer.
 cases=${CASES:-"mlp:64:1:single mlp:64:2:data mlp:64:2:owt mlp:64:2:tofu mlp:64:2:random/1 mlp:64:4:data mlp:64:4:random/2
 cnn:16:1:single cnn:16:2:data cnn:16:2:owt cnn:16:2:random/3 cnn:16:4:data
 resnet-tiny:8:1:single resnet-tiny:8:2:data resnet-tiny:8:2:tofu resnet-tiny:8:2:random/5
 transformer-tiny:8:1:single transformer-tiny:8:2:data transformer-tiny:8:2:tofu transformer-tiny:8:2:random/4"}
-
-model_file() {
-  case $1 in
-    mlp | cnn) echo "$src/models/$1.onnx" ;;
-    *-tiny)
-      local f=$work/models/$1.onnx
-      if [ ! -f "$f" ]; then
-        mkdir -p "$work/models"
-        /usr/bin/python3 "$src/models/zoo/generate.py" --family "${1%-tiny}" --variant tiny -o "$f" >&2 || return 1
-      fi
-      echo "$f" ;;
-  esac
-}
 
 # The predictors: MODEL BATCH PLAN PROFILE -> predicted step seconds.
 explain_step() {

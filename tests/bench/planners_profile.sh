@@ -13,36 +13,14 @@
 # Environment: STEPS (default 200), ROUNDS (default 3), ITERATIONS (flexflow's, default 2000), MODELS (default
 # "mlp:64 cnn:16 transformer-tiny:8"), RUNTIME_DIR (default the runtime next to CLEAVE_BINARY's build).
 set -u
-cleave=$(readlink -f "$1")
-src=$(readlink -f "$2")
-work=${3:-$(mktemp -d)}
-mkdir -p "$work"
-work=$(readlink -f "$work")
+source "$(dirname "$0")/rank_bench_setup.sh"
 steps=${STEPS:-200}
 rounds=${ROUNDS:-3}
 iterations=${ITERATIONS:-2000}
 models=${MODELS:-"mlp:64 cnn:16 transformer-tiny:8"}
-topology=$src/models/topologies/cpu-local.json
-rt=${RUNTIME_DIR:-$(dirname "$(dirname "$cleave")")/runtime}
-rtflag=()
-[ -f "$rt/libcleave_rt_cpu.a" ] && rtflag=(--runtime-dir "$rt")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 ranks=2
 
-model_file() {
-  case $1 in
-    mlp | cnn) echo "$src/models/$1.onnx" ;;
-    *-tiny)
-      local f=$work/models/$1.onnx
-      if [ ! -f "$f" ]; then
-        mkdir -p "$work/models"
-        /usr/bin/python3 "$src/models/zoo/generate.py" --family "${1%-tiny}" --variant tiny -o "$f" >&2 || return 1
-      fi
-      echo "$f" ;;
-  esac
-}
-
-# Synthetic inputs for a bundle (the same .npy files `cleave profile` writes into its work dir's bundles).
+# Synthetic inputs for a bundle, as `cleave profile` makes them: normal floats, zero labels and indices.
 bundle_data() {
   /usr/bin/python3 - "$1" <<'PY'
 import json, sys
