@@ -79,6 +79,7 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
     std::vector<Interval> ranges;
     size_t at = 0;
     for (size_t v = 0; v < cut.vars.size(); ++v) {
+      if (at > key.size()) return std::nullopt;  // the key ran out of vars
       size_t end = std::min(key.find(',', at), key.size());
       std::string item = key.substr(at, end - at), name = cut.vars[v].name + "=";
       if (item.rfind(name, 0) != 0) return std::nullopt;
@@ -130,7 +131,7 @@ std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std
  *  the roofline. */
 double share_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                      const ParallelConfig &c, int64_t index, const Work &w, const Topology &t, const Profile *profile,
-                     bool &measured) {
+                     bool &measured, bool &calibrated) {
   if (profile) {
     int device = c.devices[static_cast<size_t>(index)];
     std::string key = shard_key(op, descs, c, index);
@@ -138,7 +139,10 @@ double share_seconds(const Graph &g, const Op &op, const std::vector<describe::D
       measured = true;
       return *m;
     }
-    if (auto m = calibrated_seconds(g, op, descs, key, t, *profile)) return *m * profile->scale(device);
+    if (auto m = calibrated_seconds(g, op, descs, key, t, *profile)) {
+      calibrated = true;
+      return *m * profile->scale(device);
+    }
   }
   return roofline_seconds(w, t);
 }
@@ -229,9 +233,10 @@ class Estimator {
       }
       for (size_t i = 0; i < c.devices.size(); ++i) {
         const Work &w = works[i];
-        bool measured = false;
-        double secs = share_seconds(g_, op, descs, c, static_cast<int64_t>(i), w, t_, profile_, measured);
+        bool measured = false, calibrated = false;
+        double secs = share_seconds(g_, op, descs, c, static_cast<int64_t>(i), w, t_, profile_, measured, calibrated);
         if (profile_) ++(measured ? r_.measured_shares : r_.roofline_shares);
+        r_.calibrated_shares += calibrated;
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
         d.compute_seconds += secs;
@@ -374,10 +379,10 @@ std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::
                                        const ParallelConfig &config, const Topology &t, const Profile *profile) {
   std::vector<double> out;
   for (size_t i = 0; i < config.devices.size(); ++i) {
-    bool measured = false;
+    bool measured = false, calibrated = false;
     int64_t index = static_cast<int64_t>(i);
-    out.push_back(
-        share_seconds(g, op, descs, config, index, device_work(g, op, descs, config, index), t, profile, measured));
+    out.push_back(share_seconds(g, op, descs, config, index, device_work(g, op, descs, config, index), t, profile,
+                                measured, calibrated));
   }
   return out;
 }

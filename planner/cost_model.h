@@ -222,9 +222,10 @@ struct CostReport {
   /** Max over devices. */
   int64_t peak_memory_bytes = 0;
   double predicted_step_seconds = 0;
-  /** With a profile: how many (op, device) shares took their compute time from it (the rest: roofline), and how many
-   *  communication events took theirs from its measured curves (the rest: α-β). */
-  int64_t measured_shares = 0, roofline_shares = 0, measured_comm = 0, modelled_comm = 0;
+  /** With a profile: how many (op, device) shares took their compute time from it (the rest: roofline, of which
+   *  `calibrated_shares` scaled by their op's measured / roofline ratio), and how many communication events took
+   *  theirs from its measured curves (the rest: α-β). */
+  int64_t measured_shares = 0, roofline_shares = 0, calibrated_shares = 0, measured_comm = 0, modelled_comm = 0;
   /** With a profile: how many local statements took their time from its curves (the rest: modelled). */
   int64_t measured_local = 0, modelled_local = 0;
 };

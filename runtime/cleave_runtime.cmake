@@ -17,8 +17,9 @@ if(CLEAVE_BACKEND STREQUAL "cuda")
     endif()
     set(CMAKE_CUDA_COMPILER ${CLEAVE_NVCC} CACHE FILEPATH "CUDA compiler")
   endif()
-  # Ampere and Hopper by default; -DCMAKE_CUDA_ARCHITECTURES=... overrides.
-  if(NOT CMAKE_CUDA_ARCHITECTURES)
+  # Ampere and Hopper by default; -DCMAKE_CUDA_ARCHITECTURES=... or the environment's CUDAARCHS (which CMake reads
+  # at enable_language: `cleave run` and `cleave profile` pass no flags for it) override.
+  if(NOT CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
     set(CMAKE_CUDA_ARCHITECTURES 80 90)
   endif()
   enable_language(CUDA)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Do the search planners find faster plans with a profile? (issue 7; on demand, not in CI: ~10 min.) Per model, on 2
+# Do the search planners find faster plans with a profile? (issue 7; on demand, not in CI: ~17 min.) Per model, on 2
 # MPI ranks of this machine:
 #  1. `cleave profile` measures the data, tofu, owt and random (seed 1) plans (--repeats 2): P1;
 #  2. plans: data; tofu; flexflow and frontier planned on models/topologies/cpu-local.json without a profile (roofline
@@ -89,8 +89,9 @@ print(statistics.median(json.load(open(sys.argv[1]))["steps"][1:]))' "$dir/b_$n/
 v = [float(x) for x in sys.argv[1:]]
 print("%.4e %.1f" % (statistics.median(v), (max(v) / min(v) - 1) * 100))' ${runs[$n]})"
     [ "$n" = data ] && data_med=$med
-    printf '%-12s %12.4e %12s %8s %9s\n' "$n" "$pred" "$med" "$spread" \
-      "$(/usr/bin/python3 -c "print('%.3f' % ($med / $data_med))")"
+    ratio=-
+    [ -n "$data_med" ] && ratio=$(/usr/bin/python3 -c "print('%.3f' % ($med / $data_med))")
+    printf '%-12s %12s %12s %8s %9s\n' "$n" "${pred:--}" "$med" "$spread" "$ratio"
   done
   unset runs
 done

@@ -8,7 +8,11 @@
 # Usage: profile_cuda.sh CLEAVE SOURCE_DIR CUDA_RUNTIME_LIB_DIR NVCC
 set -u
 cleave=$1 src=$2 rtdir=$3 nvcc=$4
+# One arch, the first GPU's (90 without one), unless the caller chose: the bundles' and the benchmark's builds read
+# CUDAARCHS.
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. ')
 export PATH="$(dirname "$nvcc"):$PATH" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export CUDAARCHS=${CUDAARCHS:-${arch:-90}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -16,7 +20,7 @@ check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; 
 mlp=$src/models/mlp.onnx
 
 cmake -S "$src/runtime/bench" -B "$tmp/bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cuda \
-  -DCLEAVE_RUNTIME_DIR="$rtdir" -DCMAKE_CUDA_ARCHITECTURES=90 >"$tmp/bench.log" 2>&1 &&
+  -DCLEAVE_RUNTIME_DIR="$rtdir" >"$tmp/bench.log" 2>&1 &&
   cmake --build "$tmp/bench" >>"$tmp/bench.log" 2>&1
 check "the collective benchmark builds for cuda and links NCCL" \
   "[ -x '$tmp/bench/comm_bench' ] && ldd '$tmp/bench/comm_bench' | grep -q libnccl" || tail -20 "$tmp/bench.log"
@@ -28,8 +32,14 @@ check "no GPU visible: exit 1, one error line, no profile" \
   "[ $code -eq 1 ] && [ \"\$(cat '$tmp/none.err')\" = 'error: --backend cuda: no GPU is visible (nvidia-smi -L, CUDA_VISIBLE_DEVICES)' ] && [ ! -e '$tmp/none.json' ]" ||
   cat "$tmp/none.err"
 
+# As cleave counts them: nvidia-smi's GPUs, capped by CUDA_VISIBLE_DEVICES's entries where it is set.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 gpus=${gpus:-0}
+if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+  entries=0
+  [ -n "$CUDA_VISIBLE_DEVICES" ] && entries=$(($(tr -cd , <<<"$CUDA_VISIBLE_DEVICES" | wc -c) + 1))
+  [ "$entries" -lt "$gpus" ] && gpus=$entries
+fi
 if [ "$gpus" -lt 1 ]; then
   echo "no GPU here: the profiling run on GPUs was not tested"
   exit $fail

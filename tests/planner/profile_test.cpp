@@ -342,6 +342,7 @@ TEST(Profile, UnmeasuredSharesOfMeasuredOpsAreCalibrated) {
   prof.rank_scale = {2.0};
   CostReport meas = estimate_cost(g, single, t, &prof);
   EXPECT_EQ(meas.measured_shares, 0);
+  EXPECT_EQ(meas.calibrated_shares, 1);
   // The data plan halves op 0's batch: its whole share does twice the work of the measured half.
   double ratio = roof_single.ops[0].compute_seconds / roof_data.ops[0].compute_seconds;
   EXPECT_GT(ratio, 1.1);
@@ -349,9 +350,16 @@ TEST(Profile, UnmeasuredSharesOfMeasuredOpsAreCalibrated) {
   for (OpId o = 1; o < g.num_ops(); ++o)
     EXPECT_DOUBLE_EQ(meas.ops[o].compute_seconds, roof_single.ops[o].compute_seconds) << g.op(o).name;
   // A key that does not name the op's vars (a profile of another version of the model) calibrates nothing.
-  Profile stale;
-  stale.compute[op0.name]["zz=3"] = 0.25;
-  EXPECT_DOUBLE_EQ(estimate_cost(g, single, t, &stale).ops[0].compute_seconds, roof_single.ops[0].compute_seconds);
+  // Nor does one naming too few vars, too many, or a non-number.
+  std::string key = shard_key(g, op0, data.ops[0].config, 0), first = key.substr(0, key.find(','));
+  for (std::string bad : {std::string("zz=3"), first, key + ",zz=3", first + ",x"}) {
+    SCOPED_TRACE(bad);
+    Profile stale;
+    stale.compute[op0.name][bad] = 0.25;
+    CostReport r = estimate_cost(g, single, t, &stale);
+    EXPECT_DOUBLE_EQ(r.ops[0].compute_seconds, roof_single.ops[0].compute_seconds);
+    EXPECT_EQ(r.calibrated_shares, 0);
+  }
 }
 
 /** A profile in which every op's share under the 2-device data plan takes `split` seconds and its whole share (the

@@ -62,11 +62,13 @@ std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostRep
                   p.devices == 1 ? "" : "s", r.topology.c_str());
   else
     std::snprintf(buf, sizeof buf,
-                  "# %d device%s on %s; seconds: compute measured for %lld of %lld op shares (the rest roofline) + "
+                  "# %d device%s on %s; seconds: compute measured for %lld of %lld op shares (the rest roofline, "
+                  "%lld of them scaled by their op's measured / roofline ratio) + "
                   "communication measured for %lld of %lld events (the rest alpha-beta) + copies and data reads "
                   "measured for %lld of %lld (the rest by bytes) from profile %s, no overlap\n",
                   p.devices, p.devices == 1 ? "" : "s", r.topology.c_str(), static_cast<long long>(r.measured_shares),
-                  static_cast<long long>(r.measured_shares + r.roofline_shares), static_cast<long long>(r.measured_comm),
+                  static_cast<long long>(r.measured_shares + r.roofline_shares),
+                  static_cast<long long>(r.calibrated_shares), static_cast<long long>(r.measured_comm),
                   static_cast<long long>(r.measured_comm + r.modelled_comm), static_cast<long long>(r.measured_local),
                   static_cast<long long>(r.measured_local + r.modelled_local), profile.c_str());
   s += buf;
@@ -151,6 +153,7 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
     j["profile"] = {{"file", profile},
                     {"measured_op_shares", r.measured_shares},
                     {"roofline_op_shares", r.roofline_shares},
+                    {"calibrated_op_shares", r.calibrated_shares},
                     {"measured_comm_events", r.measured_comm},
                     {"modelled_comm_events", r.modelled_comm},
                     {"measured_local_statements", r.measured_local},

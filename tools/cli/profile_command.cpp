@@ -350,7 +350,8 @@ Command add_profile_command(CLI::App &app) {
     resolved.runtime_dir = runtime_dir;
     std::string runtime_lib = "libcleave_rt_" + a.backend + ".a";
     if (!runtime_dir.empty() && !fs::is_regular_file(fs::path(runtime_dir) / runtime_lib))
-      CLEAVE_USER_ERROR("--runtime-dir ", runtime_dir, ": no ", runtime_lib, " for --backend ", a.backend,
+      CLEAVE_USER_ERROR(a.runtime_dir.empty() ? "$CLEAVE_RUNTIME_DIR " : "--runtime-dir ", runtime_dir, ": no ",
+                        runtime_lib, " for --backend ", a.backend,
                         a.backend == "cuda" ? " (build cleave with CLEAVE_ENABLE_CUDA=ON)" : "");
     int gpus = a.backend == "cuda" ? visible_gpus() : 0;
     if (a.backend == "cuda" && gpus == 0)

@@ -10,6 +10,7 @@
 //    reports it through fail(), which aborts the whole MPI job with a message naming the rank.
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -453,8 +454,9 @@ void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t c
 /** Member i sends block j of send [size * count] to member j, which stores it as block i of recv. */
 void all_to_all(const Comm &c, const float *send, float *recv, int64_t count);
 /** An all-reduce in flight: started by all_reduce_sum_start, completed by wait. Move-only; one that is destroyed or
- *  overwritten before its wait fail()s: on cpu its reduction would never run (and the group's later collectives would
- *  pair with the wrong partners), on cuda its event would leak. */
+ *  overwritten before its wait fail()s (naming its group): on cpu its reduction would never run (and the group's later
+ *  collectives would pair with the wrong partners), on cuda the compute stream's later kernels would race with it
+ *  and its event would leak. Not while an exception unwinds: that error is the one to report. */
 class Pending {
  public:
   Pending() = default;
@@ -464,7 +466,7 @@ class Pending {
   Pending(Pending &&other) noexcept : comm(other.comm), request(other.request) { other.request = nullptr; }
   Pending &operator=(Pending &&other) {
     if (this != &other) {
-      if (request) fail("an all-reduce started on this rt::Pending was overwritten before its wait");
+      if (request) fail(what() + " was overwritten before its wait (rt::wait)");
       comm = other.comm;
       request = other.request;
       other.request = nullptr;
@@ -472,7 +474,15 @@ class Pending {
     return *this;
   }
   ~Pending() {
-    if (request) fail("an all-reduce was started and never waited for (rt::wait)");
+    if (request && std::uncaught_exceptions() == 0) fail(what() + " was started and never waited for (rt::wait)");
+  }
+
+ private:
+  friend void wait(Pending &p);
+  std::string what() const {
+    std::string s = "an all-reduce on group [";
+    for (size_t i = 0; comm && i < comm->ranks.size(); ++i) s += (i ? "," : "") + std::to_string(comm->ranks[i]);
+    return s + "]";
   }
 
   const Comm *comm = nullptr;

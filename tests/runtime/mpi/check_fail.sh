@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: check_fail.sh MPIRUN RUNTIME_MPI_FAIL runtime|mpi|hang|groups|nogroup|unwaited
+# Usage: check_fail.sh MPIRUN RUNTIME_MPI_FAIL runtime|mpi|hang|groups|nogroup|unwaited|overwritten
 # Runs the deliberately failing program on 3 ranks; it must exit non-zero within the timeout (no hang) and print
 # the failing rank's message in the runtime's format.
 mpirun=$1 prog=$2 mode=$3
@@ -15,7 +15,9 @@ elif [ "$mode" = hang ]; then
 elif [ "$mode" = groups ]; then
   expect='cleave rank [012]: create_groups: the ranks passed different group lists'
 elif [ "$mode" = unwaited ]; then
-  expect='cleave rank 1: an all-reduce was started and never waited for \(rt::wait\)'
+  expect='cleave rank 1: an all-reduce on group \[0,1,2\] was started and never waited for \(rt::wait\)'
+elif [ "$mode" = overwritten ]; then
+  expect='cleave rank 1: an all-reduce on group \[0,1,2\] was overwritten before its wait \(rt::wait\)'
 elif [ "$mode" = nogroup ]; then
   expect='cleave rank 1: group \[1,2\] was not made by cleave::rt::create_groups'
 else
