@@ -42,7 +42,7 @@ rm -rf "$tmp/no_cuda/runtime/cuda"
 if cmake -S "$tmp/no_cuda" -B "$tmp/build-no-cuda" -G Ninja -DCLEAVE_BACKEND=cuda > "$tmp/no_cuda.txt" 2>&1; then
   echo "FAIL: CLEAVE_BACKEND=cuda configured without runtime/cuda"; exit 1
 fi
-grep -q "CLEAVE_BACKEND=cuda: this bundle's runtime has no cuda backend" "$tmp/no_cuda.txt" || { cat "$tmp/no_cuda.txt"; exit 1; }
+grep -q "CLEAVE_BACKEND=cuda: this runtime has no cuda backend" "$tmp/no_cuda.txt" || { cat "$tmp/no_cuda.txt"; exit 1; }
 if cmake -S "$tmp/shipped" -B "$tmp/build-tpu" -G Ninja -DCLEAVE_BACKEND=tpu > "$tmp/tpu.txt" 2>&1; then
   echo "FAIL: CLEAVE_BACKEND=tpu configured"; exit 1
 fi
