@@ -382,8 +382,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     }
     files["weights/rank_" + std::to_string(r) + ".bin"] = encode_checkpoint(shards);
   }
-  // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, include/, common/, cpu/ and cuda/ of the compiler's tree (both
-  // backends, so one bundle builds for either).
+  // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, include/, common/, cpu/ and cuda/ of the
+  // compiler's tree (both backends, so one bundle builds for either).
   fs::path rt_src = fs::path(CLEAVE_SOURCE_DIR) / "runtime";
   std::vector<fs::path> rt_files;
   for (const auto &e : fs::recursive_directory_iterator(rt_src))

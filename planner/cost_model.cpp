@@ -46,19 +46,27 @@ struct Work {
   int64_t flops = 0, bytes = 0;
 };
 
+/** The work of output `k`'s description `d` of `op` restricted to the var `ranges`. */
+Work ranges_work(const Graph &g, const Op &op, size_t k, const describe::Description &d,
+                 const std::vector<Interval> &ranges) {
+  describe::Description cut = d;
+  for (size_t v = 0; v < cut.vars.size(); ++v) cut.vars[v].extent = std::max<int64_t>(ranges[v].size(), 0);
+  Work w{describe::flops(cut), 0};
+  OpRegion r = op_region(d, ranges);
+  w.bytes += box_volume(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
+  for (const OperandRegion &o : r.operands)
+    if (!box_empty(o.box)) w.bytes += box_volume(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
+  return w;
+}
+
 Work device_work(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                  const ParallelConfig &config, int64_t index) {
   Work w;
   for (size_t k = 0; k < descs.size(); ++k) {
     if (op.output(k) == kNoTensor) continue;
-    std::vector<Interval> ranges = var_ranges(descs[k], config, index);
-    describe::Description cut = descs[k];
-    for (size_t v = 0; v < cut.vars.size(); ++v) cut.vars[v].extent = std::max<int64_t>(ranges[v].size(), 0);
-    w.flops += describe::flops(cut);
-    OpRegion r = op_region(descs[k], ranges);
-    w.bytes += box_volume(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
-    for (const OperandRegion &o : r.operands)
-      if (!box_empty(o.box)) w.bytes += box_volume(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
+    Work part = ranges_work(g, op, k, descs[k], var_ranges(descs[k], config, index));
+    w.flops += part.flops;
+    w.bytes += part.bytes;
   }
   return w;
 }
@@ -75,13 +83,12 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
                                            const std::string &key, const Topology &t) {
   for (size_t k = 0; k < descs.size(); ++k) {
     if (op.output(k) == kNoTensor) continue;
-    describe::Description cut = descs[k];
     std::vector<Interval> ranges;
     size_t at = 0;
-    for (size_t v = 0; v < cut.vars.size(); ++v) {
+    for (size_t v = 0; v < descs[k].vars.size(); ++v) {
       if (at > key.size()) return std::nullopt;  // the key ran out of vars
       size_t end = std::min(key.find(',', at), key.size());
-      std::string item = key.substr(at, end - at), name = cut.vars[v].name + "=";
+      std::string item = key.substr(at, end - at), name = descs[k].vars[v].name + "=";
       if (item.rfind(name, 0) != 0) return std::nullopt;
       int64_t extent = 0;
       try {
@@ -89,17 +96,11 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
       } catch (const std::exception &) {
         return std::nullopt;
       }
-      cut.vars[v].extent = extent;
       ranges.push_back({0, extent});
       at = end + 1;
     }
     if (at < key.size()) return std::nullopt;
-    Work w{describe::flops(cut), 0};
-    OpRegion r = op_region(descs[k], ranges);
-    w.bytes += box_volume(r.output) * dtype_size(g.tensor(op.output(k)).dtype);
-    for (const OperandRegion &o : r.operands)
-      if (!box_empty(o.box)) w.bytes += box_volume(o.box) * dtype_size(g.tensor(op.input(o.slot)).dtype);
-    return roofline_seconds(w, t);
+    return roofline_seconds(ranges_work(g, op, k, descs[k], ranges), t);
   }
   return std::nullopt;
 }

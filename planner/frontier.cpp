@@ -490,19 +490,15 @@ class Builder {
     return cost;
   }
 
-  /** An all-reduce of `bytes` over `group`: α-β over the group's link, or with a profile its measured curve where it
-   *  has one (as estimate_cost prices it). */
+  /** An all-reduce of `bytes` over `group` as estimate_cost prices it: α-β over the group's link, or with a profile
+   *  its measured curve where it has one. */
   double all_reduce_time(int64_t bytes, const std::vector<int> &group) const {
-    if (profile_) {
-      CommEvent e;
-      e.kind = CommEvent::Kind::all_reduce;
-      e.group = group;
-      e.count = bytes;
-      e.elem_bytes = 1;
-      return comm_event_seconds(e, t_, profile_).collective;
-    }
-    GroupLink l = group_link(t_, group);
-    return all_reduce_seconds(static_cast<double>(bytes), static_cast<int>(group.size()), l.bandwidth, l.latency);
+    CommEvent e;
+    e.kind = CommEvent::Kind::all_reduce;
+    e.group = group;
+    e.count = bytes;
+    e.elem_bytes = 1;
+    return comm_event_seconds(e, t_, profile_).collective;
   }
 
   /** Seconds the slowest device spends reading its shard `s` of input or label `t` from .npy at the start of the step

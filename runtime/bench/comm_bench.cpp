@@ -1,6 +1,7 @@
 // The collective benchmark of `cleave profile` (planner/profile.h): times every collective the generated programs
-// call, through the same runtime functions (MPI on the cpu backend, NCCL on cuda), for each group size 2..world (group = world ranks 0..p-1) and message
-// sizes 4, 8, ..., --max-bytes (TensorOpt measures sizes 2^i and interpolates). Sizes are what the cost model
+// call, through the same runtime functions (MPI on the cpu backend, NCCL on cuda), for each group size 2..world
+// (group = world ranks 0..p-1) and message sizes 4, 8, ..., --max-bytes (TensorOpt measures sizes 2^i and
+// interpolates). Sizes are what the cost model
 // prices: the all-reduced buffer, one member's block of an all-gather / reduce-scatter, one pair's part of an
 // all-to-all, one transfer of a send/recv (each member sends to the next in the group and receives from the
 // previous, all at once). A case's time is the median over --reps repetitions of the slowest member's time, after
