@@ -4,9 +4,16 @@
 # and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
 # training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks where 2 GPUs
 # are visible): the wall time of 22 steps minus that of 2 steps, over 20, so startup and first-step costs cancel.
-# Usage: tests/gpu/run.sh [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build one arch)
+# Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
+# one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
+# Cleave's build dependencies): no configure, no build, and the LSTM and Transformer models exported there are used.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+prebuilt=0
+if [ "${1:-}" = "--prebuilt" ]; then
+  prebuilt=1
+  shift
+fi
 BUILD=${1:-$SRC/build-gpu}
 source "$SRC/tests/gpu/gpu_count.sh"
 gpus=$(gpu_count)
@@ -17,14 +24,23 @@ fi
 nvidia-smi -L
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 archs=${CUDA_ARCHS:-80;90}
-cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_ENABLE_CUDA=ON \
-  "-DCMAKE_CUDA_ARCHITECTURES=$archs" > "$BUILD.configure.log"
-ninja -C "$BUILD" cleave cleave_rt_cpu cleave_rt_cuda kernel_cases_cpu kernel_cases_cuda cudnn_paths
-ctest --test-dir "$BUILD" -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure
+if [ $prebuilt -eq 0 ]; then
+  cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_ENABLE_CUDA=ON \
+    "-DCMAKE_CUDA_ARCHITECTURES=$archs" > "$BUILD.configure.log"
+  ninja -C "$BUILD" cleave cleave_rt_cpu cleave_rt_cuda kernel_cases_cpu kernel_cases_cuda cudnn_paths
+fi
+# The tests' verdict is the exit status; the step times below are printed whatever it is.
+status=0
+ctest --test-dir "$BUILD" -j4 -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure ||
+  status=1
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-/usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
+if [ $prebuilt -eq 1 ]; then
+  cp "$BUILD"/gpu_models/* "$tmp"/
+else
+  /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
+fi
 now() { date +%s.%N; }
 rank_counts="1"
 [ "$gpus" -ge 2 ] && rank_counts="1 2"
@@ -54,3 +70,4 @@ for model in mlp cnn lstm transformer; do
     printf '%-12s %5d %12s   (last: %s)\n' "$model" "$ranks" "$ms" "$(tail -1 "$tmp/losses.txt")"
   done
 done
+exit $status
