@@ -3,7 +3,7 @@
 # CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN; cuda.run_cuda_bundle
 # and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
 # training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks where 2 GPUs
-# are visible): the wall time of 22 steps minus that of 2 steps, over 20, so startup and first-step costs cancel.
+# are visible): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
 # Cleave's build dependencies): no configure, no build, and the LSTM and Transformer models exported there are used.
@@ -41,10 +41,13 @@ if [ $prebuilt -eq 1 ]; then
 else
   /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
 fi
-now() { date +%s.%N; }
 rank_counts="1"
 [ "$gpus" -ge 2 ] && rank_counts="1 2"
-printf '%-12s %5s %12s\n' model ranks "ms/step"
+# The step time the rank programs measure themselves (CLEAVE_PROFILE, rt.h: the median step after a warm-up one,
+# wall clock after a device synchronize), on the GPU and, for scale, on this machine's CPUs from the same bundle; the
+# whole run's wall time (process start, MPI, CUDA context, data) beside it.
+step_ms() { sed -n 's/.*profile: step median \([0-9.e+-]*\) s.*/\1/p' "$1" | awk '{printf "%.3f", $1 * 1000}'; }
+printf '%-12s %5s %12s %12s %12s\n' model ranks "gpu ms/step" "cpu ms/step" "gpu run s"
 for model in mlp cnn lstm transformer; do
   case $model in
     mlp) onnx=$SRC/models/mlp.onnx; batch=16; data="x=$SRC/models/data/digits_flat_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
@@ -58,16 +61,18 @@ for model in mlp cnn lstm transformer; do
       --backend cuda -o "$b" 2> /dev/null
     cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" \
       "-DCMAKE_CUDA_ARCHITECTURES=$archs" > /dev/null
+    cmake -S "$b" -B "$b/build_cpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cpu \
+      -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" > /dev/null
     ninja -C "$b/build" > /dev/null
-    t0=$(now)
+    ninja -C "$b/build_cpu" > /dev/null
+    t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    "$b/launch/mpirun.sh" "$b/build" --steps 2 $data > /dev/null
-    t1=$(now)
+    CLEAVE_PROFILE=$b/gpu "$b/launch/mpirun.sh" "$b/build" --steps 21 $data > "$tmp/losses.txt" 2> "$b/gpu.err"
+    t1=$(date +%s.%N)
     # shellcheck disable=SC2086
-    "$b/launch/mpirun.sh" "$b/build" --steps 22 $data > "$tmp/losses.txt"
-    t2=$(now)
-    ms=$(python3 -c "print(f'{((($t2) - ($t1)) - (($t1) - ($t0))) / 20 * 1000:.3f}')")
-    printf '%-12s %5d %12s   (last: %s)\n' "$model" "$ranks" "$ms" "$(tail -1 "$tmp/losses.txt")"
+    CLEAVE_PROFILE=$b/cpu "$b/launch/mpirun.sh" "$b/build_cpu" --steps 21 $data > /dev/null 2> "$b/cpu.err"
+    printf '%-12s %5d %12s %12s %12.2f   (last: %s)\n' "$model" "$ranks" "$(step_ms "$b/gpu.err")" \
+      "$(step_ms "$b/cpu.err")" "$(python3 -c "print($t1 - $t0)")" "$(tail -1 "$tmp/losses.txt")"
   done
 done
 exit $status
