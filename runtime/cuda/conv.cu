@@ -1,12 +1,14 @@
 // N-d convolution and its gradients on cuDNN 9's legacy API: _v7 heuristics choosing among fp32 (FMA, no TF32)
-// algorithms whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first; the
-// direct kernels below when the heuristics offer none.
+// algorithms whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first, once
+// per direction and shape (planned()); the direct kernels below when the heuristics offer none.
 // cuDNN's padding is symmetric and non-negative; other pads (asymmetric ONNX pads, the negative pads of codegen's
 // spatial blocks) are applied explicitly: X is padded/cropped into scratch (pad_constant) and convolved unpadded,
 // and dX is cropped/zero-extended back. Shapes cuDNN cannot take (more than 3 spatial dims, sizes beyond int) run
 // direct kernels with cpu/conv.cpp's index arithmetic.
 #include <climits>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "common/shapes.h"
@@ -226,6 +228,67 @@ Padding padding_for(const ConvShape &s) {
   return p;
 }
 
+enum class Direction { forward, backward_data, backward_filter };
+
+/** A convolution as cuDNN runs it in one direction: its descriptors and the algorithm picked for them (`algo` < 0:
+ *  none usable, the direct kernels run). The _v7 heuristics cost more than a small convolution (about 100-250 us per
+ *  call with cuDNN 9 on an H200, where the CNN's convolutions take a few us), and a rank program calls the same
+ *  shapes every step, so each (direction, shape) is planned once per process and kept until it ends. */
+struct Planned {
+  CudnnConv d;
+  int algo = -1;
+  size_t memory = 0;
+  Planned(const ConvShape &s, const Padding &p) : d(s, p.x_extent, p.cudnn_pads) {}
+};
+
+template <typename Perf>
+void choose(Planned &pl, const Perf *perf, int count) {
+  if (const Perf *a = pick(perf, count)) {
+    pl.algo = static_cast<int>(a->algo);
+    pl.memory = a->memory;
+    CLEAVE_CUDNN(cudnnSetConvolutionMathType, pl.d.conv, a->mathType);
+  }
+}
+
+const Planned &planned(Direction dir, const ConvShape &s, const Padding &p) {
+  std::vector<int64_t> key{static_cast<int64_t>(dir), s.n, s.c, s.m, s.group};
+  for (const Dims *v : {&s.x, &s.w, &s.y, &s.strides, &s.pads, &s.dilations}) {
+    key.push_back(static_cast<int64_t>(v->size()));
+    key.insert(key.end(), v->begin(), v->end());
+  }
+  // Never destroyed: descriptors are host objects, and the process's end frees them after cuDNN's handle is gone.
+  static auto *cache = new std::map<std::vector<int64_t>, std::unique_ptr<Planned>>;
+  std::unique_ptr<Planned> &slot = (*cache)[key];
+  if (slot) return *slot;
+  slot = std::make_unique<Planned>(s, p);
+  Planned &pl = *slot;
+  int count = 0;
+  switch (dir) {
+    case Direction::forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      CLEAVE_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, detail::cudnn(), pl.d.x, pl.d.w, pl.d.conv, pl.d.y,
+                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf);
+      choose(pl, perf, count);
+      break;
+    }
+    case Direction::backward_data: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      CLEAVE_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, detail::cudnn(), pl.d.w, pl.d.y, pl.d.conv, pl.d.x,
+                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf);
+      choose(pl, perf, count);
+      break;
+    }
+    case Direction::backward_filter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      CLEAVE_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, detail::cudnn(), pl.d.x, pl.d.y, pl.d.conv, pl.d.w,
+                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf);
+      choose(pl, perf, count);
+      break;
+    }
+  }
+  return pl;
+}
+
 /** X padded (zeros) or cropped by the ONNX pads into scratch, as [n, c, x_extent]. */
 const float *explicit_x(const ConvShape &s, const float *x, const Padding &p) {
   auto *xp = static_cast<float *>(detail::scratch(static_cast<size_t>(s.n * s.c * detail::product(p.x_extent)) * 4));
@@ -251,23 +314,18 @@ void conv_forward(const ConvShape &s, const float *x, const float *w, const floa
     CLEAVE_LAUNCH(direct_forward, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, x, w, b, y);
     return;
   }
-  CudnnConv d(s, p.x_extent, p.cudnn_pads);
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  CLEAVE_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, detail::cudnn(), d.x, d.w, d.conv, d.y,
-               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count);
-  if (!algo) {
+  const Planned &pl = planned(Direction::forward, s, p);
+  if (pl.algo < 0) {
     ConvGeom g = make_geom(s);
     CLEAVE_LAUNCH(direct_forward, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, x, w, b, y);
     return;
   }
+  const CudnnConv &d = pl.d;
   const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
-  void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
+  void *ws = pl.memory ? detail::scratch2(pl.memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
-  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
-  CLEAVE_CUDNN(cudnnConvolutionForward, detail::cudnn(), &one, d.x, xin, d.w, w, d.conv, algo->algo, ws,
-               algo->memory, &zero, d.y, y);
+  CLEAVE_CUDNN(cudnnConvolutionForward, detail::cudnn(), &one, d.x, xin, d.w, w, d.conv,
+               static_cast<cudnnConvolutionFwdAlgo_t>(pl.algo), ws, pl.memory, &zero, d.y, y);
   if (b) CLEAVE_CUDNN(cudnnAddTensor, detail::cudnn(), &one, d.bias, b, &one, d.y, y);
 }
 
@@ -282,21 +340,16 @@ void conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
     CLEAVE_LAUNCH(direct_backward_data, detail::grid_for(g.n * g.m * g.ny), detail::kThreads, g, dy, w, dx);
   };
   if (s.n * s.m * detail::product(s.y) == 0 || !cudnn_can(s, p.x_extent)) return direct();
-  CudnnConv d(s, p.x_extent, p.cudnn_pads);
-  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int count = 0;
-  CLEAVE_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, detail::cudnn(), d.w, d.y, d.conv, d.x,
-               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count);
-  if (!algo) return direct();
-  void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
+  const Planned &pl = planned(Direction::backward_data, s, p);
+  if (pl.algo < 0) return direct();
+  const CudnnConv &d = pl.d;
+  void *ws = pl.memory ? detail::scratch2(pl.memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
   float *dxp = p.explicit_pad
                    ? static_cast<float *>(detail::scratch(static_cast<size_t>(s.n * s.c * detail::product(p.x_extent)) * 4))
                    : dx;
-  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
-  CLEAVE_CUDNN(cudnnConvolutionBackwardData, detail::cudnn(), &one, d.w, w, d.y, dy, d.conv, algo->algo, ws,
-               algo->memory, &zero, d.x, dxp);
+  CLEAVE_CUDNN(cudnnConvolutionBackwardData, detail::cudnn(), &one, d.w, w, d.y, dy, d.conv,
+               static_cast<cudnnConvolutionBwdDataAlgo_t>(pl.algo), ws, pl.memory, &zero, d.x, dxp);
   if (!p.explicit_pad) return;
   // dX = the padded gradient with the added pads cropped off and zeros where X was cropped (it was never read).
   size_t sp = s.x.size();
@@ -322,19 +375,14 @@ void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, f
     CLEAVE_LAUNCH(direct_backward_filter, detail::grid_for(nw), detail::kThreads, g, dy, x, dw);
   };
   if (!cudnn_can(s, p.x_extent)) return direct();
-  CudnnConv d(s, p.x_extent, p.cudnn_pads);
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int count = 0;
-  CLEAVE_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, detail::cudnn(), d.x, d.y, d.conv, d.w,
-               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf);
-  const auto *algo = pick(perf, count);
-  if (!algo) return direct();
+  const Planned &pl = planned(Direction::backward_filter, s, p);
+  if (pl.algo < 0) return direct();
+  const CudnnConv &d = pl.d;
   const float *xin = p.explicit_pad ? explicit_x(s, x, p) : x;
-  void *ws = algo->memory ? detail::scratch2(algo->memory) : nullptr;
+  void *ws = pl.memory ? detail::scratch2(pl.memory) : nullptr;
   float one = 1.0f, zero = 0.0f;
-  CLEAVE_CUDNN(cudnnSetConvolutionMathType, d.conv, algo->mathType);
-  CLEAVE_CUDNN(cudnnConvolutionBackwardFilter, detail::cudnn(), &one, d.x, xin, d.y, dy, d.conv, algo->algo, ws,
-               algo->memory, &zero, d.w, dw);
+  CLEAVE_CUDNN(cudnnConvolutionBackwardFilter, detail::cudnn(), &one, d.x, xin, d.y, dy, d.conv,
+               static_cast<cudnnConvolutionBwdFilterAlgo_t>(pl.algo), ws, pl.memory, &zero, d.w, dw);
 }
 
 void conv_backward_bias(const ConvShape &s, const float *dy, float *db) {
