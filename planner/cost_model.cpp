@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -105,48 +106,128 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
   return std::nullopt;
 }
 
-/** An unmeasured share (`key`) of an op the profile measured at other shares: its roofline times the median over
- *  those shares of measured / roofline seconds (both from their keys), so the roofline's error on this machine
- *  (kernel overheads, a kernel far from peak) carries over from the op's measured shares. Without it a search would
- *  prefer configs only because nobody measured them: the roofline is several times too fast on small kernels.
- *  Nothing when the profile has no usable share of the op. At the mean rank's speed. */
-std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                                         const std::string &key, const Topology &t, const Profile &profile) {
+/** How an op's unmeasured shares are priced from its measured ones: seconds = intercept + slope · roofline seconds
+ *  (each share's roofline from its key's extents, key_roofline_seconds), so the roofline's error on the measuring
+ *  machine carries over. Where the measured shares span two or more rooflines (a profile of plans that cut the op
+ *  differently: the data plan and the single-device plan, say) the line is their least-squares fit: its intercept is
+ *  what a kernel costs whatever its work (a GPU's launch and latency, which dominate small kernels: on an H200 a
+ *  CNN step of 4 times the batch took 1.25 times as long), its slope what each unit of roofline work costs; kept to
+ *  intercept, slope >= 0 (a constant where time falls with work, a line through 0 where the intercept would be
+ *  negative). Where they span one, the line through 0 and their median measured / roofline ratio. Nothing when the
+ *  profile has no usable share of the op. Without it a search would prefer configs only because nobody measured
+ *  them: the roofline is several times too fast on small kernels. */
+std::optional<ProfileMemo::Line> calibration(const Graph &g, const Op &op,
+                                             const std::vector<describe::Description> &descs, const Topology &t,
+                                             const Profile &profile) {
   auto measured = profile.compute.find(op.name);
   if (measured == profile.compute.end()) return std::nullopt;
-  std::optional<double> mine = key_roofline_seconds(g, op, descs, key, t);
-  if (!mine) return std::nullopt;
-  std::vector<double> ratios;
+  std::vector<std::pair<double, double>> pts;  // (roofline, measured) seconds
   for (const auto &[k, secs] : measured->second)
     if (std::optional<double> roof = key_roofline_seconds(g, op, descs, k, t); roof && *roof > 0)
-      ratios.push_back(secs / *roof);
-  if (ratios.empty()) return std::nullopt;
-  std::sort(ratios.begin(), ratios.end());
-  size_t n = ratios.size();
-  double ratio = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
-  return *mine * ratio;
+      pts.emplace_back(*roof, secs);
+  if (pts.empty()) return std::nullopt;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  auto [lo, hi] = std::minmax_element(pts.begin(), pts.end());
+  if (hi->first <= lo->first * (1 + 1e-9)) {
+    std::vector<double> ratios;
+    for (auto [roof, secs] : pts) ratios.push_back(secs / roof);
+    return ProfileMemo::Line{0, median(ratios)};
+  }
+  double n = static_cast<double>(pts.size()), mx = 0, my = 0;
+  for (auto [x, y] : pts) {
+    mx += x / n;
+    my += y / n;
+  }
+  double sxx = 0, sxy = 0, sx2 = 0, sxy0 = 0;
+  for (auto [x, y] : pts) {
+    sxx += (x - mx) * (x - mx);
+    sxy += (x - mx) * (y - my);
+    sx2 += x * x;
+    sxy0 += x * y;
+  }
+  double slope = sxy / sxx, intercept = my - slope * mx;
+  if (slope < 0) {
+    std::vector<double> secs;
+    for (auto [x, y] : pts) secs.push_back(y);
+    return ProfileMemo::Line{median(secs), 0};
+  }
+  if (intercept < 0) return ProfileMemo::Line{0, sxy0 / sx2};
+  return ProfileMemo::Line{intercept, slope};
 }
 
-/** One device's share of an op (its work `w`): measured where the profile has its key (`measured` set; the device's
- *  rank_scale applied), else calibrated from the op's measured shares (calibrated_seconds; rank_scale applied), else
- *  the roofline. */
-double share_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
-                     const ParallelConfig &c, int64_t index, const Work &w, const Topology &t, const Profile *profile,
-                     bool &measured, bool &calibrated) {
-  if (profile) {
-    int device = c.devices[static_cast<size_t>(index)];
-    std::string key = shard_key(op, descs, c, index);
-    if (auto m = profile->compute_seconds(op.name, key, device)) {
-      measured = true;
-      return *m;
-    }
-    if (auto m = calibrated_seconds(g, op, descs, key, t, *profile)) {
-      calibrated = true;
-      return *m * profile->scale(device);
-    }
-  }
-  return roofline_seconds(w, t);
+/** An unmeasured share (`key`) of an op the profile measured at other shares: its roofline on the op's calibration
+ *  line (derived once per op and topology: the profile's memo). At the mean rank's speed. */
+std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
+                                         const std::string &key, const Topology &t, const Profile &profile) {
+  if (!profile.compute.count(op.name)) return std::nullopt;
+  char machine[64];
+  std::snprintf(machine, sizeof machine, "%a %a", t.device.peak_flops, t.device.memory_bandwidth);
+  std::optional<ProfileMemo::Line> line =
+      profile.memo.line(op.name, machine, [&] { return calibration(g, op, descs, t, profile); });
+  if (!line) return std::nullopt;
+  std::optional<double> mine = key_roofline_seconds(g, op, descs, key, t);
+  if (!mine) return std::nullopt;
+  return line->intercept + line->slope * *mine;
 }
+
+/** The shares of one op under one config: device `index`'s is measured where the profile has its key (the device's
+ *  rank_scale applied), else calibrated from the op's measured shares (calibrated_seconds; rank_scale applied), else
+ *  the roofline of its work. Shares of equal extents have one key, and a config's shares mostly do: each key is
+ *  looked up once (a search prices thousands of configs of 16 or more shares). */
+class SharePrices {
+ public:
+  enum class Source : uint8_t { measured, calibrated, roofline };
+  SharePrices(const Graph &g, const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &c,
+              const Topology &t, const Profile *profile)
+      : g_(g), op_(op), descs_(descs), c_(c), t_(t), profile_(profile) {}
+
+  /** Device `index`'s seconds; `work()` gives its Work when the roofline prices it. */
+  template <class WorkOf>
+  double seconds(int64_t index, WorkOf work, Source &source) {
+    if (profile_) {
+      std::string key = shard_key(op_, descs_, c_, index);
+      auto seen = std::find_if(keys_.begin(), keys_.end(), [&](const Keyed &k) { return k.key == key; });
+      if (seen == keys_.end()) seen = keys_.insert(keys_.end(), lookup(std::move(key)));
+      if (seen->source != Source::roofline) {
+        source = seen->source;
+        return seen->seconds * profile_->scale(c_.devices[static_cast<size_t>(index)]);
+      }
+    }
+    source = Source::roofline;
+    return roofline_seconds(work(), t_);
+  }
+
+ private:
+  struct Keyed {
+    std::string key;
+    Source source = Source::roofline;
+    double seconds = 0;  // before the rank scale
+  };
+  Keyed lookup(std::string key) const {
+    Keyed k{std::move(key)};
+    if (auto o = profile_->compute.find(op_.name); o != profile_->compute.end()) {
+      if (auto m = o->second.find(k.key); m != o->second.end()) {
+        k.source = Source::measured;
+        k.seconds = m->second;
+      } else if (auto cal = calibrated_seconds(g_, op_, descs_, k.key, t_, *profile_)) {
+        k.source = Source::calibrated;
+        k.seconds = *cal;
+      }
+    }
+    return k;
+  }
+  const Graph &g_;
+  const Op &op_;
+  const std::vector<describe::Description> &descs_;
+  const ParallelConfig &c_;
+  const Topology &t_;
+  const Profile *profile_;
+  std::vector<Keyed> keys_;
+};
 
 /** α-β seconds of one CommEvent (comm_event_seconds without a profile). */
 CommSeconds comm_event_seconds_modelled(const CommEvent &e, const Topology &t) {
@@ -232,12 +313,13 @@ class Estimator {
         if (cache_)
           for (const Work &w : works) cache_->work[static_cast<size_t>(o)].emplace_back(w.flops, w.bytes);
       }
+      SharePrices prices(g_, op, descs, c, t_, profile_);
       for (size_t i = 0; i < c.devices.size(); ++i) {
         const Work &w = works[i];
-        bool measured = false, calibrated = false;
-        double secs = share_seconds(g_, op, descs, c, static_cast<int64_t>(i), w, t_, profile_, measured, calibrated);
-        if (profile_) ++(measured ? r_.measured_shares : r_.roofline_shares);
-        r_.calibrated_shares += calibrated;
+        SharePrices::Source source{};
+        double secs = prices.seconds(static_cast<int64_t>(i), [&] { return w; }, source);
+        if (profile_) ++(source == SharePrices::Source::measured ? r_.measured_shares : r_.roofline_shares);
+        r_.calibrated_shares += source == SharePrices::Source::calibrated;
         DeviceCost &d = r_.devices[c.devices[i]];
         d.flops += w.flops;
         d.compute_seconds += secs;
@@ -379,11 +461,11 @@ class Estimator {
 std::vector<double> op_compute_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                        const ParallelConfig &config, const Topology &t, const Profile *profile) {
   std::vector<double> out;
+  SharePrices prices(g, op, descs, config, t, profile);
   for (size_t i = 0; i < config.devices.size(); ++i) {
-    bool measured = false, calibrated = false;
     int64_t index = static_cast<int64_t>(i);
-    out.push_back(share_seconds(g, op, descs, config, index, device_work(g, op, descs, config, index), t, profile,
-                                measured, calibrated));
+    SharePrices::Source source{};
+    out.push_back(prices.seconds(index, [&] { return device_work(g, op, descs, config, index); }, source));
   }
   return out;
 }

@@ -28,6 +28,7 @@
 // - plans: the measured step time of each plan profiled (information; the cost model does not read it).
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +54,41 @@ struct ProfiledPlan {
   bool operator==(const ProfiledPlan &) const = default;
 };
 
+/** What the cost model derives from a profile per op (cost_model.cpp: the calibration of its unmeasured shares), kept
+ *  beside the profile so that a search pricing thousands of configs derives each op's once. Not part of the profile's
+ *  value: a copy starts empty and == ignores it. Thread-safe (the frontier prices and scores on several threads). */
+class ProfileMemo {
+ public:
+  /** Time of an unmeasured share = intercept + slope · its roofline seconds (cost_model.cpp calibration()). */
+  struct Line {
+    double intercept = 0, slope = 0;
+  };
+  ProfileMemo() = default;
+  ProfileMemo(const ProfileMemo &) {}
+  ProfileMemo &operator=(const ProfileMemo &) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.clear();
+    return *this;
+  }
+  bool operator==(const ProfileMemo &) const { return true; }
+  /** The line kept for (`op`, `topology`), else `make()`'s, kept. */
+  template <class Make>
+  std::optional<Line> line(const std::string &op, const std::string &topology, Make make) const {
+    std::string key = op + '\n' + topology;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = lines_.find(key); it != lines_.end()) return it->second;
+    }
+    std::optional<Line> made = make();  // outside the lock: two threads may both make it, and get the same
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_.try_emplace(key, made).first->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::optional<Line>> lines_;
+};
+
 struct Profile {
   std::string backend = "cpu";
   /** op name -> shard key -> seconds. */
@@ -64,6 +100,8 @@ struct Profile {
   /** Per rank: its kernels' and local statements' time relative to `compute` and `statements` (empty: all 1). */
   std::vector<double> rank_scale;
   std::vector<ProfiledPlan> plans;
+  /** Derived, not read or written (above). */
+  ProfileMemo memo;
   bool operator==(const Profile &) const = default;
 
   /** The measured time of `op`'s share with `shard_key` on `device` (its rank_scale applied), if measured. */

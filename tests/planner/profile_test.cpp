@@ -362,6 +362,37 @@ TEST(Profile, UnmeasuredSharesOfMeasuredOpsAreCalibrated) {
   }
 }
 
+// Measured at two rooflines (the 2-device data share and the whole op), an op's other shares lie on the line through
+// the two points (intercept: what a kernel costs whatever its work, as on a GPU); a line that would fall with work is
+// the measured times' median, one that would cross below 0 at no work goes through 0 and fits the points.
+TEST(Profile, UnmeasuredSharesLieOnTheLineOfTwoMeasuredRooflines) {
+  Graph g = mlp(4096);  // a batch whose activations outweigh the weights: each share's roofline grows with it
+  Topology t = preset_topology("k80x8");
+  Plan data2 = make_plan(g, "data", 2), data4 = make_plan(g, "data", 4), single = make_plan(g, "single", 1);
+  const Op &op0 = g.op(0);
+  double w2 = estimate_cost(g, data2, t).ops[0].compute_seconds, w1 = estimate_cost(g, single, t).ops[0].compute_seconds,
+         w4 = estimate_cost(g, data4, t).ops[0].compute_seconds;
+  ASSERT_GT(w1, w2 * 1.1);
+  ASSERT_GT(w2, w4 * 1.1);
+  auto priced = [&](double t_half, double t_whole) {
+    Profile p;
+    p.compute[op0.name][shard_key(g, op0, data2.ops[0].config, 0)] = t_half;
+    p.compute[op0.name][shard_key(g, op0, single.ops[0].config, 0)] = t_whole;
+    CostReport r = estimate_cost(g, data4, t, &p);
+    EXPECT_EQ(r.calibrated_shares, 4);
+    return r.ops[0].compute_seconds;
+  };
+  // Latency-bound: 10 us at half the work, 12 us whole.
+  double slope = (12e-6 - 10e-6) / (w1 - w2), intercept = 10e-6 - slope * w2;
+  ASSERT_GT(intercept, 0);
+  EXPECT_NEAR(priced(10e-6, 12e-6), intercept + slope * w4, 1e-15);
+  // Slower with less work: the median of the two.
+  EXPECT_NEAR(priced(12e-6, 10e-6), 11e-6, 1e-15);
+  // Proportional beyond it (twice the time for 2 w1 / w2 times the work): through 0, least squares.
+  double a = 1e-6, b = a * 2 * w1 / w2, through0 = (w2 * a + w1 * b) / (w2 * w2 + w1 * w1);
+  EXPECT_NEAR(priced(a, b), through0 * w4, 1e-15);
+}
+
 /** A profile in which every op's share under the 2-device data plan takes `split` seconds and its whole share (the
  *  single-device plan's) `whole`. */
 Profile split_against_whole(const Graph &g, double split, double whole) {
