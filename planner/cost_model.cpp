@@ -108,12 +108,12 @@ std::optional<double> key_roofline_seconds(const Graph &g, const Op &op, const s
 
 /** How an op's unmeasured shares are priced from its measured ones: seconds = intercept + slope · roofline seconds
  *  (each share's roofline from its key's extents, key_roofline_seconds), so the roofline's error on the measuring
- *  machine carries over. Where the measured shares span two or more rooflines (a profile of plans that cut the op
- *  differently: the data plan and the single-device plan, say) the line is their least-squares fit: its intercept is
+ *  machine carries over. Where the measured shares' rooflines span a factor of 1.5 or more (a profile of plans that cut
+ *  the op differently: the data plan and the single-device plan, say) the line is their least-squares fit: its intercept is
  *  what a kernel costs whatever its work (a GPU's launch and latency, which dominate small kernels: on an H200 a
  *  CNN step of 4 times the batch took 1.25 times as long), its slope what each unit of roofline work costs; kept to
  *  intercept, slope >= 0 (a constant where time falls with work, a line through 0 where the intercept would be
- *  negative). Where they span one, the line through 0 and their median measured / roofline ratio. Nothing when the
+ *  negative). Where they span less, the line through 0 and their median measured / roofline ratio. Nothing when the
  *  profile has no usable share of the op. Without it a search would prefer configs only because nobody measured
  *  them: the roofline is several times too fast on small kernels. */
 std::optional<ProfileMemo::Line> calibration(const Graph &g, const Op &op,
@@ -131,8 +131,10 @@ std::optional<ProfileMemo::Line> calibration(const Graph &g, const Op &op,
     size_t n = v.size();
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   };
+  // Rooflines closer than 1.5 times apart say little about the slope (weights the shares all read dominate them, or
+  // the shares differ in shape, not size), and the machine's noise (tens of percent here) would make it anything.
   auto [lo, hi] = std::minmax_element(pts.begin(), pts.end());
-  if (hi->first <= lo->first * (1 + 1e-9)) {
+  if (hi->first < lo->first * 1.5) {
     std::vector<double> ratios;
     for (auto [roof, secs] : pts) ratios.push_back(secs / roof);
     return ProfileMemo::Line{0, median(ratios)};

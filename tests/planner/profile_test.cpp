@@ -372,7 +372,7 @@ TEST(Profile, UnmeasuredSharesLieOnTheLineOfTwoMeasuredRooflines) {
   const Op &op0 = g.op(0);
   double w2 = estimate_cost(g, data2, t).ops[0].compute_seconds, w1 = estimate_cost(g, single, t).ops[0].compute_seconds,
          w4 = estimate_cost(g, data4, t).ops[0].compute_seconds;
-  ASSERT_GT(w1, w2 * 1.1);
+  ASSERT_GE(w1, w2 * 1.5);  // far enough apart to fit a line (cost_model.cpp calibration)
   ASSERT_GT(w2, w4 * 1.1);
   auto priced = [&](double t_half, double t_whole) {
     Profile p;
