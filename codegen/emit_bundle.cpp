@@ -382,16 +382,16 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     }
     files["weights/rank_" + std::to_string(r) + ".bin"] = encode_checkpoint(shards);
   }
-  // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, include/, common/, cpu/ and cuda/ of the
-  // compiler's tree (both backends, so one bundle builds for either).
+  // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, cleave_cuda.cmake, include/, common/, cpu/
+  // and cuda/ of the compiler's tree (both backends, so one bundle builds for either).
   fs::path rt_src = fs::path(CLEAVE_SOURCE_DIR) / "runtime";
   std::vector<fs::path> rt_files;
   for (const auto &e : fs::recursive_directory_iterator(rt_src))
     if (e.is_regular_file()) {
       fs::path rel = fs::relative(e.path(), rt_src);
       std::string top = rel.begin()->string();
-      if (rel == "CMakeLists.txt" || rel == "cleave_runtime.cmake" || top == "include" || top == "common" ||
-          top == "cpu" || top == "cuda")
+      if (rel == "CMakeLists.txt" || rel == "cleave_runtime.cmake" || rel == "cleave_cuda.cmake" || top == "include" ||
+          top == "common" || top == "cpu" || top == "cuda")
         rt_files.push_back(rel);
     }
   std::sort(rt_files.begin(), rt_files.end());
