@@ -510,7 +510,7 @@ CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Prof
 }
 
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile, CommCache *cache) {
-  validate_plan(g, p);
+  validate_plan(g, p, cache ? &cache->valid : nullptr);
   return Estimator(g, p, t, profile, cache).run();
 }
 

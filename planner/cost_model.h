@@ -45,6 +45,7 @@
 #include "planner/profile.h"
 #include "planner/region.h"
 #include "planner/topology.h"
+#include "planner/validate.h"
 
 namespace cleave::plan {
 
@@ -128,6 +129,8 @@ struct CommCache {
   std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
   /** Per op, per device index: the FLOPs and bytes of its share (estimate_cost fills it; emptied with `needs`). */
   std::vector<std::vector<std::pair<int64_t, int64_t>>> work;
+  /** The configs estimate_cost's validation passed. */
+  ValidConfigs valid;
 };
 
 /** The box predicates derive_communication decides collectives by (as codegen/collectives.h defines them), for

@@ -228,8 +228,10 @@ std::vector<std::string> config_problems(const Graph &g, const Op &op, const std
   return out;
 }
 
-std::vector<std::string> plan_problems(const Graph &g, const Plan &p) {
+std::vector<std::string> plan_problems(const Graph &g, const Plan &p, ValidConfigs *valid) {
   std::vector<std::string> out;
+  if (valid && (valid->devices != p.devices || valid->per_op.size() != static_cast<size_t>(g.num_ops())))
+    *valid = {p.devices, std::vector<std::vector<ParallelConfig>>(static_cast<size_t>(g.num_ops()))};
   std::vector<const Sharding *> shardings(static_cast<size_t>(g.num_tensors()), nullptr);
   std::vector<const ParallelConfig *> configs(static_cast<size_t>(g.num_ops()), nullptr);
   if (p.devices < 1) out.push_back("plan: device count " + std::to_string(p.devices) + " must be at least 1");
@@ -260,10 +262,14 @@ std::vector<std::string> plan_problems(const Graph &g, const Plan &p) {
       continue;
     }
     std::vector<Description> descs = describe::describe(g, op);
-    std::vector<std::string> problems = config_problems(g, op, descs, *c, p.devices);
-    if (!problems.empty()) {
-      for (std::string &s : problems) out.push_back(std::move(s));
-      continue;
+    std::vector<ParallelConfig> *known = valid ? &valid->per_op[static_cast<size_t>(o)] : nullptr;
+    if (!known || std::find(known->begin(), known->end(), *c) == known->end()) {
+      std::vector<std::string> problems = config_problems(g, op, descs, *c, p.devices);
+      if (!problems.empty()) {
+        for (std::string &s : problems) out.push_back(std::move(s));
+        continue;
+      }
+      if (known) known->push_back(*c);
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId t = op.outputs[k];
@@ -317,8 +323,8 @@ void complete_plan(const Graph &g, Plan &p) {
   for (auto &[id, e] : keyed) p.tensors.push_back(std::move(e));
 }
 
-void validate_plan(const Graph &g, const Plan &p) {
-  std::vector<std::string> problems = plan_problems(g, p);
+void validate_plan(const Graph &g, const Plan &p, ValidConfigs *valid) {
+  std::vector<std::string> problems = plan_problems(g, p, valid);
   if (problems.empty()) return;
   std::string msg = "invalid plan: " + problems.front();
   if (problems.size() > 1) msg += " (and " + std::to_string(problems.size() - 1) + " more problems)";

@@ -38,9 +38,17 @@ std::vector<std::string> config_problems(const Graph &g, const Op &op, const std
  *  changed: if it contradicts its producer, plan_problems says so. */
 void complete_plan(const Graph &g, Plan &p);
 
-/** Every problem of `p` against `g`, one line each, in plan order then graph order (empty = valid). */
-std::vector<std::string> plan_problems(const Graph &g, const Plan &p);
+/** The op configs that passed config_problems, per op, for one graph and device count: a caller validating many plans
+ *  that share most configs (the frontier re-scoring its candidates) checks each config once. Starts empty. */
+struct ValidConfigs {
+  int devices = 0;
+  std::vector<std::vector<ParallelConfig>> per_op;
+};
+
+/** Every problem of `p` against `g`, one line each, in plan order then graph order (empty = valid). With `valid`, a
+ *  config found there is not checked again, and each config that passes is added: the lines are the same. */
+std::vector<std::string> plan_problems(const Graph &g, const Plan &p, ValidConfigs *valid = nullptr);
 /** Throws UserError with the first problem (and the count of the others) if the plan is invalid. */
-void validate_plan(const Graph &g, const Plan &p);
+void validate_plan(const Graph &g, const Plan &p, ValidConfigs *valid = nullptr);
 
 }  // namespace cleave::plan

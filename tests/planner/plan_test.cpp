@@ -158,6 +158,26 @@ TEST(PlanValidate, EachErrorByItsMessage) {
   }
 }
 
+// A memo of valid configs (ValidConfigs) changes no line: plans that share configs with earlier ones report the same
+// problems with it as without, in any order, and a config that failed is checked again (and fails again).
+TEST(PlanValidate, ValidConfigsMemoChangesNoLine) {
+  Graph g = small_graph();
+  const std::string base = kDataPlan;
+  std::vector<std::string> plans{
+      base, replaced(base, "op g devices=[0,1] mesh=[2] [m]", "op g devices=[0,1] mesh=[2] [k]"), base,
+      replaced(base, "tensor h devices=[0,1]", "tensor h devices=[1,0]"),
+      replaced(base, "op g devices=[0,1] mesh=[2] [m]", "op g devices=[0,1] mesh=[2] [k]")};
+  ValidConfigs valid;
+  for (const std::string &text : plans) {
+    Plan p = parse_plan(text);
+    EXPECT_EQ(plan_problems(g, p, &valid), plan_problems(g, p)) << text;
+  }
+  EXPECT_EQ(valid.devices, 2);
+  ASSERT_EQ(valid.per_op.size(), static_cast<size_t>(g.num_ops()));
+  for (const auto &configs : valid.per_op) EXPECT_EQ(configs.size(), 1u);  // the data plan's, once each
+  EXPECT_FALSE(plan_problems(g, parse_plan(plans[1]), &valid).empty());
+}
+
 TEST(PlanValidate, TwoDimensionalMeshes) {
   // A 2x2 mesh splitting Gemm's m and n: h is split(0) on axis 0 and split(1) on axis 1; x and w are sources.
   std::string text = "plan devices=4\n"
