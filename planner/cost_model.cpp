@@ -165,7 +165,6 @@ std::optional<ProfileMemo::Line> calibration(const Graph &g, const Op &op,
  *  line (derived once per op and topology: the profile's memo). At the mean rank's speed. */
 std::optional<double> calibrated_seconds(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                                          const std::string &key, const Topology &t, const Profile &profile) {
-  if (!profile.compute.count(op.name)) return std::nullopt;
   char machine[64];
   std::snprintf(machine, sizeof machine, "%a %a", t.device.peak_flops, t.device.memory_bandwidth);
   std::optional<ProfileMemo::Line> line =
@@ -185,12 +184,15 @@ class SharePrices {
   enum class Source : uint8_t { measured, calibrated, roofline };
   SharePrices(const Graph &g, const Op &op, const std::vector<describe::Description> &descs, const ParallelConfig &c,
               const Topology &t, const Profile *profile)
-      : g_(g), op_(op), descs_(descs), c_(c), t_(t), profile_(profile) {}
+      : g_(g), op_(op), descs_(descs), c_(c), t_(t), profile_(profile) {
+    if (profile_)
+      if (auto o = profile_->compute.find(op_.name); o != profile_->compute.end()) measured_ = &o->second;
+  }
 
   /** Device `index`'s seconds; `work()` gives its Work when the roofline prices it. */
   template <class WorkOf>
   double seconds(int64_t index, WorkOf work, Source &source) {
-    if (profile_) {
+    if (measured_) {  // an op the profile never measured has no key to look up
       std::string key = shard_key(op_, descs_, c_, index);
       auto seen = std::find_if(keys_.begin(), keys_.end(), [&](const Keyed &k) { return k.key == key; });
       if (seen == keys_.end()) seen = keys_.insert(keys_.end(), lookup(std::move(key)));
@@ -211,14 +213,12 @@ class SharePrices {
   };
   Keyed lookup(std::string key) const {
     Keyed k{std::move(key)};
-    if (auto o = profile_->compute.find(op_.name); o != profile_->compute.end()) {
-      if (auto m = o->second.find(k.key); m != o->second.end()) {
-        k.source = Source::measured;
-        k.seconds = m->second;
-      } else if (auto cal = calibrated_seconds(g_, op_, descs_, k.key, t_, *profile_)) {
-        k.source = Source::calibrated;
-        k.seconds = *cal;
-      }
+    if (auto m = measured_->find(k.key); m != measured_->end()) {
+      k.source = Source::measured;
+      k.seconds = m->second;
+    } else if (auto cal = calibrated_seconds(g_, op_, descs_, k.key, t_, *profile_)) {
+      k.source = Source::calibrated;
+      k.seconds = *cal;
     }
     return k;
   }
@@ -228,6 +228,7 @@ class SharePrices {
   const ParallelConfig &c_;
   const Topology &t_;
   const Profile *profile_;
+  const std::map<std::string, double> *measured_ = nullptr;  // the profile's shares of this op, if any
   std::vector<Keyed> keys_;
 };
 

@@ -129,7 +129,7 @@ struct CommCache {
   std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
   /** Per op, per device index: the FLOPs and bytes of its share (estimate_cost fills it; emptied with `needs`). */
   std::vector<std::vector<std::pair<int64_t, int64_t>>> work;
-  /** The configs estimate_cost's validation passed. */
+  /** The configs estimate_cost's validation passed (validate.h). */
   ValidConfigs valid;
 };
 
@@ -236,8 +236,8 @@ struct CostReport {
 /** The costs of `p` (validated here) on `t`. Throws UserError if the plan uses more devices than the topology has.
  *  With a `profile` (profile.h), an op share's compute time is the measured one where the profile has its (op name,
  *  shard_key), times the device's rank_scale; a share it did not measure of an op it measured at other shares is
- *  the share's roofline times the median of the op's measured / roofline seconds (times the rank_scale); any other
- *  share is the roofline. A collective's time is interpolated from
+ *  its roofline on the op's calibration line (cost_model.cpp calibration(): fitted to the measured shares' seconds
+ *  against their rooflines; times the rank_scale); any other share is the roofline. A collective's time is interpolated from
  *  the measured curve of its kind and group size (sync events as all-reduces; each send/recv transfer from the curve
  *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many
  *  plans that share op configs) only saves work: the report is the same. */
