@@ -129,6 +129,15 @@ struct CommCache {
   std::vector<std::vector<std::vector<std::optional<Box>>>> needs;  // per op, per device index, per input slot
   /** Per op, per device index: the FLOPs and bytes of its share (estimate_cost fills it; emptied with `needs`). */
   std::vector<std::vector<std::pair<int64_t, int64_t>>> work;
+  /** An op's earlier config with its needs and work, taken back when a plan returns to it (frontier candidates and
+   *  MCMC moves revisit a few configs per op). */
+  struct Kept {
+    ParallelConfig config;
+    std::vector<std::vector<std::optional<Box>>> needs;
+    std::vector<std::pair<int64_t, int64_t>> work;
+  };
+  static constexpr size_t kKeptPerOp = 8;
+  std::vector<std::vector<Kept>> kept;  // per op, at most kKeptPerOp, least recently left first
   /** The configs estimate_cost's validation passed (validate.h). */
   ValidConfigs valid;
 };

@@ -389,6 +389,24 @@ class Replay {
   }
 
   // [lower_op]
+  /** Keeps op `o`'s current cache entry (if whole) among its kept ones and makes its kept entry for `config`, if
+   *  any, current; whether there was one. */
+  bool take_kept(size_t o, const ParallelConfig &config) {
+    std::vector<CommCache::Kept> &kept = cache_->kept[o];
+    if (!cache_->config[o].devices.empty()) {
+      if (kept.size() == CommCache::kKeptPerOp) kept.erase(kept.begin());
+      kept.push_back({std::move(cache_->config[o]), std::move(cache_->needs[o]), std::move(cache_->work[o])});
+      cache_->config[o] = {};
+    }
+    auto it = std::find_if(kept.begin(), kept.end(), [&](const CommCache::Kept &k) { return k.config == config; });
+    if (it == kept.end()) return false;
+    cache_->config[o] = std::move(it->config);
+    cache_->needs[o] = std::move(it->needs);
+    cache_->work[o] = std::move(it->work);
+    kept.erase(it);
+    return true;
+  }
+
   void op(OpId o) {
     at_ = o;
     const Op &op = g_.op(o);
@@ -409,14 +427,17 @@ class Replay {
         cache_->needs.assign(ops, {});
         cache_->work.assign(ops, {});
       }
+      if (cache_->kept.size() != ops) cache_->kept.assign(ops, {});
       if (cache_->descs[o].empty() || cache_->config[o] != config) {
         if (cache_->descs[o].empty()) cache_->descs[o] = describe::describe(g_, op);
-        cache_->config[o] = {};  // until needs[o] is whole (input_regions may throw)
-        cache_->needs[o].clear();
-        cache_->work[o].clear();
-        for (size_t i = 0; i < config.devices.size(); ++i)
-          cache_->needs[o].push_back(input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
-        cache_->config[o] = config;
+        if (!take_kept(o, config)) {
+          cache_->config[o] = {};  // until needs[o] is whole (input_regions may throw)
+          cache_->needs[o].clear();
+          cache_->work[o].clear();
+          for (size_t i = 0; i < config.devices.size(); ++i)
+            cache_->needs[o].push_back(input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
+          cache_->config[o] = config;
+        }
       }
       descs_ptr = &cache_->descs[o];
       regions_ptr = &cache_->needs[o];

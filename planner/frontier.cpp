@@ -33,10 +33,6 @@ namespace {
 using describe::Description;
 using Needs = std::vector<std::optional<Box>>;  // one input slot, per device id (none: the device does not read it)
 
-
-
-
-
 /** The mesh every config uses (frontier.h): per used topology level, outermost first, its count's prime factors,
  *  descending; `runs` are the lengths of its stretches of one level and one prime. */
 struct ConfigMesh {
@@ -150,6 +146,7 @@ class Builder {
       : g_(g), n_(devices), t_(t), profile_(profile), priced_(static_cast<size_t>(g.num_ops())) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
+    candidate_ranges_.resize(static_cast<size_t>(g.num_ops()));
     for (const Op &op : g.ops()) descs_.push_back(describe::describe(g, op));
     enumerate_configs();
     find_owners();  // (reads no config)
@@ -236,16 +233,9 @@ class Builder {
     for (const OpEntry &e : p.ops) {
       std::optional<OpId> o = g_.find_op(e.name);
       if (!o) continue;
-      const Description &d = descs_[static_cast<size_t>(*o)][primary_output(g_.op(*o))];
-      auto ranges = [&](const ParallelConfig &c) {
-        std::map<int, std::vector<Interval>> by_device;
-        for (size_t i = 0; i < c.devices.size(); ++i)
-          by_device[c.devices[i]] = var_ranges(d, c, static_cast<int64_t>(i));
-        return by_device;
-      };
-      auto want = ranges(e.config);
+      DeviceRanges want = device_ranges(*o, e.config);
       for (int c = 0; c < configs(*o) && out[static_cast<size_t>(*o)] < 0; ++c)
-        if (ranges(config(*o, c)) == want) out[static_cast<size_t>(*o)] = c;
+        if (candidate_ranges(*o, c) == want) out[static_cast<size_t>(*o)] = c;
     }
     return out;
   }
@@ -258,6 +248,24 @@ class Builder {
 
  private:
   const ParallelConfig &config(OpId o, int c) const { return configs_[static_cast<size_t>(o)][static_cast<size_t>(c)]; }
+
+  /** Per device id, the ranges of op `o`'s primary description's vars it computes under `c`. */
+  using DeviceRanges = std::map<int, std::vector<Interval>>;
+  DeviceRanges device_ranges(OpId o, const ParallelConfig &c) const {
+    const Description &d = descs_[static_cast<size_t>(o)][primary_output(g_.op(o))];
+    DeviceRanges by_device;
+    for (size_t i = 0; i < c.devices.size(); ++i) by_device[c.devices[i]] = var_ranges(d, c, static_cast<int64_t>(i));
+    return by_device;
+  }
+
+  /** device_ranges of candidate `c` of op `o`, kept (match runs once per seed and per FT point). */
+  const DeviceRanges &candidate_ranges(OpId o, int c) const {
+    std::vector<std::optional<DeviceRanges>> &kept = candidate_ranges_[static_cast<size_t>(o)];
+    if (kept.size() <= static_cast<size_t>(c)) kept.resize(static_cast<size_t>(c) + 1);
+    std::optional<DeviceRanges> &r = kept[static_cast<size_t>(c)];
+    if (!r) r = device_ranges(o, config(o, c));
+    return *r;
+  }
 
   void enumerate_configs() {
     ConfigMesh mesh = config_mesh(n_, t_);
@@ -535,10 +543,15 @@ class Builder {
    *  devices wanting one box tile it, else exchanged all-to-all, else fetched by one grouped send/recv. Per device
    *  the sum of what it takes part in; the slowest device. */
   double resplit(TensorId t, const Sharding &from, const Needs &need) {
-    const Tensor &tensor = g_.tensor(t);
     std::string key = tensor_key(t) + key_of(from) + "#" + key_of(need);
     auto it = resplit_.find(key);
     if (it != resplit_.end()) return it->second;
+    return resplit_.emplace(key, resplit_seconds(t, from, need)).first->second;
+  }
+
+  /** resplit's price, not memoised (edge memoises it by interned ids: no key strings). */
+  double resplit_seconds(TensorId t, const Sharding &from, const Needs &need) const {
+    const Tensor &tensor = g_.tensor(t);
     bool f32 = tensor.dtype == DType::f32;
     std::vector<Box> own(static_cast<size_t>(n_));  // by device id
     for (size_t i = 0; i < from.devices.size(); ++i)
@@ -593,9 +606,19 @@ class Builder {
     }
     std::vector<int> rest;
     if (f32) {
-      std::map<std::string, std::vector<int>> by_box;
-      for (int r : lacking) by_box[key_of(Needs{need[static_cast<size_t>(r)]})].push_back(r);
-      for (const auto &[unused, members] : by_box) {
+      // The devices wanting each distinct box, in order of first appearance (each device adds to its own slot of
+      // secs only, so the order of the groups changes no sum).
+      std::vector<std::vector<int>> by_box;
+      for (int r : lacking) {
+        auto same = std::find_if(by_box.begin(), by_box.end(), [&](const std::vector<int> &m) {
+          return *need[static_cast<size_t>(m[0])] == *need[static_cast<size_t>(r)];
+        });
+        if (same == by_box.end())
+          by_box.push_back({r});
+        else
+          same->push_back(r);
+      }
+      for (const std::vector<int> &members : by_box) {
         std::vector<Box> blocks;
         for (int r : members) blocks.push_back(own[static_cast<size_t>(r)]);
         if (tiles(blocks, *need[static_cast<size_t>(members[0])])) {
@@ -659,9 +682,7 @@ class Builder {
       }
       for (size_t r = 0; r < secs.size(); ++r) secs[r] += std::max(send[r], recv[r]);
     }
-    double worst = *std::max_element(secs.begin(), secs.end());
-    resplit_.emplace(key, worst);
-    return worst;
+    return *std::max_element(secs.begin(), secs.end());
   }
 
   std::string tensor_key(TensorId t) const {
@@ -674,7 +695,17 @@ class Builder {
   /** The interned id of the boxes config `c` of op `o` reads of input `slot`. */
   int need_id(OpId o, int c, size_t slot) {
     auto [it, fresh] = need_ids_.try_emplace(std::make_tuple(o, c, slot), 0);
-    if (fresh) it->second = intern(key_of(needs(o, c, slot)));
+    if (fresh) {
+      const Needs &need = needs(o, c, slot);
+      it->second = need_intern_.emplace(need, static_cast<int>(need_intern_.size())).first->second;
+    }
+    return it->second;
+  }
+
+  /** The interned id of tensor `t`'s shape and its sharding with its owner under config `oc`. */
+  int owned_id(TensorId t, int oc) {
+    auto [it, fresh] = owned_ids_.try_emplace({t, oc}, 0);
+    if (fresh) it->second = intern(tensor_key(t) + key_of(owned(t, oc)));
     return it->second;
   }
 
@@ -703,18 +734,19 @@ class Builder {
         local.push_back(it->second);
       }
     };
-    for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(intern(tensor_key(t) + key_of(owned(t, oc))));
+    for (int oc = 0; oc < configs(owner); ++oc) from_ids.push_back(owned_id(t, oc));
     for (int cc = 0; cc < configs(o); ++cc) need_ids.push_back(need_id(o, cc, slot));
     localise(from_ids, from_local, from_first);
     localise(need_ids, need_local, need_first);
+    std::vector<const Needs *> need_of;
+    for (int n : need_first) need_of.push_back(&needs(o, n, slot));
     std::vector<ft::Cost> table;
     for (int f : from_first)
-      for (int n : need_first) {
-        auto [it, fresh] =
-            pair_secs_.try_emplace({from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(n)]}, 0.0);
-        const Needs &need = needs(o, n, slot);
-        if (fresh) it->second = resplit(t, owned(t, f), need);
-        table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, need) : 0});
+      for (size_t k = 0; k < need_first.size(); ++k) {
+        auto [it, fresh] = pair_secs_.try_emplace(
+            {from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(need_first[k])]}, 0.0);
+        if (fresh) it->second = resplit_seconds(t, owned(t, f), *need_of[k]);
+        table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, *need_of[k]) : 0});
       }
     e.cost.reserve(static_cast<size_t>(configs(owner)) * static_cast<size_t>(configs(o)));
     for (int oc = 0; oc < configs(owner); ++oc)
@@ -734,6 +766,8 @@ class Builder {
     ids_.clear();
     pair_secs_.clear();
     need_ids_.clear();
+    need_intern_.clear();
+    owned_ids_.clear();
   }
 
   /** Prices op `o` into `parts`: its configs and the edges into it from its inputs' owners. */
@@ -761,6 +795,9 @@ class Builder {
   std::vector<int> all_;
   std::vector<std::vector<Description>> descs_;
   std::vector<std::vector<ParallelConfig>> configs_;
+  /** candidate_ranges' memo, per op and config index (configs are only appended). Not thread-safe: match runs on one
+   *  thread at a time. */
+  mutable std::vector<std::vector<std::optional<DeviceRanges>>> candidate_ranges_;
   PricedOps priced_;
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;
@@ -776,6 +813,8 @@ class Builder {
   std::map<std::string, int> ids_;
   std::map<std::pair<int, int>, double> pair_secs_;
   std::map<std::tuple<OpId, int, size_t>, int> need_ids_;
+  std::map<Needs, int> need_intern_;  // need ids: their own numbering (pair_secs_ keys pair a sharding id with one)
+  std::map<std::pair<TensorId, int>, int> owned_ids_;
 };
 
 std::string fixed(double x, int digits) {
@@ -848,7 +887,9 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::vector<ft::FrontierPoint> points;
   side_by_side([&] { points = ft::solve_frontier(cg, guided, &r.stats); },
                [&] {
-                 for (size_t i = 0; i < seeds.size(); ++i) seed_costs[i] = estimate_cost(g, seeds[i], t, profile);
+                 CommCache cache;
+                 for (size_t i = 0; i < seeds.size(); ++i)
+                   seed_costs[i] = estimate_cost(g, seeds[i], t, profile, &cache);
                });
   // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
   std::vector<ft::FrontierPoint> seeded;

@@ -8,6 +8,7 @@
 // data), so they equal the bounding box of every element read, point by point. Indirect (data-dependent) indexes
 // read the whole dim. Exactness holds when each var appears in at most one index dim of an access and the vars of a
 // dim other than its widest one span at most 65536 points; beyond that the box is a safe over-approximation.
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +23,7 @@ struct Interval {
   int64_t begin = 0, end = 0;
   bool empty() const { return end <= begin; }
   int64_t size() const { return empty() ? 0 : end - begin; }
-  bool operator==(const Interval &) const = default;
+  auto operator<=>(const Interval &) const = default;  // (begin, end): a box's order as a key
 };
 
 /** One interval per dim. An empty box (some interval empty) holds no element. */
