@@ -885,11 +885,11 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   // The seeds are re-scored candidates whatever FT finds: beside FT (whose error comes first, as when it ran first).
   std::vector<CostReport> seed_costs(seeds.size());
   std::vector<ft::FrontierPoint> points;
+  CommCache seed_cache;  // the seeds' configs: most of every candidate's (re-scoring starts from a copy)
   side_by_side([&] { points = ft::solve_frontier(cg, guided, &r.stats); },
                [&] {
-                 CommCache cache;
                  for (size_t i = 0; i < seeds.size(); ++i)
-                   seed_costs[i] = estimate_cost(g, seeds[i], t, profile, &cache);
+                   seed_costs[i] = estimate_cost(g, seeds[i], t, profile, &seed_cache);
                });
   // Each seed itself is a candidate, so the frontier is never worse than either seed plan.
   std::vector<ft::FrontierPoint> seeded;
@@ -937,7 +937,7 @@ FrontierResult frontier_search(const Graph &g, int devices, const Topology &t, c
   std::exception_ptr failed;
   std::mutex failed_lock;
   auto score = [&] {
-    CommCache cache;  // the candidates share most of their configs
+    CommCache cache = seed_cache;  // the candidates share most of their configs, with each other and the seeds
     for (size_t i = next++; i < all.size(); i = next++) {
       if (scored[i]) continue;
       try {
