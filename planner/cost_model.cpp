@@ -350,8 +350,11 @@ class Estimator {
           r_.end_comm_seconds = std::max(r_.end_comm_seconds, op_comm_[pos][r]);
       }
     memory(comm);
+    std::vector<int64_t> statements = device_statements(p_, comm);
+    for (size_t r = 0; r < r_.devices.size(); ++r) r_.devices[r].statements = statements[r];
     for (DeviceCost &d : r_.devices) {
-      d.step_seconds = d.compute_seconds + d.comm_seconds + d.copy_seconds + d.data_seconds;
+      if (profile_) d.gap_seconds = profile_->statement_gap * static_cast<double>(d.statements);
+      d.step_seconds = d.compute_seconds + d.comm_seconds + d.copy_seconds + d.data_seconds + d.gap_seconds;
       r_.flops += d.flops;
       r_.comm_bytes += d.comm_bytes;
       for (size_t l = 0; l < d.comm_bytes_per_level.size(); ++l) r_.comm_bytes_per_level[l] += d.comm_bytes_per_level[l];
@@ -508,6 +511,19 @@ CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Prof
     out.measured = true;
   }
   return out;
+}
+
+std::vector<int64_t> device_statements(const Plan &p, const Communication &comm) {
+  std::vector<int64_t> n(static_cast<size_t>(p.devices), 0);
+  for (const OpEntry &o : p.ops)
+    for (int d : o.config.devices) ++n[static_cast<size_t>(d)];
+  for (const CommEvent &e : comm.events) {
+    std::set<int> ranks(e.group.begin(), e.group.end());
+    for (const CommEvent::Transfer &x : e.transfers) ranks.insert({x.src, x.dst});
+    for (int r : ranks) ++n[static_cast<size_t>(r)];
+  }
+  for (const LocalStatement &s : comm.local) ++n[static_cast<size_t>(s.rank)];
+  return n;
 }
 
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile, CommCache *cache) {

@@ -217,6 +217,10 @@ struct DeviceCost {
   int64_t peak_memory_bytes = 0;
   /** Params, optimizer state and constants held for the whole run. */
   int64_t persistent_bytes = 0;
+  /** What the device runs per step: its op shares, the communication events it takes part in and its local
+   *  statements; with a profile, each costs the profile's statement_gap on top (gap_seconds). */
+  int64_t statements = 0;
+  double gap_seconds = 0;
   double step_seconds = 0;
 };
 
@@ -252,6 +256,10 @@ struct CostReport {
  *  plans that share op configs) only saves work: the report is the same. */
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
                          CommCache *cache = nullptr);
+
+/** Per device of `p`, the statements it runs per step (DeviceCost::statements): one per op share it computes, per
+ *  communication event of `comm` (derive_communication's for `p`) it takes part in, and per local statement. */
+std::vector<int64_t> device_statements(const Plan &p, const Communication &comm);
 
 /** α-β seconds of one collective of `n` bytes per member over `p` members on link (bandwidth, latency). */
 double all_reduce_seconds(double n, int p, double bandwidth, double latency);

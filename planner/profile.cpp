@@ -204,7 +204,8 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
     std::replace(what.begin(), what.end(), '\n', ' ');
     bad(source, "(top level)", "malformed JSON: " + what);
   }
-  check_keys(j, source, "", {"format", "backend", "compute", "collectives", "statements", "rank_scale", "plans"});
+  check_keys(j, source, "",
+             {"format", "backend", "compute", "collectives", "statements", "rank_scale", "statement_gap", "plans"});
   Profile p;
   if (!j.contains("format")) bad(source, "format", "missing");
   if (j["format"] != "cleave-profile-1") bad(source, "format", "must be \"cleave-profile-1\"");
@@ -259,6 +260,12 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
       if (!std::isfinite(v) || v <= 0) bad(source, w, "must be a positive number");
       p.rank_scale.push_back(v);
     }
+  }
+  if (j.contains("statement_gap")) {
+    const json &v = j["statement_gap"];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      bad(source, "statement_gap", "must be a number >= 0 (seconds)");
+    p.statement_gap = v.get<double>();
   }
   if (j.contains("plans")) {
     const json &ps = j["plans"];
@@ -318,6 +325,7 @@ std::string profile_json(const Profile &p) {
     for (double v : p.rank_scale) rs.push_back(round6(v));
     j["rank_scale"] = rs;
   }
+  if (p.statement_gap > 0) j["statement_gap"] = round6(p.statement_gap);
   json plans = json::array();
   for (const ProfiledPlan &pp : p.plans)
     plans.push_back({{"name", pp.name}, {"devices", pp.devices}, {"step_seconds", round6(pp.step_seconds)}});

@@ -7,7 +7,7 @@
 //    "compute": {"<op name>": {"<shard key>": seconds, ...}, ...},
 //    "collectives": {"<kind>": {"<group size>": [[bytes, seconds], ...], ...}, ...},
 //    "statements": {"copy": [[bytes, seconds], ...], "data": [[bytes, seconds], ...]},
-//    "rank_scale": [s_0, s_1, ...],
+//    "rank_scale": [s_0, s_1, ...], "statement_gap": seconds,
 //    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
 // - compute: the expected kernel time (a mean: tools/cli/profile_command.cpp expected_seconds) of one device's share
 //   of an op on a device of the profiled machine's mean speed, keyed by the op's name and shard_key() of that share
@@ -19,6 +19,10 @@
 //   every rank had a core of its own. A device beyond the list is taken at scale 1. Device d's share of an op costs
 //   compute · rank_scale[d], its local statements (copies, data reads: the same core's work) their curve's time ·
 //   rank_scale[d].
+// - statement_gap (optional; absent = 0): the time of a rank's step spent outside every timed statement, per statement
+//   the rank runs (cost_model.h DeviceCost::statements): a GPU idle between tiny kernels while the host launches the
+//   next one (the H200 here: 0.3-0.5 ms of a 2 ms Transformer step), a CPU's step loop. The median over the profiled
+//   plans' ranks and runs; the cost model adds statement_gap · statements to each device's step.
 // - collectives: kind is all_reduce, all_gather, reduce_scatter, all_to_all or send_recv; bytes is the size the
 //   cost model prices (CommEvent::count · elem_bytes: the all-reduced buffer, one block of a gather/scatter, one
 //   pair's part of an all-to-all, one transfer of a send/recv, whose group size is the number of ranks exchanging
@@ -99,6 +103,8 @@ struct Profile {
   std::map<std::string, std::vector<std::pair<double, double>>> statements;
   /** Per rank: its kernels' and local statements' time relative to `compute` and `statements` (empty: all 1). */
   std::vector<double> rank_scale;
+  /** Seconds of step time outside the timed statements, per statement a device runs (0: none measured). */
+  double statement_gap = 0;
   std::vector<ProfiledPlan> plans;
   /** Derived, not read or written (above). */
   ProfileMemo memo;

@@ -111,13 +111,16 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
       if (std::find(out.begin(), out.end(), dep) == out.end()) out.push_back(dep);
     }
   };
+  // A profile's statement_gap (profile.h) on every statement as estimate_cost counts them (DeviceCost::statements),
+  // except send/recv transfers (estimate_cost: one per rank and event; here one task per transfer).
+  double gap = profile_ ? profile_->statement_gap : 0;
   // Data reads, then the copies packing this op's communication: on their rank's compute channel.
   auto local_task = [&](const LocalStatement &l) {
     Task k;
     k.kind = l.kind == LocalStatement::Kind::data ? SimTask::Kind::data : SimTask::Kind::copy;
     k.op = l.kind == LocalStatement::Kind::data ? kNoOp : l.op;
     k.device = l.rank;
-    k.seconds = local_seconds(l, t_, profile_);
+    k.seconds = local_seconds(l, t_, profile_) + gap;
     k.channels = {k.device * 3 + kCompute};
     return k;
   };
@@ -162,7 +165,7 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
     k.comm = e.kind;
     k.tensor = e.tensor;
     k.members = e.group;
-    k.seconds = secs.collective;
+    k.seconds = secs.collective + gap;
     // The cpu backend's collectives block their members' CPUs (MPI has no progress of its own; a started
     // all-reduce runs at its wait): measured there, a collective also holds each member's compute channel, in
     // program order, so no kernel overlaps it.
@@ -201,7 +204,7 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
       k.kind = SimTask::Kind::compute;
       k.op = s;
       k.device = config->devices[i];
-      k.seconds = secs[i];
+      k.seconds = secs[i] + gap;
       producers_on(kNoTensor, k.device, k.producers);
       for (int j = first_comm; j < comm_tasks; ++j)
         if (takes_part(seg.tasks[static_cast<size_t>(j)], k.device)) k.local.push_back(j);

@@ -4,7 +4,7 @@
 #    collective over 2 ranks at every size 4..MAX (powers of two), with positive times;
 #  - profiling changes nothing a run prints on stdout (the `step <k> loss <v>` lines are identical with and without
 #    CLEAVE_PROFILE), every rank wrote its JSON, rank 0 logged the step median on stderr, and per step the timed
-#    statements add up to no more than the step;
+#    statements add up to no more than the step; statement_gap is the median untimed step time per statement;
 #  - `cleave explain --profile`: each op's compute seconds are the profile's time of its share (the data plan's two
 #    shares have the same key) at its slower rank's speed (rank_scale), not the roofline's; the report counts every
 #    share as measured; the communication of every event comes from the curves, and so does the time of every copy
@@ -67,6 +67,25 @@ for op, per_rank in times.items():
 for r in (0, 1):
     want = sum(statistics.mean(times[op][r]) for op in times) / sum(share.values())
     assert abs(scale[r] - want) <= 1e-4 * want, (r, scale, want)
+PY"
+
+# statement_gap: per rank and run, the median over the steps after warm-up of the step time no site timed (never
+# below 0), over the statements the rank runs (explain's per-device count); the profile keeps the median of those.
+"$CLEAVE" explain "$SRC/models/mlp.onnx" --batch 8 --plan "$tmp/data.plan" --topology k80x8 --format json \
+  >"$tmp/count.json" 2>/dev/null
+check "statement_gap is the median of the ranks' untimed step time per statement" "/usr/bin/python3 - '$tmp/p.json' '$tmp/work/plan_0' '$tmp/count.json' <<'PY'
+import json, statistics, sys
+p = json.load(open(sys.argv[1]))
+n = [d['statements'] for d in json.load(open(sys.argv[3]))['per_device']]
+gaps = []
+for pre in ('profile', 'profile_1'):
+    for r in (0, 1):
+        j = json.load(open('%s/%s.rank_%d.json' % (sys.argv[2], pre, r)))
+        outside = [max(0.0, step - sum(s['seconds'][k] for s in j['sites'])) for k, step in enumerate(j['steps']) if k > 0]
+        gaps.append(statistics.median(outside) / n[r])
+want = statistics.median(gaps)
+got = p.get('statement_gap', 0)
+assert n[0] > 0 and abs(got - want) <= 1e-5 * want + 1e-12, (got, want, gaps, n)
 PY"
 
 check "the profile has every op of the plan and every collective" "/usr/bin/python3 - '$tmp/p.json' '$tmp/data.plan' $max <<'PY'

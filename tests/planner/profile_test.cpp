@@ -8,10 +8,12 @@
 //  - the cost model takes a measured share's time from the profile and the roofline elsewhere, and a collective's
 //    from the curve of its group size, compared with estimates made without the profile and with
 //    derive_communication's own events;
+//  - statement_gap: gap · statements on each device's step, in the cost model and the simulator;
 //  - per-rank speeds: fit_rank_scale recovers speeds that generated the times, and a profile's rank_scale multiplies
 //    each device's measured kernel and local times in the cost model and the simulator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -83,6 +85,14 @@ TEST(Profile, JsonRoundTrip) {
   EXPECT_LT(text.find("\"backend\""), text.find("\"collectives\""));
   EXPECT_LT(text.find("\"compute\""), text.find("\"format\""));
   EXPECT_LT(text.find("\"format\""), text.find("\"plans\""));
+  // statement_gap: written when measured (> 0), read back; absent reads as 0.
+  Profile gap = p;
+  gap.statement_gap = 1.5e-6;
+  std::string with_gap = profile_json(gap);
+  EXPECT_NE(with_gap.find("\"statement_gap\": 1.5e-06"), std::string::npos) << with_gap;
+  EXPECT_EQ(parse_profile(with_gap, "g.json"), gap);
+  EXPECT_EQ(text.find("statement_gap"), std::string::npos);
+  EXPECT_EQ(parse_profile(text, "x.json").statement_gap, 0);
 }
 
 std::string error_of(const std::string &json) {
@@ -126,6 +136,8 @@ TEST(Profile, BadFilesNameFileAndField) {
             "p.json: rank_scale: must be a non-empty array of numbers, one per rank");
   EXPECT_EQ(error_of(head + R"("rank_scale": [1, "x"]})"), "p.json: rank_scale[1]: must be a number");
   EXPECT_EQ(error_of(head + R"("rank_scale": [1, 0]})"), "p.json: rank_scale[1]: must be a positive number");
+  EXPECT_EQ(error_of(head + R"("statement_gap": -1e-6})"), "p.json: statement_gap: must be a number >= 0 (seconds)");
+  EXPECT_EQ(error_of(head + R"("statement_gap": "2us"})"), "p.json: statement_gap: must be a number >= 0 (seconds)");
   EXPECT_EQ(error_of(head + R"("plans": [{"name": "d", "devices": 0, "step_seconds": 1}]})"),
             "p.json: plans[0].devices: must be a positive integer");
   try {
@@ -225,6 +237,43 @@ TEST(Profile, CostModelScalesMeasuredTimesByRank) {
   none.rank_scale = {0.5, 1.5};
   EXPECT_DOUBLE_EQ(estimate_cost(g, p, t, &none).devices[1].compute_seconds,
                    estimate_cost(g, p, t).devices[1].compute_seconds);
+}
+
+// A profile's statement_gap costs each device gap · statements on top of its step, where its statements are its op
+// shares, the communication events it takes part in and its local statements (counted here from the plan and
+// derive_communication's events, not by the cost model's own count); the simulator adds the same per task, so on one
+// device its makespan still equals the prediction.
+TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
+  Graph g = mlp(8);
+  Topology t = preset_topology("k80x8");
+  for (int devices : {1, 2}) {
+    SCOPED_TRACE(std::to_string(devices) + " devices");
+    Plan p = make_plan(g, devices == 1 ? "single" : "data", devices);
+    Communication comm = derive_communication(g, p);
+    Profile none, gap;
+    gap.statement_gap = 2e-6;
+    CostReport a = estimate_cost(g, p, t, &none), b = estimate_cost(g, p, t, &gap);
+    for (int d = 0; d < devices; ++d) {
+      int64_t want = 0;
+      for (const OpEntry &o : p.ops) want += std::count(o.config.devices.begin(), o.config.devices.end(), d);
+      for (const CommEvent &e : comm.events) {
+        bool in = std::count(e.group.begin(), e.group.end(), d) > 0;
+        for (const CommEvent::Transfer &x : e.transfers) in = in || x.src == d || x.dst == d;
+        want += in;
+      }
+      for (const LocalStatement &l : comm.local) want += l.rank == d;
+      EXPECT_EQ(b.devices[d].statements, want) << d;
+      EXPECT_GT(want, g.num_ops()) << d;  // every op, plus data reads and copies (and all-reduces on two)
+      EXPECT_EQ(a.devices[d].gap_seconds, 0) << d;
+      EXPECT_DOUBLE_EQ(b.devices[d].gap_seconds, 2e-6 * static_cast<double>(want)) << d;
+      EXPECT_NEAR(b.devices[d].step_seconds, a.devices[d].step_seconds + 2e-6 * static_cast<double>(want), 1e-15) << d;
+    }
+    if (devices == 1) {
+      EXPECT_NEAR(simulate(g, p, t, &gap).makespan(), b.predicted_step_seconds, 1e-12 * b.predicted_step_seconds);
+      EXPECT_NEAR(simulate(g, p, t, &gap).makespan() - simulate(g, p, t, &none).makespan(),
+                  2e-6 * static_cast<double>(b.devices[0].statements), 1e-12);
+    }
+  }
 }
 
 TEST(Profile, CodegenTagsKernelsWithTheCostModelsKeys) {

@@ -133,6 +133,8 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
                                {"comm_seconds", sci(d.comm_seconds)},
                                {"copy_seconds", sci(d.copy_seconds)},
                                {"data_seconds", sci(d.data_seconds)},
+                               {"statements", d.statements},
+                               {"gap_seconds", sci(d.gap_seconds)},
                                {"comm_bytes", d.comm_bytes},
                                {"comm_bytes_per_level", levels},
                                {"persistent_bytes", d.persistent_bytes},

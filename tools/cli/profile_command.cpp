@@ -159,6 +159,8 @@ struct Sample {
 struct Samples {
   std::map<std::pair<std::string, std::string>, std::vector<Sample>> compute;
   std::map<std::string, std::map<int64_t, std::vector<Sample>>> statements;
+  /** Per rank and run: its median step time outside its timed statements, over the statements it runs. */
+  std::vector<double> gaps;
 };
 
 /** rank_scale (profile.h) fitted to the kernel shares that several ranks ran (per share, each rank's mean), or
@@ -221,6 +223,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
 
   std::map<std::string, const plan::ParallelConfig *> configs;
   for (const auto &o : np.plan.ops) configs[o.name] = &o.config;
+  std::vector<int64_t> statements = plan::device_statements(np.plan, plan::derive_communication(g, np.plan));
   double step = 0;
   for (int r = 0; r < np.plan.devices; ++r) {
     fs::path file = prefix.string() + ".rank_" + std::to_string(r) + ".json";
@@ -238,7 +241,20 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
       return s;
     };
     auto timed = [&](const nlohmann::json &v) { return expected_seconds(after_warm_up(v)); };
-    if (r == 0) step = median(after_warm_up(j.at("steps")));
+    std::vector<double> steps = after_warm_up(j.at("steps"));
+    if (r == 0) step = median(steps);
+    // The step time outside every timed statement (profile.h statement_gap): a GPU waiting for the host's next launch.
+    // Statements overlapping on two streams may sum past the step: no gap then.
+    std::vector<double> outside = steps;
+    for (const auto &site : j.at("sites")) {
+      std::vector<double> secs = after_warm_up(site.at("seconds"));
+      CLEAVE_CHECK(secs.size() == steps.size(), file.string(), ": a site timed ", secs.size(), " steps, not ",
+                   steps.size());
+      for (size_t k = 0; k < steps.size(); ++k) outside[k] -= secs[k];
+    }
+    for (double &x : outside) x = std::max(x, 0.0);
+    if (statements[static_cast<size_t>(r)] > 0)
+      samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
     for (const auto &site : j.at("sites")) {
       if (site.at("kind") == "copy" || site.at("kind") == "data") {
         samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
@@ -413,6 +429,7 @@ Command add_profile_command(CLI::App &app) {
         for (const auto &[bytes, secs] : sizes)
           profile.statements[kind].emplace_back(static_cast<double>(bytes),
                                                 std::max(normalised_mean(secs, scale), 1e-9));
+      if (!samples.gaps.empty()) profile.statement_gap = median(samples.gaps);
       if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
     } catch (...) {
       std::error_code ec;
