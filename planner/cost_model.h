@@ -22,9 +22,9 @@
 // Local statements (LocalStatement: data reads, region copies; local_seconds): a copy moves its bytes twice (read and
 // write) at the device's memory bandwidth, a data read costs the device's read latency, its read row latency per
 // sample and its bytes once at the memory bandwidth; a profile's measured curves replace both.
-// Step time: per device, the sum of compute, communication and local statements in program order (v1 models no
-// overlap of compute with communication, no kernel launch cost and no contention between concurrent collectives), max
-// over devices.
+// Step time: per device, the sum of compute, communication and local statements in program order, and with a profile
+// its statement_gap per statement (profile.h: the time no statement covers, kernel launches on a GPU), max over
+// devices (v1 models no overlap of compute with communication and no contention between concurrent collectives).
 // Memory: per device, the peak of live bytes over program positions (two per op: its communication, then its
 // kernel): persistent shards (params, optimizer state, constants) always; every other buffer codegen would hold
 // (Communication::buffers) over the positions it holds it: a shard from its producer (step start for data) to its
@@ -252,7 +252,8 @@ struct CostReport {
  *  its roofline on the op's calibration line (cost_model.cpp calibration(): fitted to the measured shares' seconds
  *  against their rooflines; times the rank_scale); any other share is the roofline. A collective's time is interpolated from
  *  the measured curve of its kind and group size (sync events as all-reduces; each send/recv transfer from the curve
- *  of the op's number of exchanging ranks) and α-β where there is none. A `cache` (kept by a caller scoring many
+ *  of the op's number of exchanging ranks) and α-β where there is none; each device's step adds the profile's
+ *  statement_gap per statement it runs (DeviceCost::statements). A `cache` (kept by a caller scoring many
  *  plans that share op configs) only saves work: the report is the same. */
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
                          CommCache *cache = nullptr);

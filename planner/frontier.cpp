@@ -228,7 +228,7 @@ class Builder {
   }
 
   /** Per op, the index of the candidate with the same var ranges on every device as its config in `p`, or -1. */
-  std::vector<int> match(const Plan &p) const {
+  std::vector<int> match(const Plan &p) {
     std::vector<int> out(static_cast<size_t>(g_.num_ops()), -1);
     for (const OpEntry &e : p.ops) {
       std::optional<OpId> o = g_.find_op(e.name);
@@ -259,7 +259,7 @@ class Builder {
   }
 
   /** device_ranges of candidate `c` of op `o`, kept (match runs once per seed and per FT point). */
-  const DeviceRanges &candidate_ranges(OpId o, int c) const {
+  const DeviceRanges &candidate_ranges(OpId o, int c) {
     std::vector<std::optional<DeviceRanges>> &kept = candidate_ranges_[static_cast<size_t>(o)];
     if (kept.size() <= static_cast<size_t>(c)) kept.resize(static_cast<size_t>(c) + 1);
     std::optional<DeviceRanges> &r = kept[static_cast<size_t>(c)];
@@ -795,9 +795,8 @@ class Builder {
   std::vector<int> all_;
   std::vector<std::vector<Description>> descs_;
   std::vector<std::vector<ParallelConfig>> configs_;
-  /** candidate_ranges' memo, per op and config index (configs are only appended). Not thread-safe: match runs on one
-   *  thread at a time. */
-  mutable std::vector<std::vector<std::optional<DeviceRanges>>> candidate_ranges_;
+  /** candidate_ranges' memo, per op and config index (configs are only appended). */
+  std::vector<std::vector<std::optional<DeviceRanges>>> candidate_ranges_;
   PricedOps priced_;
   std::vector<OpId> owner_;
   std::vector<TensorId> owner_tensor_;

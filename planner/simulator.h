@@ -25,8 +25,10 @@
 // and for the kernels producing its inputs on its device. Data reads wait for nothing (a transfer of input data does
 // not wait for its read: not modelled). A task starts when its
 // dependencies and the tasks before it on its channels have ended. Compute and communication overlap where the
-// dependencies allow: that is what the simulator adds to cost model v1, which sums them per device. Not modelled:
-// kernel launch costs, contention between concurrent collectives on a shared link (each is priced as cost model v1
+// dependencies allow: that is what the simulator adds to cost model v1, which sums them per device. With a profile,
+// compute, data, copy and collective tasks each last its statement_gap longer (profile.h; kernel launches on a GPU),
+// and busy() counts it; send/recv transfers carry none (estimate_cost charges one per rank and event). Not modelled:
+// contention between concurrent collectives on a shared link (each is priced as cost model v1
 // prices it), and a sync running in the middle of its kernel (it runs before it here).
 //
 // Program order is fixed by the plan, not by the times, so the step is a DAG in that order and a task's times are

@@ -57,7 +57,7 @@ def main():
             d = pred['per_device'][r['rank']]
             p = {'step': float(d['step_seconds']), 'kernel': float(d['compute_seconds']),
                  'comm': float(d['comm_seconds']), 'copy': float(d.get('copy_seconds', 0)),
-                 'data': float(d.get('data_seconds', 0)), 'untimed': 0.0}
+                 'data': float(d.get('data_seconds', 0)), 'untimed': float(d.get('gap_seconds', 0))}
             print('%-10s' % ('r%d pred' % r['rank']) + ''.join('%11.3e' % p[c] for c in cols))
     if pred:
         # The kernels the prediction misses most on the slowest rank (explain lists each op's slowest device).

@@ -241,8 +241,8 @@ TEST(Profile, CostModelScalesMeasuredTimesByRank) {
 
 // A profile's statement_gap costs each device gap · statements on top of its step, where its statements are its op
 // shares, the communication events it takes part in and its local statements (counted here from the plan and
-// derive_communication's events, not by the cost model's own count); the simulator adds the same per task, so on one
-// device its makespan still equals the prediction.
+// derive_communication's events, not by the cost model's own count); the simulator adds it to each compute, local
+// and collective task (simulator.h), so on one device its makespan still equals the prediction.
 TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
   Graph g = mlp(8);
   Topology t = preset_topology("k80x8");

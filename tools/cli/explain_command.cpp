@@ -65,7 +65,8 @@ std::string text_report(const Graph &g, const plan::Plan &p, const plan::CostRep
                   "# %d device%s on %s; seconds: compute measured for %lld of %lld op shares (the rest roofline, "
                   "%lld of them scaled by their op's measured / roofline ratio) + "
                   "communication measured for %lld of %lld events (the rest alpha-beta) + copies and data reads "
-                  "measured for %lld of %lld (the rest by bytes) from profile %s, no overlap\n",
+                  "measured for %lld of %lld (the rest by bytes) from profile %s + its statement gap per statement, no "
+                  "overlap\n",
                   p.devices, p.devices == 1 ? "" : "s", r.topology.c_str(), static_cast<long long>(r.measured_shares),
                   static_cast<long long>(r.measured_shares + r.roofline_shares),
                   static_cast<long long>(r.calibrated_shares), static_cast<long long>(r.measured_comm),

@@ -241,6 +241,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
       return s;
     };
     auto timed = [&](const nlohmann::json &v) { return expected_seconds(after_warm_up(v)); };
+    size_t timed_steps = j.at("steps").size();
     std::vector<double> steps = after_warm_up(j.at("steps"));
     if (r == 0) step = median(steps);
     // The step time outside every timed statement (profile.h statement_gap): a GPU waiting for the host's next launch.
@@ -248,12 +249,14 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     std::vector<double> outside = steps;
     for (const auto &site : j.at("sites")) {
       std::vector<double> secs = after_warm_up(site.at("seconds"));
-      CLEAVE_CHECK(secs.size() == steps.size(), file.string(), ": a site timed ", secs.size(), " steps, not ",
-                   steps.size());
+      if (secs.size() != steps.size())
+        CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: a site timed ", secs.size(), " steps, not ",
+                          steps.size());
       for (size_t k = 0; k < steps.size(); ++k) outside[k] -= secs[k];
     }
     for (double &x : outside) x = std::max(x, 0.0);
-    if (statements[static_cast<size_t>(r)] > 0)
+    // A single step is the warm-up itself (allocations, communicator set-up): no gap from it.
+    if (statements[static_cast<size_t>(r)] > 0 && timed_steps > 1)
       samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
     for (const auto &site : j.at("sites")) {
       if (site.at("kind") == "copy" || site.at("kind") == "data") {
