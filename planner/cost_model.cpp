@@ -351,8 +351,9 @@ class Estimator {
       }
     memory(comm);
     std::vector<int64_t> statements = device_statements(p_, comm);
-    for (size_t r = 0; r < r_.devices.size(); ++r) r_.devices[r].statements = statements[r];
-    for (DeviceCost &d : r_.devices) {
+    for (size_t r = 0; r < r_.devices.size(); ++r) {
+      DeviceCost &d = r_.devices[r];
+      d.statements = statements[r];
       if (profile_) d.gap_seconds = profile_->statement_gap * static_cast<double>(d.statements);
       d.step_seconds = d.compute_seconds + d.comm_seconds + d.copy_seconds + d.data_seconds + d.gap_seconds;
       r_.flops += d.flops;

@@ -95,18 +95,6 @@ std::string key_of(const Sharding &s) {
   return k;
 }
 
-std::string key_of(const Needs &n) {
-  std::string k;
-  for (const std::optional<Box> &b : n) {
-    if (!b) {
-      k += "-;";
-      continue;
-    }
-    for (const Interval &i : *b) k += std::to_string(i.begin) + ":" + std::to_string(i.end) + ",";
-    k += ";";
-  }
-  return k;
-}
 
 /** Runs `first` on a second thread while `second` runs on this one (one after the other where there is one core),
  *  then rethrows what `first` threw, else what `second` threw. Each writes only its own variables. */
@@ -476,7 +464,7 @@ class Builder {
       if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
       Sharding sh = owned(t, c);
       if (g_.tensor(t).producer == kNoOp) cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
-      cost.time += data_read_seconds(t, sh) + resplit(t, sh, needs(o, c, s));
+      cost.time += data_read_seconds(t, sh) + resplit(t, c, o, c, s);
     }
     // Each holder of an assign's destination copies its shard of the new value at the end of the step.
     for (const Assign &a : g_.assigns)
@@ -537,19 +525,19 @@ class Builder {
     return group;
   }
 
+  /** resplit_seconds of tensor `t` held as its owner's config `oc` shards it into what op `o` reads at input `slot`
+   *  under config `c`, priced once per distinct (sharding, boxes) pair: many config pairs give the same. */
+  double resplit(TensorId t, int oc, OpId o, int c, size_t slot) {
+    auto [it, fresh] = pair_secs_.try_emplace({owned_id(t, oc), need_id(o, c, slot)}, 0.0);
+    if (fresh) it->second = resplit_seconds(t, owned(t, oc), needs(o, c, slot));
+    return it->second;
+  }
+
   /** Seconds to turn tensor `t` held as `from` into what the reader's devices need (by device id), priced
    *  as estimate_cost prices what codegen emits (cost_model.h): partial axes reduce-scattered when the readers' boxes
    *  tile each group's shard, else all-reduced; then boxes a device lacks all-gathered where the blocks of the
    *  devices wanting one box tile it, else exchanged all-to-all, else fetched by one grouped send/recv. Per device
    *  the sum of what it takes part in; the slowest device. */
-  double resplit(TensorId t, const Sharding &from, const Needs &need) {
-    std::string key = tensor_key(t) + key_of(from) + "#" + key_of(need);
-    auto it = resplit_.find(key);
-    if (it != resplit_.end()) return it->second;
-    return resplit_.emplace(key, resplit_seconds(t, from, need)).first->second;
-  }
-
-  /** resplit's price, not memoised (edge memoises it by interned ids: no key strings). */
   double resplit_seconds(TensorId t, const Sharding &from, const Needs &need) const {
     const Tensor &tensor = g_.tensor(t);
     bool f32 = tensor.dtype == DType::f32;
@@ -743,10 +731,8 @@ class Builder {
     std::vector<ft::Cost> table;
     for (int f : from_first)
       for (size_t k = 0; k < need_first.size(); ++k) {
-        auto [it, fresh] = pair_secs_.try_emplace(
-            {from_ids[static_cast<size_t>(f)], need_ids[static_cast<size_t>(need_first[k])]}, 0.0);
-        if (fresh) it->second = resplit_seconds(t, owned(t, f), *need_of[k]);
-        table.push_back({it->second, kept && it->second > 0 ? assembled_bytes(t, *need_of[k]) : 0});
+        double secs = resplit(t, f, o, need_first[k], slot);
+        table.push_back({secs, kept && secs > 0 ? assembled_bytes(t, *need_of[k]) : 0});
       }
     e.cost.reserve(static_cast<size_t>(configs(owner)) * static_cast<size_t>(configs(o)));
     for (int oc = 0; oc < configs(owner); ++oc)
@@ -762,7 +748,6 @@ class Builder {
     needs_by_shape_.clear();
     compute_by_shape_.clear();
     owned_.clear();
-    resplit_.clear();
     ids_.clear();
     pair_secs_.clear();
     need_ids_.clear();
@@ -808,7 +793,6 @@ class Builder {
   std::map<std::string, double> compute_by_shape_;
   std::vector<std::string> op_keys_;  // config_check_key per op
   std::map<std::pair<TensorId, int>, Sharding> owned_;
-  std::map<std::string, double> resplit_;
   std::map<std::string, int> ids_;
   std::map<std::pair<int, int>, double> pair_secs_;
   std::map<std::tuple<OpId, int, size_t>, int> need_ids_;

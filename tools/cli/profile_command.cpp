@@ -240,7 +240,6 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
       if (s.size() > 1) s.erase(s.begin());
       return s;
     };
-    auto timed = [&](const nlohmann::json &v) { return expected_seconds(after_warm_up(v)); };
     size_t timed_steps = j.at("steps").size();
     std::vector<double> steps = after_warm_up(j.at("steps"));
     if (r == 0) step = median(steps);
@@ -248,25 +247,19 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
     // Statements overlapping on two streams may sum past the step: no gap then.
     std::vector<double> outside = steps;
     for (const auto &site : j.at("sites")) {
-      std::vector<double> secs = after_warm_up(site.at("seconds"));
-      if (secs.size() != steps.size())
-        CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: a site timed ", secs.size(), " steps, not ",
+      std::vector<double> timed = after_warm_up(site.at("seconds"));
+      if (timed.size() != steps.size())
+        CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: a site timed ", timed.size(), " steps, not ",
                           steps.size());
-      for (size_t k = 0; k < steps.size(); ++k) outside[k] -= secs[k];
-    }
-    for (double &x : outside) x = std::max(x, 0.0);
-    // A single step is the warm-up itself (allocations, communicator set-up): no gap from it.
-    if (statements[static_cast<size_t>(r)] > 0 && timed_steps > 1)
-      samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
-    for (const auto &site : j.at("sites")) {
+      for (size_t k = 0; k < steps.size(); ++k) outside[k] -= timed[k];
       if (site.at("kind") == "copy" || site.at("kind") == "data") {
         samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
-            {r, timed(site.at("seconds"))});
+            {r, expected_seconds(timed)});
         continue;
       }
       if (site.at("kind") != "kernel") continue;
       std::vector<std::string> ops = site.at("ops").get<std::vector<std::string>>();
-      double secs = timed(site.at("seconds")) / static_cast<double>(ops.size());  // a fused kernel: equal shares
+      double secs = expected_seconds(timed) / static_cast<double>(ops.size());  // a fused kernel: equal shares
       for (const std::string &op : ops) {
         const plan::ParallelConfig &c = *configs.at(op);
         auto it = std::find(c.devices.begin(), c.devices.end(), r);
@@ -275,6 +268,10 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
         samples.compute[{op, key}].push_back({r, secs});
       }
     }
+    for (double &x : outside) x = std::max(x, 0.0);
+    // A single step is the warm-up itself (allocations, communicator set-up): no gap from it.
+    if (statements[static_cast<size_t>(r)] > 0 && timed_steps > 1)
+      samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
   }
   return step;
 }
