@@ -111,8 +111,9 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
       if (std::find(out.begin(), out.end(), dep) == out.end()) out.push_back(dep);
     }
   };
-  // A profile's statement_gap (profile.h) on every statement as estimate_cost counts them (DeviceCost::statements),
-  // except send/recv transfers (estimate_cost: one per rank and event; here one task per transfer).
+  // A profile's statement_gap (profile.h) on every statement as estimate_cost counts them (DeviceCost::statements):
+  // added to compute, data, copy and collective tasks; a grouped send/recv is one statement per rank taking part,
+  // not per transfer, so there it is an issue task on each such rank (made only when the gap is not 0).
   double gap = profile_ ? profile_->statement_gap : 0;
   // Data reads, then the copies packing this op's communication: on their rank's compute channel.
   auto local_task = [&](const LocalStatement &l) {
@@ -144,6 +145,25 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
   for (const CommEvent &e : events) {
     CommSeconds secs = comm_event_seconds(e, t_, profile_);
     if (e.kind == CommEvent::Kind::send_recv) {
+      // issue_of[r]: the issue task of rank r, which the transfers it sends or receives wait for.
+      std::vector<std::pair<int, int>> issue_of;
+      if (gap > 0) {
+        std::vector<int> ranks;
+        for (const CommEvent::Transfer &x : e.transfers) ranks.insert(ranks.end(), {x.src, x.dst});
+        std::sort(ranks.begin(), ranks.end());
+        ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+        for (int r : ranks) {
+          Task k;
+          k.kind = SimTask::Kind::issue;
+          k.op = e.op;
+          k.comm = e.kind;
+          k.device = r;
+          k.seconds = gap;
+          k.channels = {r * 3 + kCompute};
+          issue_of.push_back({r, static_cast<int>(seg.tasks.size())});
+          seg.tasks.push_back(std::move(k));
+        }
+      }
       for (size_t i = 0; i < e.transfers.size(); ++i) {
         Task k;
         k.kind = SimTask::Kind::transfer;
@@ -154,6 +174,8 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
         k.seconds = secs.transfers[i];
         producers_on(kNoTensor, k.device, k.producers);
         wait_packs(k, {k.device, k.peer});
+        for (const auto &[r, j] : issue_of)
+          if (r == k.device || r == k.peer) k.local.push_back(j);
         k.channels = {k.device * 3 + kSend, k.peer * 3 + kRecv};
         seg.tasks.push_back(std::move(k));
       }
@@ -182,8 +204,9 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
   }
   int comm_tasks = static_cast<int>(seg.tasks.size());
   auto takes_part = [&](const Task &c, int device) {
-    return c.kind == SimTask::Kind::transfer ? c.device == device || c.peer == device
-                                             : std::find(c.members.begin(), c.members.end(), device) != c.members.end();
+    if (c.kind == SimTask::Kind::transfer) return c.device == device || c.peer == device;
+    if (c.kind == SimTask::Kind::issue) return c.device == device;
+    return std::find(c.members.begin(), c.members.end(), device) != c.members.end();
   };
   // The unpacking copies (and the assigns' at the end) wait for the communication their rank takes part in.
   for (const LocalStatement &l : local)
@@ -345,6 +368,8 @@ std::vector<DeviceBusy> Simulator::busy() const {
         out[static_cast<size_t>(k.device)].compute_seconds += k.seconds;
       } else if (k.kind == SimTask::Kind::copy || k.kind == SimTask::Kind::data) {
         out[static_cast<size_t>(k.device)].local_seconds += k.seconds;
+      } else if (k.kind == SimTask::Kind::issue) {
+        out[static_cast<size_t>(k.device)].comm_seconds += k.seconds;
       } else if (k.kind == SimTask::Kind::transfer) {
         out[static_cast<size_t>(k.device)].comm_seconds += k.seconds;
         out[static_cast<size_t>(k.peer)].comm_seconds += k.seconds;
@@ -364,6 +389,7 @@ std::string task_name(const Graph &g, const SimTask &k) {
     case SimTask::Kind::copy: return "copy for " + op;
     case SimTask::Kind::data: return "read data";
     case SimTask::Kind::transfer: return "send_recv " + op;
+    case SimTask::Kind::issue: return "issue send_recv " + op;
     case SimTask::Kind::collective:
       return std::string(comm_kind_name(k.comm)) + " " +
              (k.tensor == kNoTensor ? op : print_name(g.tensor(k.tensor).name) + " before " + op);
@@ -375,7 +401,8 @@ std::string where(const SimTask &k) {
   switch (k.kind) {
     case SimTask::Kind::compute:
     case SimTask::Kind::copy:
-    case SimTask::Kind::data: return "d" + std::to_string(k.device);
+    case SimTask::Kind::data:
+    case SimTask::Kind::issue: return "d" + std::to_string(k.device);
     case SimTask::Kind::transfer: return "d" + std::to_string(k.device) + "->d" + std::to_string(k.peer);
     case SimTask::Kind::collective: {
       std::string s;
@@ -393,6 +420,7 @@ const char *kind_name(SimTask::Kind k) {
     case SimTask::Kind::transfer: return "transfer";
     case SimTask::Kind::copy: return "copy";
     case SimTask::Kind::data: return "data";
+    case SimTask::Kind::issue: return "issue";
   }
   return "?";
 }
@@ -461,6 +489,7 @@ std::string timeline_svg(const Graph &g, const Simulator &sim) {
       case SimTask::Kind::compute: box(3 * k.device, k, "#4e79a7"); break;
       case SimTask::Kind::copy:
       case SimTask::Kind::data: box(3 * k.device, k, "#76b7b2"); break;
+      case SimTask::Kind::issue: box(3 * k.device, k, "#bab0ac"); break;
       case SimTask::Kind::transfer:
         box(3 * k.device + 1, k, "#f28e2b");
         box(3 * k.peer + 2, k, "#f28e2b");

@@ -14,20 +14,24 @@
 //     member's compute channel (MPI collectives block the CPU, and the cpu backend runs a started all-reduce at its
 //     wait: runtime rt.h), so no kernel overlaps it there;
 //   - transfer: one per (sender, receiver) pair of a grouped send/recv, occupying the sender's outgoing and the
-//     receiver's incoming link for that pair's seconds.
+//     receiver's incoming link for that pair's seconds;
+//   - issue: with a profile's statement_gap (below), one per rank taking part in a grouped send/recv, on its compute
+//     channel for the gap (the rank issuing the group), before that rank's transfers of the group.
 // Every device has three channels, each running its tasks one at a time in program order (FIFO, as the generated
 // rank program issues them): compute, send and receive (links are full duplex, as the cost model prices send/recv; a
 // collective occupies both directions of each member). Dependencies follow the data: a communication task waits for
 // the kernels that produced its tensor on its members (a transfer: for the sender's kernels producing any input of
-// the op; a sync: for each member's kernels producing the op's inputs) and for the packing copies of the op on the
-// ranks taking part, a packing copy for the kernels producing the op's inputs on its rank, an unpacking copy for the
+// the op, and for the issue tasks of its sender and receiver; a sync: for each member's kernels producing the op's
+// inputs) and for the packing copies of the op on the ranks taking part, a packing copy for the kernels producing the op's inputs on its rank, an unpacking copy for the
 // op's communication its rank takes part in, a kernel for the communication of its op that its device takes part in
 // and for the kernels producing its inputs on its device. Data reads wait for nothing (a transfer of input data does
 // not wait for its read: not modelled). A task starts when its
 // dependencies and the tasks before it on its channels have ended. Compute and communication overlap where the
 // dependencies allow: that is what the simulator adds to cost model v1, which sums them per device. With a profile,
 // compute, data, copy and collective tasks each last its statement_gap longer (profile.h; kernel launches on a GPU),
-// and busy() counts it; send/recv transfers carry none (estimate_cost charges one per rank and event). Not modelled:
+// and a grouped send/recv costs each rank taking part one issue task of the gap, as estimate_cost charges one gap per
+// rank and event; busy() counts them (issue tasks as communication), so each device's busy seconds grow by the gap
+// times DeviceCost::statements. Not modelled:
 // contention between concurrent collectives on a shared link (each is priced as cost model v1
 // prices it), and a sync running in the middle of its kernel (it runs before it here).
 //
@@ -56,7 +60,7 @@
 namespace cleave::plan {
 
 struct SimTask {
-  enum class Kind : uint8_t { compute, collective, transfer, copy, data };
+  enum class Kind : uint8_t { compute, collective, transfer, copy, data, issue };
   Kind kind = Kind::compute;
   /** The op whose kernel it is or before whose kernel it communicates; kNoOp: the end of the step. */
   OpId op = kNoOp;

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "codegen/lower.h"
 #include "frontend/onnx_import.h"
@@ -246,13 +247,16 @@ TEST(Profile, CostModelScalesMeasuredTimesByRank) {
 TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
   Graph g = mlp(8);
   Topology t = preset_topology("k80x8");
-  for (int devices : {1, 2}) {
-    SCOPED_TRACE(std::to_string(devices) + " devices");
-    Plan p = make_plan(g, devices == 1 ? "single" : "data", devices);
+  int send_recv_events = 0;
+  for (auto [planner, devices, seed] : {std::tuple{"single", 1, 0}, {"data", 2, 0}, {"random", 2, 3}, {"random", 4, 5}}) {
+    SCOPED_TRACE(std::string(planner) + " on " + std::to_string(devices) + " devices");
+    Plan p = make_plan(g, planner, devices, nullptr, static_cast<uint64_t>(seed));
     Communication comm = derive_communication(g, p);
+    for (const CommEvent &e : comm.events) send_recv_events += e.kind == CommEvent::Kind::send_recv;
     Profile none, gap;
     gap.statement_gap = 2e-6;
     CostReport a = estimate_cost(g, p, t, &none), b = estimate_cost(g, p, t, &gap);
+    std::vector<DeviceBusy> busy_none = simulate(g, p, t, &none).busy(), busy_gap = simulate(g, p, t, &gap).busy();
     for (int d = 0; d < devices; ++d) {
       int64_t want = 0;
       for (const OpEntry &o : p.ops) want += std::count(o.config.devices.begin(), o.config.devices.end(), d);
@@ -267,6 +271,9 @@ TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
       EXPECT_EQ(a.devices[d].gap_seconds, 0) << d;
       EXPECT_DOUBLE_EQ(b.devices[d].gap_seconds, 2e-6 * static_cast<double>(want)) << d;
       EXPECT_NEAR(b.devices[d].step_seconds, a.devices[d].step_seconds + 2e-6 * static_cast<double>(want), 1e-15) << d;
+      // The simulator charges the same statements: one gap per task, a grouped send/recv one per rank taking part.
+      auto total = [](const DeviceBusy &x) { return x.compute_seconds + x.comm_seconds + x.local_seconds; };
+      EXPECT_NEAR(total(busy_gap[d]) - total(busy_none[d]), 2e-6 * static_cast<double>(want), 1e-12) << d;
     }
     if (devices == 1) {
       EXPECT_NEAR(simulate(g, p, t, &gap).makespan(), b.predicted_step_seconds, 1e-12 * b.predicted_step_seconds);
@@ -274,6 +281,7 @@ TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
                   2e-6 * static_cast<double>(b.devices[0].statements), 1e-12);
     }
   }
+  EXPECT_GT(send_recv_events, 0);  // the random plans exchange shards by send/recv
 }
 
 TEST(Profile, CodegenTagsKernelsWithTheCostModelsKeys) {

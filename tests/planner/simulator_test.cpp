@@ -271,13 +271,15 @@ TEST(Simulator, CpuProfiledCollectivesBlockTheKernels) {
 /** `moves` random moves, each checked against a full simulation; every `rules_every`-th also against the rules and
  *  derive_communication (check_against_fixed_point): the full simulation assembles its communication from the same
  *  per-tensor pieces (cost_model.h CommPiece) as the delta one, derive_communication does not. */
-void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed, int rules_every) {
+int delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed, int rules_every,
+                      const Profile *profile = nullptr) {
   Topology t = preset_topology("p100-4x4");
-  Simulator delta(g, make_plan(g, "data", devices), t);
+  Simulator delta(g, make_plan(g, "data", devices), t, profile);
   std::vector<std::vector<describe::Description>> descs;
   for (const Op &op : g.ops()) descs.push_back(describe::describe(g, op));
   uint64_t rng = seed;
   int64_t recomputed = 0, changed = 0;
+  int with_issue = 0;  // moves after which some task is a send/recv's issue task
   for (int i = 0; i < moves; ++i) {
     OpId o = static_cast<OpId>((rng = rng * 6364136223846793005ULL + 1442695040888963407ULL) >> 33) % g.num_ops();
     const Op &op = g.op(o);
@@ -295,28 +297,41 @@ void delta_equals_full(const Graph &g, int devices, int moves, uint64_t seed, in
     }
     recomputed += delta.last_recomputed();
     changed += delta.makespan() != before;
-    Simulator full(g, delta.plan(), t, descs);  // from scratch but for describing the ops
+    Simulator full(g, delta.plan(), t, descs, profile);  // from scratch but for describing the ops
     expect_same_tasks(delta, full, "move " + std::to_string(i) + " (op " + op.name + ")");
-    if (::testing::Test::HasFatalFailure()) return;
-    if (i % rules_every == rules_every - 1) {
+    if (::testing::Test::HasFatalFailure()) return with_issue;
+    for (const SimTask &k : full.tasks())
+      if (k.kind == SimTask::Kind::issue) {
+        ++with_issue;
+        break;
+      }
+    if (!profile && i % rules_every == rules_every - 1) {  // the rules are rebuilt without a profile
       SCOPED_TRACE("rules after move " + std::to_string(i));
       check_against_fixed_point(g, delta, t);
-      if (::testing::Test::HasFailure()) return;
+      if (::testing::Test::HasFailure()) return with_issue;
     }
     if (i % 5 == 4) {  // every fifth move is taken back (as flexflow refuses a proposal): the state before it returns
       delta.undo();
-      expect_same_tasks(delta, Simulator(g, delta.plan(), t, descs), "undo of move " + std::to_string(i));
+      expect_same_tasks(delta, Simulator(g, delta.plan(), t, descs, profile), "undo of move " + std::to_string(i));
       EXPECT_EQ(print_plan(delta.plan()), plan_before) << "undo of move " << i;
-      if (::testing::Test::HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return with_issue;
     }
   }
   // The moves did move the step time, and delta simulation re-timed fewer tasks than a full one would.
   EXPECT_GT(changed, moves / 4);
   std::printf("%d moves: step time changed %lld times; %.1f tasks re-timed per move of %zu\n", moves,
               static_cast<long long>(changed), static_cast<double>(recomputed) / moves, delta.tasks().size());
+  return with_issue;
 }
 
-TEST(Simulator, DeltaEqualsFullOnMlp) { delta_equals_full(mlp(), 4, 1000, 7, 25); }
+TEST(Simulator, DeltaEqualsFullOnMlp) { EXPECT_EQ(delta_equals_full(mlp(), 4, 1000, 7, 25), 0); }
+
+// With a statement_gap every statement's task lasts longer and grouped send/recvs get issue tasks.
+TEST(Simulator, DeltaEqualsFullWithAStatementGap) {
+  Profile gap;
+  gap.statement_gap = 2e-6;
+  EXPECT_GT(delta_equals_full(mlp(), 4, 1000, 13, 0, &gap), 100);
+}
 
 // 2 devices: the full simulation each move checks against is what takes the time (~7,900 tasks at 4 devices).
 TEST(Simulator, DeltaEqualsFullOnZooNmtTiny) { delta_equals_full(nmt_tiny(), 2, 1000, 11, 100); }
