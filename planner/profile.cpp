@@ -287,6 +287,72 @@ Profile parse_profile(const std::string &json_text, const std::string &source) {
   return p;
 }
 
+namespace {
+
+/** A non-empty array of finite seconds >= 0 (a timed statement may take less than the clock's tick). */
+std::vector<double> timings(const json &j, const std::string &source, const std::string &where) {
+  if (!j.is_array() || j.empty()) bad(source, where, "must be a non-empty array of seconds");
+  std::vector<double> out;
+  for (size_t k = 0; k < j.size(); ++k) {
+    if (!j[k].is_number() || !std::isfinite(j[k].get<double>()) || j[k].get<double>() < 0)
+      bad(source, where + "[" + std::to_string(k) + "]", "must be a number >= 0 (seconds)");
+    out.push_back(j[k].get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+RankTimings parse_rank_timings(const std::string &json_text, const std::string &source) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::exception &e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    bad(source, "(top level)", "malformed JSON: " + what);
+  }
+  if (!j.is_object()) bad(source, "(top level)", "must be an object");
+  RankTimings r;
+  if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0)
+    bad(source, "rank", "must be an integer >= 0");
+  r.rank = j["rank"].get<int>();
+  if (!j.contains("steps")) bad(source, "steps", "missing");
+  r.steps = timings(j["steps"], source, "steps");
+  if (!j.contains("sites") || !j["sites"].is_array()) bad(source, "sites", "must be an array");
+  for (size_t i = 0; i < j["sites"].size(); ++i) {
+    const json &x = j["sites"][i];
+    std::string w = "sites[" + std::to_string(i) + "]";
+    if (!x.is_object()) bad(source, w, "must be an object");
+    RankTimings::Site site;
+    if (!x.contains("kind") || !x["kind"].is_string()) bad(source, w + ".kind", "must be a string");
+    site.kind = x["kind"].get<std::string>();
+    if (site.kind != "kernel" && site.kind != "comm" && site.kind != "copy" && site.kind != "data")
+      bad(source, w + ".kind", "must be \"kernel\", \"comm\", \"copy\" or \"data\"");
+    if (x.contains("ops")) {
+      if (!x["ops"].is_array()) bad(source, w + ".ops", "must be an array of op names");
+      for (const json &o : x["ops"]) {
+        if (!o.is_string()) bad(source, w + ".ops", "must be an array of op names");
+        site.ops.push_back(o.get<std::string>());
+      }
+    }
+    if (site.kind == "kernel" && site.ops.empty()) bad(source, w + ".ops", "a kernel must name its ops");
+    if (site.kind == "copy" || site.kind == "data") {
+      if (!x.contains("bytes") || !x["bytes"].is_number_integer() || x["bytes"].get<int64_t>() < 0)
+        bad(source, w + ".bytes", "must be an integer >= 0");
+      site.bytes = x["bytes"].get<int64_t>();
+    }
+    if (!x.contains("seconds")) bad(source, w + ".seconds", "missing");
+    site.seconds = timings(x["seconds"], source, w + ".seconds");
+    if (site.seconds.size() != r.steps.size())
+      bad(source, w + ".seconds",
+          "times " + std::to_string(site.seconds.size()) + " steps, not the " + std::to_string(r.steps.size()) +
+              " of steps");
+    r.sites.push_back(std::move(site));
+  }
+  return r;
+}
+
 Profile load_profile(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) CLEAVE_USER_ERROR(path, ": cannot open profile file");

@@ -142,6 +142,29 @@ std::string shard_key(const Op &op, const std::vector<describe::Description> &de
  *  that ran a shared item (the others stay 1). `ranks` entries; nothing when no item ran on two ranks. */
 std::optional<std::vector<double>> fit_rank_scale(const std::vector<std::vector<double>> &times, int ranks);
 
+/** One rank's timings, as a bundle run with CLEAVE_PROFILE=PREFIX writes them to PREFIX.rank_<r>.json (runtime rt.h):
+ *  per step its wall seconds, and per timed statement of the step (a site) its seconds in each step. */
+struct RankTimings {
+  struct Site {
+    /** kernel, comm, copy or data. */
+    std::string kind;
+    /** kernel: its ops (several when fused); comm, copy: the op it runs before (none: the end of the step). */
+    std::vector<std::string> ops;
+    /** copy, data: the bytes it moves (0 otherwise). */
+    int64_t bytes = 0;
+    /** One per step, as many as `steps`. */
+    std::vector<double> seconds;
+  };
+  int rank = 0;
+  std::vector<double> steps;
+  std::vector<Site> sites;
+};
+
+/** Parses a rank file's text (`source`: its path, for errors). Errors are UserError `<source>: <field>: <problem>`: not
+ *  JSON, a missing or mistyped field, no steps, a negative time, a site of another kind, a kernel without ops, a site
+ *  timing another number of steps than the step list. */
+RankTimings parse_rank_timings(const std::string &json_text, const std::string &source);
+
 /** Parses the JSON form; errors are UserError `<source>: <field>: <problem>`. */
 Profile parse_profile(const std::string &json_text, const std::string &source);
 /** Reads and parses a profile file; UserError naming the file when it cannot be read. */

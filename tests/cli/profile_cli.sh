@@ -16,7 +16,7 @@ SRC=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; return 1; fi; echo "ok: $1"; }
 # The main build's runtime, so the bundle compiles only its rank sources.
 rt=$(dirname "$(dirname "$(readlink -f "$CLEAVE")")")/runtime
 rtflag=()
@@ -191,5 +191,40 @@ code2=$?
 check "profiling again into the work dir succeeds" "[ $code2 -eq 0 ]" || tail -20 "$tmp/profile2.err"
 times >"$tmp/times.after"
 check "profiling again rewrote and rebuilt nothing" "[ -s '$tmp/times.before' ] && cmp -s '$tmp/times.before' '$tmp/times.after'"
+# A rank file that does not read as its run wrote it (truncated, from another rank, from another plan) is one error
+# line naming the file, and no profile is written. A fake mpirun first on PATH runs the real one, then corrupts
+# rank 1's file of the profiling run as $CORRUPT says.
+mkdir -p "$tmp/fakebin"
+cat >"$tmp/fakebin/mpirun" <<EOF
+#!/usr/bin/env bash
+PATH="$PATH" mpirun "\$@" || exit \$?
+[ -n "\${CLEAVE_PROFILE:-}" ] || exit 0
+exec /usr/bin/python3 - "\$CLEAVE_PROFILE.rank_1.json" <<'PY'
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+kind = os.environ['CORRUPT']
+if kind == 'steps':
+    j['sites'][-1]['seconds'].pop()
+elif kind == 'rank':
+    j['rank'] = 0
+elif kind == 'op':
+    next(s for s in j['sites'] if s['kind'] == 'kernel')['ops'][0] = 'NoSuchOp_9'
+json.dump(j, open(sys.argv[1], 'w'))
+PY
+EOF
+chmod +x "$tmp/fakebin/mpirun"
+for corrupt in 'steps:sites\[[0-9]*\]\.seconds: times 2 steps, not the 3 of steps' \
+               'rank:rank: 0, not 1 as its name says' \
+               'op:a kernel site times op "NoSuchOp_9", which plan data.plan does not have'; do
+  rm -f "$tmp/bad.json"
+  CORRUPT=${corrupt%%:*} PATH="$tmp/fakebin:$PATH" "$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 \
+    --batch 8 --plan "$tmp/data.plan" -o "$tmp/bad.json" --steps 3 --build-type Debug --max-bytes 4 --reps 1 \
+    --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/bad.err"
+  code3=$?
+  want="^error: $tmp/work/plan_0/profile.rank_1.json: ${corrupt#*:}\$"
+  check "a corrupted rank file (${corrupt%%:*}): one error line naming it, exit 1, no profile" \
+    "[ $code3 -eq 1 ] && [ \$(grep -c '^error: ' '$tmp/bad.err') -eq 1 ] && [ ! -e '$tmp/bad.json' ] && grep -q '$want' '$tmp/bad.err'" ||
+    { tail -3 "$tmp/bad.err"; true; }
+done
 [ "$fail" -eq 0 ] && echo "all ok"
 exit $fail

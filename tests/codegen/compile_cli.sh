@@ -7,7 +7,7 @@ SRC=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; return 1; fi; echo "ok: $1"; }
 
 # Same inputs => byte-identical bundles (also across output directories).
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/a" 2>/dev/null

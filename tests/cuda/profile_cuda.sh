@@ -16,7 +16,7 @@ export CUDAARCHS=${CUDAARCHS:-${arch:-90}}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; return 1; fi; echo "ok: $1"; }
 mlp=$src/models/mlp.onnx
 
 cmake -S "$src/runtime/bench" -B "$tmp/bench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cuda \

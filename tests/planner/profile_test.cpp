@@ -244,6 +244,57 @@ TEST(Profile, CostModelScalesMeasuredTimesByRank) {
 // shares, the communication events it takes part in and its local statements (counted here from the plan and
 // derive_communication's events, not by the cost model's own count); the simulator adds it to each compute, local
 // and collective task (simulator.h), so on one device its makespan still equals the prediction.
+std::string rank_error_of(const std::string &json) {
+  try {
+    parse_rank_timings(json, "p.rank_1.json");
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// What a bundle run with CLEAVE_PROFILE writes (runtime rt.h), read back; each malformed file is one error line naming
+// the file and the field.
+TEST(Profile, RankFilesParseAndMalformedOnesNameFileAndField) {
+  RankTimings r = parse_rank_timings(R"({"rank": 1, "world": 2, "steps": [3e-4, 2e-4],
+    "sites": [{"kind": "data", "ops": [], "shard": "", "bytes": 4096, "seconds": [1e-5, 2e-5]},
+              {"kind": "kernel", "ops": ["Gemm_0", "Relu_1"], "shard": "b=4", "seconds": [1e-4, 0]},
+              {"kind": "comm", "ops": [], "shard": "", "seconds": [5e-5, 4e-5]}]})",
+                                     "p.rank_1.json");
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.steps, (std::vector<double>{3e-4, 2e-4}));
+  ASSERT_EQ(r.sites.size(), 3u);
+  EXPECT_EQ(r.sites[0].kind, "data");
+  EXPECT_EQ(r.sites[0].bytes, 4096);
+  EXPECT_EQ(r.sites[1].ops, (std::vector<std::string>{"Gemm_0", "Relu_1"}));
+  EXPECT_EQ(r.sites[1].seconds, (std::vector<double>{1e-4, 0}));
+  EXPECT_TRUE(r.sites[2].ops.empty());
+
+  const std::string head = R"({"rank": 1, "steps": [1e-3, 2e-3], "sites": [)";
+  EXPECT_EQ(rank_error_of("{\"rank\": 1").rfind("p.rank_1.json: (top level): malformed JSON", 0), 0u);
+  EXPECT_EQ(rank_error_of("[]"), "p.rank_1.json: (top level): must be an object");
+  EXPECT_EQ(rank_error_of(R"({"steps": [1e-3], "sites": []})"), "p.rank_1.json: rank: must be an integer >= 0");
+  EXPECT_EQ(rank_error_of(R"({"rank": 0, "sites": []})"), "p.rank_1.json: steps: missing");
+  EXPECT_EQ(rank_error_of(R"({"rank": 0, "steps": [], "sites": []})"),
+            "p.rank_1.json: steps: must be a non-empty array of seconds");
+  EXPECT_EQ(rank_error_of(R"({"rank": 0, "steps": [1e-3, -1], "sites": []})"),
+            "p.rank_1.json: steps[1]: must be a number >= 0 (seconds)");
+  EXPECT_EQ(rank_error_of(R"({"rank": 0, "steps": [1e-3]})"), "p.rank_1.json: sites: must be an array");
+  EXPECT_EQ(rank_error_of(head + R"(3]})"), "p.rank_1.json: sites[0]: must be an object");
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "sleep", "seconds": [1, 2]}]})"),
+            "p.rank_1.json: sites[0].kind: must be \"kernel\", \"comm\", \"copy\" or \"data\"");
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "kernel", "ops": [], "seconds": [1, 2]}]})"),
+            "p.rank_1.json: sites[0].ops: a kernel must name its ops");
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "kernel", "ops": [7], "seconds": [1, 2]}]})"),
+            "p.rank_1.json: sites[0].ops: must be an array of op names");
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "copy", "seconds": [1, 2]}]})"),
+            "p.rank_1.json: sites[0].bytes: must be an integer >= 0");
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "comm"}]})"), "p.rank_1.json: sites[0].seconds: missing");
+  // A site that timed another number of steps than the step list (a truncated or spliced file).
+  EXPECT_EQ(rank_error_of(head + R"({"kind": "comm", "seconds": [1e-4, 1e-4]}, {"kind": "comm", "seconds": [1e-4]}]})"),
+            "p.rank_1.json: sites[1].seconds: times 1 steps, not the 2 of steps");
+}
+
 TEST(Profile, StatementGapAddsPerStatementOfEachDevice) {
   Graph g = mlp(8);
   Topology t = preset_topology("k80x8");

@@ -227,50 +227,42 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
   double step = 0;
   for (int r = 0; r < np.plan.devices; ++r) {
     fs::path file = prefix.string() + ".rank_" + std::to_string(r) + ".json";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(slurp(file));
-    } catch (const nlohmann::json::exception &e) {
-      CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: ", e.what());
-    }
+    plan::RankTimings rt = plan::parse_rank_timings(slurp(file), file.string());
+    if (rt.rank != r) CLEAVE_USER_ERROR(file.string(), ": rank: ", rt.rank, ", not ", r, " as its name says");
     // The first step warms up (allocations, caches, communicator set-up): figures are over the rest.
-    auto after_warm_up = [&](const nlohmann::json &v) {
-      std::vector<double> s = v.get<std::vector<double>>();
-      CLEAVE_CHECK(!s.empty(), file.string(), ": no steps");
+    auto after_warm_up = [](std::vector<double> s) {
       if (s.size() > 1) s.erase(s.begin());
       return s;
     };
-    size_t timed_steps = j.at("steps").size();
-    std::vector<double> steps = after_warm_up(j.at("steps"));
+    std::vector<double> steps = after_warm_up(rt.steps);
     if (r == 0) step = median(steps);
     // The step time outside every timed statement (profile.h statement_gap): a GPU waiting for the host's next launch.
     // Statements overlapping on two streams may sum past the step: no gap then.
     std::vector<double> outside = steps;
-    for (const auto &site : j.at("sites")) {
-      std::vector<double> timed = after_warm_up(site.at("seconds"));
-      if (timed.size() != steps.size())
-        CLEAVE_USER_ERROR(file.string(), ": malformed rank profile: a site timed ", timed.size(), " steps, not ",
-                          steps.size());
+    for (const plan::RankTimings::Site &site : rt.sites) {
+      std::vector<double> timed = after_warm_up(site.seconds);  // as many as steps (parse_rank_timings)
       for (size_t k = 0; k < steps.size(); ++k) outside[k] -= timed[k];
-      if (site.at("kind") == "copy" || site.at("kind") == "data") {
-        samples.statements[site.at("kind").get<std::string>()][site.at("bytes").get<int64_t>()].push_back(
-            {r, expected_seconds(timed)});
+      if (site.kind == "copy" || site.kind == "data") {
+        samples.statements[site.kind][site.bytes].push_back({r, expected_seconds(timed)});
         continue;
       }
-      if (site.at("kind") != "kernel") continue;
-      std::vector<std::string> ops = site.at("ops").get<std::vector<std::string>>();
-      double secs = expected_seconds(timed) / static_cast<double>(ops.size());  // a fused kernel: equal shares
-      for (const std::string &op : ops) {
-        const plan::ParallelConfig &c = *configs.at(op);
-        auto it = std::find(c.devices.begin(), c.devices.end(), r);
-        CLEAVE_CHECK(it != c.devices.end(), "op ", op, " timed on rank ", r, " outside its group");
-        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), c, it - c.devices.begin());
+      if (site.kind != "kernel") continue;
+      double secs = expected_seconds(timed) / static_cast<double>(site.ops.size());  // a fused kernel: equal shares
+      for (const std::string &op : site.ops) {
+        auto c = configs.find(op);
+        if (c == configs.end())
+          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\", which plan ", np.name, " does not have");
+        auto it = std::find(c->second->devices.begin(), c->second->devices.end(), r);
+        if (it == c->second->devices.end())
+          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\" on rank ", r,
+                            ", outside its device group in plan ", np.name);
+        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), *c->second, it - c->second->devices.begin());
         samples.compute[{op, key}].push_back({r, secs});
       }
     }
     for (double &x : outside) x = std::max(x, 0.0);
     // A single step is the warm-up itself (allocations, communicator set-up): no gap from it.
-    if (statements[static_cast<size_t>(r)] > 0 && timed_steps > 1)
+    if (statements[static_cast<size_t>(r)] > 0 && rt.steps.size() > 1)
       samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
   }
   return step;
