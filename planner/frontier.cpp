@@ -131,7 +131,12 @@ struct PricedOps {
 class Builder {
  public:
   Builder(const Graph &g, int devices, const Topology &t, const Profile *profile = nullptr)
-      : g_(g), n_(devices), t_(t), profile_(profile), priced_(static_cast<size_t>(g.num_ops())) {
+      : g_(g),
+        n_(devices),
+        t_(t),
+        profile_(profile),
+        gap_(profile ? profile->statement_gap : 0),
+        priced_(static_cast<size_t>(g.num_ops())) {
     for (int i = 0; i < devices; ++i) all_.push_back(i);
     descs_.reserve(static_cast<size_t>(g.num_ops()));
     candidate_ranges_.resize(static_cast<size_t>(g.num_ops()));
@@ -442,6 +447,7 @@ class Builder {
       if (fresh) compute->second = op_slowest_compute_seconds(g_, op, descs_[static_cast<size_t>(o)], cfg, t_);
       cost.time = compute->second;
     }
+    cost.time += gap_;  // the kernel's statement
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId t = op.outputs[k];
       if (t == kNoTensor) continue;
@@ -476,7 +482,7 @@ class Builder {
           worst = std::max(worst, local_seconds({LocalStatement::Kind::copy, ds.devices[i], kNoOp, true,
                                                  n * dtype_size(g_.tensor(a.dst).dtype)}, t_, profile_));
         }
-        cost.time += worst;
+        cost.time += worst + gap_;
       }
     // Sources bound to this op's outputs by assigns (params, optimizer state) live on their new value's boxes.
     for (const Assign &a : g_.assigns)
@@ -487,18 +493,18 @@ class Builder {
   }
 
   /** An all-reduce of `bytes` over `group` as estimate_cost prices it: α-β over the group's link, or with a profile
-   *  its measured curve where it has one. */
+   *  its measured curve where it has one; and its statement's gap. */
   double all_reduce_time(int64_t bytes, const std::vector<int> &group) const {
     CommEvent e;
     e.kind = CommEvent::Kind::all_reduce;
     e.group = group;
     e.count = bytes;
     e.elem_bytes = 1;
-    return comm_event_seconds(e, t_, profile_).collective;
+    return comm_event_seconds(e, t_, profile_).collective + gap_;
   }
 
   /** Seconds the slowest device spends reading its shard `s` of input or label `t` from .npy at the start of the step
-   *  (cost_model.h LocalStatement::Kind::data); 0 for other tensors. */
+   *  (cost_model.h LocalStatement::Kind::data), its statement's gap included; 0 for other tensors. */
   double data_read_seconds(TensorId t, const Sharding &s) const {
     const Tensor &tensor = g_.tensor(t);
     if (tensor.role != Role::input && tensor.role != Role::label) return 0;
@@ -510,7 +516,7 @@ class Builder {
                           box.empty() ? 1 : box[0].size()};
       worst = std::max(worst, local_seconds(read, t_, profile_));
     }
-    return worst;
+    return worst + gap_;
   }
 
   /** The devices of `s` along mesh axis `a` with every other coordinate 0. */
@@ -551,13 +557,13 @@ class Builder {
       e.group = group;
       e.count = count;
       e.elem_bytes = static_cast<int>(dtype_size(tensor.dtype));
-      double s = comm_event_seconds(e, t_, profile_).collective;
+      double s = comm_event_seconds(e, t_, profile_).collective + gap_;
       for (int r : group) secs[static_cast<size_t>(r)] += s;
     };
     // Region copies as derive_communication counts them (cost_model.h LocalStatement::Kind::copy).
     auto copy = [&](int r, int64_t elems) {
       LocalStatement c{LocalStatement::Kind::copy, r, kNoOp, false, std::max<int64_t>(elems, 1) * dtype_size(tensor.dtype)};
-      secs[static_cast<size_t>(r)] += local_seconds(c, t_, profile_);
+      secs[static_cast<size_t>(r)] += local_seconds(c, t_, profile_) + gap_;
     };
     std::vector<size_t> partial;
     for (size_t a = 0; a < from.axes.size(); ++a)
@@ -664,11 +670,13 @@ class Builder {
     if (!sr.transfers.empty()) {
       std::vector<double> tr = comm_event_seconds(sr, t_, profile_).transfers;
       std::vector<double> send(static_cast<size_t>(n_), 0), recv(static_cast<size_t>(n_), 0);
+      std::vector<char> part(static_cast<size_t>(n_), 0);  // one statement per rank taking part: one gap
       for (size_t i = 0; i < tr.size(); ++i) {
         send[static_cast<size_t>(sr.transfers[i].src)] += tr[i];
         recv[static_cast<size_t>(sr.transfers[i].dst)] += tr[i];
+        part[static_cast<size_t>(sr.transfers[i].src)] = part[static_cast<size_t>(sr.transfers[i].dst)] = 1;
       }
-      for (size_t r = 0; r < secs.size(); ++r) secs[r] += std::max(send[r], recv[r]);
+      for (size_t r = 0; r < secs.size(); ++r) secs[r] += std::max(send[r], recv[r]) + (part[r] ? gap_ : 0);
     }
     return *std::max_element(secs.begin(), secs.end());
   }
@@ -777,6 +785,8 @@ class Builder {
   int n_;
   const Topology &t_;
   const Profile *profile_;  // measured times where it has them (may be null)
+  /** The profile's statement_gap: every statement a device runs costs it this much more (estimate_cost). */
+  const double gap_;
   std::vector<int> all_;
   std::vector<std::vector<Description>> descs_;
   std::vector<std::vector<ParallelConfig>> configs_;

@@ -26,6 +26,9 @@
 // pattern fits, else fetched by a grouped send/recv; per device the sum of the collectives it is in, the slowest
 // device. A partial tensor read by several ops is all-reduced by its producer. The edge's memory is the box a forward
 // reader's device assembles when anything moves and the backward pass reads that tensor.
+// With a profile every piece is priced as estimate_cost prices it with that profile, and every statement (a kernel,
+// collective, copy or data read, a rank's part in a grouped send/recv) costs the profile's statement_gap more: on a
+// data plan the graph's time is estimate_cost's (tests/planner/frontier_test.cpp).
 // Seeds: the tofu plan (tofu.h, the fast end) and the equalchop baseline (baselines.h, the low-memory end) over the
 // same devices. Their per-op configs join each op's candidates where the enumeration lacks them (tofu orders a
 // level's axes freely and mixes more vars), and heuristic elimination fixes a node to the tofu seed's config rather

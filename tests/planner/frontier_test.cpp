@@ -304,11 +304,17 @@ TEST(FrontierPlanner, ModelMatchesEstimateCostOnDataPlans) {
         SCOPED_TRACE(std::string(model) + " on " + name + " devices " + std::to_string(devices));
         Graph g = training_graph(model);
         Plan data = make_plan(g, "data", devices, &t);
-        std::vector<ModelledPlan> m = frontier_model_costs(g, devices, t, {data});
-        ASSERT_EQ(m.size(), 1u);
-        EXPECT_EQ(m[0].ops_matched, g.num_ops());
-        double want = estimate_cost(g, data, t).predicted_step_seconds;
-        EXPECT_NEAR(m[0].model.time, want, 1e-9 * want);
+        // Without a profile, and with one that measured only a statement_gap (each device's kernels, collectives,
+        // copies and data reads, and its part in each send/recv, one gap each).
+        Profile gap;
+        gap.statement_gap = 3e-6;
+        for (const Profile *profile : std::vector<const Profile *>{nullptr, &gap}) {
+          std::vector<ModelledPlan> m = frontier_model_costs(g, devices, t, {data}, profile);
+          ASSERT_EQ(m.size(), 1u);
+          EXPECT_EQ(m[0].ops_matched, g.num_ops());
+          double want = estimate_cost(g, data, t, profile).predicted_step_seconds;
+          EXPECT_NEAR(m[0].model.time, want, 1e-9 * want) << (profile ? "with a gap" : "roofline");
+        }
       }
 }
 
