@@ -8,7 +8,7 @@ packages=(
   libonnx-dev libonnx-testdata python3-onnx
   libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libjemalloc-dev
   python3-torch python3-numpy python3-sklearn
 )
 
