@@ -195,15 +195,7 @@ std::vector<std::pair<double, double>> curve(const json &points, const std::stri
 }  // namespace
 
 Profile parse_profile(const std::string &json_text, const std::string &source) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception &e) {
-    // nlohmann's message names the byte; keep it to one line.
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    bad(source, "(top level)", "malformed JSON: " + what);
-  }
+  json j = parse_json(json_text, source);
   check_keys(j, source, "",
              {"format", "backend", "compute", "collectives", "statements", "rank_scale", "statement_gap", "plans"});
   Profile p;
@@ -304,14 +296,7 @@ std::vector<double> timings(const json &j, const std::string &source, const std:
 }  // namespace
 
 RankTimings parse_rank_timings(const std::string &json_text, const std::string &source) {
-  json j;
-  try {
-    j = json::parse(json_text);
-  } catch (const json::exception &e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    bad(source, "(top level)", "malformed JSON: " + what);
-  }
+  json j = parse_json(json_text, source);
   if (!j.is_object()) bad(source, "(top level)", "must be an object");
   RankTimings r;
   if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0)
