@@ -96,13 +96,19 @@ TEST(Profile, JsonRoundTrip) {
   EXPECT_EQ(parse_profile(text, "x.json").statement_gap, 0);
 }
 
-std::string error_of(const std::string &json) {
+/** The UserError message `parse()` throws, or "(no error)". */
+template <class Parse>
+std::string user_error_of(Parse parse) {
   try {
-    parse_profile(json, "p.json");
+    parse();
   } catch (const UserError &e) {
     return e.what();
   }
   return "(no error)";
+}
+
+std::string error_of(const std::string &json) {
+  return user_error_of([&] { parse_profile(json, "p.json"); });
 }
 
 TEST(Profile, BadFilesNameFileAndField) {
@@ -245,12 +251,7 @@ TEST(Profile, CostModelScalesMeasuredTimesByRank) {
 // derive_communication's events, not by the cost model's own count); the simulator adds it to each compute, local
 // and collective task (simulator.h), so on one device its makespan still equals the prediction.
 std::string rank_error_of(const std::string &json) {
-  try {
-    parse_rank_timings(json, "p.rank_1.json");
-  } catch (const UserError &e) {
-    return e.what();
-  }
-  return "(no error)";
+  return user_error_of([&] { parse_rank_timings(json, "p.rank_1.json"); });
 }
 
 // What a bundle run with CLEAVE_PROFILE writes (runtime rt.h), read back; each malformed file is one error line naming
