@@ -215,7 +215,7 @@ EOF
 chmod +x "$tmp/fakebin/mpirun"
 for corrupt in 'steps:sites\[[0-9]*\]\.seconds: times 2 steps, not the 3 of steps' \
                'rank:rank: 0, not 1 as its name says' \
-               'op:a kernel site times op "NoSuchOp_9", which plan data.plan does not have'; do
+               'op:a kernel site times op "NoSuchOp_9", which plan data.plan does not run on rank 1'; do
   rm -f "$tmp/bad.json"
   CORRUPT=${corrupt%%:*} PATH="$tmp/fakebin:$PATH" "$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 \
     --batch 8 --plan "$tmp/data.plan" -o "$tmp/bad.json" --steps 3 --build-type Debug --max-bytes 4 --reps 1 \

@@ -250,13 +250,12 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
       double secs = expected_seconds(timed) / static_cast<double>(site.ops.size());  // a fused kernel: equal shares
       for (const std::string &op : site.ops) {
         auto c = configs.find(op);
-        if (c == configs.end())
-          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\", which plan ", np.name, " does not have");
-        auto it = std::find(c->second->devices.begin(), c->second->devices.end(), r);
-        if (it == c->second->devices.end())
-          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\" on rank ", r,
-                            ", outside its device group in plan ", np.name);
-        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), *c->second, it - c->second->devices.begin());
+        const std::vector<int> *devices = c == configs.end() ? nullptr : &c->second->devices;
+        auto it = devices ? std::find(devices->begin(), devices->end(), r) : std::vector<int>::const_iterator{};
+        if (!devices || it == devices->end())
+          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\", which plan ", np.name,
+                            " does not run on rank ", r);
+        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), *c->second, it - devices->begin());
         samples.compute[{op, key}].push_back({r, secs});
       }
     }
