@@ -443,7 +443,7 @@ void grad_LayerNormalization(GradContext &c, Dx &dx) {
       OpKind::LayerNormalizationGrad, {c.dy(0), x, scale, mean, invstd}, {{"axis", axis}},
       {c.need(0), c.need(1), c.need(2)}, {dt, dt, dt}, {c.shape(x), c.shape(scale), c.shape(scale)},
       {c.grad_name(0), c.grad_name(1), c.need(2) ? c.grad_name(2) : ""});
-  for (size_t i = 0; i < 3; ++i) dx[i] = g[i];
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] = g[i];  // 2 inputs without a bias B, else 3
 }
 
 // ---- the table ----
