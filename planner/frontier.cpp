@@ -458,19 +458,26 @@ class Builder {
       if (op.phase == Phase::forward && saved_[static_cast<size_t>(t)])
         cost.memory += static_cast<double>(shard_bytes(tensor, s));
       if (readers_[static_cast<size_t>(t)] == 1) continue;  // resolved on its one edge
+      bool partial = false;
       for (size_t a = 0; a < s.axes.size(); ++a)
         if (s.axes[a].kind == AxisSharding::Kind::partial && s.mesh[a] > 1) {
           cost.time += all_reduce_time(shard_bytes(tensor, s), axis_group(s, a));
+          partial = true;
         }
+      if (partial) cost.time += gap_;  // codegen reduces every partial axis in one statement
     }
     for (const SyncExchange &x : sync_exchanges(g_, op, descs_[static_cast<size_t>(o)], cfg))
-      cost.time += all_reduce_time(x.count * 4, x.group);
+      cost.time += all_reduce_time(x.count * 4, x.group) + gap_;
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       TensorId t = op.inputs[s];
       if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
       Sharding sh = owned(t, c);
-      if (g_.tensor(t).producer == kNoOp) cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
-      cost.time += data_read_seconds(t, sh) + resplit(t, c, o, c, s);
+      // A source read at several slots is held and read once.
+      bool again = std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(s), t) !=
+                   op.inputs.begin() + static_cast<std::ptrdiff_t>(s);
+      if (g_.tensor(t).producer == kNoOp && !again)
+        cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
+      cost.time += (again ? 0.0 : data_read_seconds(t, sh)) + resplit(t, c, o, c, s);
     }
     // Each holder of an assign's destination copies its shard of the new value at the end of the step.
     for (const Assign &a : g_.assigns)
@@ -493,14 +500,14 @@ class Builder {
   }
 
   /** An all-reduce of `bytes` over `group` as estimate_cost prices it: α-β over the group's link, or with a profile
-   *  its measured curve where it has one; and its statement's gap. */
+   *  its measured curve where it has one (its statement's gap not included). */
   double all_reduce_time(int64_t bytes, const std::vector<int> &group) const {
     CommEvent e;
     e.kind = CommEvent::Kind::all_reduce;
     e.group = group;
     e.count = bytes;
     e.elem_bytes = 1;
-    return comm_event_seconds(e, t_, profile_).collective + gap_;
+    return comm_event_seconds(e, t_, profile_).collective;
   }
 
   /** Seconds the slowest device spends reading its shard `s` of input or label `t` from .npy at the start of the step

@@ -28,7 +28,9 @@
 // reader's device assembles when anything moves and the backward pass reads that tensor.
 // With a profile every piece is priced as estimate_cost prices it with that profile, and every statement (a kernel,
 // collective, copy or data read, a rank's part in a grouped send/recv) costs the profile's statement_gap more: on a
-// data plan the graph's time is estimate_cost's (tests/planner/frontier_test.cpp).
+// data plan the graph's time is estimate_cost's (tests/planner/frontier_test.cpp). Elsewhere it charges a gap per
+// edge priced: an op fetching k inputs by send/recv pays k gaps per rank, where codegen groups them into one
+// statement (edges are priced apart, so the graph cannot see that they share one).
 // Seeds: the tofu plan (tofu.h, the fast end) and the equalchop baseline (baselines.h, the low-memory end) over the
 // same devices. Their per-op configs join each op's candidates where the enumeration lacks them (tofu orders a
 // level's axes freely and mixes more vars), and heuristic elimination fixes a node to the tofu seed's config rather

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -299,7 +300,8 @@ RankTimings parse_rank_timings(const std::string &json_text, const std::string &
   json j = parse_json(json_text, source);
   if (!j.is_object()) bad(source, "(top level)", "must be an object");
   RankTimings r;
-  if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0)
+  if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0 ||
+      j["rank"].get<int64_t>() > std::numeric_limits<int>::max())
     bad(source, "rank", "must be an integer >= 0");
   r.rank = j["rank"].get<int>();
   if (!j.contains("steps")) bad(source, "steps", "missing");
