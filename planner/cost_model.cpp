@@ -514,15 +514,20 @@ CommSeconds comm_event_seconds(const CommEvent &e, const Topology &t, const Prof
   return out;
 }
 
+std::vector<int> event_ranks(const CommEvent &e) {
+  std::vector<int> ranks = e.group;
+  for (const CommEvent::Transfer &x : e.transfers) ranks.insert(ranks.end(), {x.src, x.dst});
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
 std::vector<int64_t> device_statements(const Plan &p, const Communication &comm) {
   std::vector<int64_t> n(static_cast<size_t>(p.devices), 0);
   for (const OpEntry &o : p.ops)
     for (int d : o.config.devices) ++n[static_cast<size_t>(d)];
-  for (const CommEvent &e : comm.events) {
-    std::set<int> ranks(e.group.begin(), e.group.end());
-    for (const CommEvent::Transfer &x : e.transfers) ranks.insert({x.src, x.dst});
-    for (int r : ranks) ++n[static_cast<size_t>(r)];
-  }
+  for (const CommEvent &e : comm.events)
+    for (int r : event_ranks(e)) ++n[static_cast<size_t>(r)];
   for (const LocalStatement &s : comm.local) ++n[static_cast<size_t>(s.rank)];
   return n;
 }

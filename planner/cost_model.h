@@ -258,6 +258,10 @@ struct CostReport {
 CostReport estimate_cost(const Graph &g, const Plan &p, const Topology &t, const Profile *profile = nullptr,
                          CommCache *cache = nullptr);
 
+/** The ranks taking part in `e` (its group's members and its transfers' ends), ascending and distinct: each runs it as
+ *  one statement (a grouped send/recv is one per rank, not one per transfer). */
+std::vector<int> event_ranks(const CommEvent &e);
+
 /** Per device of `p`, the statements it runs per step (DeviceCost::statements): one per op share it computes, per
  *  communication event of `comm` (derive_communication's for `p`) it takes part in, and per local statement. */
 std::vector<int64_t> device_statements(const Plan &p, const Communication &comm);

@@ -95,7 +95,6 @@ std::string key_of(const Sharding &s) {
   return k;
 }
 
-
 /** Runs `first` on a second thread while `second` runs on this one (one after the other where there is one core),
  *  then rethrows what `first` threw, else what `second` threw. Each writes only its own variables. */
 void side_by_side(const std::function<void()> &first, const std::function<void()> &second) {
@@ -473,8 +472,8 @@ class Builder {
       if (t == kNoTensor || owner_[static_cast<size_t>(t)] != o) continue;
       Sharding sh = owned(t, c);
       // A source read at several slots is held and read once.
-      bool again = std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(s), t) !=
-                   op.inputs.begin() + static_cast<std::ptrdiff_t>(s);
+      auto slot = op.inputs.begin() + static_cast<std::ptrdiff_t>(s);
+      bool again = std::find(op.inputs.begin(), slot, t) != slot;
       if (g_.tensor(t).producer == kNoOp && !again)
         cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
       cost.time += (again ? 0.0 : data_read_seconds(t, sh)) + resplit(t, c, o, c, s);
@@ -676,14 +675,13 @@ class Builder {
     }
     if (!sr.transfers.empty()) {
       std::vector<double> tr = comm_event_seconds(sr, t_, profile_).transfers;
-      std::vector<double> send(static_cast<size_t>(n_), 0), recv(static_cast<size_t>(n_), 0);
-      std::vector<char> part(static_cast<size_t>(n_), 0);  // one statement per rank taking part: one gap
+      std::vector<double> send(static_cast<size_t>(n_), 0), recv(static_cast<size_t>(n_), 0), gap(send);
       for (size_t i = 0; i < tr.size(); ++i) {
         send[static_cast<size_t>(sr.transfers[i].src)] += tr[i];
         recv[static_cast<size_t>(sr.transfers[i].dst)] += tr[i];
-        part[static_cast<size_t>(sr.transfers[i].src)] = part[static_cast<size_t>(sr.transfers[i].dst)] = 1;
       }
-      for (size_t r = 0; r < secs.size(); ++r) secs[r] += std::max(send[r], recv[r]) + (part[r] ? gap_ : 0);
+      for (int r : event_ranks(sr)) gap[static_cast<size_t>(r)] = gap_;  // one statement per rank taking part
+      for (size_t r = 0; r < secs.size(); ++r) secs[r] += std::max(send[r], recv[r]) + gap[r];
     }
     return *std::max_element(secs.begin(), secs.end());
   }

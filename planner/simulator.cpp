@@ -147,12 +147,8 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
     if (e.kind == CommEvent::Kind::send_recv) {
       // issue_of[r]: the issue task of rank r, which the transfers it sends or receives wait for.
       std::vector<std::pair<int, int>> issue_of;
-      if (gap > 0) {
-        std::vector<int> ranks;
-        for (const CommEvent::Transfer &x : e.transfers) ranks.insert(ranks.end(), {x.src, x.dst});
-        std::sort(ranks.begin(), ranks.end());
-        ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-        for (int r : ranks) {
+      if (gap > 0)
+        for (int r : event_ranks(e)) {
           Task k;
           k.kind = SimTask::Kind::issue;
           k.op = e.op;
@@ -163,7 +159,6 @@ Simulator::Segment Simulator::build(int s, std::vector<CommEvent> events, std::v
           issue_of.push_back({r, static_cast<int>(seg.tasks.size())});
           seg.tasks.push_back(std::move(k));
         }
-      }
       for (size_t i = 0; i < e.transfers.size(); ++i) {
         Task k;
         k.kind = SimTask::Kind::transfer;
