@@ -300,9 +300,9 @@ RankTimings parse_rank_timings(const std::string &json_text, const std::string &
   json j = parse_json(json_text, source);
   if (!j.is_object()) bad(source, "(top level)", "must be an object");
   RankTimings r;
-  if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0 ||
-      j["rank"].get<int64_t>() > std::numeric_limits<int>::max())
+  if (!j.contains("rank") || !j["rank"].is_number_integer() || j["rank"].get<int64_t>() < 0)
     bad(source, "rank", "must be an integer >= 0");
+  if (j["rank"].get<int64_t>() > std::numeric_limits<int>::max()) bad(source, "rank", "too large");
   r.rank = j["rank"].get<int>();
   if (!j.contains("steps")) bad(source, "steps", "missing");
   r.steps = timings(j["steps"], source, "steps");

@@ -275,6 +275,7 @@ TEST(Profile, RankFilesParseAndMalformedOnesNameFileAndField) {
   EXPECT_EQ(rank_error_of("{\"rank\": 1").rfind("p.rank_1.json: (top level): malformed JSON", 0), 0u);
   EXPECT_EQ(rank_error_of("[]"), "p.rank_1.json: (top level): must be an object");
   EXPECT_EQ(rank_error_of(R"({"steps": [1e-3], "sites": []})"), "p.rank_1.json: rank: must be an integer >= 0");
+  EXPECT_EQ(rank_error_of(R"({"rank": 4294967296, "steps": [1e-3], "sites": []})"), "p.rank_1.json: rank: too large");
   EXPECT_EQ(rank_error_of(R"({"rank": 0, "sites": []})"), "p.rank_1.json: steps: missing");
   EXPECT_EQ(rank_error_of(R"({"rank": 0, "steps": [], "sites": []})"),
             "p.rank_1.json: steps: must be a non-empty array of seconds");
