@@ -7,8 +7,8 @@
 
 #include "codegen/lower.h"
 #include "ir/graph.h"
-#include "planner/cost_model.h"
-#include "planner/plan.h"
+#include "planner/cost/cost_model.h"
+#include "planner/plan/plan.h"
 
 namespace cleave::codegen {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "planner/region.h"
+#include "planner/plan/region.h"
 
 namespace cleave::codegen {
 

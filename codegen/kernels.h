@@ -11,8 +11,8 @@
 
 #include "codegen/fuse.h"
 #include "ir/graph.h"
-#include "planner/plan.h"
-#include "planner/region.h"
+#include "planner/plan/plan.h"
+#include "planner/plan/region.h"
 
 namespace cleave::codegen {
 

@@ -1,5 +1,5 @@
 // Conv, pools and their gradients, on whole tensors or on spatial blocks (Tofu/ParaDL spatial parallelism). Region
-// analysis (planner/region.h) gives every operand's box with its halo, clipped to the tensor; the kernels run on those
+// analysis (planner/plan/region.h) gives every operand's box with its halo, clipped to the tensor; the kernels run on those
 // blocks with a local geometry derived here from the boxes: local pads for convolutions (rt::ConvShape), the blocks'
 // global positions for pools (rt::PoolShape's block fields), the whole op's divisor for global average pooling.
 #include <array>

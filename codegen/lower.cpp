@@ -12,8 +12,8 @@
 #include "codegen/overlap.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
-#include "planner/profile.h"
-#include "planner/validate.h"
+#include "planner/cost/profile.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::codegen {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "planner/plan.h"
-#include "planner/region.h"
+#include "planner/plan/plan.h"
+#include "planner/plan/region.h"
 
 namespace cleave::codegen {
 
@@ -38,7 +38,7 @@ struct Timing {
   enum class Kind : uint8_t { none, kernel, comm, copy, data } kind = Kind::none;
   /** kernel: the ops it computes (several when fused); comm, copy: the op it runs before (none: the end of the step). */
   std::vector<OpId> ops;
-  /** kernel: planner/profile.h's shard_key of this rank's share of ops[0]. */
+  /** kernel: planner/cost/profile.h's shard_key of this rank's share of ops[0]. */
   std::string shard;
   /** copy: the bytes copied; data: the bytes of the shard read. */
   int64_t bytes = 0;

@@ -1,4 +1,4 @@
-// The collective benchmark of `cleave profile` (planner/profile.h): times every collective the generated programs
+// The collective benchmark of `cleave profile` (planner/cost/profile.h): times every collective the generated programs
 // call, through the same runtime functions (MPI on the cpu backend, NCCL on cuda), for each group size 2..world
 // (group = world ranks 0..p-1) and message sizes 4, 8, ..., --max-bytes (TensorOpt measures sizes 2^i and
 // interpolates). Sizes are what the cost model

@@ -2,7 +2,7 @@
 # Benchmark (on demand, not in CI): the flexflow planner on FlexFlow's NMT (models/zoo nmt full, --weights none:
 # shapes only) at 16 devices on p100-4x4 (4 nodes x 4 P100), against tofu and data parallelism. Per planner: the
 # search's wall and CPU seconds apart from loading (`cleave plan -o` on stderr), then `cleave simulate` of its plan:
-# the simulated step (planner/simulator.h) and cost model v1's (compute + communication summed per device).
+# the simulated step (planner/cost/simulator.h) and cost model v1's (compute + communication summed per device).
 # Targets (issue 7): flexflow searches in <= 30 s to a plan no slower than tofu's under the simulator; status says
 # whether each holds. flexflow keeps the best plan of its chains, one of which starts from tofu's plan, so "no slower
 # than tofu" holds by construction; the last line says what each chain (data, tofu, random start) found on its own.

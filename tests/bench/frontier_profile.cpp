@@ -15,11 +15,11 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
-#include "planner/cost_model.h"
-#include "planner/frontier.h"
-#include "planner/make_plan.h"
-#include "planner/profile.h"
-#include "planner/topology.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/frontier.h"
+#include "planner/search/make_plan.h"
+#include "planner/cost/profile.h"
+#include "planner/plan/topology.h"
 
 namespace cleave::plan {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark (on demand, not in CI): the frontier planner (planner/frontier.h) at 16 devices of v100-2x8 on
+# Benchmark (on demand, not in CI): the frontier planner (planner/search/frontier.h) at 16 devices of v100-2x8 on
 # TensorOpt's models: WResNet-50-4 (the zoo's WResNet with TensorOpt's depth 50 and width 4) and the Transformer
 # (`--variant tensoropt`), shapes only (generate.py --weights none). Per model: the load time (import + autodiff)
 # and the frontier search time (wall: cost graph, FT, re-scoring the candidates, as `cleave plan` reports it on

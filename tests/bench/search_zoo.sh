@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (on demand, not in CI): the search planners at 8 devices on the papers' big models (generate.py
 # --weights none: shapes only). Per model: tofu's search time apart from loading (import + autodiff), wall and CPU,
-# and the bytes each planner's plan moves per training step (planner/strategies.h plan_comm_bytes), as `cleave plan -o`
+# and the bytes each planner's plan moves per training step (planner/search/strategies.h plan_comm_bytes), as `cleave plan -o`
 # reports on stderr; then the cost model on $TOPOLOGY (default k80x8, Tofu's machine; `cleave explain --plan`): bytes
 # sent per step, the slowest device's α-β communication seconds, and the largest per-device peak memory. Tofu should
 # move no more than any baseline (status "BELOW TOFU" otherwise, on either byte count). A last row per model is the

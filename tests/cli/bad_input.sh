@@ -100,7 +100,7 @@ mkdir -p "$work/no_runtime"
 expect profile_runtime_dir '*' "--runtime-dir $work/no_runtime: no libcleave_rt_cuda.a for --backend cuda (build cleave with CLEAVE_ENABLE_CUDA=ON)" -- profile "$m/good.onnx" --batch 2 --backend cuda --runtime-dir "$work/no_runtime" -o "$work/out.onnx"
 "$cleave" plan "$m/good.onnx" --batch 2 --devices 2 -o "$work/two.plan" 2>/dev/null
 expect profile_plan_devices '*' "two.plan: the plan is for 2 devices, --devices says 1" -- profile "$m/good.onnx" --batch 2 --plan "$work/two.plan" -o "$work/out.onnx"
-# The frontier planner's flags (planner/frontier.h); the table would go to out.onnx, which must not be left behind.
+# The frontier planner's flags (planner/search/frontier.h); the table would go to out.onnx, which must not be left behind.
 expect frontier_bad_mode '*' '--mode: "fast" is not mini-time, mini-parallelism or profile' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode fast --frontier-table "$work/out.onnx"
 expect frontier_nothing_fits '*' "--memory-limit 1: no frontier plan over 2 devices fits" -- plan "$m/good.onnx" --batch 2 --devices 2 --planner frontier --memory-limit 1 --frontier-table "$work/out.onnx"
 expect frontier_empty_range '*' "--devices: range 4..2 is empty" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 4..2 --frontier-table "$work/out.onnx"

@@ -38,7 +38,7 @@ for model in "$src"/models/*.onnx; do
   cmp "$work/a.oracle" "$work/b.oracle" || { echo "FAIL: $model: oracle tables differ"; exit 1; }
   echo "ok $(basename "$model") oracle: $(wc -l <"$work/a.oracle") lines, stable"
 done
-# The frontier planner's table, plot and profile (planner/frontier.h): byte-identical across runs.
+# The frontier planner's table, plot and profile (planner/search/frontier.h): byte-identical across runs.
 for model in "$src"/models/*.onnx; do
   for run in a b; do
     "$cleave" plan "$model" --batch 16 --planner frontier --devices 4 --frontier-baselines data,owt \

@@ -9,7 +9,7 @@
 #include "codegen/lower.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
-#include "planner/plan.h"
+#include "planner/plan/plan.h"
 
 namespace cleave::codegen {
 namespace {

@@ -1,4 +1,4 @@
-"""ParaDL's strategies as plans (`cleave oracle --plans-dir`, planner/oracle.h) train exactly like `cleave eval` (the
+"""ParaDL's strategies as plans (`cleave oracle --plans-dir`, planner/search/oracle.h) train exactly like `cleave eval` (the
 1-rank interpreter): the pipeline (every op on one device, stages on devices 2, 1, 0), channel parallelism (partial
 conv outputs reduced) and data+spatial on a 2x2 mesh (batch x image rows, halos) of models/cnn.onnx, each compiled,
 run under mpirun (`cleave run --build-type Debug`) and compared step by step: losses and saved weights within

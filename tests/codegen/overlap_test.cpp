@@ -11,7 +11,7 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/make_plan.h"
+#include "planner/search/make_plan.h"
 
 namespace cleave::codegen {
 namespace {

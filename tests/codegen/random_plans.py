@@ -1,4 +1,4 @@
-"""Differential property test: random legal plans (`--planner random --seed S`, planner/random_plan.h) and every
+"""Differential property test: random legal plans (`--planner random --seed S`, planner/search/random_plan.h) and every
 planner's plans of the tiny models train exactly like the 1-rank run.
 
 For each model (an MLP and a CNN from models/, the tiny LSTM language model of models/zoo unrolled over 4 steps, the

@@ -1,4 +1,4 @@
-"""The search planners (planner/tofu.h, planner/baselines.h) on models/mlp.onnx and models/cnn.onnx:
+"""The search planners (planner/search/tofu.h, planner/search/baselines.h) on models/mlp.onnx and models/cnn.onnx:
 - `cleave plan` with each planner on 2 and 4 devices succeeds (the plan passes validate_plan inside the planner) and
   is byte-identical across two runs;
 - one bundle per planner (alternating the model and 2/4 devices, to stay fast) compiles, and `cleave run` reproduces

@@ -4,8 +4,8 @@
 
 #include "ir/parser.h"
 #include "ir/verifier.h"
-#include "planner/plan.h"
-#include "planner/validate.h"
+#include "planner/plan/plan.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

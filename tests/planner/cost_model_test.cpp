@@ -26,11 +26,11 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
-#include "planner/cost_model.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/strategies.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/search/strategies.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {
@@ -274,7 +274,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> assembled(const Gr
   return {events, local};
 }
 
-// The simulator's delta simulation (planner/simulator.h) re-derives only some tensors' communication: the pieces of
+// The simulator's delta simulation (planner/cost/simulator.h) re-derives only some tensors' communication: the pieces of
 // every tensor, assembled segment by segment, are derive_communication's events and local statements in its order;
 // and a tensor's pieces are the same whether it is replayed alone (with a random third of the others) or with all.
 TEST(CostModel, PiecesAssembleToTheWholeCommunication) {
@@ -354,7 +354,7 @@ TEST(CostModel, PartialOnEveryAxisIsReducedOverTheWholeGroup) {
   }
 }
 
-// Memory relation checked (stated in planner/cost_model.h). From the lowered programs, independently of the cost
+// Memory relation checked (stated in planner/cost/cost_model.h). From the lowered programs, independently of the cost
 // model: each rank's max over instructions of the bytes of its live buffers (codegen's liveness, no alignment), the
 // floor of the arena it plans (manifest.json's peak_memory_bytes). The estimate replays the same buffers at two
 // positions per op (communication, kernel), a coarser clock, so it can only be at or above that floor: it must lie

@@ -1,6 +1,6 @@
-// The frontier-tracking algorithm (planner/frontier_solve.h) against brute force over every assignment, and the
-// frontier planner (planner/frontier.h) on the tiny models.
-#include "planner/frontier.h"
+// The frontier-tracking algorithm (planner/search/frontier_solve.h) against brute force over every assignment, and the
+// frontier planner (planner/search/frontier.h) on the tiny models.
+#include "planner/search/frontier.h"
 
 #include <gtest/gtest.h>
 
@@ -13,12 +13,12 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/frontier_solve.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/strategies.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/frontier_solve.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/search/strategies.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

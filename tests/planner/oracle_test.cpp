@@ -1,4 +1,4 @@
-// ParaDL's oracle (planner/oracle.h): each strategy's plan splits the vars it names, the pipeline puts contiguous
+// ParaDL's oracle (planner/search/oracle.h): each strategy's plan splits the vars it names, the pipeline puts contiguous
 // stages on single devices, and the cost model's figures for data parallelism equal ParaDL's closed form (every
 // device sends 2(p-1)/p of the gradients' bytes: a ring all-reduce), which this test computes from the graph alone.
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include "ir/autodiff/autodiff.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/oracle.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/oracle.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

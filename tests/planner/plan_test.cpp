@@ -15,8 +15,9 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
-#include "planner/make_plan.h"
-#include "planner/validate.h"
+#include "planner/search/data_plan.h"
+#include "planner/search/make_plan.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

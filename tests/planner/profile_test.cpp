@@ -1,4 +1,4 @@
-// Profiles (planner/profile.h) and their use by the cost model:
+// Profiles (planner/cost/profile.h) and their use by the cost model:
 //  - interpolation reproduces any affine curve sampled at powers of two, inside and beyond the samples (the property
 //    that makes α-β-shaped measurements interpolate exactly), and is flat below the first sample;
 //  - the JSON form reads back to the same profile, with sorted keys;
@@ -22,12 +22,12 @@
 #include "frontend/onnx_import.h"
 #include "ir/autodiff/autodiff.h"
 #include "ir/error.h"
-#include "planner/cost_model.h"
-#include "planner/flexflow.h"
-#include "planner/frontier.h"
-#include "planner/make_plan.h"
-#include "planner/profile.h"
-#include "planner/simulator.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/flexflow.h"
+#include "planner/search/frontier.h"
+#include "planner/search/make_plan.h"
+#include "planner/cost/profile.h"
+#include "planner/cost/simulator.h"
 
 namespace cleave::plan {
 namespace {

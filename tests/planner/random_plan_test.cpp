@@ -1,4 +1,4 @@
-// The random planner (planner/random_plan.h): valid, deterministic per seed, different across seeds, and over a few
+// The random planner (planner/search/random_plan.h): valid, deterministic per seed, different across seeds, and over a few
 // seeds it reaches every corner of the plan form it promises (device subsets, permuted orders, 2-D meshes, reduction
 // splits). Whether its plans train like one device is tests/codegen/random_plans.py's job.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include "frontend/onnx_import.h"
 #include "ir/autodiff/autodiff.h"
 #include "ir/verifier.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/validate.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

@@ -8,7 +8,7 @@
 #include "ir/describe/description.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
-#include "planner/region.h"
+#include "planner/plan/region.h"
 
 namespace cleave::plan {
 namespace {

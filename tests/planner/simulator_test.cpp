@@ -1,4 +1,4 @@
-// The task-graph simulator (planner/simulator.h) and the flexflow planner (planner/flexflow.h):
+// The task-graph simulator (planner/cost/simulator.h) and the flexflow planner (planner/search/flexflow.h):
 //  - without communication the makespan is cost model v1's sum of kernels, data reads and copies (up to the rounding
 //    of adding them in another order), and the kernels' busy seconds are v1's compute seconds to the bit;
 //  - the times obey the rules the header states, checked task by task against a naive fixed-point solver written
@@ -23,13 +23,13 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/flexflow.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/simulator.h"
-#include "planner/strategies.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/flexflow.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/cost/simulator.h"
+#include "planner/search/strategies.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

@@ -1,4 +1,4 @@
-// Executes every discovered strategy (planner/strategies.h) of every op kind's example: each worker evaluates its
+// Executes every discovered strategy (planner/search/strategies.h) of every op kind's example: each worker evaluates its
 // restricted share of the description on inputs cut to exactly the boxes region analysis says it reads (everything
 // else poisoned with NaN), the shares are concatenated (output var) or summed (reduction var), and the result must
 // equal the reference interpreter's kernel run on the whole op. This checks the descriptions, region analysis and
@@ -15,9 +15,9 @@
 #include "ir/describe/description.h"
 #include "ir/describe/evaluate.h"
 #include "ir/interp/interpreter.h"
-#include "planner/region.h"
-#include "planner/strategies.h"
-#include "planner/validate.h"
+#include "planner/plan/region.h"
+#include "planner/search/strategies.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

@@ -1,4 +1,4 @@
-// The search planners (planner/tofu.h, planner/baselines.h): valid and deterministic plans, tofu's DP against brute
+// The search planners (planner/search/tofu.h, planner/search/baselines.h): valid and deterministic plans, tofu's DP against brute
 // force, tofu against the baselines, coarsening, and errors.
 #include <gtest/gtest.h>
 
@@ -12,14 +12,14 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
-#include "planner/baselines.h"
-#include "planner/cost_model.h"
-#include "planner/make_plan.h"
-#include "planner/strategies.h"
-#include "planner/tofu.h"
-#include "planner/tofu_step.h"
-#include "planner/topology.h"
-#include "planner/validate.h"
+#include "planner/search/baselines.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/strategies.h"
+#include "planner/search/tofu.h"
+#include "planner/search/tofu_step.h"
+#include "planner/plan/topology.h"
+#include "planner/plan/validate.h"
 
 namespace cleave::plan {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
-#include "planner/topology.h"
+#include "planner/plan/topology.h"
 
 namespace cleave::plan {
 namespace {

@@ -2,6 +2,7 @@
 // The `cleave` subcommands. Each registers its flags on a CLI11 app and returns the function that runs it;
 // the function returns the process exit code. Machine-readable output goes to stdout, progress to stderr.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -9,9 +10,10 @@
 
 #include "ir/autodiff/autodiff.h"
 #include "ir/graph.h"
-#include "planner/plan.h"
-#include "planner/profile.h"
-#include "planner/topology.h"
+#include "planner/plan/plan.h"
+#include "planner/cost/profile.h"
+#include "planner/plan/topology.h"
+#include "planner/search/make_plan.h"
 
 namespace cleave::cli {
 
@@ -59,10 +61,27 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
 Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
                           Weights weights = Weights::load);
 
-/** Reads a plan file (planner/plan.h text); UserError naming the file when it cannot be read or parsed. */
+/** Reads a plan file (planner/plan/plan.h text); UserError naming the file when it cannot be read or parsed. */
 plan::Plan read_plan_file(const std::string &path);
 
-/** Flags of the search planners: --seed (random, flexflow), --iterations and --budget (flexflow: planner/flexflow.h). */
+/** --planner, checked against the planner registry (planner/search/make_plan.h) less `excluded`; its help lists the
+ *  names, then `note`. */
+template <typename T>
+CLI::Option *add_planner_option(CLI::App &app, T &planner, const std::string &note,
+                                const std::vector<std::string> &excluded = {}) {
+  std::vector<std::string> names;
+  for (const std::string &n : plan::planner_names())
+    if (std::find(excluded.begin(), excluded.end(), n) == excluded.end()) names.push_back(n);
+  std::string list;
+  for (const std::string &n : names) list += (list.empty() ? "" : " | ") + n;
+  return app.add_option("--planner", planner, list + " " + note)->check(CLI::IsMember(names));
+}
+
+/** Device counts as `flag` gives them: `N`; `a,b,c` (ascending, without repeats); or `A..B`: A, the powers of two
+ *  between, and B (`3..12` is 3, 4, 8, 12). Throws UserError naming `flag` for anything else. */
+std::vector<int> parse_device_counts(const std::string &flag, const std::string &text);
+
+/** Flags of the search planners: --seed (random, flexflow), --iterations and --budget (flexflow: planner/search/flexflow.h). */
 struct SearchFlags {
   uint64_t seed = 0;
   int64_t iterations = 2000;
@@ -91,7 +110,7 @@ struct PlanSource {
   plan::Plan make(const Graph &g) const;
 };
 void add_plan_source_options(CLI::App &app, PlanSource &src);
-/** --topology NAME|FILE (planner/topology.h); `topology`'s value on entry is the default (empty: none). */
+/** --topology NAME|FILE (planner/plan/topology.h); `topology`'s value on entry is the default (empty: none). */
 void add_topology_option(CLI::App &app, std::string &topology);
 
 Command add_ir_command(CLI::App &app);
@@ -101,7 +120,7 @@ Command add_test_command(CLI::App &app);
 Command add_describe_command(CLI::App &app);
 Command add_plan_command(CLI::App &app);
 
-/** `cleave plan --planner frontier`'s flags (tools/cli/frontier_plan.cpp, planner/frontier.h). */
+/** `cleave plan --planner frontier`'s flags (tools/cli/frontier_plan.cpp, planner/search/frontier.h). */
 struct FrontierFlags {
   std::string mode = "mini-time";
   std::optional<int64_t> memory_limit;
@@ -123,7 +142,7 @@ Command add_diff_command(CLI::App &app);
 Command add_oracle_command(CLI::App &app);
 /** `cleave profile`: measured kernel and collective times on this machine, as a profile for --profile. */
 Command add_profile_command(CLI::App &app);
-/** --profile FILE (planner/profile.h, written by `cleave profile`): measured times for the cost model. */
+/** --profile FILE (planner/cost/profile.h, written by `cleave profile`): measured times for the cost model. */
 void add_profile_option(CLI::App &app, std::string &profile);
 /** `cleave simulate`: a plan's step on the task-graph simulator, with its timeline as text and SVG. */
 Command add_simulate_command(CLI::App &app);

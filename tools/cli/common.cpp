@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -69,6 +70,38 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
   }
   verify(g);
   return g;
+}
+
+std::vector<int> parse_device_counts(const std::string &flag, const std::string &text) {
+  auto count = [&](const std::string &s) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (s.empty() || used != s.size() || v < 1 || v > 1 << 20)
+      CLEAVE_USER_ERROR(flag, ": \"", text, "\" is not a device count N, a list a,b,c or a range A..B");
+    return static_cast<int>(v);
+  };
+  std::vector<int> out;
+  size_t dots = text.find("..");
+  if (dots != std::string::npos) {
+    int lo = count(text.substr(0, dots)), hi = count(text.substr(dots + 2));
+    if (lo > hi) CLEAVE_USER_ERROR(flag, ": range \"", text, "\" is empty (", lo, " > ", hi, ")");
+    out.push_back(lo);
+    for (int p = 1; p < hi; p *= 2)
+      if (p > lo) out.push_back(p);
+    if (hi > lo) out.push_back(hi);
+    return out;
+  }
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(count(item));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (out.empty()) count("");
+  return out;
 }
 
 }  // namespace cleave::cli

@@ -10,10 +10,10 @@
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -53,11 +53,7 @@ Command add_compile_command(CLI::App &app) {
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
   auto *planner =
-      app.add_option("--planner", args->planner,
-                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow | frontier "
-                     "(default data)")
-          ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
-                                 "flexflow", "frontier"}));
+      add_planner_option(app, args->planner, "(default data)");
   args->search.add_to(app);
   app.add_option("--plan", args->plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")

@@ -1,13 +1,13 @@
 // `cleave diff A.plan B.plan --model M`: the plans' differences and the cost model's totals before and after
-// (planner/plan_diff.h); --fail-on makes it a CI gate.
+// (planner/plan/plan_diff.h); --fail-on makes it a CI gate.
 #include <cstdio>
 #include <iostream>
 
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/plan_diff.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/cost/cost_diff.h"
+#include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {

@@ -1,4 +1,4 @@
-// `cleave explain`: the cost model's view of a plan (planner/cost_model.h): a per-op table and the totals.
+// `cleave explain`: the cost model's view of a plan (planner/cost/cost_model.h): a per-op table and the totals.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -8,9 +8,9 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/make_plan.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/make_plan.h"
+#include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -168,11 +168,7 @@ std::string json_report(const Graph &g, const plan::Plan &p, const plan::CostRep
 
 void add_plan_source_options(CLI::App &app, PlanSource &src) {
   auto *planner =
-      app.add_option("--planner", src.planner,
-                     "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow "
-                     "(default data)")
-          ->check(CLI::IsMember(
-              {"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random", "flexflow"}));
+      add_planner_option(app, src.planner, "(default data)", {"frontier"});
   src.search.add_to(app);
   app.add_option("--plan", src.plan_file, "a plan file (cleave plan -o) instead of a planner")->excludes(planner);
   app.add_option("--devices", src.devices, "number of devices (default 1; a --plan file says its own)")
@@ -211,7 +207,7 @@ Command add_explain_command(CLI::App &app) {
   auto args = std::make_shared<ExplainArgs>();
   auto src = std::make_shared<PlanSource>();
   app.footer(
-      "Print what a plan costs on a topology (planner/cost_model.h): per op its config (mesh and split vars), FLOPs "
+      "Print what a plan costs on a topology (planner/cost/cost_model.h): per op its config (mesh and split vars), FLOPs "
       "over its devices, roofline compute seconds and the bytes and alpha-beta seconds of the communication before "
       "it; per device FLOPs, compute, communication, copy and data-read seconds, bytes sent and peak memory; totals comm_bytes (per link level), "
       "peak_memory_bytes per device and predicted_step_seconds (v1: compute and communication do not overlap).");

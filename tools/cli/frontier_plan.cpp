@@ -1,4 +1,4 @@
-// `cleave plan --planner frontier`: modes, the frontier table and plot (planner/frontier.h).
+// `cleave plan --planner frontier`: modes, the frontier table and plot (planner/search/frontier.h).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -7,47 +7,13 @@
 #include <sstream>
 
 #include "ir/error.h"
-#include "planner/cost_model.h"
-#include "planner/frontier.h"
-#include "planner/make_plan.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/frontier.h"
+#include "planner/search/make_plan.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
 namespace {
-
-/** N, or A..B (profile). */
-std::pair<int, int> device_range(const std::string &text) {
-  auto number = [&](const std::string &s) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::exception &) {
-      used = 0;
-    }
-    if (used != s.size() || s.empty() || v < 1 || v > 1 << 20)
-      CLEAVE_USER_ERROR("--devices: must be a positive integer or a range A..B, got \"", text, "\"");
-    return static_cast<int>(v);
-  };
-  size_t dots = text.find("..");
-  if (dots == std::string::npos) {
-    int n = number(text);
-    return {n, n};
-  }
-  int a = number(text.substr(0, dots)), b = number(text.substr(dots + 2));
-  if (a > b) CLEAVE_USER_ERROR("--devices: range ", text, " is empty (", a, " > ", b, ")");
-  return {a, b};
-}
-
-/** Powers of two in [a, b], and b. */
-std::vector<int> counts_in(int a, int b) {
-  std::vector<int> out;
-  if (a == 1 || (a & (a - 1)) != 0) out.push_back(a);
-  for (int n = 1; n <= b; n *= 2)
-    if (n >= a && (out.empty() || out.back() != n)) out.push_back(n);
-  if (out.back() != b) out.push_back(b);
-  return out;
-}
 
 /** Writes `text` to `path` through a temporary file and a rename (nothing half-written). */
 void write_file(const std::string &flag, const std::string &path, const std::string &text) {
@@ -100,8 +66,9 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                                                 const FrontierFlags &flags, const plan::Profile *profile) {
   if (flags.mode != "mini-time" && flags.mode != "mini-parallelism" && flags.mode != "profile")
     CLEAVE_USER_ERROR("--mode: \"", flags.mode, "\" is not mini-time, mini-parallelism or profile");
-  auto [lo, hi] = device_range(devices);
-  if (lo != hi && flags.mode != "profile") CLEAVE_USER_ERROR("--devices: a range ", devices, " needs --mode profile");
+  std::vector<int> range = parse_device_counts("--devices", devices);
+  int hi = range.back();
+  if (range.size() > 1 && flags.mode != "profile") CLEAVE_USER_ERROR("--devices: a range ", devices, " needs --mode profile");
   if (flags.memory_limit && *flags.memory_limit < 1)
     CLEAVE_USER_ERROR("--memory-limit: must be a positive byte count, got ", *flags.memory_limit);
   if (flags.memory_limit && flags.mode == "profile") CLEAVE_USER_ERROR("--memory-limit: not used by --mode profile");
@@ -110,7 +77,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
     std::string b;
     std::getline(ss, b, ',');
     if (b.empty()) continue;
-    if (b == "frontier" || b == "random" || std::string(plan::kPlannerNames).find(b) == std::string::npos)
+    if (b == "frontier" || b == "random" || !plan::is_planner(b))
       CLEAVE_USER_ERROR("--frontier-baselines: unknown planner \"", b, "\"");
     baselines.push_back(b);
   }
@@ -131,7 +98,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   if (flags.mode == "profile") {
     std::ostringstream out;
     out << "# frontier profile topology=" << topo.name << "\n# devices best_step_seconds peak_memory_bytes points\n";
-    for (int n : counts_in(lo, hi)) {
+    for (int n : range) {
       auto t0 = std::chrono::steady_clock::now();
       plan::FrontierResult r = plan::frontier_search(g, n, topo, {}, profile);
       const plan::FrontierPlan &f = r.frontier.front();
@@ -147,7 +114,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
     return std::nullopt;
   }
 
-  std::vector<int> counts = flags.mode == "mini-parallelism" ? counts_in(1, hi) : std::vector<int>{hi};
+  std::vector<int> counts = flags.mode == "mini-parallelism" ? parse_device_counts("--devices", "1.." + std::to_string(hi)) : std::vector<int>{hi};
   std::vector<plan::FrontierResult> results;
   double best = -1;
   std::string progress;  // for people, printed once a plan is chosen (an error is the only line otherwise)

@@ -1,4 +1,4 @@
-// `cleave oracle`: ParaDL's comparison of parallel strategies over device counts (planner/oracle.h).
+// `cleave oracle`: ParaDL's comparison of parallel strategies over device counts (planner/search/oracle.h).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -8,9 +8,9 @@
 
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/make_plan.h"
-#include "planner/oracle.h"
-#include "planner/topology.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/oracle.h"
+#include "planner/plan/topology.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -37,38 +37,6 @@ std::vector<std::string> split_list(const std::string &s) {
   return out;
 }
 
-int parse_count(const std::string &s) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(s, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  if (used != s.size() || v < 1 || s.empty())
-    CLEAVE_USER_ERROR("--devices: \"", s, "\" is not a positive integer");
-  return v;
-}
-
-/** "A..B": the powers of two from A to B (A itself first if it is not one); "a,b,c": those counts. Ascending,
- *  without repeats. */
-std::vector<int> parse_device_range(const std::string &s) {
-  std::vector<int> out;
-  size_t dots = s.find("..");
-  if (dots != std::string::npos) {
-    int lo = parse_count(s.substr(0, dots)), hi = parse_count(s.substr(dots + 2));
-    if (lo > hi) CLEAVE_USER_ERROR("--devices: range \"", s, "\" is empty");
-    out.push_back(lo);
-    for (int p = 1; p <= hi; p *= 2)
-      if (p > lo) out.push_back(p);
-  } else {
-    for (const std::string &item : split_list(s)) out.push_back(parse_count(item));
-    if (out.empty()) CLEAVE_USER_ERROR("--devices: no device count in \"", s, "\"");
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-  }
-  return out;
-}
 
 std::vector<plan::OracleStrategy> parse_strategies(const std::string &s) {
   if (s == "all") return plan::oracle_strategies();
@@ -122,7 +90,7 @@ Command add_oracle_command(CLI::App &app) {
       "as plans and priced by the cost model (cleave explain) at each device count, next to the fastest plan of the "
       "search planners (--planners). Columns: the slowest device's compute and communication seconds, the predicted "
       "step, bytes sent per step, the largest per-device peak memory; a note when some forward ops could not take the "
-      "strategy's split (planner/oracle.h).");
+      "strategy's split (planner/search/oracle.h).");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")->check(kPositive);
   app.add_option("--devices", args->devices,
@@ -139,7 +107,7 @@ Command add_oracle_command(CLI::App &app) {
   return [args] {
     if (!args->plans_dir.empty() && !std::filesystem::is_directory(args->plans_dir))
       CLEAVE_USER_ERROR("--plans-dir: ", args->plans_dir, " is not a directory");
-    std::vector<int> counts = parse_device_range(args->devices);
+    std::vector<int> counts = parse_device_counts("--devices", args->devices);
     std::vector<plan::OracleStrategy> strategies = parse_strategies(args->strategies);
     std::vector<std::string> planners = split_list(args->planners);
     plan::Topology topo = plan::load_topology(args->topology);

@@ -1,4 +1,4 @@
-// `cleave plan`: the plan of a model's training graph, as canonical text (planner/plan.h).
+// `cleave plan`: the plan of a model's training graph, as canonical text (planner/plan/plan.h).
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -10,11 +10,11 @@
 
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/strategies.h"
-#include "planner/topology.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/search/strategies.h"
+#include "planner/plan/topology.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -68,14 +68,14 @@ Command add_plan_command(CLI::App &app) {
   auto args = std::make_shared<PlanArgs>();
   app.footer(
       "Print the plan of a model's training graph: per tensor its sharding, per op its parallel config "
-      "(planner/plan.h documents the format). Planners: single (everything on device 0), data (data "
+      "(planner/plan/plan.h documents the format). Planners: single (everything on device 0), data (data "
       "parallelism: the batch split over every device, weight gradients partial, params replicated), tofu (Tofu's "
       "recursive search minimising the bytes moved per step), Tofu's baselines icml18, owt, allrow, spartan, "
-      "equalchop (planner/baselines.h), and random (a random legal plan drawn from --seed, for differential tests: "
-      "planner/random_plan.h; it prints a one-line summary of the plan to stderr), flexflow (MCMC over per-op configs "
-      "scored by the task-graph simulator on --topology: planner/flexflow.h; --iterations fixes its result, --budget "
+      "equalchop (planner/search/baselines.h), and random (a random legal plan drawn from --seed, for differential tests: "
+      "planner/search/random_plan.h; it prints a one-line summary of the plan to stderr), flexflow (MCMC over per-op configs "
+      "scored by the task-graph simulator on --topology: planner/search/flexflow.h; --iterations fixes its result, --budget "
       "caps its wall time; it prints its search's summary to stderr), and frontier (TensorOpt's time/memory Pareto "
-      "set, planner/frontier.h: the plan of --mode, the frontier table on stderr or --frontier-table)");
+      "set, planner/search/frontier.h: the plan of --mode, the frontier table on stderr or --frontier-table)");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices_text, "number of devices (default 1; A..B for --mode profile)")
       ->check(CLI::Validator(
@@ -86,11 +86,7 @@ Command add_plan_command(CLI::App &app) {
             return e.empty() ? kPositive(b) : e;
           },
           "POSITIVE"));
-  app.add_option("--planner", args->planner,
-                 "single | data | tofu | icml18 | owt | allrow | spartan | equalchop | random | flexflow | frontier "
-                 "(default data)")
-      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
-                             "flexflow", "frontier"}));
+  add_planner_option(app, args->planner, "(default data; frontier: TensorOpt's search, see --mode)");
   args->search.add_to(app);
   app.add_option("--batch", args->batch, "fix a symbolic batch dimension")->check(kPositive);
   app.add_option("-o,--output", args->out, "write the plan to this file instead of stdout");
@@ -117,7 +113,7 @@ Command add_plan_command(CLI::App &app) {
     verify(g);
     std::optional<plan::Topology> topo;
     if (!args->topology.empty() && !range) {
-      // tofu and icml18 recurse along the topology's hierarchy (planner/tofu.h); the others only need it to hold
+      // tofu and icml18 recurse along the topology's hierarchy (planner/search/tofu.h); the others only need it to hold
       // every device.
       topo = plan::load_topology(args->topology);
       if (args->devices > topo->devices())

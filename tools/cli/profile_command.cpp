@@ -1,4 +1,4 @@
-// `cleave profile`: measures, on this machine, what the cost model otherwise estimates (planner/profile.h): the
+// `cleave profile`: measures, on this machine, what the cost model otherwise estimates (planner/cost/profile.h): the
 // kernel time of every op at the shard shapes the given plans use, and the time of each collective per group size
 // and message size. Each plan is compiled into a bundle for the backend (cpu: OpenBLAS + MPI; cuda: cuBLAS, cuDNN,
 // NCCL, one GPU per rank), built, and run for a few steps under mpirun with CLEAVE_PROFILE set (the rank programs
@@ -23,9 +23,9 @@
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
-#include "planner/make_plan.h"
-#include "planner/profile.h"
-#include "planner/validate.h"
+#include "planner/search/make_plan.h"
+#include "planner/cost/profile.h"
+#include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -308,7 +308,7 @@ Command add_profile_command(CLI::App &app) {
              "time of each "
              "collective per group size 2..--devices and message size 4..--max-bytes (powers of two), and of the "
              "plans' region copies and data reads per size, and write them "
-             "as a profile (planner/profile.h) for --profile on explain, plan, compile and simulate.");
+             "as a profile (planner/cost/profile.h) for --profile on explain, plan, compile and simulate.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--backend", args->backend,
                  "cpu (OpenBLAS kernels, MPI collectives) or cuda (cuBLAS/cuDNN kernels, NCCL collectives; one GPU "
@@ -317,11 +317,7 @@ Command add_profile_command(CLI::App &app) {
   app.add_option("--devices", args->devices, "ranks: the plans' device count and the largest collective group")
       ->check(kPositive);
   app.add_option("--batch", args->batch, "samples per step (fixes a symbolic batch dimension)")->check(kPositive);
-  app.add_option("--planner", args->planners,
-                 "plans to measure, by planner (repeatable): single | data | tofu | icml18 | owt | allrow | spartan | "
-                 "equalchop | random | flexflow | frontier (default data when no --plan)")
-      ->check(CLI::IsMember({"single", "data", "tofu", "icml18", "owt", "allrow", "spartan", "equalchop", "random",
-                             "flexflow", "frontier"}));
+  add_planner_option(app, args->planners, "plans to measure (repeatable; default data)");
   app.add_option("--plan", args->plan_files, "plans to measure, as plan files (repeatable)");
   app.add_option("--seed", args->seed, "seed of the random planner (default 0)");
   add_topology_option(app, args->topology);

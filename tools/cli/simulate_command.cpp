@@ -1,4 +1,4 @@
-// `cleave simulate`: a plan's step on the task-graph simulator (planner/simulator.h), next to cost model v1; and the
+// `cleave simulate`: a plan's step on the task-graph simulator (planner/cost/simulator.h), next to cost model v1; and the
 // search flags the planners share (--seed, flexflow's --iterations and --budget).
 #include <cstdio>
 #include <filesystem>
@@ -8,12 +8,12 @@
 
 #include "ir/error.h"
 #include "ir/verifier.h"
-#include "planner/cost_model.h"
-#include "planner/flexflow.h"
-#include "planner/make_plan.h"
-#include "planner/random_plan.h"
-#include "planner/simulator.h"
-#include "planner/validate.h"
+#include "planner/cost/cost_model.h"
+#include "planner/search/flexflow.h"
+#include "planner/search/make_plan.h"
+#include "planner/search/random_plan.h"
+#include "planner/cost/simulator.h"
+#include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -109,7 +109,7 @@ Command add_simulate_command(CLI::App &app) {
   auto args = std::make_shared<SimulateArgs>();
   auto src = std::make_shared<PlanSource>();
   app.footer(
-      "Simulate one training step of a plan as a task graph (planner/simulator.h): per device its kernels, and the "
+      "Simulate one training step of a plan as a task graph (planner/cost/simulator.h): per device its kernels, and the "
       "collectives and transfers codegen derives, each channel (compute, send, receive) running its tasks in program "
       "order, compute overlapping communication where the data allow; copies and data reads run on the compute channel. Prints the predicted step time (the makespan) "
       "next to cost model v1's (compute plus communication summed per device, as `cleave explain` prints it), and per "

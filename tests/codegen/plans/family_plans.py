@@ -3,7 +3,7 @@
 A tiny model's training graph has hundreds of ops, so the plans are not typed line by line: each family below names
 the ops it splits differently (a regex over op names) and how (a model dimension to split: a tensor dim of that size,
 and the description var that indexes it). Every other op keeps its config from `cleave plan --planner data`, and the
-lines of produced tensors are left out: `cleave compile --plan` fills them in from their producers (planner/plan.h).
+lines of produced tensors are left out: `cleave compile --plan` fills them in from their producers (planner/plan/plan.h).
   resnet      (2, 4 ranks) channel (filter) parallelism in stages 3 and 4: their convolutions split on the output
               channels co (weights by row), their input-gradient convolutions on ci, their filter-gradient ones on
               co, BatchNormalization and its gradient on c (scale, bias and running statistics split on the

@@ -1,0 +1,131 @@
+// The `single` and `data` planners, and the batch dims every data-parallel split follows (DESIGN §5).
+#include "planner/search/data_plan.h"
+
+#include "ir/describe/description.h"
+#include "ir/error.h"
+#include "planner/plan/validate.h"
+
+namespace cleave::plan {
+namespace {
+
+using describe::Description;
+using describe::Expr;
+using describe::ExprPtr;
+using describe::VarRole;
+
+/** Accesses of `e` in tree order (args first to last, indirect indexes inside their access). */
+void collect_accesses(const ExprPtr &e, std::vector<const Expr *> &out) {
+  if (!e) return;
+  if (e->kind == Expr::Kind::access) out.push_back(e.get());
+  for (const ExprPtr &a : e->args) collect_accesses(a, out);
+  for (const describe::Index &i : e->index) collect_accesses(i.indirect, out);
+}
+
+/** The dim of output description `d` that var `name` indexes, or -1. */
+int output_dim_of(const Description &d, const std::string &name) {
+  int v = d.var(name);
+  if (v < 0 || d.vars[static_cast<size_t>(v)].role != VarRole::output) return -1;
+  for (size_t k = 0; k < d.output_index.size(); ++k)
+    if (d.output_index[k].coef(v) != 0) return static_cast<int>(k);
+  return -1;
+}
+
+std::vector<int> iota(int n) {
+  std::vector<int> r;
+  for (int i = 0; i < n; ++i) r.push_back(i);
+  return r;
+}
+
+bool is_batch_source(const Tensor &t) { return (t.role == Role::input || t.role == Role::label) && !t.shape.empty(); }
+
+/** Plans every op with `choose(op, descs)` and every source with `source(tensor id)`; produced tensors get the
+ *  shardings their producers imply. */
+template <typename ChooseOp, typename ChooseSource>
+Plan assemble(const Graph &g, int devices, const ChooseOp &choose, const ChooseSource &source) {
+  Plan p;
+  p.devices = devices;
+  std::vector<Sharding> shardings(static_cast<size_t>(g.num_tensors()));
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (g.tensor(t).producer == kNoOp) shardings[static_cast<size_t>(t)] = source(t);
+  for (OpId o = 0; o < g.num_ops(); ++o) {
+    const Op &op = g.op(o);
+    std::vector<Description> descs = describe::describe(g, op);
+    ParallelConfig c = choose(op, descs);
+    for (size_t k = 0; k < op.outputs.size(); ++k)
+      if (op.outputs[k] != kNoTensor) shardings[static_cast<size_t>(op.outputs[k])] = implied_sharding(op, descs, c, k);
+    p.ops.push_back({op.name, std::move(c)});
+  }
+  for (TensorId t = 0; t < g.num_tensors(); ++t) p.tensors.push_back({g.tensor(t).name, shardings[static_cast<size_t>(t)]});
+  return p;
+}
+
+}  // namespace
+
+Plan single_plan(const Graph &g, int devices) {
+  Sharding rep{{0}, {1}, {AxisSharding{}}};
+  return assemble(
+      g, devices, [](const Op &, const std::vector<Description> &) { return ParallelConfig{{0}, {1}, {""}}; },
+      [&](TensorId) { return rep; });
+}
+
+Plan data_plan(const Graph &g, int devices) {
+  for (const Tensor &t : g.tensors())
+    if (is_batch_source(t) && t.shape[0] % devices != 0)
+      CLEAVE_USER_ERROR("data planner: batch ", t.shape[0], " of ", role_name(t.role), " \"", t.name,
+                        "\" is not divisible by ", devices, " devices");
+  std::vector<int> batch = batch_dims(g);
+  std::vector<int> all = iota(devices);
+  const std::vector<int64_t> mesh{devices};
+  auto choose = [&](const Op &op, const std::vector<Description> &descs) {
+    ParallelConfig c{all, mesh, {""}};
+    const Description &d = descs[primary_output(op)];
+    int v = batch_var(op, d, batch);
+    if (v < 0) return c;
+    ParallelConfig split{all, mesh, {d.vars[static_cast<size_t>(v)].name}};
+    // Synced batch vars (BatchNorm, weighted-mean losses) split like any other, their kernels all-reducing the
+    // statistics; opaque or max-reduced ones, and splits the outputs' shardings cannot state, stay replicated.
+    return config_problems(g, op, descs, split, devices).empty() ? split : c;
+  };
+  auto source = [&](TensorId t) {
+    Sharding s{all, mesh, {AxisSharding{}}};
+    if (is_batch_source(g.tensor(t))) s.axes[0] = {AxisSharding::Kind::split, 0};
+    return s;
+  };
+  return assemble(g, devices, choose, source);
+}
+
+int batch_var(const Op &op, const Description &d, const std::vector<int> &batch) {
+  std::vector<const Expr *> accesses;
+  collect_accesses(d.body, accesses);
+  collect_accesses(d.post, accesses);
+  for (const describe::OperandInfo &o : d.operands) {
+    int bd = batch[static_cast<size_t>(op.input(static_cast<size_t>(o.slot)))];
+    if (bd < 0) continue;
+    for (const Expr *a : accesses) {
+      if (a->slot != o.slot) continue;
+      const describe::Index &ix = a->index.at(static_cast<size_t>(bd));
+      if (!ix.indirect && ix.div == 1 && ix.affine.constant == 0 && ix.affine.terms.size() == 1 &&
+          ix.affine.terms[0].second == 1)
+        return ix.affine.terms[0].first;
+    }
+  }
+  return -1;
+}
+
+std::vector<int> batch_dims(const Graph &g) {
+  std::vector<int> batch(static_cast<size_t>(g.num_tensors()), -1);
+  for (TensorId t = 0; t < g.num_tensors(); ++t)
+    if (is_batch_source(g.tensor(t))) batch[static_cast<size_t>(t)] = 0;
+  for (const Op &op : g.ops()) {
+    std::vector<Description> descs = describe::describe(g, op);
+    const Description &d = descs[primary_output(op)];
+    int v = batch_var(op, d, batch);
+    if (v < 0) continue;
+    const std::string &name = d.vars[static_cast<size_t>(v)].name;
+    for (size_t k = 0; k < op.outputs.size(); ++k)
+      if (op.outputs[k] != kNoTensor) batch[static_cast<size_t>(op.outputs[k])] = output_dim_of(descs[k], name);
+  }
+  return batch;
+}
+
+}  // namespace cleave::plan
