@@ -9,7 +9,7 @@
 //    "statements": {"copy": [[bytes, seconds], ...], "data": [[bytes, seconds], ...]},
 //    "rank_scale": [s_0, s_1, ...], "statement_gap": seconds,
 //    "plans": [{"name": ..., "devices": N, "step_seconds": median}, ...]}
-// - compute: the expected kernel time (a mean: tools/cli/profile_command.cpp expected_seconds) of one device's share
+// - compute: the expected kernel time (a mean: profile_stats.h expected_seconds) of one device's share
 //   of an op on a device of the profiled machine's mean speed, keyed by the op's name and shard_key() of that share
 //   (what the device computes, not which device: shares of equal extents share a key). Several ops fused into one
 //   generated kernel split its time equally.

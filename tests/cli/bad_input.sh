@@ -73,7 +73,7 @@ expect unknown_flag 2 "--fast" -- plan "$m/good.onnx" --batch 2 --fast
 expect run_build_type 2 "--build-type: Fast not in" -- run "$work" --data "x=$work/x.npy" --build-type Fast
 # cleave oracle: the device range, strategies and planners are checked before any work.
 expect oracle_range_empty '*' '--devices: range "8..2" is empty' -- oracle "$m/good.onnx" --batch 2 --devices 8..2
-expect oracle_range_bad '*' '--devices: "x" is not a positive integer' -- oracle "$m/good.onnx" --batch 2 --devices 1..x
+expect oracle_range_bad '*' '--devices: "1..x" is not a device count N, a list a,b,c or a range A..B' -- oracle "$m/good.onnx" --batch 2 --devices 1..x
 expect oracle_too_many '*' "--devices: 64 devices, topology k80x8 has 8" -- oracle "$m/good.onnx" --batch 2 --devices 1..64
 expect oracle_strategy '*' '--strategies: unknown strategy "model"' -- oracle "$m/good.onnx" --batch 2 --strategies data,model
 expect oracle_planner '*' "--planners: unknown planner" -- oracle "$m/good.onnx" --batch 2 --planners data,nope
@@ -103,7 +103,7 @@ expect profile_plan_devices '*' "two.plan: the plan is for 2 devices, --devices 
 # The frontier planner's flags (planner/search/frontier.h); the table would go to out.onnx, which must not be left behind.
 expect frontier_bad_mode '*' '--mode: "fast" is not mini-time, mini-parallelism or profile' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode fast --frontier-table "$work/out.onnx"
 expect frontier_nothing_fits '*' "--memory-limit 1: no frontier plan over 2 devices fits" -- plan "$m/good.onnx" --batch 2 --devices 2 --planner frontier --memory-limit 1 --frontier-table "$work/out.onnx"
-expect frontier_empty_range '*' "--devices: range 4..2 is empty" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 4..2 --frontier-table "$work/out.onnx"
+expect frontier_empty_range '*' '--devices: range "4..2" is empty (4 > 2)' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 4..2 --frontier-table "$work/out.onnx"
 expect frontier_range_needs_profile '*' "--devices: a range 1..4 needs --mode profile" -- plan "$m/good.onnx" --batch 2 --planner frontier --devices 1..4 --frontier-table "$work/out.onnx"
 expect frontier_range_too_big '*' "--devices 1..64: topology k80x8 has 8 devices" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..64 --topology k80x8 --frontier-table "$work/out.onnx"
 expect frontier_bad_range 2 '--devices: must be a positive integer, got "x"' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..x

@@ -19,12 +19,14 @@
 #include <unistd.h>
 
 #include "codegen/bundle.h"
+#include "codegen/bundle_run.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
 #include "planner/search/make_plan.h"
 #include "planner/cost/profile.h"
+#include "planner/cost/profile_stats.h"
 #include "planner/plan/validate.h"
 #include "tools/cli/commands.h"
 
@@ -90,25 +92,6 @@ std::string slurp(const fs::path &p) {
   return ss.str();
 }
 
-double median(std::vector<double> v) {
-  CLEAVE_CHECK(!v.empty(), "median of nothing");
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/** The expected time of one statement from its samples: their mean, without samples over 5x their median (a
- *  descheduled rank, an interrupt). A step's time is the sum of its statements', so the cost model adds expected
- *  times: the sum of per-statement medians came out 8-10 % below the median step here (every step has a few slow
- *  statements, a different few each time, which each statement's median drops). */
-double expected_seconds(const std::vector<double> &v) {
-  double cap = 5 * median(v), sum = 0;
-  int n = 0;
-  for (double x : v)
-    if (x <= cap) sum += x, ++n;
-  return sum / n;  // n >= 1: the median is at most the cap
-}
-
 /** A .npy (format 1.0) of `shape` and dtype: float32 normal values from `seed`, or int64 zeros (class 0 and index 0
  *  are valid for every label and index input, and timing does not depend on the values). */
 void write_npy(const fs::path &path, const std::vector<int64_t> &shape, bool integer, uint32_t seed) {
@@ -148,123 +131,54 @@ struct NamedPlan {
   plan::Plan plan;
 };
 
-/** One run's expected_seconds of a statement on one rank. */
-struct Sample {
-  int rank = 0;
-  double seconds = 0;
+/** A plan's bundle, built, and the synthetic data it runs on. */
+struct PreparedPlan {
+  codegen::Bundle bundle;
+  std::map<std::string, std::string> data;
+  std::string build_dir;
 };
 
-/** Per (op name, shard key): the per-rank, per-run expected_seconds of every plan that ran that share; per local
- *  statement kind (copy, data) and bytes: the expected_seconds of every such statement. */
-struct Samples {
-  std::map<std::pair<std::string, std::string>, std::vector<Sample>> compute;
-  std::map<std::string, std::map<int64_t, std::vector<Sample>>> statements;
-  /** Per rank and run: its median step time outside its timed statements, over the statements it runs. */
-  std::vector<double> gaps;
-};
-
-/** rank_scale (profile.h) fitted to the kernel shares that several ranks ran (per share, each rank's mean), or
- *  nothing when no share ran on two ranks. */
-std::optional<std::vector<double>> rank_scale(const Samples &samples, int ranks) {
-  std::vector<std::vector<double>> times;
-  for (const auto &[key, v] : samples.compute) {
-    std::vector<double> sum(static_cast<size_t>(ranks), 0.0), count(static_cast<size_t>(ranks), 0.0);
-    for (const Sample &x : v) sum.at(static_cast<size_t>(x.rank)) += x.seconds, ++count[static_cast<size_t>(x.rank)];
-    for (size_t r = 0; r < sum.size(); ++r)
-      if (count[r] > 0) sum[r] /= count[r];
-    times.push_back(std::move(sum));
-  }
-  return plan::fit_rank_scale(times, ranks);
-}
-
-/** The mean of samples taken on ranks of different speed, each brought to the mean speed (divided by its rank's
- *  scale). */
-double normalised_mean(const std::vector<Sample> &v, const std::vector<double> &scale) {
-  CLEAVE_CHECK(!v.empty(), "mean of nothing");
-  double sum = 0;
-  for (const Sample &x : v) sum += x.seconds / scale.at(static_cast<size_t>(x.rank));
-  return sum / static_cast<double>(v.size());
-}
-
-/** Compiles one plan into a bundle in `dir` with synthetic inputs (one batch); the `cleave run` command that runs it
- *  for --steps steps, less its CLEAVE_PROFILE prefix. */
-std::string prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir) {
+/** Compiles one plan into a bundle in `dir` with synthetic inputs (one batch), and builds it. */
+PreparedPlan prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir) {
   codegen::Lowered lowered = codegen::lower(g, np.plan);
   fs::create_directories(dir);
   codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(),
                         a.backend);
-  nlohmann::json m = nlohmann::json::parse(slurp(dir / "manifest.json"));
-  std::string data;
+  PreparedPlan out{codegen::read_bundle(dir.string()), {}, {}};
   uint32_t seed = 1;
-  for (const auto &[name, info] : m.at("inputs").items()) {
+  for (const codegen::BundleInput &in : out.bundle.inputs) {
     fs::path file = dir / ("input_" + std::to_string(seed) + ".npy");
-    std::string dtype = info.at("dtype").get<std::string>();
-    if (dtype != "f32" && dtype != "i64")
-      CLEAVE_USER_ERROR("input \"", name, "\" has dtype ", dtype, ": cleave profile synthesises f32 and i64 inputs only");
-    write_npy(file, info.at("shape").get<std::vector<int64_t>>(), dtype == "i64", seed++);
-    data += (data.empty() ? "" : ",") + name + "=" + file.string();
+    if (in.dtype != "f32" && in.dtype != "i64")
+      CLEAVE_USER_ERROR("input \"", in.name, "\" has dtype ", in.dtype,
+                        ": cleave profile synthesises f32 and i64 inputs only");
+    write_npy(file, in.shape, in.dtype == "i64", seed++);
+    out.data[in.name] = file.string();
   }
-  std::string cmd = quote(fs::read_symlink("/proc/self/exe").string()) + " run " + quote(dir.string()) + " --data " +
-                    quote(data) + " --steps " + std::to_string(a.steps) + " --build-type " + a.build_type;
-  if (!a.runtime_dir.empty()) cmd += " --runtime-dir " + quote(fs::absolute(a.runtime_dir).string());
-  return cmd;
+  out.build_dir = codegen::build_bundle(out.bundle, {a.runtime_dir, a.build_type});
+  return out;
 }
 
 /** Runs a prepared plan once (run `run` of --repeats, written as `dir`/profile[_<run>].rank_<r>.json); adds its
  *  per-site expected_seconds to `samples` and returns rank 0's median step seconds after the warm-up step. */
 double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir,
-                    const std::string &command, int run, Samples &samples) {
+                    const PreparedPlan &prepared, int run, plan::ProfileSamples &samples) {
   fs::path prefix = dir / (run == 0 ? std::string("profile") : "profile_" + std::to_string(run));
   std::fprintf(stderr, "profiling plan %s on %d rank%s%s\n", np.name.c_str(), np.plan.devices,
                np.plan.devices == 1 ? "" : "s",
                a.repeats > 1 ? (", run " + std::to_string(run + 1) + " of " + std::to_string(a.repeats)).c_str() : "");
-  if (shell("CLEAVE_PROFILE=" + quote(prefix.string()) + " " + command + " 1>&2") != 0)
+  codegen::RunOptions options;
+  options.steps = a.steps;
+  options.data = prepared.data;
+  options.env = {{"CLEAVE_PROFILE", prefix.string()}};
+  options.stdout_to_stderr = true;
+  if (codegen::run_bundle(prepared.bundle, prepared.build_dir, options) != 0)
     CLEAVE_USER_ERROR("plan ", np.name, ": the profiling run failed (see above)");
-
-  std::map<std::string, const plan::ParallelConfig *> configs;
-  for (const auto &o : np.plan.ops) configs[o.name] = &o.config;
-  std::vector<int64_t> statements = plan::device_statements(np.plan, plan::derive_communication(g, np.plan));
-  double step = 0;
+  std::vector<plan::RankFile> ranks;
   for (int r = 0; r < np.plan.devices; ++r) {
     fs::path file = prefix.string() + ".rank_" + std::to_string(r) + ".json";
-    plan::RankTimings rt = plan::parse_rank_timings(slurp(file), file.string());
-    if (rt.rank != r) CLEAVE_USER_ERROR(file.string(), ": rank: ", rt.rank, ", not ", r, " as its name says");
-    // The first step warms up (allocations, caches, communicator set-up): figures are over the rest.
-    auto after_warm_up = [](std::vector<double> s) {
-      if (s.size() > 1) s.erase(s.begin());
-      return s;
-    };
-    std::vector<double> steps = after_warm_up(rt.steps);
-    if (r == 0) step = median(steps);
-    // The step time outside every timed statement (profile.h statement_gap): a GPU waiting for the host's next launch.
-    // Statements overlapping on two streams may sum past the step: no gap then.
-    std::vector<double> outside = steps;
-    for (const plan::RankTimings::Site &site : rt.sites) {
-      std::vector<double> timed = after_warm_up(site.seconds);  // as many as steps (parse_rank_timings)
-      for (size_t k = 0; k < steps.size(); ++k) outside[k] -= timed[k];
-      if (site.kind == "copy" || site.kind == "data") {
-        samples.statements[site.kind][site.bytes].push_back({r, expected_seconds(timed)});
-        continue;
-      }
-      if (site.kind != "kernel") continue;
-      double secs = expected_seconds(timed) / static_cast<double>(site.ops.size());  // a fused kernel: equal shares
-      for (const std::string &op : site.ops) {
-        auto c = configs.find(op);
-        const std::vector<int> *devices = c == configs.end() ? nullptr : &c->second->devices;
-        auto it = devices ? std::find(devices->begin(), devices->end(), r) : std::vector<int>::const_iterator{};
-        if (!devices || it == devices->end())
-          CLEAVE_USER_ERROR(file.string(), ": a kernel site times op \"", op, "\", which plan ", np.name,
-                            " does not run on rank ", r);
-        std::string key = plan::shard_key(g, g.op(*g.find_op(op)), *c->second, it - devices->begin());
-        samples.compute[{op, key}].push_back({r, secs});
-      }
-    }
-    for (double &x : outside) x = std::max(x, 0.0);
-    // A single step is the warm-up itself (allocations, communicator set-up): no gap from it.
-    if (statements[static_cast<size_t>(r)] > 0 && rt.steps.size() > 1)
-      samples.gaps.push_back(median(outside) / static_cast<double>(statements[static_cast<size_t>(r)]));
+    ranks.push_back({file.string(), plan::parse_rank_timings(slurp(file), file.string())});
   }
-  return step;
+  return plan::add_profile_run(samples, g, np.plan, np.name, ranks);
 }
 
 /** Builds and runs the collective benchmark on `devices` ranks; its curves. */
@@ -386,37 +300,28 @@ Command add_profile_command(CLI::App &app) {
     plan::Profile profile;
     profile.backend = a.backend;
     try {
-      Samples samples;
-      std::vector<std::string> commands;
+      plan::ProfileSamples samples;
+      std::vector<PreparedPlan> prepared;
       for (size_t i = 0; i < plans.size(); ++i)
-        commands.push_back(prepare_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i))));
+        prepared.push_back(prepare_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i))));
       // Runs round-robin over the plans, so that a machine whose speed drifts (other tenants, clocks) slows every
       // plan's samples alike. A statement's time is the mean over runs and ranks of each run's expected_seconds
       // (the cost model adds expected times), a plan's step the median over runs of each run's median step.
       std::vector<std::vector<double>> steps(plans.size());
       for (int run = 0; run < a.repeats; ++run)
         for (size_t i = 0; i < plans.size(); ++i)
-          steps[i].push_back(profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), commands[i],
+          steps[i].push_back(profile_plan(resolved, g, plans[i], work / ("plan_" + std::to_string(i)), prepared[i],
                                           run, samples));
       for (size_t i = 0; i < plans.size(); ++i)
-        profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(median(steps[i]), 1e-9)});
+        profile.plans.push_back({plans[i].name, plans[i].plan.devices, std::max(plan::median(steps[i]), 1e-9)});
       // One core of a shared machine may run slower than the other for minutes (another tenant): each rank's speed
       // is fitted on the shares several ranks ran, and every time is kept at the mean speed. Not when ranks share
       // cores: the fit would describe how the scheduler shared them in these runs, which no later run repeats. On
       // cuda every rank has a GPU of its own (checked above).
-      std::vector<double> scale(static_cast<size_t>(a.devices), 1.0);
       unsigned cores = std::thread::hardware_concurrency();
-      if (a.backend == "cpu" && cores != 0 && static_cast<unsigned>(a.devices) > cores)
-        std::fprintf(stderr, "no rank speeds: %d ranks on %u cores share them\n", a.devices, cores);
-      else if (std::optional<std::vector<double>> fitted = rank_scale(samples, a.devices))
-        scale = profile.rank_scale = *fitted;
-      for (const auto &[key, secs] : samples.compute)
-        profile.compute[key.first][key.second] = std::max(normalised_mean(secs, scale), 1e-9);
-      for (const auto &[kind, sizes] : samples.statements)
-        for (const auto &[bytes, secs] : sizes)
-          profile.statements[kind].emplace_back(static_cast<double>(bytes),
-                                                std::max(normalised_mean(secs, scale), 1e-9));
-      if (!samples.gaps.empty()) profile.statement_gap = median(samples.gaps);
+      bool shared_cores = a.backend == "cpu" && cores != 0 && static_cast<unsigned>(a.devices) > cores;
+      if (shared_cores) std::fprintf(stderr, "no rank speeds: %d ranks on %u cores share them\n", a.devices, cores);
+      plan::summarise_samples(samples, a.devices, !shared_cores, profile);
       if (a.devices >= 2) profile.collectives = profile_collectives(resolved, work);
     } catch (...) {
       std::error_code ec;

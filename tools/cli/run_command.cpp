@@ -1,18 +1,13 @@
 // `cleave run`: builds a bundle (cmake + Ninja, in DIR/build) and trains with it under mpirun, passing on rank 0's
 // `step k loss v` lines (flushed by the rank after the first step, then at most once a second); --save-model gathers
 // the trained parameter shards into an .onnx file.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "codegen/bundle.h"
+#include "codegen/bundle_run.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "tools/cli/commands.h"
@@ -30,26 +25,6 @@ struct RunArgs {
   std::string runtime_dir;
   std::string build_type = "Release";
 };
-
-std::string shell_quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string slurp(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) CLEAVE_USER_ERROR(p.string(), ": cannot read");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-int shell(const std::string &cmd) {
-  int rc = std::system(cmd.c_str());
-  if (rc == -1) return 127;
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
-}
 
 }  // namespace
 
@@ -70,22 +45,7 @@ Command add_run_command(CLI::App &app) {
       ->check(CLI::IsMember({"Release", "RelWithDebInfo", "Debug", "MinSizeRel"}))
       ->capture_default_str();
   return [args] {
-    fs::path dir = fs::absolute(args->bundle);
-    fs::path manifest_path = dir / "manifest.json";
-    if (!fs::is_regular_file(manifest_path))
-      CLEAVE_USER_ERROR(args->bundle, ": not a bundle (no manifest.json)");
-    nlohmann::json m;
-    try {
-      m = nlohmann::json::parse(slurp(manifest_path));
-    } catch (const nlohmann::json::exception &e) {
-      CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: ", e.what());
-    }
-    int ranks = m.at("ranks").get<int>();
-    // The backend the bundle was compiled for (cleave compile --backend): a cuda bundle builds with nvcc and its
-    // ranks need one GPU each (local rank = GPU index).
-    std::string backend = m.value("backend", std::string("cpu"));
-    if (backend != "cpu" && backend != "cuda")
-      CLEAVE_USER_ERROR(manifest_path.string(), ": unknown backend \"", backend, "\"");
+    codegen::Bundle bundle = codegen::read_bundle(args->bundle);
     if (!args->save_model.empty()) {
       fs::path sdir = fs::path(args->save_model).parent_path();
       if (!sdir.empty() && !fs::is_directory(sdir))
@@ -101,94 +61,38 @@ Command add_run_command(CLI::App &app) {
       if (!files.emplace(item.substr(0, eq), fs::absolute(item.substr(eq + 1)).string()).second)
         CLEAVE_USER_ERROR("--data: input \"", item.substr(0, eq), "\" given twice");
     }
-    const auto &inputs = m.at("inputs");
     for (const auto &[name, path] : files)
-      if (!inputs.contains(name)) CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
-    for (const auto &[name, info] : inputs.items()) {
-      auto it = files.find(name);
-      if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", name, "\"");
+      if (std::none_of(bundle.inputs.begin(), bundle.inputs.end(),
+                       [&](const codegen::BundleInput &in) { return in.name == name; }))
+        CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
+    for (const codegen::BundleInput &input : bundle.inputs) {
+      auto it = files.find(input.name);
+      if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", input.name, "\"");
       NpyArray a = read_npy(it->second);
-      std::vector<int64_t> want = info.at("shape").get<std::vector<int64_t>>();
-      std::vector<int64_t> sample(want.begin() + 1, want.end());
+      std::vector<int64_t> sample(input.shape.begin() + 1, input.shape.end());
       std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
       if (a.shape.empty() || a.shape[0] == 0 || have != sample)
-        CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
+        CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", input.name,
+                          "\"");
     }
 
-    // Build (Ninja makes an unchanged rebuild a no-op).
-    fs::path build = dir / "build";
-    std::string rt_dir = args->runtime_dir;
-    if (rt_dir.empty())
-      if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) rt_dir = env;
-    // Configure once, and again when the build type changes (Ninja then rebuilds the rank programs).
-    std::string cached_type, cached_backend;
-    if (fs::exists(build / "build.ninja")) {
-      std::istringstream cache(slurp(build / "CMakeCache.txt"));
-      for (std::string line; std::getline(cache, line);) {
-        if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
-        if (line.starts_with("CLEAVE_BACKEND:")) cached_backend = line.substr(line.find('=') + 1);
-      }
-    }
-    if (cached_type != args->build_type || cached_backend != backend) {
-      std::string cmd = "cmake -S " + shell_quote(dir.string()) + " -B " + shell_quote(build.string()) +
-                        " -G Ninja -DCMAKE_BUILD_TYPE=" + args->build_type + " -DCLEAVE_BACKEND=" + backend;
-      if (!rt_dir.empty()) cmd += " -DCLEAVE_RUNTIME_DIR=" + shell_quote(fs::absolute(rt_dir).string());
-      if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR(args->bundle, ": configuring the bundle failed");
-    }
-    if (shell("cmake --build " + shell_quote(build.string()) + " 1>&2") != 0)
-      CLEAVE_USER_ERROR(args->bundle, ": building the bundle failed");
+    codegen::BuildOptions build;
+    build.runtime_dir = args->runtime_dir;
+    if (build.runtime_dir.empty())
+      if (const char *env = std::getenv("CLEAVE_RUNTIME_DIR")) build.runtime_dir = env;
+    build.build_type = args->build_type;
+    std::string build_dir = codegen::build_bundle(bundle, build);
 
-    // Launch: one MPMD app context per rank.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    fs::path save_prefix = build / "trained";
-    std::string cmd = "mpirun --allow-run-as-root --oversubscribe";
-    for (int r = 0; r < ranks; ++r) {
-      cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
-             " --steps " + std::to_string(args->steps) + " --weights " +
-             shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
-      for (const auto &[name, path] : files) cmd += " " + shell_quote(name + "=" + path);
-      if (!args->save_model.empty()) cmd += " --save " + shell_quote(save_prefix.string());
-    }
-    std::fflush(stdout);
-    int rc = shell(cmd);
+    codegen::RunOptions run;
+    run.steps = args->steps;
+    run.data = files;
+    if (!args->save_model.empty()) run.save_prefix = (fs::path(build_dir) / "trained").string();
+    int rc = codegen::run_bundle(bundle, build_dir, run);
     if (rc != 0) CLEAVE_USER_ERROR(args->bundle, ": the training job failed (mpirun exit code ", rc, ")");
 
     if (!args->save_model.empty()) {
-      std::map<std::string, std::vector<uint8_t>> trained;
-      for (const auto &rank_info : m.at("per_rank")) {
-        int r = rank_info.at("rank").get<int>();
-        std::string path = save_prefix.string() + ".rank_" + std::to_string(r) + ".bin";
-        auto shards = codegen::decode_checkpoint(slurp(path), path);
-        std::map<std::string, std::string> by_name(shards.begin(), shards.end());
-        for (const auto &s : rank_info.at("saved")) {
-          std::string name = s.at("name").get<std::string>();
-          auto shape = s.at("shape").get<std::vector<int64_t>>();
-          auto begin = s.at("begin").get<std::vector<int64_t>>();
-          auto end = s.at("end").get<std::vector<int64_t>>();
-          auto dt = parse_dtype(s.at("dtype").get<std::string>());
-          CLEAVE_CHECK(dt.has_value(), "bad dtype in manifest");
-          int es = dtype_size(*dt);
-          auto &full = trained[name];
-          full.resize(static_cast<size_t>(num_elements(shape) * es));
-          const std::string &src = by_name.at(name);
-          // Scatter the shard's row-major box into the whole tensor.
-          std::vector<int64_t> ext(shape.size());
-          int64_t count = 1;
-          for (size_t d = 0; d < shape.size(); ++d) count *= (ext[d] = end[d] - begin[d]);
-          CLEAVE_CHECK(static_cast<int64_t>(src.size()) == count * es, "shard size of ", name);
-          for (int64_t i = 0; i < count; ++i) {
-            int64_t rem = i, flat = 0, stride = 1;
-            for (size_t d = shape.size(); d-- > 0;) {
-              flat += (begin[d] + rem % ext[d]) * stride;
-              rem /= ext[d];
-              stride *= shape[d];
-            }
-            std::memcpy(full.data() + flat * es, src.data() + i * es, static_cast<size_t>(es));
-          }
-        }
-      }
-      save_onnx_with_initializers(m.at("model").get<std::string>(), args->save_model, trained);
+      std::map<std::string, std::vector<uint8_t>> trained = codegen::gather_saved(bundle, run.save_prefix);
+      save_onnx_with_initializers(bundle.model, args->save_model, trained);
       std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());
     }
     return 0;

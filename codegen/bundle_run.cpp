@@ -1,0 +1,150 @@
+#include "codegen/bundle_run.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "codegen/bundle.h"
+#include "ir/error.h"
+#include "ir/types.h"
+
+namespace cleave::codegen {
+namespace {
+namespace fs = std::filesystem;
+
+std::string shell_quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string slurp(const fs::path &p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) CLEAVE_USER_ERROR(p.string(), ": cannot read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/** Runs `cmd` with /bin/sh; its exit status (128 + the signal when a signal ended it). */
+int shell(const std::string &cmd) {
+  std::fflush(stdout);
+  int rc = std::system(cmd.c_str());
+  if (rc == -1) return 127;
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+}
+
+}  // namespace
+
+Bundle read_bundle(const std::string &dir) {
+  Bundle b;
+  b.dir = fs::absolute(dir).string();
+  fs::path manifest_path = fs::path(b.dir) / "manifest.json";
+  if (!fs::is_regular_file(manifest_path)) CLEAVE_USER_ERROR(dir, ": not a bundle (no manifest.json)");
+  b.manifest = slurp(manifest_path);
+  try {
+    nlohmann::json m = nlohmann::json::parse(b.manifest);
+    b.ranks = m.at("ranks").get<int>();
+    // The backend the bundle was compiled for (cleave compile --backend): a cuda bundle builds with nvcc and its
+    // ranks need one GPU each (local rank = GPU index).
+    b.backend = m.value("backend", std::string("cpu"));
+    b.model = m.at("model").get<std::string>();
+    for (const auto &[name, info] : m.at("inputs").items())
+      b.inputs.push_back({name, info.at("shape").get<std::vector<int64_t>>(), info.value("dtype", std::string())});
+  } catch (const nlohmann::json::exception &e) {
+    CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: ", e.what());
+  }
+  if (b.ranks < 1) CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: ranks ", b.ranks);
+  if (b.backend != "cpu" && b.backend != "cuda")
+    CLEAVE_USER_ERROR(manifest_path.string(), ": unknown backend \"", b.backend, "\"");
+  return b;
+}
+
+std::string build_bundle(const Bundle &b, const BuildOptions &options) {
+  fs::path dir = b.dir, build = dir / "build";
+  std::string cached_type, cached_backend;
+  if (fs::exists(build / "build.ninja")) {
+    std::istringstream cache(slurp(build / "CMakeCache.txt"));
+    for (std::string line; std::getline(cache, line);) {
+      if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
+      if (line.starts_with("CLEAVE_BACKEND:")) cached_backend = line.substr(line.find('=') + 1);
+    }
+  }
+  if (cached_type != options.build_type || cached_backend != b.backend) {
+    std::string cmd = "cmake -S " + shell_quote(dir.string()) + " -B " + shell_quote(build.string()) +
+                      " -G Ninja -DCMAKE_BUILD_TYPE=" + options.build_type + " -DCLEAVE_BACKEND=" + b.backend;
+    if (!options.runtime_dir.empty())
+      cmd += " -DCLEAVE_RUNTIME_DIR=" + shell_quote(fs::absolute(options.runtime_dir).string());
+    if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR(b.dir, ": configuring the bundle failed");
+  }
+  if (shell("cmake --build " + shell_quote(build.string()) + " 1>&2") != 0)
+    CLEAVE_USER_ERROR(b.dir, ": building the bundle failed");
+  return build.string();
+}
+
+int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &options) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  fs::path build = build_dir, dir = b.dir;
+  std::string cmd;
+  for (const auto &[name, value] : options.env) cmd += name + "=" + shell_quote(value) + " ";
+  cmd += "mpirun --allow-run-as-root --oversubscribe";
+  for (const auto &[name, value] : options.env) cmd += " -x " + name;
+  for (int r = 0; r < b.ranks; ++r) {
+    cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
+           " --steps " + std::to_string(options.steps) + " --weights " +
+           shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
+    for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);
+    if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);
+  }
+  if (options.stdout_to_stderr) cmd += " 1>&2";
+  return shell(cmd);
+}
+
+std::map<std::string, std::vector<uint8_t>> gather_saved(const Bundle &b, const std::string &save_prefix) {
+  std::map<std::string, std::vector<uint8_t>> whole;
+  nlohmann::json m = nlohmann::json::parse(b.manifest);
+  for (const auto &rank_info : m.at("per_rank")) {
+    int r = rank_info.at("rank").get<int>();
+    std::string path = save_prefix + ".rank_" + std::to_string(r) + ".bin";
+    auto shards = decode_checkpoint(slurp(path), path);
+    std::map<std::string, std::string> by_name(shards.begin(), shards.end());
+    for (const auto &s : rank_info.at("saved")) {
+      std::string name = s.at("name").get<std::string>();
+      auto shape = s.at("shape").get<std::vector<int64_t>>();
+      auto begin = s.at("begin").get<std::vector<int64_t>>();
+      auto end = s.at("end").get<std::vector<int64_t>>();
+      auto dt = parse_dtype(s.at("dtype").get<std::string>());
+      CLEAVE_CHECK(dt.has_value(), "bad dtype in manifest");
+      int es = dtype_size(*dt);
+      auto &full = whole[name];
+      full.resize(static_cast<size_t>(num_elements(shape) * es));
+      auto found = by_name.find(name);
+      if (found == by_name.end()) CLEAVE_USER_ERROR(path, ": no shard of \"", name, "\"");
+      const std::string &src = found->second;
+      // Scatter the shard's row-major box into the whole tensor.
+      std::vector<int64_t> ext(shape.size());
+      int64_t count = 1;
+      for (size_t d = 0; d < shape.size(); ++d) count *= (ext[d] = end[d] - begin[d]);
+      if (static_cast<int64_t>(src.size()) != count * es)
+        CLEAVE_USER_ERROR(path, ": the shard of \"", name, "\" has ", src.size(), " bytes, its box ", count * es);
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t rem = i, flat = 0, stride = 1;
+        for (size_t d = shape.size(); d-- > 0;) {
+          flat += (begin[d] + rem % ext[d]) * stride;
+          rem /= ext[d];
+          stride *= shape[d];
+        }
+        std::memcpy(full.data() + flat * es, src.data() + i * es, static_cast<size_t>(es));
+      }
+    }
+  }
+  return whole;
+}
+
+}  // namespace cleave::codegen

@@ -1,0 +1,58 @@
+#pragma once
+// A bundle's life after `cleave compile` wrote it: read its manifest, build its rank programs (CMake + Ninja in
+// DIR/build), run them under mpirun, and put the tensors the ranks saved back together. `cleave run` and
+// `cleave profile` both go through these.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cleave::codegen {
+
+/** A graph input as the manifest describes it: its full shape (dim 0 = samples per step) and dtype (f32, i64...). */
+struct BundleInput {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype;
+};
+
+/** What a bundle's manifest.json says. */
+struct Bundle {
+  std::string dir;  // absolute
+  int ranks = 0;
+  std::string backend;  // cpu | cuda
+  std::string model;    // the model the bundle was compiled from
+  std::vector<BundleInput> inputs;
+  std::string manifest;  // the manifest's text
+};
+
+/** Reads DIR/manifest.json. Throws UserError naming `dir` when it is not a bundle or its manifest is malformed. */
+Bundle read_bundle(const std::string &dir);
+
+struct BuildOptions {
+  std::string runtime_dir;  // a prebuilt runtime library directory; empty: the bundle builds its own copy
+  std::string build_type = "Release";
+};
+
+/** Builds the bundle's rank programs in DIR/build: configures once, and again when the build type or backend
+ *  changes (Ninja makes an unchanged rebuild a no-op); the tools' output goes to stderr. Returns the build directory.
+ *  Throws UserError naming the bundle when configuring or building fails. */
+std::string build_bundle(const Bundle &b, const BuildOptions &options);
+
+struct RunOptions {
+  int64_t steps = 1;
+  std::map<std::string, std::string> data;  // input name -> .npy path
+  std::string save_prefix;                  // non-empty: each rank saves its trained shards to PREFIX.rank_<r>.bin
+  std::vector<std::pair<std::string, std::string>> env;  // set for the ranks (e.g. CLEAVE_PROFILE)
+  bool stdout_to_stderr = false;  // send the ranks' stdout (loss lines) to stderr
+};
+
+/** Runs the built ranks under mpirun, one app context per rank; returns mpirun's exit status. */
+int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &options);
+
+/** The tensors the ranks saved (RunOptions::save_prefix), each whole: every rank's shards put back at their boxes
+ *  (the manifest's per-rank `saved` list), by name, as raw little-endian bytes. */
+std::map<std::string, std::vector<uint8_t>> gather_saved(const Bundle &b, const std::string &save_prefix);
+
+}  // namespace cleave::codegen
