@@ -45,7 +45,7 @@ for mb in $models; do
   mkdir -p "$dir"
   common=("$onnx" --batch "$batch")
   plan() { "$cleave" plan "${common[@]}" --devices $ranks --topology "$topology" "$@" 2>>"$dir/log"; }
-  echo "== $model (batch $batch, $ranks ranks)" >&2
+  echo "== $model (batch $batch, $ranks ranks)"
   for p in data tofu owt; do plan --planner $p -o "$dir/$p.plan"; done
   plan --planner random --seed 1 -o "$dir/random.plan"
   prof() {
