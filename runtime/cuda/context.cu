@@ -47,11 +47,9 @@ const Context &init(int *argc, char ***argv) {
   int local = host::local_rank(g_context.rank);
   if (devices < 1) fail("no CUDA device is visible");
   // A launcher that binds one GPU per task (Slurm --gpus-per-task=1, launch/slurm.sbatch) shows each rank only its
-  // own: device 0. Otherwise the node's GPUs are shared out by local rank.
-  if (devices > 1 && local >= devices)
-    fail("local rank " + std::to_string(local) + " has no GPU of its own (" + std::to_string(devices) +
-         " visible): start at most one rank per GPU");
-  CLEAVE_CUDA(cudaSetDevice, devices == 1 ? 0 : local);
+  // own: device 0. Otherwise the node's GPUs are shared out by local rank, round robin when ranks outnumber them
+  // (the ranks then communicate through host memory: detail::init_nccl).
+  CLEAVE_CUDA(cudaSetDevice, local % devices);
   CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_compute, cudaStreamNonBlocking);
   CLEAVE_CUBLAS(cublasCreate, &g_cublas);
   CLEAVE_CUBLAS(cublasSetStream, g_cublas, g_compute);
@@ -63,7 +61,7 @@ const Context &init(int *argc, char ***argv) {
   CLEAVE_CUDA(cudaMemsetAsync, g_error_flag, 0, sizeof(int), g_compute);
   CLEAVE_CUDA(cudaStreamSynchronize, g_compute);
   detail::init_nccl(g_context.rank, g_context.world);
-  detail::start_watchdog(g_context.rank, local);
+  detail::start_watchdog(g_context.rank, local % devices);
   g_initialised = true;
   return g_context;
 }

@@ -4,6 +4,10 @@
 //
 // Group communicators are split from the world communicator (ncclCommSplit, and MPI_Comm_split for the host-side
 // MPI communicator beside it) by create_groups, which every rank calls with every group of the bundle.
+//
+// NCCL needs a GPU per rank. Where two ranks share a GPU (more ranks than GPUs on a node, or CLEAVE_CUDA_COMM=mpi),
+// every rank runs *staged*: the same calls go through MPI on host copies of the device buffers, with MPI's reduction
+// order (the CPU backend's), blocking like the CPU backend's calls.
 #include <mpi.h>
 
 #include <algorithm>
@@ -46,6 +50,8 @@ ncclComm_t g_world = nullptr;
 cudaStream_t g_comm_stream = nullptr;
 cudaEvent_t g_compute_ready = nullptr;  // recorded on the compute stream before a collective
 cudaEvent_t g_comm_done = nullptr;      // recorded on the communication stream after it
+bool g_staged = false;                  // every rank communicates through MPI on host copies (see the top)
+MPI_Comm g_p2p = MPI_COMM_NULL;         // staged send_recv: a duplicate of world
 
 // Watchdog state: the communication in flight (the last one issued and the start of the oldest unfinished one).
 using Clock = std::chrono::steady_clock;
@@ -136,6 +142,41 @@ size_t as_count(int64_t count, const char *what) {
   return static_cast<size_t>(count);
 }
 
+/** Staged communication: the device bytes at `d` in host memory, after the compute stream's work so far. */
+std::vector<char> to_host(const void *d, size_t bytes) {
+  std::vector<char> h(bytes);
+  if (bytes > 0) CLEAVE_CUDA(cudaMemcpyAsync, h.data(), d, bytes, cudaMemcpyDeviceToHost, compute_stream());
+  detail::sync_compute();
+  return h;
+}
+
+void to_device(void *d, const std::vector<char> &h, size_t bytes) {
+  if (bytes == 0) return;
+  CLEAVE_CUDA(cudaMemcpyAsync, d, h.data(), bytes, cudaMemcpyHostToDevice, compute_stream());
+  detail::sync_compute();  // h is freed when the caller returns
+}
+
+/** MPI counts are int: a larger staged message is reported rather than truncated. */
+int mpi_count(size_t count, const char *what) {
+  if (count > static_cast<size_t>(INT_MAX))
+    fail(std::string(what) + ": count " + std::to_string(count) + " exceeds what one MPI call takes");
+  return static_cast<int>(count);
+}
+
+void staged_all_reduce(const Comm &c, const float *send, float *recv, size_t n) {
+  HostWatch watch("all_reduce_sum", c.ranks);
+  std::vector<char> h = to_host(send, n * sizeof(float));
+  CLEAVE_MPI(MPI_Allreduce, MPI_IN_PLACE, h.data(), mpi_count(n, "all_reduce_sum"), MPI_FLOAT, MPI_SUM,
+             handles_of(c).mpi);
+  to_device(recv, h, n * sizeof(float));
+}
+
+/** A started all-reduce when staged: wait() runs it (as on the CPU backend: MPI progresses only inside MPI calls). */
+struct Deferred {
+  float *buf;
+  size_t count;
+};
+
 /** Runs `issue(comm, stream)` on the communication stream after the compute stream's work so far; the compute
  *  stream's later work waits for it. */
 template <typename Issue>
@@ -169,6 +210,31 @@ void init_nccl(int rank, int world) {
   CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_comm_stream, cudaStreamNonBlocking);
   CLEAVE_CUDA(cudaEventCreateWithFlags, &g_compute_ready, cudaEventDisableTiming);
   CLEAVE_CUDA(cudaEventCreateWithFlags, &g_comm_done, cudaEventDisableTiming);
+  // Staged when any two ranks hold the same GPU (its UUID is unique across nodes), or when asked to; every rank
+  // decides alike from the gathered UUIDs.
+  int device = 0;
+  CLEAVE_CUDA(cudaGetDevice, &device);
+  cudaDeviceProp prop;
+  CLEAVE_CUDA(cudaGetDeviceProperties, &prop, device);
+  std::vector<char> uuids(static_cast<size_t>(world) * sizeof prop.uuid.bytes);
+  CLEAVE_MPI(MPI_Allgather, prop.uuid.bytes, static_cast<int>(sizeof prop.uuid.bytes), MPI_BYTE, uuids.data(),
+             static_cast<int>(sizeof prop.uuid.bytes), MPI_BYTE, MPI_COMM_WORLD);
+  std::vector<std::string> seen;
+  for (int r = 0; r < world; ++r)
+    seen.emplace_back(uuids.data() + r * sizeof prop.uuid.bytes, sizeof prop.uuid.bytes);
+  std::sort(seen.begin(), seen.end());
+  bool shared = std::adjacent_find(seen.begin(), seen.end()) != seen.end();
+  const char *mode = std::getenv("CLEAVE_CUDA_COMM");
+  std::string want = mode ? mode : "";
+  if (!want.empty() && want != "mpi" && want != "nccl")
+    fail("CLEAVE_CUDA_COMM=" + want + ": expected mpi or nccl");
+  if (want == "nccl" && shared) fail("CLEAVE_CUDA_COMM=nccl: NCCL needs a GPU per rank, and ranks share one here");
+  g_staged = shared || want == "mpi";
+  if (g_staged) {
+    CLEAVE_MPI(MPI_Comm_dup, MPI_COMM_WORLD, &g_p2p);
+    CLEAVE_MPI(MPI_Comm_set_errhandler, g_p2p, MPI_ERRORS_RETURN);
+    return;
+  }
   ncclUniqueId id;
   if (rank == 0) CLEAVE_NCCL(ncclGetUniqueId, &id);
   CLEAVE_MPI(MPI_Bcast, &id, static_cast<int>(sizeof id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -183,12 +249,13 @@ void release_nccl() {
   std::lock_guard<std::mutex> lock(g_watch_mutex);
   for (auto &[ranks, comm] : comm_cache()) {
     auto *h = static_cast<Handles *>(comm->handle);
-    CLEAVE_NCCL(ncclCommDestroy, h->nccl);
+    if (h->nccl) CLEAVE_NCCL(ncclCommDestroy, h->nccl);
     if (h->mpi != MPI_COMM_NULL) CLEAVE_MPI(MPI_Comm_free, &h->mpi);
     delete h;
   }
   comm_cache().clear();
-  CLEAVE_NCCL(ncclCommDestroy, g_world);
+  if (g_p2p != MPI_COMM_NULL) MPI_Comm_free(&g_p2p);
+  if (g_world) CLEAVE_NCCL(ncclCommDestroy, g_world);
   g_watched.clear();
   g_world = nullptr;
 }
@@ -218,13 +285,13 @@ void create_groups(const std::vector<std::vector<int>> &groups) {
     // communicators order them as `ranks` does; the others pass MPI_UNDEFINED / NCCL_SPLIT_NOCOLOR and get none.
     auto h = std::make_unique<Handles>();
     CLEAVE_MPI(MPI_Comm_split, MPI_COMM_WORLD, index < 0 ? MPI_UNDEFINED : 0, index, &h->mpi);
-    CLEAVE_NCCL(ncclCommSplit, g_world, index < 0 ? NCCL_SPLIT_NOCOLOR : 0, index, &h->nccl, nullptr);
+    if (!g_staged) CLEAVE_NCCL(ncclCommSplit, g_world, index < 0 ? NCCL_SPLIT_NOCOLOR : 0, index, &h->nccl, nullptr);
     if (index < 0) continue;
     CLEAVE_MPI(MPI_Comm_set_errhandler, h->mpi, MPI_ERRORS_RETURN);
     int check = -1;
     CLEAVE_MPI(MPI_Comm_rank, h->mpi, &check);
     if (check != index) fail("communicator rank order differs from the group order");
-    {
+    if (h->nccl) {
       std::lock_guard<std::mutex> lock(g_watch_mutex);
       g_watched.push_back(h->nccl);
     }
@@ -244,16 +311,21 @@ const Comm &group(const std::vector<int> &ranks) {
 }
 
 void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "all_reduce_sum");
+  if (g_staged) return staged_all_reduce(c, send, recv, n);
+  ncclComm_t nc = handles_of(c).nccl;
   on_comm_stream(describe("all_reduce_sum", c.ranks), [&](cudaStream_t s) {
     CLEAVE_NCCL(ncclAllReduce, send, recv, n, ncclFloat, ncclSum, nc, s);
   });
 }
 
 Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "all_reduce_sum_start");
+  if (g_staged) {
+    handles_of(c);  // a bad group fails here, where it is named, not at the wait
+    return Pending{&c, new Deferred{buf, n}};
+  }
+  ncclComm_t nc = handles_of(c).nccl;
   // On the communication stream after the compute stream's work so far; unlike on_comm_stream, the compute stream
   // does not wait for it here but in wait(), so kernels launched in between overlap it.
   CLEAVE_CUDA(cudaEventRecord, g_compute_ready, compute_stream());
@@ -268,6 +340,12 @@ Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
 
 void wait(Pending &p) {
   if (!p.request) fail("wait on a collective that was not started (or was already waited for)");
+  if (g_staged) {
+    std::unique_ptr<Deferred> d(static_cast<Deferred *>(p.request));
+    p.request = nullptr;
+    staged_all_reduce(*p.comm, d->buf, d->buf, d->count);
+    return;
+  }
   auto done = static_cast<cudaEvent_t>(p.request);
   CLEAVE_CUDA(cudaStreamWaitEvent, compute_stream(), done, 0);
   // Destroying an event a stream still waits on is allowed: CUDA releases it once the wait is satisfied.
@@ -276,24 +354,46 @@ void wait(Pending &p) {
 }
 
 void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "all_gather");
+  if (g_staged) {
+    HostWatch watch("all_gather", c.ranks);
+    std::vector<char> in = to_host(send, n * sizeof(float)), out(n * c.ranks.size() * sizeof(float));
+    CLEAVE_MPI(MPI_Allgather, in.data(), mpi_count(n, "all_gather"), MPI_FLOAT, out.data(), mpi_count(n, "all_gather"),
+               MPI_FLOAT, handles_of(c).mpi);
+    return to_device(recv, out, out.size());
+  }
+  ncclComm_t nc = handles_of(c).nccl;
   on_comm_stream(describe("all_gather", c.ranks), [&](cudaStream_t s) {
     CLEAVE_NCCL(ncclAllGather, send, recv, n, ncclFloat, nc, s);
   });
 }
 
 void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "reduce_scatter_sum");
+  if (g_staged) {
+    HostWatch watch("reduce_scatter_sum", c.ranks);
+    std::vector<char> in = to_host(send, n * c.ranks.size() * sizeof(float)), out(n * sizeof(float));
+    CLEAVE_MPI(MPI_Reduce_scatter_block, in.data(), out.data(), mpi_count(n, "reduce_scatter_sum"), MPI_FLOAT, MPI_SUM,
+               handles_of(c).mpi);
+    return to_device(recv, out, out.size());
+  }
+  ncclComm_t nc = handles_of(c).nccl;
   on_comm_stream(describe("reduce_scatter_sum", c.ranks), [&](cudaStream_t s) {
     CLEAVE_NCCL(ncclReduceScatter, send, recv, n, ncclFloat, ncclSum, nc, s);
   });
 }
 
 void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "all_to_all");
+  if (g_staged) {
+    HostWatch watch("all_to_all", c.ranks);
+    size_t bytes = n * c.ranks.size() * sizeof(float);
+    std::vector<char> in = to_host(send, bytes), out(bytes);
+    CLEAVE_MPI(MPI_Alltoall, in.data(), mpi_count(n, "all_to_all"), MPI_FLOAT, out.data(), mpi_count(n, "all_to_all"),
+               MPI_FLOAT, handles_of(c).mpi);
+    return to_device(recv, out, bytes);
+  }
+  ncclComm_t nc = handles_of(c).nccl;
   on_comm_stream(describe("all_to_all", c.ranks), [&](cudaStream_t s) {
     CLEAVE_NCCL(ncclAlltoAll, send, recv, n, ncclFloat, nc, s);
   });
@@ -301,8 +401,14 @@ void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {
 
 void broadcast(const Comm &c, float *buf, int64_t count, int root) {
   if (root < 0 || root >= c.size()) fail("broadcast root " + std::to_string(root) + " is not a group index");
-  ncclComm_t nc = handles_of(c).nccl;
   size_t n = as_count(count, "broadcast");
+  if (g_staged) {
+    HostWatch watch("broadcast", c.ranks);
+    std::vector<char> h = to_host(buf, n * sizeof(float));
+    CLEAVE_MPI(MPI_Bcast, h.data(), mpi_count(n, "broadcast"), MPI_FLOAT, root, handles_of(c).mpi);
+    return to_device(buf, h, h.size());
+  }
+  ncclComm_t nc = handles_of(c).nccl;
   on_comm_stream(describe("broadcast", c.ranks), [&](cudaStream_t s) {
     CLEAVE_NCCL(ncclBroadcast, buf, buf, n, ncclFloat, root, nc, s);
   });
@@ -319,6 +425,27 @@ void send_recv(const std::vector<Transfer> &transfers) {
     if (t.peer == ctx.rank) (t.dir == Transfer::send ? self_sends : self_recvs).push_back(&t);
   }
   if (transfers.empty()) return;
+  if (g_staged) {
+    // As the CPU backend: every transfer (to this rank itself too) one non-blocking MPI call, on host copies.
+    HostWatch watch("send_recv", peers);
+    std::vector<std::vector<char>> bufs(transfers.size());
+    std::vector<MPI_Request> requests(transfers.size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      const Transfer &t = transfers[i];
+      size_t bytes = static_cast<size_t>(t.bytes);
+      if (t.dir == Transfer::send) {
+        bufs[i] = to_host(t.ptr, bytes);
+        CLEAVE_MPI(MPI_Isend, bufs[i].data(), mpi_count(bytes, "send_recv"), MPI_BYTE, t.peer, 0, g_p2p, &requests[i]);
+      } else {
+        bufs[i].resize(bytes);
+        CLEAVE_MPI(MPI_Irecv, bufs[i].data(), mpi_count(bytes, "send_recv"), MPI_BYTE, t.peer, 0, g_p2p, &requests[i]);
+      }
+    }
+    CLEAVE_MPI(MPI_Waitall, static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    for (size_t i = 0; i < transfers.size(); ++i)
+      if (transfers[i].dir == Transfer::recv) to_device(transfers[i].ptr, bufs[i], bufs[i].size());
+    return;
+  }
   // Transfers to this rank itself match in order, as between two ranks; they are device copies.
   if (self_sends.size() != self_recvs.size()) fail("send_recv: unmatched transfers between this rank and itself");
   for (size_t i = 0; i < self_sends.size(); ++i)

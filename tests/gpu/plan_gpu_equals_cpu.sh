@@ -1,7 +1,8 @@
 #!/bin/bash
-# A plan's GPU run equals its CPU run: the MLP and CNN under the data plan, built for cpu and for cuda from the same
-# bundle, train 3 SGD steps; losses must agree within relative 1e-4 and the saved weights within 1e-4 of their
-# scale. 1 rank on one GPU; also 2 ranks where 2 GPUs are visible. Exit 77 (SKIPPED) without a GPU.
+# A plan's GPU run equals its CPU run: the MLP and CNN under data, tofu and random plans on 1, 2 and 4 ranks, built
+# for cpu and for cuda from the same bundle, train 3 SGD steps; losses must agree within relative 1e-4 and the saved
+# weights within 1e-4 of their scale. Ranks beyond the visible GPUs share them and communicate through host memory
+# (runtime/cuda/nccl.cu, staged); where every rank has a GPU of its own they use NCCL. Exit 77 (SKIPPED) without a GPU.
 # Usage: plan_gpu_equals_cpu.sh CLEAVE SOURCE_DIR CPU_RUNTIME_DIR CUDA_RUNTIME_DIR NVCC
 set -euo pipefail
 CLEAVE=$1
@@ -17,14 +18,25 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 data_mlp="x=$SRC/models/data/digits_flat_train_x.npy y=$SRC/models/data/digits_train_y.npy"
 data_cnn="x=$SRC/models/data/digits_train_x.npy y=$SRC/models/data/digits_train_y.npy"
-rank_counts="1"
-[ "$gpus" -ge 2 ] && rank_counts="1 2"
 status=0
-for model in mlp cnn; do
-  for ranks in $rank_counts; do
-    b=$tmp/${model}_$ranks
-    "$CLEAVE" compile "$SRC/models/$model.onnx" --devices "$ranks" --planner data --batch 16 --optimizer sgd --lr 0.1 \
-      --backend cuda -o "$b" 2>/dev/null
+# model ranks planner seed
+cases="mlp 1 data 0
+mlp 2 data 0
+mlp 2 tofu 0
+mlp 4 random 3
+cnn 1 data 0
+cnn 2 data 0
+cnn 2 tofu 0
+cnn 2 random 5"
+# (mpirun reads standard input: the cases come on descriptor 3)
+while read -r model ranks planner seed <&3; do
+  {
+    ok=1
+    b=$tmp/${model}_${ranks}_$planner
+    seeded=()
+    [ "$planner" = random ] && seeded=(--seed "$seed")
+    "$CLEAVE" compile "$SRC/models/$model.onnx" --devices "$ranks" --planner "$planner" "${seeded[@]}" --batch 16 \
+      --optimizer sgd --lr 0.1 --backend cuda -o "$b" 2>/dev/null
     cmake -S "$b" -B "$b/build_cpu" -G Ninja -DCLEAVE_BACKEND=cpu -DCLEAVE_RUNTIME_DIR="$3" > /dev/null
     cmake -S "$b" -B "$b/build_cuda" -G Ninja -DCLEAVE_BACKEND=cuda -DCLEAVE_RUNTIME_DIR="$4" \
       -DCMAKE_CUDA_COMPILER="$5" > /dev/null
@@ -32,10 +44,12 @@ for model in mlp cnn; do
     ninja -C "$b/build_cuda" > /dev/null
     data=data_$model
     # shellcheck disable=SC2086
-    "$b/launch/mpirun.sh" "$b/build_cpu" --steps 3 ${!data} --save "$tmp/cpu" > "$tmp/cpu.txt"
+    "$b/launch/mpirun.sh" "$b/build_cpu" --steps 3 ${!data} --save "$b/cpu" > "$b/cpu.txt" ||
+      { echo "FAIL: $model $planner at $ranks rank(s): the CPU run failed"; ok=0; }
     # shellcheck disable=SC2086
-    "$b/launch/mpirun.sh" "$b/build_cuda" --steps 3 ${!data} --save "$tmp/cuda" > "$tmp/cuda.txt"
-    if ! python3 - "$tmp/cuda.txt" "$tmp/cpu.txt" <<'PY'
+    "$b/launch/mpirun.sh" "$b/build_cuda" --steps 3 ${!data} --save "$b/cuda" > "$b/cuda.txt" ||
+      { echo "FAIL: $model $planner at $ranks rank(s): the GPU run failed"; ok=0; }
+    if ! python3 - "$b/cuda.txt" "$b/cpu.txt" <<'PY'
 import sys
 a = [float(l.split()[3]) for l in open(sys.argv[1]) if l.startswith("step ")]
 b = [float(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("step ")]
@@ -44,14 +58,15 @@ assert len(a) == len(b) == 3, (a, b)
 assert all(abs(p - q) <= 1e-4 * abs(q) for p, q in zip(a, b)), (a, b)
 PY
     then
-      echo "FAIL: $model at $ranks rank(s): GPU losses differ from CPU losses"
-      status=1
+      echo "FAIL: $model $planner at $ranks rank(s): GPU losses differ from CPU losses"
+      ok=0
     fi
     for ((r = 0; r < ranks; ++r)); do
-      python3 "$SRC/tests/gpu/compare_checkpoints.py" "$tmp/cuda.rank_$r.bin" "$tmp/cpu.rank_$r.bin" | tail -1 |
-        grep -q '^ok$' || { echo "FAIL: $model at $ranks rank(s): rank $r weights differ"; status=1; }
+      python3 "$SRC/tests/gpu/compare_checkpoints.py" "$b/cuda.rank_$r.bin" "$b/cpu.rank_$r.bin" | tail -1 |
+        grep -q '^ok$' || { echo "FAIL: $model $planner at $ranks rank(s): rank $r weights differ"; ok=0; }
     done
-    [ $status -eq 0 ] && echo "ok: $model at $ranks rank(s): GPU run equals CPU run"
-  done
-done
+    [ $ok -eq 1 ] && echo "ok: $model $planner at $ranks rank(s) on $gpus GPU(s): GPU run equals CPU run"
+    [ $ok -eq 1 ] || status=1
+  }
+done 3<<< "$cases"
 exit $status

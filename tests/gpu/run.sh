@@ -3,7 +3,7 @@
 # CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN; cuda.run_cuda_bundle
 # and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
 # training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks where 2 GPUs
-# are visible): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
+# share one GPU where only one is visible): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
 # Cleave's build dependencies): no configure, no build, and the LSTM and Transformer models exported there are used.
@@ -41,8 +41,8 @@ if [ $prebuilt -eq 1 ]; then
 else
   /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
 fi
-rank_counts="1"
-[ "$gpus" -ge 2 ] && rank_counts="1 2"
+# 2 ranks: on their own GPUs (NCCL) where 2 are visible, else sharing one (MPI through host memory).
+rank_counts="1 2"
 # The step time the rank programs measure themselves (CLEAVE_PROFILE, rt.h: the median step after a warm-up one,
 # wall clock after a device synchronize), on the GPU and, for scale, on this machine's CPUs from the same bundle; the
 # whole run's wall time (process start, MPI, CUDA context, data) beside it.
