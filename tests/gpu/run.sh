@@ -2,8 +2,8 @@
 # Where a GPU exists: builds the tree with the CUDA backend, runs the GPU tests (ctest -R '^gpu\.': kernels vs the
 # CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN; cuda.run_cuda_bundle
 # and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
-# training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks where 2 GPUs
-# share one GPU where only one is visible): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
+# training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks: on 2 GPUs
+# where 2 are visible, else sharing one): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
 # Cleave's build dependencies): no configure, no build, and the LSTM and Transformer models exported there are used.
