@@ -1,5 +1,6 @@
 #include "codegen/bundle_run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "codegen/bundle.h"
 #include "ir/error.h"
@@ -65,21 +67,79 @@ Bundle read_bundle(const std::string &dir) {
   return b;
 }
 
+std::string runtime_cache_dir() {
+  const char *off = std::getenv("CLEAVE_RUNTIME_CACHE");
+  if (off && std::string(off) == "0") return "";
+  for (const char *name : {"CLEAVE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
+    const char *v = std::getenv(name);
+    if (!v || !*v) continue;
+    fs::path p = v;
+    if (std::string(name) == "XDG_CACHE_HOME") p /= "cleave";
+    if (std::string(name) == "HOME") p = p / ".cache" / "cleave";
+    return p.string();
+  }
+  return "";
+}
+
+std::string cached_runtime(const Bundle &b, const std::string &build_type) {
+  std::string cache = runtime_cache_dir();
+  if (cache.empty()) return "";
+  // The key: every file of the bundle's runtime/ (path and bytes, in path order), the backend and the build type.
+  fs::path runtime = fs::path(b.dir) / "runtime";
+  std::vector<std::string> files;
+  for (const auto &e : fs::recursive_directory_iterator(runtime))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), runtime).string());
+  std::sort(files.begin(), files.end());
+  std::string all = b.backend + "\n" + build_type + "\n";
+  for (const std::string &f : files) all += f + "\n" + slurp(runtime / f) + "\n";
+  fs::path kept = fs::path(cache) / ("runtime-" + b.backend + "-" + build_type + "-" + fnv1a64_hex(all));
+  fs::path lib = kept / ("libcleave_rt_" + b.backend + ".a");
+  if (fs::is_regular_file(lib)) return kept.string();
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) CLEAVE_USER_ERROR("runtime cache ", cache, ": cannot create it (", ec.message(), "); CLEAVE_RUNTIME_CACHE=0 ",
+                            "builds each bundle's own runtime");
+  fs::path work = kept.string() + ".build." + std::to_string(::getpid());
+  fs::remove_all(work, ec);
+  std::fprintf(stderr, "building the %s runtime once for this machine (%s)\n", b.backend.c_str(), kept.c_str());
+  // The bundle's own CMakeLists configured in the cache, building the runtime target alone.
+  std::string cfg = "cmake -S " + shell_quote(b.dir) + " -B " + shell_quote((work / "build").string()) +
+                    " -G Ninja -DCMAKE_BUILD_TYPE=" + build_type + " -DCLEAVE_BACKEND=" + b.backend;
+  std::string target = "cleave_rt_" + b.backend;
+  if (shell(cfg + " 1>&2") != 0 ||
+      shell("cmake --build " + shell_quote((work / "build").string()) + " --target " + target + " 1>&2") != 0) {
+    fs::remove_all(work, ec);
+    CLEAVE_USER_ERROR(b.dir, ": building the runtime failed");
+  }
+  fs::copy_file(work / "build" / "runtime" / ("lib" + target + ".a"), work / ("lib" + target + ".a"), ec);
+  if (ec) {
+    fs::remove_all(work, ec);
+    CLEAVE_USER_ERROR(b.dir, ": the runtime build made no lib", target, ".a");
+  }
+  fs::remove_all(work / "build", ec);
+  fs::rename(work, kept, ec);  // fails when another build of this key finished first: keep that one
+  if (ec) fs::remove_all(work, ec);
+  if (!fs::is_regular_file(lib)) CLEAVE_USER_ERROR("runtime cache ", kept.string(), ": no ", lib.filename().string());
+  return kept.string();
+}
+
 std::string build_bundle(const Bundle &b, const BuildOptions &options) {
   fs::path dir = b.dir, build = dir / "build";
-  std::string cached_type, cached_backend;
+  std::string runtime_dir =
+      options.runtime_dir.empty() ? cached_runtime(b, options.build_type) : fs::absolute(options.runtime_dir).string();
+  std::string cached_type, cached_backend, cached_runtime_dir;
   if (fs::exists(build / "build.ninja")) {
     std::istringstream cache(slurp(build / "CMakeCache.txt"));
     for (std::string line; std::getline(cache, line);) {
       if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
       if (line.starts_with("CLEAVE_BACKEND:")) cached_backend = line.substr(line.find('=') + 1);
+      if (line.starts_with("CLEAVE_RUNTIME_DIR:")) cached_runtime_dir = line.substr(line.find('=') + 1);
     }
   }
-  if (cached_type != options.build_type || cached_backend != b.backend) {
+  if (cached_type != options.build_type || cached_backend != b.backend || cached_runtime_dir != runtime_dir) {
     std::string cmd = "cmake -S " + shell_quote(dir.string()) + " -B " + shell_quote(build.string()) +
-                      " -G Ninja -DCMAKE_BUILD_TYPE=" + options.build_type + " -DCLEAVE_BACKEND=" + b.backend;
-    if (!options.runtime_dir.empty())
-      cmd += " -DCLEAVE_RUNTIME_DIR=" + shell_quote(fs::absolute(options.runtime_dir).string());
+                      " -G Ninja -DCMAKE_BUILD_TYPE=" + options.build_type + " -DCLEAVE_BACKEND=" + b.backend +
+                      " -DCLEAVE_RUNTIME_DIR=" + shell_quote(runtime_dir);
     if (shell(cmd + " 1>&2") != 0) CLEAVE_USER_ERROR(b.dir, ": configuring the bundle failed");
   }
   if (shell("cmake --build " + shell_quote(build.string()) + " 1>&2") != 0)

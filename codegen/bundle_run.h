@@ -31,13 +31,24 @@ struct Bundle {
 Bundle read_bundle(const std::string &dir);
 
 struct BuildOptions {
-  std::string runtime_dir;  // a prebuilt runtime library directory; empty: the bundle builds its own copy
+  std::string runtime_dir;  // a prebuilt runtime library directory; empty: the runtime cache's (runtime_cache_dir)
   std::string build_type = "Release";
 };
 
-/** Builds the bundle's rank programs in DIR/build: configures once, and again when the build type or backend
- *  changes (Ninja makes an unchanged rebuild a no-op); the tools' output goes to stderr. Returns the build directory.
- *  Throws UserError naming the bundle when configuring or building fails. */
+/** Where bundles' runtimes are built once per machine and kept: $CLEAVE_CACHE_DIR, else $XDG_CACHE_HOME/cleave, else
+ *  $HOME/.cache/cleave; empty when CLEAVE_RUNTIME_CACHE=0 or none of them is set (each bundle then builds its own). */
+std::string runtime_cache_dir();
+
+/** The prebuilt runtime library directory for `b`'s backend and `build_type`, from the cache: built there from the
+ *  bundle's runtime/ the first time (keyed by the FNV-1a-64 of its files, the backend and the build type, so a
+ *  changed runtime builds anew), reused by every later bundle. Concurrent builds of one key are safe: each builds in
+ *  its own directory and the first to finish is kept. Throws UserError when the build fails. */
+std::string cached_runtime(const Bundle &b, const std::string &build_type);
+
+/** Builds the bundle's rank programs in DIR/build against `options.runtime_dir`, else the cached runtime, else the
+ *  bundle's own copy: configures once, and again when the build type, backend or runtime changes (Ninja makes an
+ *  unchanged rebuild a no-op); the tools' output goes to stderr. Returns the build directory. Throws UserError naming
+ *  the bundle when configuring or building fails. */
 std::string build_bundle(const Bundle &b, const BuildOptions &options);
 
 struct RunOptions {
