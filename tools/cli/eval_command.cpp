@@ -8,6 +8,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/interp/interpreter.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
@@ -119,12 +120,7 @@ Command add_eval_command(CLI::App &app) {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
       CLEAVE_USER_ERROR("--save-model needs an .onnx model, got ", args->model);
-    if (!args->save_model.empty()) {
-      // Fail before training, not after it.
-      std::filesystem::path dir = std::filesystem::path(args->save_model).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir))
-        CLEAVE_USER_ERROR("--save-model: directory ", dir.string(), " does not exist");
-    }
+    if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
     Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
 

@@ -15,6 +15,7 @@
 #include "codegen/bundle.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/npy.h"
 
@@ -86,11 +87,7 @@ Command add_run_command(CLI::App &app) {
     std::string backend = m.value("backend", std::string("cpu"));
     if (backend != "cpu" && backend != "cuda")
       CLEAVE_USER_ERROR(manifest_path.string(), ": unknown backend \"", backend, "\"");
-    if (!args->save_model.empty()) {
-      fs::path sdir = fs::path(args->save_model).parent_path();
-      if (!sdir.empty() && !fs::is_directory(sdir))
-        CLEAVE_USER_ERROR("--save-model: directory ", sdir.string(), " does not exist");
-    }
+    if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
 
     // Data: every input once, with the right per-sample shape.
     std::map<std::string, std::string> files;
