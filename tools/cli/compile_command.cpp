@@ -92,16 +92,7 @@ Command add_compile_command(CLI::App &app) {
     check_external_data(g);
     plan::Plan p;
     if (!args->plan_file.empty()) {
-      std::ifstream f(args->plan_file);
-      if (!f) CLEAVE_USER_ERROR(args->plan_file, ": cannot open plan file");
-      std::stringstream ss;
-      ss << f.rdbuf();
-      p = plan::parse_plan(ss.str(), args->plan_file);
-      if (p.devices != args->devices && args->devices != 1)
-        CLEAVE_USER_ERROR(args->plan_file, ": the plan is for ", p.devices, " devices, --devices says ",
-                          args->devices);
-      // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
-      plan::complete_plan(g, p);
+      p = read_plan_for(g, args->plan_file, args->devices);
     } else {
       args->search.profile = profile ? &*profile : nullptr;
       p = make_plan_with(g, args->planner.empty() ? "data" : args->planner, args->devices, topo ? &*topo : nullptr,
