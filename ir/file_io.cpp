@@ -53,8 +53,11 @@ void write_file_atomically(const std::string &flag, const std::string &path, con
   check_output_file(flag, path);
   // A symlink to a regular file: write the file it points at, and keep the link.
   std::error_code ec;
-  fs::path target = fs::is_symlink(path, ec) ? fs::canonical(path, ec) : fs::path(path);
-  if (ec) CLEAVE_USER_ERROR(flag, ": cannot resolve ", path, ": ", ec.message());
+  fs::path target(path);
+  if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    target = fs::canonical(path, ec);
+    if (ec) CLEAVE_USER_ERROR(flag, ": cannot resolve ", path, ": ", ec.message());
+  }
   mode_t mode = default_mode();
   struct stat old {};
   if (::stat(target.c_str(), &old) == 0) mode = old.st_mode & 07777;

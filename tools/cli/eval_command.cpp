@@ -66,6 +66,8 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
       missing.push_back("\"" + tensor.name + "\"");
       continue;
     }
+    NpyArray header = read_npy_header(it->second);  // refuse a bad file before reading all of it
+    check_npy_feeds(header, it->second, !is_float(tensor.dtype));
     Feed f{t, read_npy(it->second), 0};
     const Shape &want = tensor.shape;
     if (want.empty() || want[0] != batch)
@@ -89,6 +91,12 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
     if (!id || (g.tensor(*id).role != Role::input && g.tensor(*id).role != Role::label))
       CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
   }
+  for (const Feed &f : feeds)
+    if (f.array.shape[0] != feeds.front().array.shape[0]) {
+      const std::string &a = g.tensor(feeds.front().tensor).name, &b = g.tensor(f.tensor).name;
+      CLEAVE_USER_ERROR("--data: \"", a, "\" has ", feeds.front().array.shape[0], " samples (", files.at(a), ") but \"", b,
+                        "\" has ", f.array.shape[0], " (", files.at(b), "); every input needs the same number");
+    }
   return feeds;
 }
 

@@ -101,15 +101,29 @@ Command add_run_command(CLI::App &app) {
     const auto &inputs = m.at("inputs");
     for (const auto &[name, path] : files)
       if (!inputs.contains(name)) CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
+    // The ranks read the files with the same reader (runtime/common/npy_format.h): what passes here, they accept.
+    std::string first_name;
+    int64_t first_samples = -1;
     for (const auto &[name, info] : inputs.items()) {
       auto it = files.find(name);
       if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", name, "\"");
-      NpyArray a = read_npy(it->second);
+      NpyArray a = read_npy_header(it->second);
+      std::optional<DType> dt = parse_dtype(info.at("dtype").get<std::string>());
+      if (!dt) CLEAVE_USER_ERROR(manifest_path.string(), ": input \"", name, "\" has an unknown dtype");
+      check_npy_feeds(a, it->second, !is_float(*dt));
       std::vector<int64_t> want = info.at("shape").get<std::vector<int64_t>>();
       std::vector<int64_t> sample(want.begin() + 1, want.end());
       std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
       if (a.shape.empty() || a.shape[0] == 0 || have != sample)
         CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
+      if (first_samples < 0) {
+        first_name = name;
+        first_samples = a.shape[0];
+      } else if (a.shape[0] != first_samples) {
+        CLEAVE_USER_ERROR("--data: \"", first_name, "\" has ", first_samples, " samples (", files.at(first_name),
+                          ") but \"", name, "\" has ", a.shape[0], " (", it->second,
+                          "); every input needs the same number");
+      }
     }
 
     // Build (Ninja makes an unchanged rebuild a no-op).
