@@ -194,7 +194,7 @@ plan::Plan PlanSource::make(const Graph &g) const {
   plan::Plan p;
   if (!plan_file.empty()) {
     p = read_plan_for(g, plan_file, devices);
-    codegen::lower(g, p);  // codegen's refusals (e.g. an update not held where its tensor lives) are the plan's
+    codegen::lower(g, p, /*need_values=*/false);  // codegen's refusals (e.g. an update not held where its tensor lives) are the plan's
     return p;
   } else {
     search.check(planner.empty() ? "data" : planner);
