@@ -27,7 +27,7 @@ std::string ints_text(const std::vector<int64_t> &v) {
   return s + "]";
 }
 
-std::string float_text(double v) {
+std::string number_text(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::ostringstream os;
@@ -161,10 +161,10 @@ void check_attribute_values(const onnx::ModelProto &m) {
     for (const auto &a : n.attribute()) {
       // Float attributes: finite (Constant's value_float may hold any float).
       if (op != "Constant" && a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()))
-        attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + float_text(a.f()));
+        attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(a.f()));
       if (op != "Constant" && a.type() == onnx::AttributeProto::FLOATS)
         for (float f : a.floats())
-          if (!std::isfinite(f)) attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + float_text(f));
+          if (!std::isfinite(f)) attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(f));
     }
     if (auto it = flag_attributes().find(op); it != flag_attributes().end())
       for (const std::string &key : it->second)
@@ -172,7 +172,7 @@ void check_attribute_values(const onnx::ModelProto &m) {
           attrs.fail("attribute \"" + key + "\" must be 0 or 1, got " + std::to_string(*v));
     if (op == "BatchNormalization" || op == "LayerNormalization" || op == "InstanceNormalization")
       if (std::optional<double> eps = attrs.opt_float("epsilon"); eps && *eps < 0)
-        attrs.fail("attribute \"epsilon\" must be >= 0, got " + float_text(*eps));
+        attrs.fail("attribute \"epsilon\" must be >= 0, got " + number_text(*eps));
     if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "ConvTranspose")
       check_window(attrs);
   }

@@ -64,29 +64,29 @@ void write_file_atomically(const std::string &flag, const std::string &path, con
   std::string tmpl = (parent_dir(target) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) CLEAVE_USER_ERROR(flag, ": cannot write ", path, ": ", std::strerror(errno));
-  auto fail = [&](const char *what, int err) {
+  auto fail = [&](int err) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmpl.c_str());
-    CLEAVE_USER_ERROR(flag, ": cannot write ", path, ": ", what, std::strerror(err));
+    CLEAVE_USER_ERROR(flag, ": cannot write ", path, ": ", std::strerror(err));
   };
   for (size_t done = 0; done < bytes.size();) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("", n < 0 ? errno : ENOSPC);
+    if (n <= 0) fail(n < 0 ? errno : ENOSPC);
     done += static_cast<size_t>(n);
   }
-  if (::fchmod(fd, mode) != 0) fail("", errno);
-  if (::fsync(fd) != 0) fail("", errno);
+  if (::fchmod(fd, mode) != 0) fail(errno);
+  if (::fsync(fd) != 0) fail(errno);
   int rc = ::close(fd);
   fd = -1;
-  if (rc != 0) fail("", errno);
+  if (rc != 0) fail(errno);
   // The checks above ran before the write; a path that became a non-file meanwhile is still not replaced.
   struct stat now {};
   if (::lstat(target.c_str(), &now) == 0 && !S_ISREG(now.st_mode)) {
     ::unlink(tmpl.c_str());
     CLEAVE_USER_ERROR(flag, ": ", path, " exists and is not a regular file; refusing to replace it");
   }
-  if (::rename(tmpl.c_str(), target.c_str()) != 0) fail("", errno);
+  if (::rename(tmpl.c_str(), target.c_str()) != 0) fail(errno);
   sync_path(parent_dir(target), true);
 }
 
