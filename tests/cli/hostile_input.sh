@@ -95,6 +95,7 @@ for cmd in explain compile; do
   expect "garbage_line_$cmd" 1 "garbage.plan:2: unknown line kind \"$(printf 'x%.0s' $(seq 80))...\"" -- $cmd "$m/good.onnx" --batch 2 --plan "$work/garbage.plan" "${out[@]}"
   expect "update_elsewhere_$cmd" 1 'the update of "w" is not held where the tensor lives' -- $cmd "$m/good.onnx" --batch 2 --plan "$work/update_elsewhere.plan" "${out[@]}"
 done
+expect plan_is_directory 1 "$work/a_directory.npy: is a directory, not a plan file" -- explain "$m/good.onnx" --batch 2 --plan "$work/a_directory.npy"
 if ! "$cleave" explain "$m/good.onnx" --batch 2 --plan "$work/sparse.plan" >/dev/null 2>"$work/stderr"; then
   echo "FAIL explain_completes_plan: $(cat "$work/stderr")"
   failures=$((failures + 1))

@@ -1,5 +1,6 @@
 // `cleave explain`: the cost model's view of a plan (planner/cost_model.h): a per-op table and the totals.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@
 namespace cleave::cli {
 
 plan::Plan read_plan_file(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) CLEAVE_USER_ERROR(path, ": is a directory, not a plan file");
   std::ifstream f(path);
   if (!f) CLEAVE_USER_ERROR(path, ": cannot open plan file");
   std::stringstream ss;
