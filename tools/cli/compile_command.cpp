@@ -1,9 +1,6 @@
 // `cleave compile`: a model's training graph and a plan -> a bundle (DESIGN §6) of one program per rank.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 #include "codegen/bundle.h"
 #include "codegen/lower.h"

@@ -2,11 +2,9 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 #include "ir/error.h"
 #include "ir/file_io.h"

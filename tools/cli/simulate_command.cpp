@@ -1,10 +1,7 @@
 // `cleave simulate`: a plan's step on the task-graph simulator (planner/simulator.h), next to cost model v1; and the
 // search flags the planners share (--seed, flexflow's --iterations and --budget).
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include "ir/error.h"
 #include "ir/file_io.h"
