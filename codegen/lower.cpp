@@ -81,7 +81,7 @@ std::string copy_code(int src, const Box &src_box, int dst, const Box &dst_box, 
 
 class Lowerer {
  public:
-  Lowerer(const Graph &g, const plan::Plan &p) : g_(g), p_(p) {
+  Lowerer(const Graph &g, const plan::Plan &p, bool need_values) : g_(g), p_(p), need_values_(need_values) {
     out_.devices = p.devices;
     out_.ranks.resize(static_cast<size_t>(p.devices));
     for (int r = 0; r < p.devices; ++r) out_.ranks[r].rank = r;
@@ -141,7 +141,7 @@ class Lowerer {
                {b});
           timing_ = {};
         } else {
-          if (tensor.data.empty() && !tensor.external && !tensor.zero_init)
+          if (need_values_ && tensor.data.empty() && !tensor.external && !tensor.zero_init)
             CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
           int b = new_buffer(r, tensor.name, tensor.dtype, num_elements(box_shape(box)), true);
           tensor_buf_[r][t] = b;
@@ -678,6 +678,7 @@ class Lowerer {
 
   const Graph &g_;
   const plan::Plan &p_;
+  bool need_values_;
   Lowered out_;
   std::map<TensorId, plan::Sharding> sharding_;
   std::map<OpId, plan::ParallelConfig> config_;
@@ -705,14 +706,14 @@ class Lowerer {
 
 }  // namespace
 
-Lowered lower(const Graph &g, const plan::Plan &p) {
+Lowered lower(const Graph &g, const plan::Plan &p, bool need_values) {
   // The runtime's buffers and kernels exist for these dtypes only; the IR (and the interpreter) has more.
   for (const Tensor &t : g.tensors())
     if (!codegen_supports(t.dtype))
       CLEAVE_USER_ERROR("tensor \"", t.name, "\" has dtype ", dtype_name(t.dtype),
                         ", which code generation does not support (only f32, f64, i64, i32, bool)");
   plan::validate_plan(g, p);
-  return Lowerer(g, p).run();
+  return Lowerer(g, p, need_values).run();
 }
 
 }  // namespace cleave::codegen

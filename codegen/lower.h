@@ -90,8 +90,10 @@ struct Lowered {
 
 /** Lowers `g` under `p` (which must pass validate_plan). Throws UserError for what codegen cannot lower yet:
  *  `op "X" (Kind): splitting var v is not supported by codegen yet`, an op kind it has no kernel for, or a tensor of a
- *  dtype the runtime has no buffers for (`tensor "h" has dtype f16, which code generation does not support ...`). */
-Lowered lower(const Graph &g, const plan::Plan &p);
+ *  dtype the runtime has no buffers for (`tensor "h" has dtype f16, which code generation does not support ...`).
+ *  `need_values` false lowers a graph imported without weights (checking a plan, as explain does): persistent
+ *  sources need no initial value then. */
+Lowered lower(const Graph &g, const plan::Plan &p, bool need_values = true);
 
 /** Whether the kind's kernel run on a shard whose reduction var is split yields the partial sum of the whole. */
 bool partial_ok(OpKind kind);

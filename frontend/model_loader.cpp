@@ -168,7 +168,7 @@ void check_nodes_supported(const onnx::ModelProto &m, const std::string &path) {
       if (find_translator(n.domain(), n.op_type())) continue;
       std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       std::string domain = is_onnx_domain(n.domain()) ? "ai.onnx" : n.domain();
-      bad.push_back("\"" + name + "\" (" + n.op_type() + ", " + domain + ", opset " +
+      bad.push_back(quote_excerpt(name, 200) + " (" + escape_control(n.op_type()) + ", " + escape_control(domain) + ", opset " +
                     std::to_string(model_opset(m, n.domain())) + ")");
     }
   };

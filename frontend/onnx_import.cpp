@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/importer.h"
+#include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
@@ -223,28 +224,45 @@ void import_training_info(Importer &im, const onnx::ModelProto &m, const std::st
   }
 }
 
-/** Rejects duplicate initializers and puts the nodes in topological order (onnx's checker wants them sorted;
- *  Cleave accepts any order). Errors name the node or tensor. */
-void sort_nodes(onnx::GraphProto *g) {
+/** Rejects duplicate initializers, undefined inputs, cycles, and nodes out of topological order (ONNX requires the
+ *  order, and its shape inference reads the nodes in file order). Errors name the node or tensor. */
+void check_node_order(const onnx::ModelProto &m) {
+  const onnx::GraphProto *g = &m.graph();
   std::set<std::string> sources;
   for (const auto &t : g->initializer())
     if (!sources.insert(t.name()).second) CLEAVE_USER_ERROR("initializer \"", t.name(), "\" is defined twice");
   for (const auto &in : g->input()) sources.insert(in.name());
   std::set<std::string> taken;
-  std::vector<int> order = topo_order(*g, sources, op_names(*g, taken, ""));
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
-  for (int i : order) *sorted.Add() = g->node(i);
-  g->mutable_node()->Swap(&sorted);
+  std::vector<std::string> names = op_names(*g, taken, "");
+  topo_order(*g, sources, names);  // undefined inputs, cycles and doubly-produced names first: clearer messages
+  std::map<std::string, int> producer;
+  for (int i = 0; i < g->node_size(); ++i)
+    for (const std::string &out : g->node(i).output()) producer.emplace(out, i);
+  for (int i = 0; i < g->node_size(); ++i)
+    for (const std::string &in : g->node(i).input()) {
+      auto it = producer.find(in);
+      if (in.empty() || sources.count(in) || it == producer.end() || it->second < i) continue;
+      const onnx::NodeProto &n = g->node(i);
+      CLEAVE_USER_ERROR(node_label(names[i], n.op_type(), n.domain(), model_opset(m, n.domain())), ": input \"", in,
+                        "\" is produced by a later node \"", names[it->second],
+                        "\" (nodes must be in topological order)");
+    }
 }
 
 Graph import_model(const std::string &path, const ImportOptions &opts) {
   onnx::ModelProto m = load_model(path);
   std::string model_dir = std::filesystem::path(path).parent_path().string();
   if (model_dir.empty()) model_dir = ".";
+  // Every check of the model's structure and values runs before ONNX's shape inference, which crashes on some
+  // malformed models instead of reporting them (model_checks.h).
+  check_opset_imports(m);
   check_opsets(m);
   check_nodes_supported(m, path);
-  sort_nodes(m.mutable_graph());
+  check_names(m);
+  check_node_order(m);
   check_node_attributes(m);
+  check_attribute_values(m);
+  check_initializer_data(m);
   run_onnx_checker(m, model_dir);
   fix_input_shapes(m, opts);
   std::map<std::string, TensorType> onnx_types = infer_onnx_types(m);

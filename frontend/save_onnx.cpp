@@ -2,22 +2,18 @@
 #include <onnx/common/file_utils.h>
 #include <onnx/onnx_pb.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <unistd.h>
 
 #include "frontend/model_loader.h"
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 
 namespace cleave {
 
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
                                  const std::map<std::string, std::vector<uint8_t>> &values) {
-  namespace fs = std::filesystem;
   onnx::ModelProto m = load_model(model_path);
   std::set<std::string> done;
   for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
@@ -44,29 +40,9 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
     if (!done.count(name)) CLEAVE_USER_ERROR(model_path, ": no initializer named \"", name, "\"");
 
   // Other initializers may keep external data relative to the source model's directory.
-  fs::path out(out_path);
-  fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
-  std::string tmpl = (dir / ("." + out.filename().string() + ".XXXXXX")).string();
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  int fd = mkstemp(buf.data());
-  if (fd < 0) CLEAVE_USER_ERROR(out_path, ": cannot create a temporary file in ", dir.string());
-  close(fd);
-  std::string tmp(buf.data());
-  try {
-    {
-      std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-      if (!m.SerializeToOstream(&os)) CLEAVE_USER_ERROR(out_path, ": writing the model failed");
-      os.close();
-      if (!os) CLEAVE_USER_ERROR(out_path, ": writing the model failed");
-    }
-    std::error_code ec;
-    fs::rename(tmp, out_path, ec);
-    if (ec) CLEAVE_USER_ERROR(out_path, ": cannot rename the temporary file into place: ", ec.message());
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
+  std::string bytes;
+  if (!m.SerializeToString(&bytes)) CLEAVE_USER_ERROR(out_path, ": serializing the model failed");
+  write_file_atomically("--save-model", out_path, bytes);
 }
 
 }  // namespace cleave

@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +136,18 @@ std::pair<std::vector<uint8_t>, int64_t> typed_field(const onnx::TensorProto &tp
   return {};
 }
 
+/** How many values the typed field of `dt` holds. */
+int64_t typed_field_size(const onnx::TensorProto &tp, DType dt) {
+  switch (dt) {
+    case DType::f32: return tp.float_data_size();
+    case DType::f64: return tp.double_data_size();
+    case DType::i64: return tp.int64_data_size();
+    case DType::u32:
+    case DType::u64: return tp.uint64_data_size();
+    default: return tp.int32_data_size();
+  }
+}
+
 }  // namespace
 
 std::optional<DType> dtype_from_onnx(int32_t elem_type) {
@@ -208,6 +221,22 @@ ExternalData external_data_ref(const onnx::TensorProto &tp, const std::string &m
   return ExternalData{resolve_external(ref, model_dir, what).string(), ref.offset, nbytes};
 }
 
+void check_inline_data(const onnx::TensorProto &tp, const std::string &what) {
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) return;
+  int64_t nbytes = tensor_proto_bytes(tp, what);
+  DType dt = *dtype_from_onnx(tp.data_type());
+  Shape shape(tp.dims().begin(), tp.dims().end());
+  if (tp.has_raw_data()) {
+    if (static_cast<int64_t>(tp.raw_data().size()) != nbytes)
+      CLEAVE_USER_ERROR(what, ": raw_data has ", tp.raw_data().size(), " bytes, shape ", shape_str(shape), " of ",
+                        dtype_name(dt), " needs ", nbytes);
+    return;
+  }
+  int64_t n = nbytes / std::max(dtype_size(dt), 1);
+  int64_t count = typed_field_size(tp, dt);
+  if (count != n) CLEAVE_USER_ERROR(what, ": holds ", count, " values, shape ", shape_str(shape), " needs ", n);
+}
+
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
                          bool load_data, bool defer_external) {
   Tensor t;
@@ -226,21 +255,15 @@ Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_d
     t.external = external_data_ref(tp, model_dir, what);
     return t;
   }
+  if (!external) check_inline_data(tp, what);
   if (!load_data) return t;
 
   if (external) {
     t.data = read_external(tp, model_dir, what, nbytes);
   } else if (tp.has_raw_data()) {
-    const std::string &raw = tp.raw_data();
-    if (static_cast<int64_t>(raw.size()) != nbytes)
-      CLEAVE_USER_ERROR(what, ": raw_data has ", raw.size(), " bytes, shape ", shape_str(t.shape), " of ",
-                        dtype_name(t.dtype), " needs ", nbytes);
-    t.data.assign(raw.begin(), raw.end());
+    t.data.assign(tp.raw_data().begin(), tp.raw_data().end());
   } else {
-    auto [bytes, count] = typed_field(tp, t.dtype);
-    if (count != n)
-      CLEAVE_USER_ERROR(what, ": holds ", count, " values, shape ", shape_str(t.shape), " needs ", n);
-    t.data = std::move(bytes);
+    t.data = typed_field(tp, t.dtype).first;
   }
   if (t.dtype == DType::boolean)
     for (uint8_t &b : t.data) b = b != 0;

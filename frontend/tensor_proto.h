@@ -29,6 +29,12 @@ std::string onnx_dtype_name(int32_t elem_type);
 Tensor tensor_from_proto(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what,
                          bool load_data = true, bool defer_external = false);
 
+/** Checks that `tp`'s inline data (raw_data, or else its typed field) holds exactly what its dtype and dims need,
+ *  without decoding it; external data is not checked here. Throws UserError naming `what`. ONNX's shape inference
+ *  reads constant initializers (a Reshape's shape, a Slice's axes) and crashes on short ones, so import_onnx runs
+ *  this on every initializer first. */
+void check_inline_data(const onnx::TensorProto &tp, const std::string &what);
+
 /** The reference to `tp`'s external data (canonical file inside model_dir, offset, the shape's byte size), checked as
  *  tensor_from_proto checks it but without touching the file. */
 ExternalData external_data_ref(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what);

@@ -33,6 +33,34 @@ std::string concat(const Args &...args) {
 }
 }  // namespace detail
 
+/** `s` with control characters written as escapes (\n, \r, \t, \xHH), so a message quoting it stays one line. */
+inline std::string escape_control(const std::string &s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) {
+      const char *hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/** `s` quoted for an error message: control characters escaped, and cut to its first `max` characters followed by
+ *  "..." when longer (a garbage line of a megabyte is not echoed whole). */
+inline std::string quote_excerpt(const std::string &s, size_t max = 80) {
+  if (s.size() <= max) return "\"" + escape_control(s) + "\"";
+  return "\"" + escape_control(s.substr(0, max)) + "...\"";
+}
+
 }  // namespace cleave
 
 /** Throws a UserError whose message is the concatenation of the arguments. */

@@ -129,7 +129,7 @@ class LineReader {
   }
   std::string near() const {
     if (pos_ >= s_.size()) return " at end of line";
-    return " near \"" + s_.substr(pos_, 16) + "\"";
+    return " near " + quote_excerpt(s_.substr(pos_, 17), 16);
   }
 
   const std::string &s_;
@@ -190,6 +190,7 @@ Plan parse_plan(const std::string &text, const std::string &source) {
       int64_t n = r.integer("device count");
       if (n < 1 || n > (1 << 20)) r.fail("device count " + std::to_string(n) + " out of range");
       p.devices = static_cast<int>(n);
+      r.expect_end();  // `devices=4.0` and `devices=4 extra` are not 4
       header = true;
     } else if (!header) {
       r.fail("expected 'plan devices=N' first");
@@ -212,7 +213,7 @@ Plan parse_plan(const std::string &text, const std::string &source) {
           a.dim = static_cast<int>(d);
           r.expect(')');
         } else {
-          r.fail("unknown sharding \"" + w + "\" (expected split(D), replicate or partial)");
+          r.fail("unknown sharding " + quote_excerpt(w) + " (expected split(D), replicate or partial)");
         }
         t.sharding.axes.push_back(a);
       });
@@ -229,7 +230,7 @@ Plan parse_plan(const std::string &text, const std::string &source) {
       r.expect_end();
       p.ops.push_back(std::move(o));
     } else {
-      r.fail("unknown line kind \"" + keyword + "\" (expected plan, tensor or op)");
+      r.fail("unknown line kind " + quote_excerpt(keyword) + " (expected plan, tensor or op)");
     }
   }
   if (!header) throw UserError(source + ": empty plan (expected 'plan devices=N')");

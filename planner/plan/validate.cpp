@@ -19,7 +19,7 @@ using describe::Fn;
 using describe::SplitKind;
 using describe::VarRole;
 
-std::string quoted(const std::string &s) { return "\"" + s + "\""; }
+std::string quoted(const std::string &s) { return quote_excerpt(s, 200); }  // a garbage name is not echoed whole
 
 template <typename T>
 std::string list_str(const std::vector<T> &v) {

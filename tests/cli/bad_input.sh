@@ -108,7 +108,7 @@ expect frontier_range_needs_profile '*' "--devices: a range 1..4 needs --mode pr
 expect frontier_range_too_big '*' "--devices 1..64: topology k80x8 has 8 devices" -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..64 --topology k80x8 --frontier-table "$work/out.onnx"
 expect frontier_bad_range 2 '--devices: must be a positive integer, got "x"' -- plan "$m/good.onnx" --batch 2 --planner frontier --mode profile --devices 1..x
 expect frontier_flag_without_frontier '*' "--mode applies to --planner frontier only" -- plan "$m/good.onnx" --batch 2 --planner data --mode profile
-expect frontier_table_dir_missing '*' "--frontier-table: cannot write" -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-table "$work/no/such/dir/t.txt"
+expect frontier_table_dir_missing '*' "--frontier-table: directory $work/no/such/dir does not exist" -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-table "$work/no/such/dir/t.txt"
 expect frontier_unknown_baseline '*' '--frontier-baselines: unknown planner "nope"' -- plan "$m/good.onnx" --batch 2 --planner frontier --frontier-baselines data,nope --frontier-table "$work/out.onnx"
 
 # cleave simulate: nothing written (the timeline goes to out.onnx, which must not appear), one error line.

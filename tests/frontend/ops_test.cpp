@@ -387,20 +387,6 @@ TEST(ImportOps, UnnamedNodesGetUniqueNames) {
   EXPECT_EQ(g.op(2).name, "Neg_1");
 }
 
-TEST(ImportOps, UnsortedNodesAreSorted) {
-  ModelBuilder mb;
-  mb.input("x", kF32, {2});
-  mb.node("Exp", {"b"}, {"y"}, "e");
-  mb.node("Neg", {"x"}, {"a"}, "n");
-  mb.node("Tanh", {"a"}, {"b"}, "t");
-  mb.output("y", 1);
-  Graph g = import(mb, "unsorted");
-  ASSERT_EQ(g.num_ops(), 3);
-  EXPECT_EQ(g.op(0).name, "n");
-  EXPECT_EQ(g.op(1).name, "t");
-  EXPECT_EQ(g.op(2).name, "e");
-}
-
 TEST(ImportOps, LoadDataFalseKeepsShapesOnly) {
   ModelBuilder mb;
   mb.input("x", kF32, {2, 3});

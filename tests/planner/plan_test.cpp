@@ -106,6 +106,13 @@ TEST(PlanText, ParseErrorsNameTheLine) {
   EXPECT_EQ(error("plan devices=2\nop g devices=[0,1 mesh=[2] [m]\n"), "p.plan:2: expected ',' near \"mesh=[2] [m]\"");
   EXPECT_EQ(error("plan devices=2\nedge a b\n"), "p.plan:2: unknown line kind \"edge\" (expected plan, tensor or op)");
   EXPECT_EQ(error("plan devices=0\n"), "p.plan:1: device count 0 out of range");
+  // Hostile text (issue 25): nothing after the device count; a garbage line is quoted cut to 80 characters.
+  EXPECT_EQ(error("plan devices=4.0\n"), "p.plan:1: unexpected text near \".0\"");
+  EXPECT_EQ(error("plan devices=4 extra\n"), "p.plan:1: unexpected text near \"extra\"");
+  EXPECT_EQ(error("plan devices=2\n" + std::string(1 << 20, 'x') + "\n"),
+            "p.plan:2: unknown line kind \"" + std::string(80, 'x') + "...\" (expected plan, tensor or op)");
+  EXPECT_EQ(error("plan devices=2\nop g devices=[0,1 mesh=[2] [m] and much more text\n"),
+            "p.plan:2: expected ',' near \"mesh=[2] [m] and...\"");
 }
 
 TEST(PlanValidate, EachErrorByItsMessage) {

@@ -94,6 +94,25 @@ TEST(RuntimeFilesDeathTest, BadNpyAbortsNamingTheFile) {
   EXPECT_EXIT(npy_open(path), ::testing::ExitedWithCode(1), "cleave rank -?[0-9]+: .*bad.npy: not a .npy file");
 }
 
+// The ranks read .npy files with the reader `cleave run` checks them with (runtime/common/npy_format.h): the files it
+// refuses up front (tests/cli/hostile_input.sh) are the ones a rank refuses, with the same message.
+TEST(RuntimeFilesDeathTest, RefusesWhatTheCliRefuses) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string dir = temp_dir();
+  std::string cmd = "/usr/bin/python3 -c \"import numpy as np; "
+                    "np.save('" + dir + "/b.npy', np.ones((2, 3), bool)); "
+                    "np.save('" + dir + "/f.npy', np.asfortranarray(np.ones((2, 3), np.float32))); "
+                    "np.save('" + dir + "/yf.npy', np.array([3.5, 1.0]))\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_EXIT(npy_open(dir + "/b.npy"), ::testing::ExitedWithCode(1), "b.npy: unsupported .npy dtype '\\|b1'");
+  EXPECT_EXIT(npy_open(dir + "/f.npy"), ::testing::ExitedWithCode(1), "f.npy: fortran_order=True arrays are not supported");
+  EXPECT_EXIT(npy_open(dir), ::testing::ExitedWithCode(1), "is a directory, not a .npy file");
+  NpyFile y = npy_open(dir + "/yf.npy");
+  std::vector<int64_t> labels(2);
+  EXPECT_EXIT(npy_read_samples(y, 0, 2, labels.data()), ::testing::ExitedWithCode(1),
+              "yf.npy: labels and indices must be an integer array");
+}
+
 TEST(RuntimeFilesDeathTest, CheckpointSizeMismatchNamesTheBuffer) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   std::string path = temp_dir() + "/ck2.bin";

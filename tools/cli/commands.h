@@ -100,13 +100,18 @@ plan::Plan make_plan_with(const Graph &g, const std::string &planner, int device
                           const SearchFlags &flags);
 
 /** Where a command's plan comes from: a --plan file or a --planner over --devices. */
+/** A plan file for `g` as compile takes it: parsed, its device count checked against --devices (unless that is 1),
+ *  the lines of produced tensors it leaves out completed from their producers' configs, and validated. */
+plan::Plan read_plan_for(const Graph &g, const std::string &path, int devices);
+
 struct PlanSource {
   std::string plan_file, planner;
   int devices = 1;
   SearchFlags search;
   /** The machine the planner plans for (set by the command before make; may stay null). */
   const plan::Topology *topology = nullptr;
-  /** The plan for `g`, validated against it. */
+  /** The plan for `g`, validated against it. A plan file is read by read_plan_for and lowered by codegen as compile
+   *  lowers it, so explain and simulate refuse exactly the plans compile refuses. */
   plan::Plan make(const Graph &g) const;
 };
 void add_plan_source_options(CLI::App &app, PlanSource &src);

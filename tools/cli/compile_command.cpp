@@ -1,13 +1,11 @@
 // `cleave compile`: a model's training graph and a plan -> a bundle (DESIGN §6) of one program per rank.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 #include "codegen/bundle.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
 #include "planner/cost/cost_model.h"
@@ -78,6 +76,7 @@ Command add_compile_command(CLI::App &app) {
     std::optional<plan::Topology> topo;
     if (!args->topology.empty()) topo = plan::load_topology(args->topology);
     namespace fs = std::filesystem;
+    check_output_dir("-o", args->out, "manifest.json");
     // External data is only referenced: a missing or short file is reported in one line naming every file before
     // anything is read or written, and the bundle writer reads the weights one tensor at a time, so compiling a model
     // never holds all of its weights in memory.
@@ -86,16 +85,7 @@ Command add_compile_command(CLI::App &app) {
     check_external_data(g);
     plan::Plan p;
     if (!args->plan_file.empty()) {
-      std::ifstream f(args->plan_file);
-      if (!f) CLEAVE_USER_ERROR(args->plan_file, ": cannot open plan file");
-      std::stringstream ss;
-      ss << f.rdbuf();
-      p = plan::parse_plan(ss.str(), args->plan_file);
-      if (p.devices != args->devices && args->devices != 1)
-        CLEAVE_USER_ERROR(args->plan_file, ": the plan is for ", p.devices, " devices, --devices says ",
-                          args->devices);
-      // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
-      plan::complete_plan(g, p);
+      p = read_plan_for(g, args->plan_file, args->devices);
     } else {
       args->search.profile = profile ? &*profile : nullptr;
       p = make_plan_with(g, args->planner.empty() ? "data" : args->planner, args->devices, topo ? &*topo : nullptr,
@@ -109,24 +99,10 @@ Command add_compile_command(CLI::App &app) {
     else if (std::optional<plan::Topology> d = default_topology(p.devices))
       predicted = plan::estimate_cost(g, p, *d, measured);
 
-    fs::path target = fs::path(args->out);
-    fs::path parent = target.parent_path();
-    if (!parent.empty() && !fs::is_directory(parent))
-      CLEAVE_USER_ERROR("-o: directory ", parent.string(), " does not exist");
-    fs::path tmp = target;
-    tmp += ".tmp." + std::to_string(::getpid());
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    try {
-      fs::create_directories(tmp);
-      codegen::write_bundle(g, p, lowered, tmp.string(), fs::absolute(args->model).lexically_normal().string(),
-                            args->backend, predicted ? &*predicted : nullptr);
-      fs::remove_all(target);
-      fs::rename(tmp, target);
-    } catch (...) {
-      fs::remove_all(tmp, ec);
-      throw;
-    }
+    write_dir_atomically("-o", args->out, "manifest.json", [&](const std::string &tmp) {
+      codegen::write_bundle(g, p, lowered, tmp, fs::absolute(args->model).lexically_normal().string(), args->backend,
+                            predicted ? &*predicted : nullptr);
+    });
     std::fprintf(stderr, "wrote a %s bundle for %d rank%s to %s\n", args->backend.c_str(), p.devices,
                  p.devices == 1 ? "" : "s", args->out.c_str());
     if (topo) {

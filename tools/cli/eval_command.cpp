@@ -8,6 +8,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/interp/interpreter.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
@@ -65,6 +66,8 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
       missing.push_back("\"" + tensor.name + "\"");
       continue;
     }
+    NpyArray header = read_npy_header(it->second);  // refuse a bad file before reading all of it
+    check_npy_feeds(header, it->second, !is_float(tensor.dtype));
     Feed f{t, read_npy(it->second), 0};
     const Shape &want = tensor.shape;
     if (want.empty() || want[0] != batch)
@@ -88,6 +91,12 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
     if (!id || (g.tensor(*id).role != Role::input && g.tensor(*id).role != Role::label))
       CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
   }
+  for (const Feed &f : feeds)
+    if (f.array.shape[0] != feeds.front().array.shape[0]) {
+      const std::string &a = g.tensor(feeds.front().tensor).name, &b = g.tensor(f.tensor).name;
+      CLEAVE_USER_ERROR("--data: \"", a, "\" has ", feeds.front().array.shape[0], " samples (", files.at(a), ") but \"", b,
+                        "\" has ", f.array.shape[0], " (", files.at(b), "); every input needs the same number");
+    }
   return feeds;
 }
 
@@ -119,12 +128,7 @@ Command add_eval_command(CLI::App &app) {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
       CLEAVE_USER_ERROR("--save-model needs an .onnx model, got ", args->model);
-    if (!args->save_model.empty()) {
-      // Fail before training, not after it.
-      std::filesystem::path dir = std::filesystem::path(args->save_model).parent_path();
-      if (!dir.empty() && !std::filesystem::is_directory(dir))
-        CLEAVE_USER_ERROR("--save-model: directory ", dir.string(), " does not exist");
-    }
+    if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
     Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
 

@@ -1,10 +1,12 @@
 // `cleave explain`: the cost model's view of a plan (planner/cost/cost_model.h): a per-op table and the totals.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "codegen/lower.h"
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -16,11 +18,23 @@
 namespace cleave::cli {
 
 plan::Plan read_plan_file(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) CLEAVE_USER_ERROR(path, ": is a directory, not a plan file");
   std::ifstream f(path);
   if (!f) CLEAVE_USER_ERROR(path, ": cannot open plan file");
   std::stringstream ss;
   ss << f.rdbuf();
   return plan::parse_plan(ss.str(), path);
+}
+
+plan::Plan read_plan_for(const Graph &g, const std::string &path, int devices) {
+  plan::Plan p = read_plan_file(path);
+  if (p.devices != devices && devices != 1)
+    CLEAVE_USER_ERROR(path, ": the plan is for ", p.devices, " devices, --devices says ", devices);
+  // Produced tensors' lines may be left out of a hand-written plan: their producers' configs imply them.
+  plan::complete_plan(g, p);
+  plan::validate_plan(g, p);
+  return p;
 }
 
 namespace {
@@ -178,9 +192,9 @@ void add_plan_source_options(CLI::App &app, PlanSource &src) {
 plan::Plan PlanSource::make(const Graph &g) const {
   plan::Plan p;
   if (!plan_file.empty()) {
-    p = read_plan_file(plan_file);
-    if (p.devices != devices && devices != 1)
-      CLEAVE_USER_ERROR(plan_file, ": the plan is for ", p.devices, " devices, --devices says ", devices);
+    p = read_plan_for(g, plan_file, devices);
+    codegen::lower(g, p, /*need_values=*/false);  // codegen's refusals (e.g. an update not held where its tensor lives) are the plan's
+    return p;
   } else {
     search.check(planner.empty() ? "data" : planner);
     if (topology && devices > topology->devices())

@@ -2,11 +2,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "planner/cost/cost_model.h"
 #include "planner/search/frontier.h"
 #include "planner/search/make_plan.h"
@@ -14,32 +14,6 @@
 
 namespace cleave::cli {
 namespace {
-
-/** Writes `text` to `path` through a temporary file and a rename (nothing half-written). */
-void write_file(const std::string &flag, const std::string &path, const std::string &text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f << text;
-    if (!f || !f.flush()) {
-      std::remove(tmp.c_str());
-      CLEAVE_USER_ERROR(flag, ": cannot write ", path);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    CLEAVE_USER_ERROR(flag, ": cannot write ", path);
-  }
-}
-
-/** Checks that the directory of `path` exists before any search (so a bad path fails fast, nothing written). */
-void check_writable(const std::string &flag, const std::string &path) {
-  if (path.empty()) return;
-  std::ofstream f(path + ".tmp", std::ios::binary | std::ios::trunc);
-  if (!f) CLEAVE_USER_ERROR(flag, ": cannot write ", path);
-  f.close();
-  std::remove((path + ".tmp").c_str());
-}
 
 double best_time(const plan::FrontierResult &r, int64_t limit) {
   for (const plan::FrontierPlan &f : r.frontier)
@@ -90,8 +64,8 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
   }
   if (hi > topo.devices())
     CLEAVE_USER_ERROR("--devices ", devices, ": topology ", topo.name, " has ", topo.devices(), " devices");
-  check_writable("--frontier-table", flags.table);
-  check_writable("--frontier-svg", flags.svg);
+  if (!flags.table.empty()) check_output_file("--frontier-table", flags.table);
+  if (!flags.svg.empty()) check_output_file("--frontier-svg", flags.svg);
   int64_t limit = flags.memory_limit.value_or(topo.device.memory_bytes);
   auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
 
@@ -109,7 +83,7 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
       std::fprintf(stderr, "frontier over %d devices: %zu points, search %.2f s\n", n, r.frontier.size(),
                    secs(t0, std::chrono::steady_clock::now()));
     }
-    if (!flags.table.empty()) write_file("--frontier-table", flags.table, out.str());
+    if (!flags.table.empty()) write_file_atomically("--frontier-table", flags.table, out.str());
     std::cout << out.str();
     return std::nullopt;
   }
@@ -190,11 +164,11 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                 static_cast<long long>(limit));
   table += line;
   if (!flags.svg.empty())
-    write_file(
+    write_file_atomically(
         "--frontier-svg", flags.svg,
         plan::frontier_svg(r, points, "frontier over " + std::to_string(r.devices) + " devices on " + topo.name));
   if (!flags.table.empty())
-    write_file("--frontier-table", flags.table, table);
+    write_file_atomically("--frontier-table", flags.table, table);
   else
     std::cerr << table;
   return pick.plan;

@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A bad flag or argument: one line naming it (CLI11's messages start with the flag), exit 2 like other usage errors.
-    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "error: %s (see --help)\n", cleave::escape_control(e.what()).c_str());
     return 2;
   }
   try {
@@ -46,15 +46,15 @@ int main(int argc, char **argv) {
       if (sub->parsed()) return run();
   } catch (const cleave::UserError &e) {
     std::cout.flush();
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", cleave::escape_control(e.what()).c_str());
     return e.exit_code();
   } catch (const cleave::InternalError &e) {
     std::cout.flush();
-    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "%s\n", cleave::escape_control(e.what()).c_str());
     return 3;
   } catch (const std::exception &e) {
     std::cout.flush();
-    std::fprintf(stderr, "internal error: unexpected exception: %s\n", e.what());
+    std::fprintf(stderr, "internal error: unexpected exception: %s\n", cleave::escape_control(e.what()).c_str());
     return 3;
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/verifier.h"
 #include "planner/search/make_plan.h"
 #include "planner/search/oracle.h"
@@ -132,9 +133,7 @@ Command add_oracle_command(CLI::App &app) {
         std::string name = r.strategy.rfind("best:", 0) == 0 ? "best-" + r.strategy.substr(5) : r.strategy;
         std::filesystem::path path =
             std::filesystem::path(args->plans_dir) / (std::to_string(r.devices) + "-" + name + ".plan");
-        std::ofstream f(path, std::ios::binary | std::ios::trunc);
-        if (f) f << plan::print_plan(r.plan);
-        if (!f || !f.flush()) CLEAVE_USER_ERROR("--plans-dir: cannot write ", path.string());
+        write_file_atomically("--plans-dir", path.string(), plan::print_plan(r.plan));
       }
     std::cout << (args->format == "json" ? json_rows(rows) : plan::oracle_table(rows));
     return 0;

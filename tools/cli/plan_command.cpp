@@ -2,13 +2,12 @@
 #include <chrono>
 #include <ctime>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/verifier.h"
 #include "planner/cost/cost_model.h"
 #include "planner/search/make_plan.h"
@@ -35,32 +34,6 @@ struct PlanArgs {
   TrainFlags train_flags;
   FrontierFlags frontier;
 };
-
-/** Writes `text` to `path` through a temporary file in the same directory and a rename, so a failure leaves
- *  neither a partial file nor the temporary behind. */
-void write_atomically(const std::string &path, const std::string &text) {
-  std::filesystem::path target(path);
-  std::filesystem::path dir = target.parent_path();
-  if (!dir.empty() && !std::filesystem::is_directory(dir))
-    CLEAVE_USER_ERROR("-o: directory ", dir.string(), " does not exist");
-  std::filesystem::path tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f << text;
-    if (!f || !f.flush()) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      CLEAVE_USER_ERROR("-o: cannot write ", path);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    CLEAVE_USER_ERROR("-o: cannot write ", path);
-  }
-}
 
 }  // namespace
 
@@ -107,6 +80,7 @@ Command add_plan_command(CLI::App &app) {
     if (range && args->planner != "frontier")
       CLEAVE_USER_ERROR("--devices: a range ", args->devices_text, " needs --planner frontier --mode profile");
     if (!range) args->devices = std::stoi(args->devices_text);
+    if (!args->out.empty()) check_output_file("-o", args->out);
     // A plan needs shapes only: no weight is read, so the model's external data may be huge or absent.
     auto t0 = std::chrono::steady_clock::now();
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
@@ -162,7 +136,7 @@ Command add_plan_command(CLI::App &app) {
     if (args->out.empty()) {
       std::cout << text;
     } else {
-      write_atomically(args->out, text);
+      write_file_atomically("-o", args->out, text);
       // Timings are for people (stderr): loading (import, autodiff) apart from the search itself.
       // (CPU time too: on a shared machine it is the steadier measure of the search.)
       std::fprintf(stderr,

@@ -22,6 +22,7 @@
 #include "codegen/bundle_run.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
 #include "planner/search/make_plan.h"
@@ -256,8 +257,7 @@ Command add_profile_command(CLI::App &app) {
     const ProfileArgs &a = *args;
     if (a.max_bytes < 4) CLEAVE_USER_ERROR("--max-bytes: must be at least 4, got ", a.max_bytes);
     fs::path target(a.out);
-    if (!target.parent_path().empty() && !fs::is_directory(target.parent_path()))
-      CLEAVE_USER_ERROR("-o: directory ", target.parent_path().string(), " does not exist");
+    check_output_file("-o", a.out);
     std::optional<plan::Topology> topo;
     if (!a.topology.empty()) topo = plan::load_topology(a.topology);
     std::string runtime_dir = a.runtime_dir;
@@ -329,18 +329,7 @@ Command add_profile_command(CLI::App &app) {
       throw;
     }
     std::string text = plan::profile_json(profile);
-    fs::path tmp = target;
-    tmp += ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f << text;
-      if (!f) {
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        CLEAVE_USER_ERROR(a.out, ": cannot write");
-      }
-    }
-    fs::rename(tmp, target);
+    write_file_atomically("-o", a.out, text);
     if (temporary) fs::remove_all(work);
     size_t shares = 0;
     for (const auto &[op, keys] : profile.compute) shares += keys.size();

@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "codegen/bundle_run.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/npy.h"
 
@@ -46,11 +48,7 @@ Command add_run_command(CLI::App &app) {
       ->capture_default_str();
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
-    if (!args->save_model.empty()) {
-      fs::path sdir = fs::path(args->save_model).parent_path();
-      if (!sdir.empty() && !fs::is_directory(sdir))
-        CLEAVE_USER_ERROR("--save-model: directory ", sdir.string(), " does not exist");
-    }
+    if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
 
     // Data: every input once, with the right per-sample shape.
     std::map<std::string, std::string> files;
@@ -65,15 +63,29 @@ Command add_run_command(CLI::App &app) {
       if (std::none_of(bundle.inputs.begin(), bundle.inputs.end(),
                        [&](const codegen::BundleInput &in) { return in.name == name; }))
         CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
+    // The ranks read the files with the same reader (runtime/common/npy_format.h): what passes here, they accept.
+    std::string first_name;
+    int64_t first_samples = -1;
     for (const codegen::BundleInput &input : bundle.inputs) {
-      auto it = files.find(input.name);
-      if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", input.name, "\"");
-      NpyArray a = read_npy(it->second);
+      const std::string &name = input.name;
+      auto it = files.find(name);
+      if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", name, "\"");
+      NpyArray a = read_npy_header(it->second);
+      std::optional<DType> dt = parse_dtype(input.dtype);
+      if (!dt) CLEAVE_USER_ERROR(args->bundle, ": manifest.json: input \"", name, "\" has an unknown dtype");
+      check_npy_feeds(a, it->second, !is_float(*dt));
       std::vector<int64_t> sample(input.shape.begin() + 1, input.shape.end());
       std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
       if (a.shape.empty() || a.shape[0] == 0 || have != sample)
-        CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", input.name,
-                          "\"");
+        CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
+      if (first_samples < 0) {
+        first_name = name;
+        first_samples = a.shape[0];
+      } else if (a.shape[0] != first_samples) {
+        CLEAVE_USER_ERROR("--data: \"", first_name, "\" has ", first_samples, " samples (", files.at(first_name),
+                          ") but \"", name, "\" has ", a.shape[0], " (", it->second,
+                          "); every input needs the same number");
+      }
     }
 
     codegen::BuildOptions build;

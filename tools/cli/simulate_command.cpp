@@ -1,12 +1,10 @@
 // `cleave simulate`: a plan's step on the task-graph simulator (planner/cost/simulator.h), next to cost model v1; and the
 // search flags the planners share (--seed, flexflow's --iterations and --budget).
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include "ir/error.h"
+#include "ir/file_io.h"
 #include "ir/verifier.h"
 #include "planner/cost/cost_model.h"
 #include "planner/search/flexflow.h"
@@ -80,29 +78,6 @@ struct SimulateArgs {
   TrainFlags train_flags;
 };
 
-/** Writes `text` to `path` via a temporary file and a rename, so a failure leaves nothing behind. */
-void write_file(const std::string &flag, const std::string &path, const std::string &text) {
-  namespace fs = std::filesystem;
-  fs::path target(path), dir = fs::path(path).parent_path();
-  if (!dir.empty() && !fs::is_directory(dir)) CLEAVE_USER_ERROR(flag, ": directory ", dir.string(), " does not exist");
-  fs::path tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid());
-  std::error_code ec;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (f) f << text;
-    if (!f || !f.flush()) {
-      fs::remove(tmp, ec);
-      CLEAVE_USER_ERROR(flag, ": cannot write ", path);
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    CLEAVE_USER_ERROR(flag, ": cannot write ", path);
-  }
-}
-
 }  // namespace
 
 Command add_simulate_command(CLI::App &app) {
@@ -127,12 +102,8 @@ Command add_simulate_command(CLI::App &app) {
     if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     const plan::Profile *prof = profile ? &*profile : nullptr;
     plan::Topology topo = plan::load_topology(args->topology);
-    for (const std::string *path : {&args->timeline, &args->svg}) {
-      std::filesystem::path dir = std::filesystem::path(*path).parent_path();
-      if (!path->empty() && !dir.empty() && !std::filesystem::is_directory(dir))
-        CLEAVE_USER_ERROR(path == &args->svg ? "--svg" : "--timeline", ": directory ", dir.string(),
-                          " does not exist");
-    }
+    if (!args->timeline.empty()) check_output_file("--timeline", args->timeline);
+    if (!args->svg.empty()) check_output_file("--svg", args->svg);
     Graph g = load_training_graph(args->model, args->batch, args->train_flags, Weights::shapes_only);
     verify(g);
     src->topology = &topo;
@@ -144,8 +115,8 @@ Command add_simulate_command(CLI::App &app) {
     plan::CostReport v1 = plan::estimate_cost(g, p, topo, prof);
     std::string text = plan::timeline_text(g, sim);
     std::string svg = args->svg.empty() ? "" : plan::timeline_svg(g, sim);
-    if (!args->timeline.empty()) write_file("--timeline", args->timeline, text);
-    if (!args->svg.empty()) write_file("--svg", args->svg, svg);
+    if (!args->timeline.empty()) write_file_atomically("--timeline", args->timeline, text);
+    if (!args->svg.empty()) write_file_atomically("--svg", args->svg, svg);
     std::printf("# %d device%s on %s\n", p.devices, p.devices == 1 ? "" : "s", topo.name.c_str());
     std::printf("simulated_step_seconds %.6e\n", sim.makespan());
     std::printf("cost_model_v1_step_seconds %.6e\n", v1.predicted_step_seconds);

@@ -1,0 +1,192 @@
+// Hostile models (issue 25): values ONNX's shape inference would crash on or silently accept. Each gives exactly one
+// one-line UserError (exit code 1) naming the node and the attribute or tensor, before InferShapes runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "frontend/onnx_import.h"
+#include "ir/error.h"
+#include "tests/frontend/model_builder.h"
+
+namespace cleave {
+namespace {
+
+using test::kF32;
+using test::kI64;
+using test::ModelBuilder;
+
+std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag, ImportOptions opts = {}) {
+  test::TempDir dir(tag);
+  std::string path = mb.save(dir / "model.onnx");
+  try {
+    import_onnx(path, opts);
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
+    return {msg, e.exit_code()};
+  }
+  ADD_FAILURE() << "import of " << tag << " succeeded";
+  return {"", 0};
+}
+
+#define EXPECT_ERROR(mb, tag, fragment)                                  \
+  do {                                                                   \
+    auto [msg_, code_] = import_error(mb, tag);                          \
+    EXPECT_EQ(code_, 1) << msg_;                                         \
+    EXPECT_NE(msg_.find(fragment), std::string::npos) << "message: " << msg_; \
+  } while (0)
+
+/** x[1,1,4,4] -> OP(kind) -> y, with the window attributes `set` adds. */
+template <typename F>
+ModelBuilder window_model(const std::string &op, F set) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {1, 1, 4, 4});
+  std::vector<std::string> ins = {"x"};
+  if (op == "Conv") {
+    mb.init_f("w", {1, 1, 2, 2}, std::vector<float>(4, 1.f));
+    ins.push_back("w");
+  }
+  onnx::NodeProto &n = mb.node(op, ins, {"y"}, "win");
+  if (op != "Conv") test::set_ints(n, "kernel_shape", {2, 2});
+  set(n);
+  mb.output("y", 4);
+  return mb;
+}
+
+TEST(HostileModel, ZeroOrNegativeStrideDilationKernel) {
+  for (const char *op : {"Conv", "MaxPool", "AveragePool"}) {
+    EXPECT_ERROR(window_model(op, [](auto &n) { test::set_ints(n, "strides", {1, 0}); }), "stride0",
+                 "(" + std::string(op) + ", opset 13): attribute \"strides\" must be positive, got [1,0]");
+    EXPECT_ERROR(window_model(op, [](auto &n) { test::set_ints(n, "strides", {-1, 1}); }), "strideneg",
+                 "attribute \"strides\" must be positive");
+    EXPECT_ERROR(window_model(op, [](auto &n) { test::set_ints(n, "pads", {0, -1, 0, 0}); }), "padneg",
+                 "attribute \"pads\" must not be negative, got [0,-1,0,0]");
+  }
+  EXPECT_ERROR(window_model("Conv", [](auto &n) { test::set_ints(n, "dilations", {0, 1}); }), "dil0",
+               "attribute \"dilations\" must be positive");
+  EXPECT_ERROR(window_model("Conv", [](auto &n) { test::set_ints(n, "kernel_shape", {2, 0}); }), "kernel0",
+               "attribute \"kernel_shape\" must be positive");
+  EXPECT_ERROR(window_model("MaxPool", [](auto &n) { test::set_ints(n, "pads", {0, 0, 0}); }), "padlen",
+               "attribute \"pads\" has 3 entries, kernel_shape 2 needs 4");
+}
+
+TEST(HostileModel, AutoPadWithExplicitPads) {
+  for (const char *mode : {"VALID", "SAME_UPPER"}) {
+    ModelBuilder mb = window_model("Conv", [&](auto &n) {
+      test::set_string(n, "auto_pad", mode);
+      test::set_ints(n, "pads", {1, 1, 1, 1});
+    });
+    EXPECT_ERROR(mb, "autopad", "attribute \"auto_pad\" is " + std::string(mode) + " and explicit \"pads\"");
+  }
+  EXPECT_ERROR(window_model("Conv", [](auto &n) { test::set_string(n, "auto_pad", "SAME"); }), "autopad_unknown",
+               "attribute \"auto_pad\" must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got \"SAME\"");
+}
+
+TEST(HostileModel, FlagsMustBeZeroOrOne) {
+  auto gemm = [](const char *key, int64_t v) {
+    ModelBuilder mb(13);
+    mb.input("x", kF32, {2, 3});
+    mb.init_f("w", {3, 3}, std::vector<float>(9, 1.f));
+    test::set_int(mb.node("Gemm", {"x", "w"}, {"y"}, "fc"), key, v);
+    mb.output("y", 2);
+    return mb;
+  };
+  EXPECT_ERROR(gemm("transB", 2), "transB", "node \"fc\" (Gemm, opset 13): attribute \"transB\" must be 0 or 1, got 2");
+  EXPECT_ERROR(gemm("transA", -1), "transA", "attribute \"transA\" must be 0 or 1, got -1");
+  EXPECT_ERROR(window_model("MaxPool", [](auto &n) { test::set_int(n, "ceil_mode", 5); }), "ceil",
+               "attribute \"ceil_mode\" must be 0 or 1, got 5");
+}
+
+ModelBuilder batchnorm(const char *key, float eps, int64_t training_mode) {
+  ModelBuilder mb(15);
+  mb.input("x", kF32, {2, 3, 4});
+  for (const char *p : {"s", "b", "m", "v"}) mb.init_f(p, {3}, {1.f, 1.f, 1.f});
+  onnx::NodeProto &n = mb.node("BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"}, "bn");
+  if (std::string(key) == "epsilon") test::set_float(n, "epsilon", eps);
+  else test::set_int(n, "training_mode", training_mode);
+  mb.output("y", 3);
+  return mb;
+}
+
+TEST(HostileModel, BatchNormEpsilonAndTrainingMode) {
+  EXPECT_ERROR(batchnorm("epsilon", -1.f, 0), "eps", "(BatchNormalization, opset 15): attribute \"epsilon\" must be >= 0");
+  EXPECT_ERROR(batchnorm("epsilon", std::numeric_limits<float>::quiet_NaN(), 0), "epsnan",
+               "attribute \"epsilon\" must be finite, got nan");
+  EXPECT_ERROR(batchnorm("training_mode", 0, 7), "tm", "attribute \"training_mode\" must be 0 or 1, got 7");
+}
+
+TEST(HostileModel, NonFiniteGemmAlpha) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2, 3});
+  mb.init_f("w", {3, 3}, std::vector<float>(9, 1.f));
+  test::set_float(mb.node("Gemm", {"x", "w"}, {"y"}, "fc"), "alpha", std::numeric_limits<float>::quiet_NaN());
+  mb.output("y", 2);
+  EXPECT_ERROR(mb, "alpha", "attribute \"alpha\" must be finite, got nan");
+}
+
+TEST(HostileModel, Int64InitializerWithWrongRawData) {
+  for (size_t bytes : {8u, 24u}) {  // shorter and longer than the 2 int64s its dims say
+    ModelBuilder mb(13);
+    mb.input("x", kF32, {2, 3});
+    onnx::TensorProto *shape = mb.init_i64("shape", {2}, {});
+    shape->set_raw_data(std::string(bytes, '\0'));
+    mb.node("Reshape", {"x", "shape"}, {"y"}, "r");
+    mb.output("y", 2);
+    EXPECT_ERROR(mb, "raw", "initializer \"shape\": raw_data has " + std::to_string(bytes) +
+                               " bytes, shape [2] of i64 needs 16");
+  }
+}
+
+TEST(HostileModel, FloatInitializerWithWrongRawDataWithoutLoadingData) {
+  // `cleave plan` imports without data; it must reject what `cleave ir` rejects.
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2, 3});
+  mb.init_f("w", {3, 3}, {})->set_raw_data(std::string(5, '\0'));
+  mb.node("MatMul", {"x", "w"}, {"y"}, "mm");
+  mb.output("y", 2);
+  ImportOptions opts;
+  opts.load_data = false;
+  auto [msg, code] = import_error(mb, "rawf", opts);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(msg.find("initializer \"w\": raw_data has 5 bytes, shape [3,3] of f32 needs 36"), std::string::npos) << msg;
+}
+
+TEST(HostileModel, NodesOutOfTopologicalOrder) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2});
+  mb.node("Exp", {"b"}, {"y"}, "e");
+  mb.node("Neg", {"x"}, {"a"}, "n");
+  mb.node("Tanh", {"a"}, {"b"}, "t");
+  mb.output("y", 1);
+  EXPECT_ERROR(mb, "unsorted",
+               "node \"e\" (Exp, opset 13): input \"b\" is produced by a later node \"t\" (nodes must be in "
+               "topological order)");
+}
+
+TEST(HostileModel, SecondDefaultOpsetImport) {
+  ModelBuilder mb(13);
+  mb.add_opset("ai.onnx", 15);
+  mb.input("x", kF32, {2});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 1);
+  EXPECT_ERROR(mb, "opset2", "the model imports the default (ai.onnx) opset twice (versions 13 and 15)");
+}
+
+TEST(HostileModel, ControlCharactersAreEscaped) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2});
+  mb.node("Relu", {"x"}, {"y"}, "a\nb");
+  mb.output("y", 1);
+  EXPECT_ERROR(mb, "nl_name", "node \"a\\nb\" (Relu): names and op types must not contain control characters");
+  ModelBuilder op(13);
+  op.input("x", kF32, {2});
+  op.node("Re\nlu", {"x"}, {"y"}, "r");
+  op.output("y", 1);
+  auto [msg, code] = import_error(op, "nl_op");
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(msg.find("\"r\" (Re\\nlu, ai.onnx, opset 13)"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace cleave
