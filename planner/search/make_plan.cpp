@@ -85,7 +85,9 @@ Plan make_plan(const Graph &g, const std::string &planner, int devices, const To
     validate_plan(g, plan);
     return plan;
   }
-  CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", planner_list(", "), ")");
+  std::string names = planner_list(", ");
+  size_t last = names.rfind(", ");
+  CLEAVE_USER_ERROR("unknown planner \"", planner, "\" (expected ", names.replace(last, 2, " or "), ")");
 }
 
 }  // namespace cleave::plan
