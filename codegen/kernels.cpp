@@ -156,6 +156,89 @@ std::string indexed(const KernelCall &call, const std::string &body) {
   return code;
 }
 
+constexpr double kSeluAlpha = 1.67326319217681884765625, kSeluGamma = 1.05070102214813232421875;
+
+/** ONNX's default alpha of an activation kind or its gradient (the importer always sets it; kept for hand-written IR). */
+double default_alpha(OpKind k) {
+  switch (k) {
+    case OpKind::LeakyRelu: case OpKind::LeakyReluGrad: return 0.01;
+    case OpKind::HardSigmoid: case OpKind::HardSigmoidGrad: return 0.2;
+    case OpKind::Selu: case OpKind::SeluGrad: return kSeluAlpha;
+    default: return 1.0;
+  }
+}
+
+/** The float expression over `a` (X) of an activation or rounding kind: the interpreter's kernel
+ *  (ir/interp/activations.cpp) with its comparisons in the same order, so NaN propagates the same way. */
+std::string activation_expr(const Op &op) {
+  auto f = [](double v) { return float_literal(v); };
+  double alpha = op.attr_float("alpha", default_alpha(op.kind));
+  switch (op.kind) {
+    case OpKind::Clip: {
+      bool lo = op.has_attr("min"), hi = op.has_attr("max");
+      double l = lo ? op.attr_float("min") : 0, h = hi ? op.attr_float("max") : 0;
+      // min(max(x, l), h): below l the result is min(l, h); NaN falls through both tests.
+      std::string upper = hi ? "(a > " + f(h) + " ? " + f(h) + " : a)" : "a";
+      return lo ? "a < " + f(l) + " ? " + f(hi && l > h ? h : l) + " : " + upper : upper;
+    }
+    case OpKind::HardSigmoid: {
+      std::string t = "(" + f(alpha) + " * a + " + f(op.attr_float("beta", 0.5)) + ")";
+      return t + " <= 0.0f ? 0.0f : (" + t + " >= 1.0f ? 1.0f : " + t + ")";
+    }
+    case OpKind::HardSwish: return "a * ((a + 3.0f) <= 0.0f ? 0.0f : ((a + 3.0f) >= 6.0f ? 6.0f : (a + 3.0f))) / 6.0f";
+    case OpKind::LeakyRelu: return "a > 0.0f ? a : a * " + f(alpha);
+    case OpKind::Elu: return "a <= 0.0f ? " + f(alpha) + " * std::expm1(a) : a";
+    case OpKind::Selu: {
+      double g = op.attr_float("gamma", kSeluGamma);
+      return "a <= 0.0f ? " + f(g * alpha) + " * std::expm1(a) : " + f(g) + " * a";
+    }
+    case OpKind::Celu: return "a <= 0.0f ? " + f(alpha) + " * std::expm1(a / " + f(alpha) + ") : a";
+    case OpKind::Softplus: return "a > 0.0f ? a + std::log1p(std::exp(-a)) : std::log1p(std::exp(a))";
+    case OpKind::Softsign: return "a / (1.0f + std::fabs(a))";
+    case OpKind::ThresholdedRelu: return "a <= " + f(alpha) + " ? 0.0f : a";
+    case OpKind::Abs: return "std::fabs(a)";
+    case OpKind::Sign: return "a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : 0.0f)";
+    case OpKind::Floor: return "std::floor(a)";
+    case OpKind::Ceil: return "std::ceil(a)";
+    case OpKind::Round: return "std::nearbyint(a)";  // halves to even in the default rounding mode
+    default: break;
+  }
+  CLEAVE_CHECK(false, "not an activation kind: ", op_kind_name(op.kind));
+  return "";
+}
+
+/** dX over `a` (dY) and `b` (X) of an activation gradient kind, as its interpreter kernel computes it. */
+std::string activation_grad_expr(const Op &op) {
+  auto f = [](double v) { return float_literal(v); };
+  double alpha = op.attr_float("alpha", default_alpha(op.kind));
+  switch (op.kind) {
+    case OpKind::ClipGrad: {
+      std::string cut;
+      if (op.has_attr("min")) cut += "b <= " + f(op.attr_float("min"));
+      if (op.has_attr("max")) cut += (cut.empty() ? "" : " || ") + std::string("b >= ") + f(op.attr_float("max"));
+      return cut.empty() ? "a" : "(" + cut + ") ? 0.0f : a";
+    }
+    case OpKind::HardSigmoidGrad: {
+      std::string t = "(" + f(alpha) + " * b + " + f(op.attr_float("beta", 0.5)) + ")";
+      return t + " > 0.0f && " + t + " < 1.0f ? a * " + f(alpha) + " : 0.0f";
+    }
+    case OpKind::HardSwishGrad: return "b < -3.0f ? 0.0f : (b <= 3.0f ? a * (b / 3.0f + 0.5f) : a)";
+    case OpKind::LeakyReluGrad: return "b > 0.0f ? a : a * " + f(alpha);
+    case OpKind::EluGrad: return "b <= 0.0f ? a * " + f(alpha) + " * std::exp(b) : a";
+    case OpKind::SeluGrad: {
+      double g = op.attr_float("gamma", kSeluGamma);
+      return "b <= 0.0f ? a * " + f(g * alpha) + " * std::exp(b) : a * " + f(g);
+    }
+    case OpKind::CeluGrad: return "b <= 0.0f ? a * std::exp(b / " + f(alpha) + ") : a";
+    case OpKind::SoftplusGrad: return "a / (1.0f + std::exp(-b))";
+    case OpKind::SoftsignGrad: return "a / ((1.0f + std::fabs(b)) * (1.0f + std::fabs(b)))";
+    case OpKind::ThresholdedReluGrad: return "b <= " + f(alpha) + " ? 0.0f : a";
+    default: break;
+  }
+  CLEAVE_CHECK(false, "not an activation gradient kind: ", op_kind_name(op.kind));
+  return "";
+}
+
 /** Max/Min over every input; NaN wins, as in the interpreter. */
 std::string select_body(size_t n, const char *cmp) {
   std::string b = "auto m = p0[i]; ";
@@ -406,7 +489,7 @@ std::string kernel_code(const KernelCall &call) {
                         " data is not supported by codegen yet");
   }
   switch (op.kind) {
-    case OpKind::Relu: return unary(call, "a > 0.0f ? a : 0.0f");
+    case OpKind::Relu: return unary(call, "a <= 0.0f ? 0.0f : a");  // NaN stays NaN
     case OpKind::Neg: return unary(call, "-a");
     case OpKind::Exp: return unary(call, "std::exp(a)");
     case OpKind::Log: return unary(call, "std::log(a)");
@@ -429,12 +512,28 @@ std::string kernel_code(const KernelCall &call) {
       if (db) body += "y1[i] = p0[i] * std::pow(p1[i], p2[i]) * std::log(p1[i]); ";
       return indexed(call, body);
     }
-    case OpKind::ReluGrad: return binary(call, "b > 0.0f ? a : 0.0f");
+    case OpKind::ReluGrad: return binary(call, "b <= 0.0f ? 0.0f : a");
     case OpKind::SigmoidGrad: return binary(call, "a * b * (1.0f - b)");
     case OpKind::TanhGrad: return binary(call, "a * (1.0f - b * b)");
     case OpKind::SqrtGrad: return binary(call, "a * 0.5f / b");
     case OpKind::ErfGrad:
       return binary(call, "a * 1.12837916709551257f * std::exp(-b * b)");
+    case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::LeakyRelu: case OpKind::Elu:
+    case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
+    case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
+      return unary(call, activation_expr(op));
+    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::LeakyReluGrad:
+    case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad: case OpKind::SoftplusGrad:
+    case OpKind::SoftsignGrad: case OpKind::ThresholdedReluGrad:
+      return binary(call, activation_grad_expr(op));
+    case OpKind::PRelu: return binary(call, "a > 0.0f ? a : b * a");
+    case OpKind::PReluGrad: {
+      // (dY, X, slope) -> (dX?, dslope?), both in X's shape (autodiff sums dslope down to slope's shape).
+      std::string body;
+      if (!outs[0].empty()) body += "y[i] = p1[i] > 0.0f ? p0[i] : p2[i] * p0[i]; ";
+      if (outs.size() > 1 && !outs[1].empty()) body += "y1[i] = p1[i] > 0.0f ? 0.0f : p1[i] * p0[i]; ";
+      return indexed(call, body);
+    }
     case OpKind::Reshape:
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
     case OpKind::Expand: {

@@ -134,5 +134,8 @@ void translate_batchnorm(Importer &, const NodeCtx &);
 void translate_dropout(Importer &, const NodeCtx &);
 void translate_optimizer(Importer &, const NodeCtx &);     // Momentum, Adam, Adagrad
 void translate_gradient(Importer &, const NodeCtx &);
+void translate_activation(Importer &, const NodeCtx &);    // LeakyRelu..Round, PRelu (translate_activations.cpp)
+void translate_clip(Importer &, const NodeCtx &);
+void translate_sum_mean(Importer &, const NodeCtx &);      // Sum, Mean: chains of Add (then Div)
 
 }  // namespace cleave

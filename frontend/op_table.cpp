@@ -16,6 +16,11 @@ Translator find_translator(const std::string &domain, const std::string &op_type
                            "Tanh", "Identity", "Reciprocal", "Where", "Equal", "Less", "Greater", "LessOrEqual",
                            "GreaterOrEqual", "Not", "And", "Or", "Xor", "Max", "Min"})
       t[{"", op}] = translate_elementwise;
+    for (const char *op : {"HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu", "PRelu", "Softplus",
+                           "Softsign", "ThresholdedRelu", "Abs", "Sign", "Floor", "Ceil", "Round"})
+      t[{"", op}] = translate_activation;
+    t[{"", "Clip"}] = translate_clip;
+    t[{"", "Sum"}] = t[{"", "Mean"}] = translate_sum_mean;
     t[{"", "MatMul"}] = t[{"", "Gemm"}] = translate_matmul;
     t[{"", "Softmax"}] = t[{"", "LogSoftmax"}] = translate_softmax;
     t[{"", "SoftmaxCrossEntropyLoss"}] = t[{"", "NegativeLogLikelihoodLoss"}] = translate_loss;

@@ -571,6 +571,54 @@ Types rule_LayerNormalizationGrad(const RuleArgs &r) {
   return {dy, scale, scale};
 }
 
+// ---- activations and rounding ----
+
+/** PRelu's slope must broadcast to X (unidirectionally): the output has X's shape. */
+TensorType prelu_x(const RuleArgs &r, const TensorType &x, const TensorType &slope) {
+  if (x.dtype != slope.dtype)
+    r.fail(detail::concat("X (", dtype_name(x.dtype), ") and slope (", dtype_name(slope.dtype), ") differ in dtype"));
+  if (broadcast_shapes(x.shape, slope.shape, r.label()) != x.shape)
+    r.fail(detail::concat("slope ", shape_str(slope.shape), " does not broadcast to X ", shape_str(x.shape)));
+  return x;
+}
+
+Types rule_Clip(const RuleArgs &r) { return unary(r); }
+Types rule_HardSigmoid(const RuleArgs &r) { return unary(r); }
+Types rule_HardSwish(const RuleArgs &r) { return unary(r); }
+Types rule_LeakyRelu(const RuleArgs &r) { return unary(r); }
+Types rule_Elu(const RuleArgs &r) { return unary(r); }
+Types rule_Selu(const RuleArgs &r) { return unary(r); }
+Types rule_Celu(const RuleArgs &r) { return unary(r); }
+Types rule_PRelu(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  return {prelu_x(r, r.type(0, "X"), r.type(1, "slope"))};
+}
+Types rule_Softplus(const RuleArgs &r) { return unary(r); }
+Types rule_Softsign(const RuleArgs &r) { return unary(r); }
+Types rule_ThresholdedRelu(const RuleArgs &r) { return unary(r); }
+Types rule_Abs(const RuleArgs &r) { return unary(r); }
+Types rule_Sign(const RuleArgs &r) { return unary(r); }
+Types rule_Floor(const RuleArgs &r) { return unary(r); }
+Types rule_Ceil(const RuleArgs &r) { return unary(r); }
+Types rule_Round(const RuleArgs &r) { return unary(r); }
+Types rule_ClipGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_HardSigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_HardSwishGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_LeakyReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_EluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SeluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_CeluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_PReluGrad(const RuleArgs &r) {
+  r.need_inputs(3, 3);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X");
+  r.need_same_shape(dy, "dY", x, "X");
+  TensorType y = prelu_x(r, x, r.type(2, "slope"));
+  return {y, y};
+}
+Types rule_SoftplusGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SoftsignGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_ThresholdedReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
+
 Types rule_ReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_SigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_TanhGrad(const RuleArgs &r) { return elementwise_grad(r); }

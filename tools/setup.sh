@@ -9,7 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libopenmpi-dev openmpi-bin libopenblas-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libjemalloc-dev
-  python3-torch python3-numpy python3-sklearn
+  python3-torch python3-torchvision python3-numpy python3-sklearn
   clang libclang-rt-14-dev
 )
 

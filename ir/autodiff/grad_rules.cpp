@@ -446,6 +446,33 @@ void grad_LayerNormalization(GradContext &c, Dx &dx) {
   for (size_t i = 0; i < dx.size(); ++i) dx[i] = g[i];  // 2 inputs without a bias B, else 3
 }
 
+// ---- activations and rounding ----
+
+/** dX = Kind(dY, X) carrying the forward's attributes (alpha, min/max, ...). */
+template <OpKind kGrad>
+void grad_activation(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(kGrad, {c.dy(0), c.in(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+void grad_PRelu(GradContext &c, Dx &dx) {
+  TensorId x = c.in(0), slope = c.in(1);
+  const Shape xs = c.shape(x);
+  bool whole = c.shape(slope) == xs;
+  std::vector<TensorId> g = c.emit_multi(OpKind::PReluGrad, {c.dy(0), x, slope}, {}, {c.need(0), c.need(1)},
+                                         {c.dtype(x), c.dtype(slope)}, {xs, xs},
+                                         {c.grad_name(0), whole ? c.grad_name(1) : ""});
+  if (c.need(0)) dx[0] = g[0];
+  if (c.need(1)) dx[1] = c.sum_to(g[1], c.shape(slope), c.grad_name(1));
+}
+
+/** Piecewise-constant ops (Sign, Floor, Ceil, Round): torch's gradient is zero, so nothing flows back. */
+void grad_zero(GradContext &, Dx &) {}
+
+// torch.abs: dX = dY * sgn(X) (0 at 0 and at NaN).
+void grad_Abs(GradContext &c, Dx &dx) {
+  dx[0] = c.binary(OpKind::Mul, c.dy(0), c.unary(OpKind::Sign, c.in(0)), c.grad_name(0));
+}
+
 // ---- the table ----
 
 constexpr GradRule rule(GradFn fn) { return {Differentiability::differentiable, fn}; }
@@ -508,6 +535,22 @@ constexpr GradRule kRule_Pad = rule(grad_Pad);
 constexpr GradRule kRule_ReduceMax = rule(grad_reduce_extreme);
 constexpr GradRule kRule_ReduceMin = rule(grad_reduce_extreme);
 constexpr GradRule kRule_LayerNormalization = rule(grad_LayerNormalization);
+constexpr GradRule kRule_Clip = rule(grad_activation<OpKind::ClipGrad>);
+constexpr GradRule kRule_HardSigmoid = rule(grad_activation<OpKind::HardSigmoidGrad>);
+constexpr GradRule kRule_HardSwish = rule(grad_activation<OpKind::HardSwishGrad>);
+constexpr GradRule kRule_LeakyRelu = rule(grad_activation<OpKind::LeakyReluGrad>);
+constexpr GradRule kRule_Elu = rule(grad_activation<OpKind::EluGrad>);
+constexpr GradRule kRule_Selu = rule(grad_activation<OpKind::SeluGrad>);
+constexpr GradRule kRule_Celu = rule(grad_activation<OpKind::CeluGrad>);
+constexpr GradRule kRule_PRelu = rule(grad_PRelu);
+constexpr GradRule kRule_Softplus = rule(grad_activation<OpKind::SoftplusGrad>);
+constexpr GradRule kRule_Softsign = rule(grad_activation<OpKind::SoftsignGrad>);
+constexpr GradRule kRule_ThresholdedRelu = rule(grad_activation<OpKind::ThresholdedReluGrad>);
+constexpr GradRule kRule_Abs = rule(grad_Abs);
+constexpr GradRule kRule_Sign = rule(grad_zero);
+constexpr GradRule kRule_Floor = rule(grad_zero);
+constexpr GradRule kRule_Ceil = rule(grad_zero);
+constexpr GradRule kRule_Round = rule(grad_zero);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -529,6 +572,17 @@ constexpr GradRule kRule_DropoutGrad = kNoRule;
 constexpr GradRule kRule_SliceGrad = kNoRule;
 constexpr GradRule kRule_GatherGrad = kNoRule;
 constexpr GradRule kRule_LayerNormalizationGrad = kNoRule;
+constexpr GradRule kRule_ClipGrad = kNoRule;
+constexpr GradRule kRule_HardSigmoidGrad = kNoRule;
+constexpr GradRule kRule_HardSwishGrad = kNoRule;
+constexpr GradRule kRule_LeakyReluGrad = kNoRule;
+constexpr GradRule kRule_EluGrad = kNoRule;
+constexpr GradRule kRule_SeluGrad = kNoRule;
+constexpr GradRule kRule_CeluGrad = kNoRule;
+constexpr GradRule kRule_PReluGrad = kNoRule;
+constexpr GradRule kRule_SoftplusGrad = kNoRule;
+constexpr GradRule kRule_SoftsignGrad = kNoRule;
+constexpr GradRule kRule_ThresholdedReluGrad = kNoRule;
 // Update kinds: the optimizer step is not differentiated.
 constexpr GradRule kRule_SGDUpdate = kNoRule;
 constexpr GradRule kRule_MomentumUpdate = kNoRule;
@@ -542,7 +596,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 79, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 106, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

@@ -91,6 +91,13 @@ std::string fn_name(Fn f) {
     case Fn::sigmoid: return "sigmoid";
     case Fn::tanh: return "tanh";
     case Fn::step: return "step";
+    case Fn::abs: return "abs";
+    case Fn::floor: return "floor";
+    case Fn::ceil: return "ceil";
+    case Fn::round: return "round";
+    case Fn::sign: return "sign";
+    case Fn::max: return "max";
+    case Fn::min: return "min";
     case Fn::eq: return "eq";
     case Fn::where: return "where";
     case Fn::opaque: return "opaque";

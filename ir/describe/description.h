@@ -59,6 +59,8 @@ inline Affine operator-(Var a, int64_t b) { return Affine(a) - Affine(b); }
 enum class Fn : uint8_t {
   add, sub, mul, div, pow,                                  // binary arithmetic
   neg, exp, log, sqrt, erf, relu, sigmoid, tanh, step,      // unary; step(x) = x > 0 ? 1 : 0
+  abs, floor, ceil, round, sign,                            // unary; round: halves to even; sign(NaN) = 0
+  max, min,                                                 // binary; NaN if either operand is NaN
   eq,                                                       // eq(a, b) = a == b ? 1 : 0
   where,                                                    // where(c, a, b) = c != 0 ? a : b
   opaque,                                                   // named function the evaluator cannot compute
@@ -123,6 +125,13 @@ inline E relu(const E &a) { return call(Fn::relu, {a}); }
 inline E sigmoid(const E &a) { return call(Fn::sigmoid, {a}); }
 inline E tanh(const E &a) { return call(Fn::tanh, {a}); }
 inline E step(const E &a) { return call(Fn::step, {a}); }
+inline E abs(const E &a) { return call(Fn::abs, {a}); }
+inline E floor(const E &a) { return call(Fn::floor, {a}); }
+inline E ceil(const E &a) { return call(Fn::ceil, {a}); }
+inline E round(const E &a) { return call(Fn::round, {a}); }
+inline E sign(const E &a) { return call(Fn::sign, {a}); }
+inline E max(const E &a, const E &b) { return call(Fn::max, {a, b}); }
+inline E min(const E &a, const E &b) { return call(Fn::min, {a, b}); }
 inline E pow(const E &a, const E &b) { return call(Fn::pow, {a, b}); }
 inline E eq(const E &a, const E &b) { return call(Fn::eq, {a, b}); }
 inline E where(const E &c, const E &a, const E &b) { return call(Fn::where, {c, a, b}); }

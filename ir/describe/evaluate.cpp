@@ -2,6 +2,7 @@
 // correct, not fast.
 #include "ir/describe/evaluate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -141,10 +142,17 @@ class Evaluator {
       case Fn::log: return std::log(a);
       case Fn::sqrt: return std::sqrt(a);
       case Fn::erf: return std::erf(a);
-      case Fn::relu: return a > 0 ? a : 0;
+      case Fn::relu: return a <= 0 ? 0 : a;  // NaN stays NaN, as torch.relu
       case Fn::sigmoid: return 1 / (1 + std::exp(-a));
       case Fn::tanh: return std::tanh(a);
       case Fn::step: return a > 0 ? 1 : 0;
+      case Fn::abs: return std::fabs(a);
+      case Fn::floor: return std::floor(a);
+      case Fn::ceil: return std::ceil(a);
+      case Fn::round: return std::nearbyint(a);
+      case Fn::sign: return a > 0 ? 1 : a < 0 ? -1 : 0;
+      case Fn::max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+      case Fn::min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
       case Fn::eq: return a == b ? 1 : 0;
       case Fn::where:
       case Fn::opaque: break;

@@ -79,6 +79,24 @@ Example slice_like(OpKind k) {
   return e;
 }
 
+/** The activation and rounding kinds (X) -> Y and their gradients (dY, X) -> dX, on a [4, 6] X. */
+bool is_activation_grad(OpKind k) {
+  switch (k) {
+    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::LeakyReluGrad:
+    case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad: case OpKind::SoftplusGrad:
+    case OpKind::SoftsignGrad: case OpKind::ThresholdedReluGrad:
+      return true;
+    default:
+      return false;
+  }
+}
+Phase phase_of(OpKind k) { return is_activation_grad(k) ? Phase::backward : Phase::forward; }
+Example activation(OpKind k) {
+  Example e(k);
+  if (is_activation_grad(k)) return std::move(e.in("dY", {4, 6}).in("X", {4, 6}).out("dX"));
+  return std::move(e.in("X", {4, 6}).out("Y"));
+}
+
 }  // namespace
 
 Graph example_op(OpKind kind) {
@@ -155,6 +173,23 @@ Graph example_op(OpKind kind) {
       return Example(kind).in("X", {2, 3, 4}).in("scale", {4}, DType::f32, Role::param)
           .in("B", {4}, DType::f32, Role::param).attr("axis", int64_t{2}).attr("epsilon", 1e-5)
           .out("Y").out("mean").out("invstd").build(fwd);
+    case K::Clip: case K::ClipGrad: return activation(kind).attr("min", -0.5).attr("max", 0.5).build(phase_of(kind));
+    case K::HardSigmoid: case K::HardSigmoidGrad:
+      return activation(kind).attr("alpha", 0.2).attr("beta", 0.5).build(phase_of(kind));
+    case K::LeakyRelu: case K::LeakyReluGrad: return activation(kind).attr("alpha", 0.1).build(phase_of(kind));
+    case K::Elu: case K::EluGrad: return activation(kind).attr("alpha", 1.5).build(phase_of(kind));
+    case K::Selu: case K::SeluGrad:
+      return activation(kind).attr("alpha", 1.67326319217681884765625)
+          .attr("gamma", 1.05070102214813232421875).build(phase_of(kind));
+    case K::Celu: case K::CeluGrad: return activation(kind).attr("alpha", 2.0).build(phase_of(kind));
+    case K::ThresholdedRelu: case K::ThresholdedReluGrad:
+      return activation(kind).attr("alpha", 0.3).build(phase_of(kind));
+    case K::HardSwish: case K::HardSwishGrad: case K::Softplus: case K::SoftplusGrad: case K::Softsign:
+    case K::SoftsignGrad: case K::Abs: case K::Sign: case K::Floor: case K::Ceil: case K::Round:
+      return activation(kind).build(phase_of(kind));
+    case K::PRelu: return Example(kind).in("X", m2).in("slope", {6}).out("Y").build(fwd);
+    case K::PReluGrad:
+      return Example(kind).in("dY", m2).in("X", m2).in("slope", {6}).out("dX").out("dslope").build(bwd);
     case K::LayerNormalizationGrad:
       return Example(kind).in("dY", {2, 3, 4}).in("X", {2, 3, 4}).in("scale", {4}).in("mean", {2, 3, 1})
           .in("invstd", {2, 3, 1}).attr("axis", int64_t{2}).out("dX").out("dscale").out("dB").build(bwd);

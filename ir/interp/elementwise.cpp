@@ -70,13 +70,13 @@ void kernel_Neg(const KernelArgs &k) { unary(k, [](double x) { return -x; }); }
 void kernel_Exp(const KernelArgs &k) { unary(k, [](double x) { return std::exp(x); }); }
 void kernel_Log(const KernelArgs &k) { unary(k, [](double x) { return std::log(x); }); }
 void kernel_Erf(const KernelArgs &k) { unary(k, [](double x) { return std::erf(x); }); }
-void kernel_Relu(const KernelArgs &k) { unary(k, [](double x) { return x > 0 ? x : 0.0; }); }
+void kernel_Relu(const KernelArgs &k) { unary(k, [](double x) { return x <= 0 ? 0.0 : x; }); }  // NaN stays NaN
 void kernel_Sigmoid(const KernelArgs &k) { unary(k, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); }
 void kernel_Tanh(const KernelArgs &k) { unary(k, [](double x) { return std::tanh(x); }); }
 void kernel_Identity(const KernelArgs &k) { unary(k, [](double x) { return x; }); }
 
 void kernel_ReluGrad(const KernelArgs &k) {
-  unary_grad(k, [](double dy, double x) { return x > 0 ? dy : 0.0; });
+  unary_grad(k, [](double dy, double x) { return x <= 0 ? 0.0 : dy; });  // torch: NaN passes dY
 }
 void kernel_SigmoidGrad(const KernelArgs &k) {
   unary_grad(k, [](double dy, double y) { return dy * y * (1.0 - y); });

@@ -1,5 +1,6 @@
 // MaxPool, AveragePool, GlobalAveragePool and their gradients. Output spatial sizes come from the graph (ceil_mode
 // is already reflected there), so a window may run past the padded input: such positions are simply skipped.
+#include <cmath>
 #include <limits>
 
 #include "ir/interp/kernels.h"
@@ -65,11 +66,12 @@ void for_each_window(const PoolGeometry &geo, F f) {
   }
 }
 
-/** Position (spatial flat index) of the first maximum of the window, or -1 if the window has no element. */
+/** Position (spatial flat index) of the first maximum of the window, or -1 if the window has no element. A NaN
+ *  wins (the last one), as in torch's max_pool: `val > maxval || isnan(val)`. */
 int64_t argmax_in(const double *x, const std::vector<Tap> &window) {
   int64_t best = -1;
   for (const Tap &t : window)
-    if (t.inside && (best < 0 || x[t.x] > x[best])) best = t.x;
+    if (t.inside && (best < 0 || x[t.x] > x[best] || std::isnan(x[t.x]))) best = t.x;
   return best;
 }
 

@@ -2,6 +2,7 @@
 // decided there), so a window may run past the padded input: such positions are skipped. The kernels also run on
 // spatial blocks of a larger op (PoolShape's block fields): the same global windows, read from or written to blocks.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -67,12 +68,13 @@ void require_whole_windows(const Windows &w, const char *kernel) {
   if (w.missing) fail(std::string(kernel) + ": the X block lacks part of a window");
 }
 
-/** The first maximum of window yf over plane x, or -1 if the window holds no element. */
+/** The first maximum of window yf over plane x (the last NaN if any, as torch's max_pool), or -1 if the window
+ *  holds no element. */
 int64_t argmax(const Windows &w, int64_t yf, const float *x) {
   int64_t best = -1;
   const int64_t *tap = &w.taps[static_cast<size_t>(yf * w.nk)];
   for (int64_t kf = 0; kf < w.nk; ++kf)
-    if (tap[kf] >= 0 && (best < 0 || x[tap[kf]] > x[best])) best = tap[kf];
+    if (tap[kf] >= 0 && (best < 0 || x[tap[kf]] > x[best] || std::isnan(x[tap[kf]]))) best = tap[kf];
   return best;
 }
 

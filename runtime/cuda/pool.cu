@@ -6,7 +6,7 @@
 //    the floor formula (x + 2 pad - kernel) / stride + 1, so every window lies inside the padded input and holds an
 //    element of X. count_include_pad maps to CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (the divisor is then the
 //    window volume, as on the CPU), else to ..._EXCLUDE_PADDING (the taps inside X). Max forward propagates NaN
-//    (CUDNN_PROPAGATE_NAN); the CPU keeps a NaN only when it is a window's first tap: the one deliberate difference.
+//    (CUDNN_PROPAGATE_NAN), as the CPU and the kernels below do (a window holding a NaN gives NaN, as in torch).
 //  - global_avg_pool_forward/backward with the default divisor (the spatial size): one window over [nc, 1, spatial].
 // Kernels:
 //  - max_pool_backward, always: the CPU sends each dY to its window's first maximum, and cuDNN documents no tie rule
@@ -113,7 +113,7 @@ __device__ int64_t argmax(const PoolGeom &g, int64_t yf, const float *x) {
   bool counts;
   for (int64_t kf = 0; kf < g.nk; ++kf) {
     int64_t t = tap(g, yf, kf, &counts);
-    if (t >= 0 && (best < 0 || x[t] > x[best])) best = t;
+    if (t >= 0 && (best < 0 || x[t] > x[best] || x[t] != x[t])) best = t;  // NaN wins, as on the CPU
   }
   return best;
 }

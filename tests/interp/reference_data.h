@@ -18,7 +18,7 @@ namespace cleave::interp::testing {
 inline const std::map<std::string, Value> &reference() {
   static const std::map<std::string, Value> data = [] {
     std::map<std::string, Value> out;
-    for (const char *file : {"reference.txt", "onnx_cases.txt"}) {
+    for (const char *file : {"reference.txt", "onnx_cases.txt", "activation_reference.txt"}) {
     std::ifstream in(std::string(CLEAVE_SOURCE_DIR) + "/tests/interp/" + file);
     if (!in) throw std::runtime_error(std::string("cannot open tests/interp/") + file);
     std::string line;
