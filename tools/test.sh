@@ -1,7 +1,50 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (unit, conformance, gradient checks, torch comparisons, bad input).
+# Sets up, builds and runs the tests. Every test has a label (tests/CMakeLists.txt): fast, bundle, e2e, cuda, gpu.
+#   tools/test.sh             everything: builds the whole tree, runs every test (what CI runs first)
+#   tools/test.sh --fast      builds only what the fast tests run (target tests_fast) and runs the fast label
+#   tools/test.sh --sanitize  the fast label again, built with ASan+UBSan (CLEAVE_SANITIZE=ON, no CUDA) in its own
+#                             build directory, build-asan or $CLEAVE_SANITIZE_BUILD_DIR (what CI runs second)
+# Further arguments go to ctest (e.g. -R planner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/build.sh
-build=${CLEAVE_BUILD_DIR:-build}
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 900
+mode=all
+case "${1:-}" in
+  --fast) mode=fast; shift ;;
+  --sanitize) mode=sanitize; shift ;;
+  --all) shift ;;
+  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+jobs=$(nproc)
+
+case $mode in
+  all)
+    bash tools/build.sh
+    build=${CLEAVE_BUILD_DIR:-build}
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 "$@"
+    ;;
+  fast)
+    bash tools/setup.sh
+    build=${CLEAVE_BUILD_DIR:-build}
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    ninja -C "$build" -j "$jobs" tests_fast
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900 -L '^fast$' "$@"
+    ;;
+  sanitize)
+    bash tools/setup.sh
+    build=${CLEAVE_SANITIZE_BUILD_DIR:-build-asan}
+    mkdir -p "$build"
+    # OpenMPI keeps its own allocations to exit (the runtime's mpirun tests): those are not ours.
+    printf '%s\n' leak:libmpi.so leak:libopen-pal.so leak:libopen-rte.so leak:libhwloc.so leak:libevent \
+      leak:libpmix.so leak:libucs.so leak:libucp.so >"$build/lsan.supp"
+    # Every finding stops the program with a stack (UBSan is also built with -fno-sanitize-recover). The variables
+    # are set for the build too: gtest_discover_tests runs the test binaries.
+    export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=0"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+    export LSAN_OPTIONS="suppressions=$(realpath "$build/lsan.supp"):print_suppressions=0"
+    # Optimised (the planner tests search), with line tables for the stacks; no CUDA: the fast tests use none.
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLEAVE_SANITIZE=ON \
+      -DCLEAVE_ENABLE_CUDA=OFF >/dev/null
+    ninja -C "$build" -j "$jobs" tests_fast
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 -L '^fast$' "$@"
+    ;;
+esac
