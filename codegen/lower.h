@@ -93,9 +93,6 @@ struct Lowered {
  *  dtype the runtime has no buffers for (`tensor "h" has dtype f16, which code generation does not support ...`). */
 Lowered lower(const Graph &g, const plan::Plan &p);
 
-/** Whether the kind's kernel run on a shard whose reduction var is split yields the partial sum of the whole. */
-bool partial_ok(OpKind kind);
-
 /** C++ literal of a float, exact ("0x1.99999ap-4f"). */
 std::string float_literal(double v);
 /** "{1, 2, 3}". */

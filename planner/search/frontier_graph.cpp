@@ -580,7 +580,7 @@ class FrontierGraphBuilder::Impl {
       const std::optional<Box> &want = need[static_cast<size_t>(r)];
       if (!want) continue;
       const Box &mine = own[static_cast<size_t>(r)];
-      if (!contains(mine, *want))
+      if (!box_contains(mine, *want))
         lacking.push_back(r);
       else if (mine != *want)  // cut out of the device's own block
         copy(r, box_volume(*want));

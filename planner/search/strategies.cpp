@@ -17,26 +17,6 @@ using describe::SplitKind;
 
 
 
-/** The kinds whose kernel, run on a shard with a summed var split, yields the partial sum of the whole result.
- *  Copied from codegen/lower.h partial_ok (planner/ may not include codegen/); plan_compiles tests catch drift. */
-bool partial_ok(OpKind kind) {
-  switch (kind) {
-    case OpKind::Gemm:
-    case OpKind::MatMul:
-    case OpKind::ReduceSum:
-    case OpKind::Conv:
-    case OpKind::ConvGradData:
-    case OpKind::ConvGradFilter:
-    case OpKind::SoftmaxCrossEntropyLoss:
-    case OpKind::NegativeLogLikelihoodLoss:
-    case OpKind::LayerNormalizationGrad:
-    case OpKind::GatherGrad:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_conv_kind(OpKind k) { return k == OpKind::Conv || k == OpKind::ConvGradData || k == OpKind::ConvGradFilter; }
 
 bool splits_var(const ParallelConfig &c, const std::string &name) {
