@@ -71,6 +71,23 @@ class Replay {
     owned_.resize(static_cast<size_t>(g.num_tensors()));
   }
 
+  /** A replay of tensor `t` alone, held as `from`, that records its steps (resplit_steps). */
+  Replay(const Graph &g, TensorId t, const Sharding &from, std::vector<CommStep> *steps) : g_(g), steps_(steps) {
+    sharding_.resize(static_cast<size_t>(t) + 1);  // only t is replayed
+    owned_.resize(static_cast<size_t>(t) + 1);
+    sharding_[t] = &from;
+    for (size_t i = 0; i < from.devices.size(); ++i)
+      owned_[t].push_back({from.devices[i], shard_region(g.tensor(t).shape, from, static_cast<int64_t>(i)), kNone});
+  }
+
+  /** [lower_op] for one input slot read as `wants`, of the tensor replayed alone. */
+  void resplit(TensorId t, const std::map<int, Box> &wants) {
+    if (is_partial(*sharding_[t])) resolve_partial(t, wants);
+    collective_inputs(t, wants);
+    CommEvent sr = event(CommEvent::Kind::send_recv, kNoTensor, {}, 0);
+    for (const auto &[r, want] : wants) fetch(t, 0, r, want, sr);
+  }
+
   Communication run() {
     // [run] sources are owned where their sharding puts them.
     if (pieces_)
@@ -271,7 +288,11 @@ class Replay {
         continue;
       }
       emit(event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(box_volume(owned_by(t, members[0])->box), 1)));
-      if (steps_) step(CommStep::Kind::all_reduce, t).group = members;
+      if (steps_) {
+        CommStep &st = step(CommStep::Kind::all_reduce, t);
+        st.group = members;
+        st.whole = owned_by(t, members[0])->box;
+      }
       for (int r : members) use(owned_by(t, r));
     }
   }
@@ -572,6 +593,12 @@ Communication derive_communication(const Graph &g, const Plan &p, std::vector<Co
   Replay replay(g, p, nullptr);
   replay.record_steps(&steps);
   return replay.run();
+}
+
+std::vector<CommStep> resplit_steps(const Graph &g, TensorId t, const Sharding &from, const std::map<int, Box> &wants) {
+  std::vector<CommStep> steps;
+  Replay(g, t, from, &steps).resplit(t, wants);
+  return steps;
 }
 
 void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tensors,

@@ -17,6 +17,7 @@
 //     overlapping it, from the rank itself if it holds that block, else from the first owner in sharding order;
 //   - at the end of the step each holder of an assign's destination copies its shard of the source.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,7 +49,8 @@ struct CommStep {
   int slot = -1;
   /** Collectives: the members, in communicator order. */
   std::vector<int> group;
-  /** reduce_scatter: the shard reduced; all_gather: the box gathered; fetch: the box read; assign: the box copied. */
+  /** all_reduce, reduce_scatter: the shard reduced (members[0]'s); all_gather: the box gathered; fetch: the box read;
+   *  assign: the box copied. */
   Box whole;
   /** reduce_scatter: each member's block of the sum; all_gather: each member's shard; all_to_all: each member's shard. */
   std::vector<Box> blocks;
@@ -209,5 +211,10 @@ void segment_communication(const Graph &g, int s, const ParallelConfig *config,
  *  (per op: per input slot its reductions and collectives, then the fetches by rank and slot; then the end of the
  *  step's reductions and assigns). */
 Communication derive_communication(const Graph &g, const Plan &p, std::vector<CommStep> &steps);
+
+/** The steps of tensor `t` held as `from` (nothing assembled yet; reduced first if partial) when the ranks of `wants`
+ *  read those boxes at one input slot: the derivation's rules for one tensor and one reader alone, for searches that
+ *  price a re-split by itself (planner/search/frontier_graph.cpp). */
+std::vector<CommStep> resplit_steps(const Graph &g, TensorId t, const Sharding &from, const std::map<int, Box> &wants);
 
 }  // namespace cleave::plan
