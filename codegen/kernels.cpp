@@ -4,32 +4,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "codegen/collectives.h"
 #include "codegen/fuse.h"
 #include "codegen/kernels.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
 
 namespace cleave::codegen {
-
-bool partial_ok(OpKind kind) {
-  switch (kind) {
-    case OpKind::Gemm:
-    case OpKind::MatMul:
-    case OpKind::ReduceSum:
-    case OpKind::Conv:
-    case OpKind::ConvGradData:
-    case OpKind::ConvGradFilter:
-    // A plain-mean or sum loss split on its positions: each rank's share of the global mean or sum.
-    case OpKind::SoftmaxCrossEntropyLoss:
-    case OpKind::NegativeLogLikelihoodLoss:
-    case OpKind::LayerNormalizationGrad:  // dscale/dB are sums over the rows; dX is never partial (rows are outputs)
-    case OpKind::GatherGrad:  // a split over the indices sums each rank's scatter
-      return true;
-    default:
-      return false;
-  }
-}
 
 namespace kernel_util {
 
@@ -64,7 +44,7 @@ void unsupported_split(const KernelCall &call) {
 
 std::vector<int> KernelCall::axis_group(size_t axis) const {
   int me = config->devices[static_cast<size_t>(index)];
-  for (std::vector<int> &members : axis_groups(config->devices, config->mesh, axis))
+  for (std::vector<int> &members : plan::axis_groups(config->devices, config->mesh, axis))
     if (std::find(members.begin(), members.end(), me) != members.end()) return members;
   CLEAVE_CHECK(false, "rank ", me, " is in no group of mesh axis ", axis);
   return {};

@@ -7,11 +7,11 @@
 #include <set>
 #include <tuple>
 
-#include "codegen/collectives.h"
 #include "codegen/kernels.h"
 #include "codegen/overlap.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
+#include "planner/cost/communication.h"
 #include "planner/cost/profile.h"
 #include "planner/plan/validate.h"
 
@@ -34,6 +34,9 @@ std::string dims_literal(const std::vector<int64_t> &d) {
 namespace {
 
 using plan::Box;
+using plan::box_contains;
+using plan::box_intersect;
+using plan::box_volume;
 
 Shape box_shape(const Box &b) {
   Shape s;
@@ -81,7 +84,8 @@ std::string copy_code(int src, const Box &src_box, int dst, const Box &dst_box, 
 
 class Lowerer {
  public:
-  Lowerer(const Graph &g, const plan::Plan &p, bool need_values) : g_(g), p_(p), need_values_(need_values) {
+  Lowerer(const Graph &g, const plan::Plan &p, std::vector<plan::CommStep> steps, bool need_values)
+      : g_(g), p_(p), need_values_(need_values), steps_(std::move(steps)) {
     out_.devices = p.devices;
     out_.ranks.resize(static_cast<size_t>(p.devices));
     for (int r = 0; r < p.devices; ++r) out_.ranks[r].rank = r;
@@ -149,7 +153,6 @@ class Lowerer {
           if (assigned_dst_[t] && tensor.role != Role::optimizer_state)
             prog.saved.push_back(static_cast<int>(prog.persistent.size()) - 1);
         }
-        owned_[t].push_back({r, box});
       }
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) lower_op(o);
@@ -161,11 +164,6 @@ class Lowerer {
   }
 
  private:
-  struct Owned {
-    int rank;
-    Box box;
-  };
-
   const plan::Sharding &sharding(TensorId t) const {
     auto it = sharding_.find(t);
     CLEAVE_CHECK(it != sharding_.end(), "tensor ", g_.tensor(t).name, " has no sharding");
@@ -189,8 +187,9 @@ class Lowerer {
 
   /** A region copy of `bytes`, timed as a copy before the op whose communication is being emitted. */
   void emit_copy(int r, std::string code, std::vector<int> buffers, int64_t bytes) {
-    out_.ranks[r].step.push_back({std::move(code), std::move(buffers), {Timing::Kind::copy, timing_.ops, "", bytes}});
+    out_.ranks[r].step.push_back({std::move(code), std::move(buffers), copy_timing(bytes)});
   }
+  Timing copy_timing(int64_t bytes) const { return {Timing::Kind::copy, timing_.ops, "", bytes}; }
 
   int group_id(const std::vector<int> &ranks) {
     for (size_t i = 0; i < out_.groups.size(); ++i)
@@ -201,61 +200,104 @@ class Lowerer {
     return id;
   }
 
-  const Owned *owned_by(TensorId t, int r) const {
-    auto it = owned_.find(t);
-    if (it == owned_.end()) return nullptr;
-    for (const auto &ow : it->second)
-      if (ow.rank == r) return &ow;
-    return nullptr;
+  /** One rank's part of the op being lowered: the boxes it reads and writes (in the op's group), the buffer of each
+   *  input slot once assembled, and its share of the op's grouped send/recv: the copies packing what it sends, its
+   *  transfers, and the copies unpacking what it receives, emitted in that order once every fetch is lowered. */
+  struct RankWork {
+    int64_t index = -1;  // in the op's group; -1: not in it (it may still send)
+    std::vector<std::optional<Box>> in;
+    std::vector<Box> out;
+    std::vector<int> in_bufs;  // per input slot; -1 absent
+    std::vector<Instr> packs, unpacks;
+    std::vector<std::string> transfers;
+    std::vector<int> transfer_bufs;
+  };
+
+  void lower_op(OpId o) {
+    const Op &op = g_.op(o);
+    auto cit = config_.find(o);
+    CLEAVE_CHECK(cit != config_.end(), "op ", op.name, " has no config");
+    const plan::ParallelConfig &config = cit->second;
+    timing_ = {Timing::Kind::comm, {o}, ""};
+    std::vector<RankWork> work = rank_work(op, config);
+    check_unread_slots(op, config, work);
+    while (next_step_ < steps_.size() && steps_[next_step_].op == o) lower_step(steps_[next_step_++], work);
+    emit_send_recv(work);
+    lower_kernels(o, config, work);
+    timing_ = {};
   }
 
-  /** Reduces a partial tensor before its first read, by one collective per group of ranks that differ only along
-   *  its partial axes (the product of those axes' groups: on a [2, 2] mesh partial on both, one all-reduce over 4
-   *  ranks moves 3/2 of the shard per rank where one per axis would move 2). `wants` are the boxes the next reader's
-   *  ranks need: when a group's members need disjoint equal blocks that tile their shard, the sum is reduce-scattered
-   *  into those blocks (each rank then owns only its block); otherwise it is all-reduced (replicated). Deferring the
-   *  reduction to the first read is what lets a partial result that is only read in blocks never travel whole. */
-  void resolve_partial(TensorId t, const std::map<int, Box> &wants) {
-    pending_partial_.erase(t);
-    const plan::Sharding &s = sharding(t);
-    const Tensor &tensor = g_.tensor(t);
-    std::vector<size_t> axes;
-    for (size_t a = 0; a < s.axes.size(); ++a)
-      if (s.axes[a].kind == plan::AxisSharding::Kind::partial) axes.push_back(a);
-    for (const auto &members : axes_groups(s.devices, s.mesh, axes)) {
-      if (members.size() < 2) continue;
-      int gid = group_id(members);
-      const Box whole = owned_by(t, members[0])->box;
-      std::vector<Box> blocks;
-      for (int r : members)
-        if (auto w = wants.find(r); w != wants.end()) blocks.push_back(w->second);
-      if (tensor.dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
-        reduce_scatter(t, gid, members, blocks, whole);
-        continue;
+  /** Per rank, what it reads and writes of the op's tensors (the group's ranks only). */
+  std::vector<RankWork> rank_work(const Op &op, const plan::ParallelConfig &config) const {
+    std::vector<RankWork> work(out_.ranks.size());
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      RankWork &w = work[static_cast<size_t>(config.devices[i])];
+      w.index = static_cast<int64_t>(i);
+      w.in = plan::op_input_regions(g_, op, config, w.index);
+      w.in_bufs.assign(op.inputs.size(), -1);
+      for (size_t s = 0; s < op.outputs.size(); ++s) {
+        TensorId t = op.outputs[s];
+        if (t == kNoTensor) {
+          w.out.push_back({});
+          continue;
+        }
+        const plan::Sharding &sh = sharding(t);
+        CLEAVE_CHECK(sh.devices == config.devices, "op ", op.name, ": output group differs from the op's");
+        w.out.push_back(plan::shard_region(g_.tensor(t).shape, sh, w.index));
       }
-      for (int r : members) {
-        int b = tensor_buf_[r][t];
-        emit(r,
-             "rt::all_reduce_sum(G" + std::to_string(gid) + ", " + ref(b) + ", " + ref(b) + ", " +
-                 std::to_string(out_.ranks[r].buffers[b].elems) + ");",
-             {b});
-      }
+    }
+    return work;
+  }
+
+  /** An operand the op never reads (NegativeLogLikelihoodLossGrad's input: only its shape matters) stays absent; one
+   *  that only some shard does not read cannot be handed to the kernel. */
+  void check_unread_slots(const Op &op, const plan::ParallelConfig &config, const std::vector<RankWork> &work) const {
+    for (const RankWork &w : work) {
+      if (w.index < 0) continue;
+      for (size_t s = 0; s < op.inputs.size(); ++s)
+        if (op.inputs[s] != kNoTensor && !w.in[s] && reads_slot_unsplit(op, s)) unsupported_split(op, config);
     }
   }
 
-  void reduce_scatter(TensorId t, int gid, const std::vector<int> &members, const std::vector<Box> &blocks,
-                      const Box &whole) {
-    const Tensor &tensor = g_.tensor(t);
-    int64_t count = box_volume(blocks[0]);
-    bool in_order = concatenates(blocks, whole);
-    for (size_t m = 0; m < members.size(); ++m) {
-      int r = members[m];
-      int full = tensor_buf_[r][t];
+  /** Lowers one derived step (planner/cost/communication.h) of the op being lowered. */
+  void lower_step(const plan::CommStep &st, std::vector<RankWork> &work) {
+    using K = plan::CommStep::Kind;
+    switch (st.kind) {
+      case K::all_reduce: return all_reduce(st);
+      case K::reduce_scatter: return reduce_scatter(st);
+      case K::all_gather: return all_gather(st);
+      case K::all_to_all: return all_to_all(st);
+      case K::fetch: return fetch(st, work);
+      case K::assign: break;
+    }
+    CLEAVE_CHECK(false, "an assign step before the end of the step");
+  }
+
+  void all_reduce(const plan::CommStep &st) {
+    int gid = group_id(st.group);
+    for (int r : st.group) {
+      int b = tensor_buf_[r][st.tensor];
+      emit(r,
+           "rt::all_reduce_sum(G" + std::to_string(gid) + ", " + ref(b) + ", " + ref(b) + ", " +
+               std::to_string(out_.ranks[r].buffers[b].elems) + ");",
+           {b});
+    }
+  }
+
+  /** Each member keeps its block of the sum; blocks not laid out in member order are copied into a send buffer. */
+  void reduce_scatter(const plan::CommStep &st) {
+    int gid = group_id(st.group);
+    const Tensor &tensor = g_.tensor(st.tensor);
+    int64_t count = box_volume(st.blocks[0]);
+    for (int r : st.group) {
+      int full = tensor_buf_[r][st.tensor];
       int send = full;
-      if (!in_order) {
-        send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_volume(whole), false);
-        for (size_t k = 0; k < members.size(); ++k)
-          emit_copy(r, copy_code_at(ref(full), whole, at(send, static_cast<int64_t>(k) * count), blocks[k], blocks[k], 4),
+      if (!st.in_order) {
+        send = new_buffer(r, tensor.name + " (reduce-scatter send)", tensor.dtype, box_volume(st.whole), false);
+        for (size_t k = 0; k < st.group.size(); ++k)
+          emit_copy(r,
+                    copy_code_at(ref(full), st.whole, at(send, static_cast<int64_t>(k) * count), st.blocks[k],
+                                 st.blocks[k], 4),
                     {full, send}, 4 * count);
       }
       int mine = new_buffer(r, tensor.name, tensor.dtype, count, false);
@@ -263,78 +305,49 @@ class Lowerer {
            "rt::reduce_scatter_sum(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(mine) + ", " +
                std::to_string(count) + ");",
            {send, mine});
-      tensor_buf_[r][t] = mine;
-      for (auto &ow : owned_[t])
-        if (ow.rank == r) ow.box = blocks[m];
+      tensor_buf_[r][st.tensor] = mine;
     }
   }
 
-  /** Collectives for input slot `s` of `op`: the ranks that must assemble the same box from shards that tile it
-   *  all-gather it; ranks that exchange equal blocks pairwise all-to-all. Fills `in_bufs` for the ranks served. */
-  void collective_inputs(const Op &op, size_t s, const std::map<int, Box> &wants,
-                         std::map<int, std::vector<int>> &in_bufs) {
-    TensorId t = op.inputs[s];
-    const Tensor &tensor = g_.tensor(t);
-    if (tensor.dtype != DType::f32) return;
-    // Ranks that need communication: not served by their own shard, not already assembled this step.
-    std::vector<int> ranks;
-    for (const auto &[r, want] : wants) {
-      const Owned *mine = owned_by(t, r);
-      if (mine && box_contains(mine->box, want)) continue;
-      if (assembled_.count(std::make_tuple(r, t, plan::box_str(want)))) continue;
-      if (std::count_if(owned_[t].begin(), owned_[t].end(), [&](const Owned &ow) { return ow.rank == r; }) != 1)
-        continue;
-      ranks.push_back(r);
+  /** The members assemble the box; blocks not laid out in member order are received into a separate buffer and
+   *  copied into place. */
+  void all_gather(const plan::CommStep &st) {
+    int gid = group_id(st.group);
+    const Tensor &tensor = g_.tensor(st.tensor);
+    const Box &want = st.whole;
+    int64_t count = box_volume(st.blocks[0]);
+    for (int r : st.group) {
+      int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(want), false);
+      int recv = st.in_order ? dst : new_buffer(r, tensor.name + " (all-gather)", tensor.dtype, box_volume(want), false);
+      int src = tensor_buf_[r][st.tensor];
+      emit(r,
+           "rt::all_gather(G" + std::to_string(gid) + ", " + ref(src) + ", " + ref(recv) + ", " +
+               std::to_string(count) + ");",
+           {src, recv});
+      if (!st.in_order)
+        for (size_t k = 0; k < st.group.size(); ++k)
+          emit_copy(r,
+                    copy_code_at(at(recv, static_cast<int64_t>(k) * count), st.blocks[k], ref(dst), want, st.blocks[k],
+                                 4),
+                    {recv, dst}, 4 * count);
+      assembled_[std::make_tuple(r, st.tensor, plan::box_str(want))] = dst;
     }
-    // All-gather: per distinct wanted box, its ranks' shards tile it.
-    std::map<std::string, std::vector<int>> by_box;
-    for (int r : ranks) by_box[plan::box_str(wants.at(r))].push_back(r);
-    std::set<int> served;
-    for (const auto &[key, members] : by_box) {
-      const Box &want = wants.at(members[0]);
-      std::vector<Box> blocks;
-      for (int r : members) blocks.push_back(owned_by(t, r)->box);
-      if (!tiles(blocks, want)) continue;
-      int gid = group_id(members);
-      int64_t count = box_volume(blocks[0]);
-      bool in_order = concatenates(blocks, want);
-      for (int r : members) {
-        int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(want), false);
-        int recv = in_order ? dst : new_buffer(r, tensor.name + " (all-gather)", tensor.dtype, box_volume(want), false);
-        int src = tensor_buf_[r][t];
-        emit(r,
-             "rt::all_gather(G" + std::to_string(gid) + ", " + ref(src) + ", " + ref(recv) + ", " +
-                 std::to_string(count) + ");",
-             {src, recv});
-        if (!in_order)
-          for (size_t k = 0; k < members.size(); ++k)
-            emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(k) * count), blocks[k], ref(dst), want, blocks[k], 4),
-                      {recv, dst}, 4 * count);
-        assembled_[std::make_tuple(r, t, plan::box_str(want))] = dst;
-        in_bufs[r][s] = dst;
-        served.insert(r);
-      }
-    }
-    // All-to-all among the rest.
-    std::vector<int> rest;
-    for (int r : ranks)
-      if (!served.count(r)) rest.push_back(r);
-    std::vector<Box> owned, wanted;
-    for (int r : rest) {
-      owned.push_back(owned_by(t, r)->box);
-      wanted.push_back(wants.at(r));
-    }
-    if (!all_to_all_pattern(owned, wanted)) return;
-    int gid = group_id(rest);
+  }
+
+  /** Each member packs its part for every peer, exchanges, and unpacks every peer's part into its box. */
+  void all_to_all(const plan::CommStep &st) {
+    int gid = group_id(st.group);
+    const Tensor &tensor = g_.tensor(st.tensor);
+    const std::vector<Box> &owned = st.blocks, &wanted = st.wanted;
     int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
-    int64_t n = static_cast<int64_t>(rest.size());
-    for (size_t i = 0; i < rest.size(); ++i) {
-      int r = rest[i];
-      int src = tensor_buf_[r][t];
+    int64_t n = static_cast<int64_t>(st.group.size());
+    for (size_t i = 0; i < st.group.size(); ++i) {
+      int r = st.group[i];
+      int src = tensor_buf_[r][st.tensor];
       int send = new_buffer(r, tensor.name + " (all-to-all send)", tensor.dtype, n * count, false);
       int recv = new_buffer(r, tensor.name + " (all-to-all recv)", tensor.dtype, n * count, false);
       int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(wanted[i]), false);
-      for (size_t j = 0; j < rest.size(); ++j) {
+      for (size_t j = 0; j < st.group.size(); ++j) {
         Box part = box_intersect(owned[i], wanted[j]);
         emit_copy(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),
                   {src, send}, 4 * count);
@@ -343,165 +356,88 @@ class Lowerer {
            "rt::all_to_all(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(recv) + ", " +
                std::to_string(count) + ");",
            {send, recv});
-      for (size_t j = 0; j < rest.size(); ++j) {
+      for (size_t j = 0; j < st.group.size(); ++j) {
         Box part = box_intersect(owned[j], wanted[i]);
         emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, 4),
                   {recv, dst}, 4 * count);
       }
-      assembled_[std::make_tuple(r, t, plan::box_str(wanted[i]))] = dst;
-      in_bufs[r][s] = dst;
+      assembled_[std::make_tuple(r, st.tensor, plan::box_str(wanted[i]))] = dst;
     }
   }
 
-  void lower_op(OpId o) {
-    const Op &op = g_.op(o);
-    auto cit = config_.find(o);
-    CLEAVE_CHECK(cit != config_.end(), "op ", op.name, " has no config");
-    const plan::ParallelConfig &config = cit->second;
-    bool split = std::any_of(config.vars.begin(), config.vars.end(), [](const auto &v) { return !v.empty(); });
-    timing_ = {Timing::Kind::comm, {o}, ""};
-
-    struct Need {
-      std::vector<std::optional<Box>> in;
-      std::vector<Box> out;
-    };
-    std::map<int, Need> needs;  // per rank of the op's group
-    for (size_t i = 0; i < config.devices.size(); ++i) {
-      int r = config.devices[i];
-      Need n;
-      n.in = plan::op_input_regions(g_, op, config, static_cast<int64_t>(i));
-      for (size_t s = 0; s < op.outputs.size(); ++s) {
-        TensorId t = op.outputs[s];
-        if (t == kNoTensor) {
-          n.out.push_back({});
-          continue;
-        }
-        const plan::Sharding &sh = sharding(t);
-        CLEAVE_CHECK(sh.devices == config.devices, "op ", op.name, ": output group differs from the op's");
-        n.out.push_back(plan::shard_region(g_.tensor(t).shape, sh, static_cast<int64_t>(i)));
+  /** The buffer rank st.rank reads input st.slot from: its shard, a box assembled earlier, or a new box assembled by
+   *  local copies and the op's grouped send/recv (a whole shard is sent from where it lies, a part of one is packed
+   *  first; a part that is the whole box is received in place). */
+  void fetch(const plan::CommStep &st, std::vector<RankWork> &work) {
+    int r = st.rank;
+    TensorId t = st.tensor;
+    int &buf = work[static_cast<size_t>(r)].in_bufs[static_cast<size_t>(st.slot)];
+    const Box &want = st.whole;
+    auto key = std::make_tuple(r, t, plan::box_str(want));
+    if (st.source == plan::CommStep::Source::shard) {
+      buf = tensor_buf_[r][t];
+      return;
+    }
+    if (st.source == plan::CommStep::Source::assembled) {  // tensors are written once per step
+      buf = assembled_.at(key);
+      return;
+    }
+    const Tensor &tensor = g_.tensor(t);
+    int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, num_elements(box_shape(want)), false);
+    buf = dst;
+    assembled_[key] = dst;
+    int es = dtype_size(tensor.dtype);
+    RankWork &me = work[static_cast<size_t>(r)];
+    for (const plan::CommStep::Part &p : st.parts) {
+      int64_t elems = num_elements(box_shape(p.part));
+      if (p.src == r) {
+        int own = tensor_buf_[r][t];
+        me.unpacks.push_back({copy_code(own, p.owned, dst, want, p.part, es), {own, dst}, copy_timing(elems * es)});
+        continue;
       }
-      needs[r] = std::move(n);
-    }
-
-    // Assemble every input's needed box on every rank of the group: one grouped send/recv for the whole op.
-    std::vector<std::vector<std::string>> packs(out_.ranks.size()), unpacks(out_.ranks.size()),
-        transfers(out_.ranks.size());
-    std::vector<std::vector<int>> pack_bufs(out_.ranks.size()), unpack_bufs(out_.ranks.size()),
-        transfer_bufs(out_.ranks.size());
-    std::vector<std::vector<int64_t>> pack_bytes(out_.ranks.size()), unpack_bytes(out_.ranks.size());
-    std::map<int, std::vector<int>> in_bufs;  // rank -> buffer per input slot (-1 absent)
-    for (const auto &[r, need] : needs) in_bufs[r].assign(op.inputs.size(), -1);
-    for (size_t s = 0; s < op.inputs.size(); ++s) {
-      TensorId t = op.inputs[s];
-      if (t == kNoTensor) continue;
-      std::map<int, Box> wants;
-      for (const auto &[r, need] : needs)
-        if (need.in[s]) wants[r] = *need.in[s];
-      if (pending_partial_.count(t)) resolve_partial(t, wants);
-      collective_inputs(op, s, wants, in_bufs);
-    }
-    for (const auto &[r, need] : needs) {
-      std::vector<int> &bufs = in_bufs[r];
-      for (size_t s = 0; s < op.inputs.size(); ++s) {
-        TensorId t = op.inputs[s];
-        if (t == kNoTensor || bufs[s] >= 0) continue;
-        const Tensor &tensor = g_.tensor(t);
-        if (!need.in[s]) {
-          // An operand the op never reads (NegativeLogLikelihoodLossGrad's input: only its shape matters) stays
-          // absent; one that only this shard does not read cannot be handed to the kernel.
-          if (!reads_slot_unsplit(op, s)) continue;
-          unsupported_split(op, config);
-        }
-        const Box &want = *need.in[s];
-        const std::vector<Owned> &owners = owned_[t];
-        // The local shard covers it?
-        const Owned *mine = nullptr;
-        for (const auto &ow : owners)
-          if (ow.rank == r) mine = &ow;
-        if (mine && mine->box == want) {
-          bufs[s] = tensor_buf_[r][t];
-          continue;
-        }
-        // Tensors are written once per step, so a box assembled for an earlier op is still valid.
-        auto key = std::make_tuple(r, t, plan::box_str(want));
-        if (auto hit = assembled_.find(key); hit != assembled_.end()) {
-          bufs[s] = hit->second;
-          continue;
-        }
-        int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, num_elements(box_shape(want)), false);
-        bufs[s] = dst;
-        assembled_[key] = dst;
-        int es = dtype_size(tensor.dtype);
-        if (mine && box_contains(mine->box, want)) {
-          unpacks[r].push_back(copy_code(tensor_buf_[r][t], mine->box, dst, want, want, es));
-          unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
-          unpack_bytes[r].push_back(num_elements(box_shape(want)) * es);
-          continue;
-        }
-        // One holder per distinct owned block: ourselves if we hold it, else the first in group order.
-        std::vector<const Owned *> chosen;
-        for (const auto &ow : owners) {
-          if (box_empty(box_intersect(ow.box, want)) && !want.empty()) continue;
-          auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
-          if (same == chosen.end())
-            chosen.push_back(&ow);
-          else if (ow.rank == r)
-            *same = &ow;
-        }
-        for (const Owned *ow : chosen) {
-          Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
-          if (ow->rank == r) {
-            unpacks[r].push_back(copy_code(tensor_buf_[r][t], ow->box, dst, want, part, es));
-            unpack_bufs[r].insert(unpack_bufs[r].end(), {tensor_buf_[r][t], dst});
-            unpack_bytes[r].push_back(num_elements(box_shape(part)) * es);
-            continue;
-          }
-          int src_rank = ow->rank;
-          int64_t elems = num_elements(box_shape(part));
-          // A whole shard is sent from where it lies; a part of one is packed first.
-          int sbuf = tensor_buf_[src_rank][t];
-          if (part != ow->box) {
-            sbuf = new_buffer(src_rank, tensor.name + " (to rank " + std::to_string(r) + ")", tensor.dtype, elems,
-                              false);
-            packs[src_rank].push_back(copy_code(tensor_buf_[src_rank][t], ow->box, sbuf, part, part, es));
-            pack_bufs[src_rank].insert(pack_bufs[src_rank].end(), {tensor_buf_[src_rank][t], sbuf});
-            pack_bytes[src_rank].push_back(elems * es);
-          }
-          transfers[src_rank].push_back("{rt::Transfer::send, " + std::to_string(r) + ", " + ref(sbuf) + ", " +
-                                        std::to_string(elems * es) + "}");
-          transfer_bufs[src_rank].push_back(sbuf);
-          // A part that is the whole needed box is received in place.
-          bool direct = part == want;
-          int rbuf = direct ? dst
-                            : new_buffer(r, tensor.name + " (from rank " + std::to_string(src_rank) + ")",
-                                         tensor.dtype, elems, false);
-          transfers[r].push_back("{rt::Transfer::recv, " + std::to_string(src_rank) + ", " + ref(rbuf) + ", " +
+      RankWork &sender = work[static_cast<size_t>(p.src)];
+      int sbuf = tensor_buf_[p.src][t];
+      if (p.part != p.owned) {
+        int whole = sbuf;
+        sbuf = new_buffer(p.src, tensor.name + " (to rank " + std::to_string(r) + ")", tensor.dtype, elems, false);
+        sender.packs.push_back({copy_code(whole, p.owned, sbuf, p.part, p.part, es), {whole, sbuf}, copy_timing(elems * es)});
+      }
+      sender.transfers.push_back("{rt::Transfer::send, " + std::to_string(r) + ", " + ref(sbuf) + ", " +
                                  std::to_string(elems * es) + "}");
-          transfer_bufs[r].push_back(rbuf);
-          if (direct) continue;
-          unpacks[r].push_back(copy_code(rbuf, part, dst, want, part, es));
-          unpack_bufs[r].insert(unpack_bufs[r].end(), {rbuf, dst});
-          unpack_bytes[r].push_back(elems * es);
-        }
-      }
+      sender.transfer_bufs.push_back(sbuf);
+      bool direct = p.part == want;
+      int rbuf = direct ? dst
+                        : new_buffer(r, tensor.name + " (from rank " + std::to_string(p.src) + ")", tensor.dtype,
+                                     elems, false);
+      me.transfers.push_back("{rt::Transfer::recv, " + std::to_string(p.src) + ", " + ref(rbuf) + ", " +
+                             std::to_string(elems * es) + "}");
+      me.transfer_bufs.push_back(rbuf);
+      if (!direct) me.unpacks.push_back({copy_code(rbuf, p.part, dst, want, p.part, es), {rbuf, dst}, copy_timing(elems * es)});
     }
-    for (size_t r = 0; r < out_.ranks.size(); ++r) {
-      int rr = static_cast<int>(r);
-      for (size_t i = 0; i < packs[r].size(); ++i)
-        emit_copy(rr, packs[r][i], {pack_bufs[r][2 * i], pack_bufs[r][2 * i + 1]}, pack_bytes[r][i]);
-      if (!transfers[r].empty()) {
-        std::string code = "rt::send_recv({";
-        for (size_t i = 0; i < transfers[r].size(); ++i) code += (i ? ", " : "") + transfers[r][i];
-        emit(rr, code + "});", transfer_bufs[r]);
-      }
-      for (size_t i = 0; i < unpacks[r].size(); ++i)
-        emit_copy(rr, unpacks[r][i], {unpack_bufs[r][2 * i], unpack_bufs[r][2 * i + 1]}, unpack_bytes[r][i]);
-    }
+  }
 
-    // The kernel on each rank of the group, on its shard shapes.
+  /** Per rank: its packing copies, its one send/recv statement, its unpacking copies. */
+  void emit_send_recv(std::vector<RankWork> &work) {
+    for (size_t r = 0; r < work.size(); ++r) {
+      RankWork &w = work[r];
+      std::vector<Instr> &step = out_.ranks[r].step;
+      for (Instr &copy : w.packs) step.push_back(std::move(copy));
+      if (!w.transfers.empty()) {
+        std::string code = "rt::send_recv({";
+        for (size_t i = 0; i < w.transfers.size(); ++i) code += (i ? ", " : "") + w.transfers[i];
+        emit(static_cast<int>(r), code + "});", w.transfer_bufs);
+      }
+      for (Instr &copy : w.unpacks) step.push_back(std::move(copy));
+    }
+  }
+
+  /** The kernel on each rank of the group, on its shard shapes. */
+  void lower_kernels(OpId o, const plan::ParallelConfig &config, std::vector<RankWork> &work) {
+    const Op &op = g_.op(o);
+    bool split = std::any_of(config.vars.begin(), config.vars.end(), [](const auto &v) { return !v.empty(); });
     for (size_t i = 0; i < config.devices.size(); ++i) {
       int r = config.devices[i];
-      const Need &need = needs[r];
+      const RankWork &w = work[static_cast<size_t>(r)];
       KernelCall call;
       call.g = &g_;
       call.op = &op;
@@ -510,10 +446,10 @@ class Lowerer {
       call.comm = [this](const std::vector<int> &ranks) { return "G" + std::to_string(group_id(ranks)); };
       std::vector<int> used;
       for (size_t s = 0; s < op.inputs.size(); ++s) {
-        int b = in_bufs[r][s];
+        int b = w.in_bufs[s];
         call.ins.push_back(b < 0 ? "" : ref(b));
-        call.in_shapes.push_back(b < 0 ? Shape{} : box_shape(*need.in[s]));
-        call.in_boxes.push_back(b < 0 ? Box{} : *need.in[s]);
+        call.in_shapes.push_back(b < 0 ? Shape{} : box_shape(*w.in[s]));
+        call.in_boxes.push_back(b < 0 ? Box{} : *w.in[s]);
         if (b >= 0) used.push_back(b);
       }
       for (size_t s = 0; s < op.outputs.size(); ++s) {
@@ -524,19 +460,18 @@ class Lowerer {
           call.out_boxes.emplace_back();
           continue;
         }
-        int b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(need.out[s])), false);
+        int b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(w.out[s])), false);
         tensor_buf_[r][t] = b;
-        owned_[t].push_back({r, need.out[s]});
         call.outs.push_back(ref(b));
-        call.out_shapes.push_back(box_shape(need.out[s]));
-        call.out_boxes.push_back(need.out[s]);
+        call.out_shapes.push_back(box_shape(w.out[s]));
+        call.out_boxes.push_back(w.out[s]);
         used.push_back(b);
       }
       if (split) {
         for (TensorId t : op.outputs)
           if (t != kNoTensor)
             for (const auto &a : sharding(t).axes)
-              if (a.kind == plan::AxisSharding::Kind::partial && !partial_ok(op.kind)) unsupported_split(op, config);
+              if (a.kind == plan::AxisSharding::Kind::partial && !plan::partial_ok(op.kind)) unsupported_split(op, config);
         check_kernel_split(call);
       }
       call.scratch = [this, r, &used, &op](int64_t elems) {
@@ -556,9 +491,6 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
-    timing_ = {};
-    for (TensorId t : op.outputs)
-      if (t != kNoTensor && is_partial(sharding(t))) pending_partial_.insert(t);
   }
 
   /** Fuses op `o`'s map into the map just emitted on rank r when it reads that map's result and nothing else reads
@@ -608,7 +540,9 @@ class Lowerer {
   void finish_step() {
     // Partial tensors nobody read (the loss, assigned results) are all-reduced, in tensor order.
     timing_ = {Timing::Kind::comm, {}, ""};
-    for (TensorId t : std::vector<TensorId>(pending_partial_.begin(), pending_partial_.end())) resolve_partial(t, {});
+    std::vector<RankWork> none;
+    while (next_step_ < steps_.size() && steps_[next_step_].kind != plan::CommStep::Kind::assign)
+      lower_step(steps_[next_step_++], none);
     timing_ = {};
     // The loss, logged by rank 0.
     if (g_.loss != kNoTensor) {
@@ -616,23 +550,20 @@ class Lowerer {
       if (b < 0) CLEAVE_USER_ERROR("codegen: rank 0 does not hold the loss \"", g_.tensor(g_.loss).name, "\"");
       emit(0, "rt::log_loss(step, " + ref(b) + ");", {b});
     }
-    // Assigns: each holder of dst copies its shard of src (which must be the same box).
-    for (const Assign &a : g_.assigns) {
-      const plan::Sharding &ds = sharding(a.dst);
-      for (size_t i = 0; i < ds.devices.size(); ++i) {
-        int r = ds.devices[i];
-        Box box = plan::shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i));
-        int src = tensor_buf_[r][a.src];
-        const Owned *have = nullptr;
-        for (const auto &ow : owned_[a.src])
-          if (ow.rank == r) have = &ow;
-        if (src < 0 || !have || !box_contains(have->box, box))
-          CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
-                            "\" is not held where the tensor lives (assign across shardings is not supported yet)");
-        int dst = tensor_buf_[r][a.dst];
-        int es = dtype_size(g_.tensor(a.dst).dtype);
-        emit_copy(r, copy_code(src, have->box, dst, box, box, es), {src, dst}, std::max<int64_t>(box_volume(box), 1) * es);
-      }
+    // Assigns: each holder of dst copies its shard of src (which must hold the same box).
+    for (; next_step_ < steps_.size(); ++next_step_) {
+      const plan::CommStep &st = steps_[next_step_];
+      CLEAVE_CHECK(st.kind == plan::CommStep::Kind::assign, "a communication step after the assigns");
+      const Assign &a = g_.assigns[static_cast<size_t>(st.slot)];
+      int r = st.rank;
+      int src = tensor_buf_[r][a.src];
+      if (src < 0 || st.parts.empty() || !box_contains(st.parts[0].owned, st.whole))
+        CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
+                          "\" is not held where the tensor lives (assign across shardings is not supported yet)");
+      int dst = tensor_buf_[r][a.dst];
+      int es = dtype_size(g_.tensor(a.dst).dtype);
+      emit_copy(r, copy_code(src, st.parts[0].owned, dst, st.whole, st.whole, es), {src, dst},
+                std::max<int64_t>(box_volume(st.whole), 1) * es);
     }
   }
 
@@ -683,7 +614,6 @@ class Lowerer {
   std::map<TensorId, plan::Sharding> sharding_;
   std::map<OpId, plan::ParallelConfig> config_;
   std::vector<std::vector<int>> tensor_buf_;  // [rank][tensor] -> buffer
-  std::map<TensorId, std::vector<Owned>> owned_;
   std::vector<bool> assigned_dst_, assigned_src_;
   /** (rank, tensor, needed box) -> the buffer it was assembled into this step. */
   std::map<std::tuple<int, TensorId, std::string>, int> assembled_;
@@ -698,8 +628,9 @@ class Lowerer {
   std::vector<std::optional<PendingMap>> last_map_;
   /** Number of (op, input slot) reads of each tensor. */
   std::vector<int> readers_;
-  /** Partial tensors produced and not reduced yet. */
-  std::set<TensorId> pending_partial_;
+  /** The derived communication (planner/cost/communication.h) and the next step to lower. */
+  std::vector<plan::CommStep> steps_;
+  size_t next_step_ = 0;
   /** How emit() tags what it emits: the communication before an op, its kernel, or untimed. */
   Timing timing_;
 };
@@ -713,7 +644,9 @@ Lowered lower(const Graph &g, const plan::Plan &p, bool need_values) {
       CLEAVE_USER_ERROR("tensor \"", t.name, "\" has dtype ", dtype_name(t.dtype),
                         ", which code generation does not support (only f32, f64, i64, i32, bool)");
   plan::validate_plan(g, p);
-  return Lowerer(g, p, need_values).run();
+  std::vector<plan::CommStep> steps;
+  plan::derive_communication(g, p, steps);
+  return Lowerer(g, p, std::move(steps), need_values).run();
 }
 
 }  // namespace cleave::codegen

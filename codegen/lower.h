@@ -95,9 +95,6 @@ struct Lowered {
  *  sources need no initial value then. */
 Lowered lower(const Graph &g, const plan::Plan &p, bool need_values = true);
 
-/** Whether the kind's kernel run on a shard whose reduction var is split yields the partial sum of the whole. */
-bool partial_ok(OpKind kind);
-
 /** C++ literal of a float, exact ("0x1.99999ap-4f"). */
 std::string float_literal(double v);
 /** "{1, 2, 3}". */

@@ -44,8 +44,34 @@ int64_t box_overlap(const Box &a, const Box &b);
  *  reads it, and an assign copies the reduced value). */
 Sharding without_partial(Sharding s);
 
+/** `outer` holds every element of `inner` (one rank). */
+bool box_contains(const Box &outer, const Box &inner);
+
+// Box predicates that recognise a collective in "who needs which box of whom" (DESIGN §4): the communication
+// derivation (planner/cost/communication.h) decides every all-gather, reduce-scatter and all-to-all by them.
+
+/** `blocks` are two or more, non-empty, of one size, inside `whole`, pairwise disjoint, and cover it. */
+bool tiles(const std::vector<Box> &blocks, const Box &whole);
+
+/** `blocks`, in order, are consecutive row-major element ranges of `whole` starting at its first element: a buffer
+ *  holding `whole` is the concatenation of buffers holding the blocks (no copies into place). */
+bool concatenates(const std::vector<Box> &blocks, const Box &whole);
+
+/** All-to-all: member i owns owned[i] and needs wanted[i]; every owned[i] ∩ wanted[j] is non-empty and of one size,
+ *  the owned boxes are pairwise disjoint, and each wanted[j] is covered by its parts. */
+bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted);
+
 /** Mesh coordinates of the device at `index` in its group (row-major over the mesh: the last axis varies fastest). */
 std::vector<int64_t> mesh_coords(const std::vector<int64_t> &mesh, int64_t index);
+
+/** The groups of `devices` (laid out row-major over `mesh`) whose mesh coordinates differ only along `axes`, in order
+ *  of their other coordinates, each ordered row-major by its coordinates along `axes`: the communicators of the
+ *  product of those axes (one all-reduce of a tensor partial on several axes runs over such a group). */
+std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          const std::vector<size_t> &axes);
+/** axes_groups over one axis: the communicators of that axis. */
+std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
+                                          size_t axis);
 
 /** The block [begin, end) of [0, extent) that mesh coordinates `coords` own when the axes listed in `axes` (in mesh
  *  axis order, the first the most significant) split it evenly. Precondition: their product divides extent. */
@@ -86,5 +112,12 @@ OpRegion op_region(const describe::Description &d, const std::vector<Interval> &
  *  it reads nothing of. */
 std::vector<std::optional<Box>> op_input_regions(const Graph &g, const Op &op, const ParallelConfig &config,
                                                  int64_t index);
+/** op_input_regions over descriptions computed once (descs = describe::describe(g, op)). */
+std::vector<std::optional<Box>> op_input_regions(const Op &op, const std::vector<describe::Description> &descs,
+                                                 const ParallelConfig &config, int64_t index);
+
+/** Whether the kind's kernel, run on a shard whose summed var is split, yields the partial sum of the whole result:
+ *  only these kinds may have partial outputs (codegen lowers them; the searches propose no others). */
+bool partial_ok(OpKind kind);
 
 }  // namespace cleave::plan

@@ -327,7 +327,7 @@ class FrontierGraphBuilder::Impl {
         same->second.assign(g_.op(o).inputs.size(), Needs(static_cast<size_t>(n_)));
         for (size_t i = 0; i < cfg.devices.size(); ++i) {
           std::vector<std::optional<Box>> in =
-              input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
+              op_input_regions(g_.op(o), descs_[static_cast<size_t>(o)], cfg, static_cast<int64_t>(i));
           for (size_t s = 0; s < in.size(); ++s) same->second[s][static_cast<size_t>(cfg.devices[i])] = in[s];
         }
       }
@@ -526,17 +526,16 @@ class FrontierGraphBuilder::Impl {
     return it->second;
   }
 
-  /** Seconds to turn tensor `t` held as `from` into what the reader's devices need (by device id), priced
-   *  as estimate_cost prices what codegen emits (cost_model.h): partial axes reduce-scattered when the readers' boxes
-   *  tile each group's shard, else all-reduced; then boxes a device lacks all-gathered where the blocks of the
-   *  devices wanting one box tile it, else exchanged all-to-all, else fetched by one grouped send/recv. Per device
-   *  the sum of what it takes part in; the slowest device. */
+  /** Seconds to turn tensor `t` held as `from` into what the reader's devices need (by device id): the steps the
+   *  communication derivation gives for it (communication.h resplit_steps), priced as estimate_cost prices them.
+   *  Per device the sum of what it takes part in, added in a fixed order (reductions, cuts of its own shard,
+   *  all-gathers, all-to-alls, the grouped send/recv's copies and transfers); the slowest device. */
   double resplit_seconds(TensorId t, const Sharding &from, const Needs &need) const {
     const Tensor &tensor = g_.tensor(t);
-    bool f32 = tensor.dtype == DType::f32;
-    std::vector<Box> own(static_cast<size_t>(n_));  // by device id
-    for (size_t i = 0; i < from.devices.size(); ++i)
-      own[static_cast<size_t>(from.devices[i])] = shard_region(tensor.shape, from, static_cast<int64_t>(i));
+    std::map<int, Box> wants;
+    for (int r = 0; r < n_; ++r)
+      if (need[static_cast<size_t>(r)]) wants.emplace(r, *need[static_cast<size_t>(r)]);
+    std::vector<CommStep> steps = resplit_steps(g_, t, from, wants);
     std::vector<double> secs(static_cast<size_t>(n_), 0);
     auto collective = [&](CommEvent::Kind kind, const std::vector<int> &group, int64_t count) {
       CommEvent e;
@@ -552,106 +551,49 @@ class FrontierGraphBuilder::Impl {
       LocalStatement c{LocalStatement::Kind::copy, r, kNoOp, false, std::max<int64_t>(elems, 1) * dtype_size(tensor.dtype)};
       secs[static_cast<size_t>(r)] += local_seconds(c, t_, profile_) + gap_;
     };
-    std::vector<size_t> partial;
-    for (size_t a = 0; a < from.axes.size(); ++a)
-      if (from.axes[a].kind == AxisSharding::Kind::partial) partial.push_back(a);
-    if (!partial.empty())
-      for (const std::vector<int> &members : axes_groups(from.devices, from.mesh, partial)) {
-        if (members.size() < 2) continue;
-        const Box whole = own[static_cast<size_t>(members[0])];
-        std::vector<Box> blocks;
-        for (int r : members)
-          if (need[static_cast<size_t>(r)]) blocks.push_back(*need[static_cast<size_t>(r)]);
-        if (f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
-          collective(CommEvent::Kind::reduce_scatter, members, box_volume(blocks[0]));
-          bool in_order = concatenates(blocks, whole);
-          for (size_t m = 0; m < members.size(); ++m) {
-            own[static_cast<size_t>(members[m])] = blocks[m];
-            if (!in_order)  // each block copied into its place in the send buffer
-              for (size_t k = 0; k < members.size(); ++k) copy(members[m], box_volume(blocks[0]));
-          }
-        } else {
-          collective(CommEvent::Kind::all_reduce, members, std::max<int64_t>(box_volume(whole), 1));
-        }
+    using K = CommStep::Kind;
+    for (const CommStep &st : steps) {
+      if (st.kind == K::reduce_scatter) {
+        collective(CommEvent::Kind::reduce_scatter, st.group, box_volume(st.blocks[0]));
+        if (!st.in_order)  // each block copied into its place in the send buffer
+          for (int r : st.group)
+            for (size_t k = 0; k < st.group.size(); ++k) copy(r, box_volume(st.blocks[0]));
+      } else if (st.kind == K::all_reduce) {
+        collective(CommEvent::Kind::all_reduce, st.group, std::max<int64_t>(box_volume(st.whole), 1));
       }
-    // Devices lacking part of their box.
-    std::vector<int> lacking;
-    for (int r = 0; r < n_; ++r) {
-      const std::optional<Box> &want = need[static_cast<size_t>(r)];
-      if (!want) continue;
-      const Box &mine = own[static_cast<size_t>(r)];
-      if (!contains(mine, *want))
-        lacking.push_back(r);
-      else if (mine != *want)  // cut out of the device's own block
-        copy(r, box_volume(*want));
     }
-    std::vector<int> rest;
-    if (f32) {
-      // The devices wanting each distinct box, in order of first appearance (each device adds to its own slot of
-      // secs only, so the order of the groups changes no sum).
-      std::vector<std::vector<int>> by_box;
-      for (int r : lacking) {
-        auto same = std::find_if(by_box.begin(), by_box.end(), [&](const std::vector<int> &m) {
-          return *need[static_cast<size_t>(m[0])] == *need[static_cast<size_t>(r)];
-        });
-        if (same == by_box.end())
-          by_box.push_back({r});
-        else
-          same->push_back(r);
+    for (const CommStep &st : steps)  // cut out of the device's own block
+      if (st.kind == K::fetch && st.source == CommStep::Source::cut) copy(st.rank, box_volume(st.whole));
+    for (const CommStep &st : steps)
+      if (st.kind == K::all_gather) {
+        collective(CommEvent::Kind::all_gather, st.group, box_volume(st.blocks[0]));
+        if (!st.in_order)  // blocks copied into their places
+          for (int r : st.group)
+            for (size_t k = 0; k < st.group.size(); ++k) copy(r, box_volume(st.blocks[0]));
       }
-      for (const std::vector<int> &members : by_box) {
-        std::vector<Box> blocks;
-        for (int r : members) blocks.push_back(own[static_cast<size_t>(r)]);
-        if (tiles(blocks, *need[static_cast<size_t>(members[0])])) {
-          collective(CommEvent::Kind::all_gather, members, box_volume(blocks[0]));
-          if (!concatenates(blocks, *need[static_cast<size_t>(members[0])]))  // blocks copied into their places
-            for (int r : members)
-              for (size_t k = 0; k < members.size(); ++k) copy(r, box_volume(blocks[0]));
-        } else {
-          rest.insert(rest.end(), members.begin(), members.end());
-        }
+    for (const CommStep &st : steps)
+      if (st.kind == K::all_to_all) {
+        int64_t count = box_volume(box_intersect(st.blocks[0], st.wanted[0]));
+        collective(CommEvent::Kind::all_to_all, st.group, count);
+        for (int r : st.group)  // each peer's part packed, then unpacked
+          for (size_t k = 0; k < 2 * st.group.size(); ++k) copy(r, count);
       }
-      std::sort(rest.begin(), rest.end());
-      std::vector<Box> owned, wanted;
-      for (int r : rest) {
-        owned.push_back(own[static_cast<size_t>(r)]);
-        wanted.push_back(*need[static_cast<size_t>(r)]);
-      }
-      if (all_to_all_pattern(owned, wanted)) {
-        int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
-        collective(CommEvent::Kind::all_to_all, rest, count);
-        for (int r : rest)  // each peer's part packed, then unpacked
-          for (size_t k = 0; k < 2 * rest.size(); ++k) copy(r, count);
-        rest.clear();
-      }
-    } else {
-      rest = lacking;
-    }
     // The grouped send/recv: per receiver, one transfer from each distinct block overlapping its box (its own when it
     // holds that block, else the first device holding it).
     CommEvent sr;
     sr.kind = CommEvent::Kind::send_recv;
-    for (int r : rest) {
-      const Box &want = *need[static_cast<size_t>(r)];
-      std::vector<size_t> chosen;  // device ids, in the sharding's device order
-      for (int d : from.devices) {
-        size_t i = static_cast<size_t>(d);
-        if (box_empty(box_intersect(own[i], want))) continue;
-        auto same = std::find_if(chosen.begin(), chosen.end(), [&](size_t c) { return own[c] == own[i]; });
-        if (same == chosen.end())
-          chosen.push_back(i);
-        else if (d == r)
-          *same = i;
-      }
-      for (size_t i : chosen) {
-        Box part = box_intersect(own[i], want);
-        if (static_cast<int>(i) == r) {  // the device's own part copied into place
-          copy(r, box_volume(part));
+    for (const CommStep &st : steps) {
+      if (st.kind != K::fetch || st.source != CommStep::Source::parts) continue;
+      int r = st.rank;
+      for (const CommStep::Part &p : st.parts) {
+        int64_t n = box_volume(p.part);
+        if (p.src == r) {  // the device's own part copied into place
+          copy(r, n);
           continue;
         }
-        if (part != own[i]) copy(static_cast<int>(i), box_volume(part));  // packed by the sender
-        if (part != want) copy(r, box_volume(part));                       // unpacked by the receiver
-        sr.transfers.push_back({static_cast<int>(i), r, box_volume(part) * dtype_size(tensor.dtype)});
+        if (p.part != p.owned) copy(p.src, n);  // packed by the sender
+        if (p.part != st.whole) copy(r, n);      // unpacked by the receiver
+        sr.transfers.push_back({p.src, r, n * dtype_size(tensor.dtype)});
       }
     }
     if (!sr.transfers.empty()) {

@@ -17,26 +17,6 @@ using describe::SplitKind;
 
 
 
-/** The kinds whose kernel, run on a shard with a summed var split, yields the partial sum of the whole result.
- *  Copied from codegen/lower.h partial_ok (planner/ may not include codegen/); plan_compiles tests catch drift. */
-bool partial_ok(OpKind kind) {
-  switch (kind) {
-    case OpKind::Gemm:
-    case OpKind::MatMul:
-    case OpKind::ReduceSum:
-    case OpKind::Conv:
-    case OpKind::ConvGradData:
-    case OpKind::ConvGradFilter:
-    case OpKind::SoftmaxCrossEntropyLoss:
-    case OpKind::NegativeLogLikelihoodLoss:
-    case OpKind::LayerNormalizationGrad:
-    case OpKind::GatherGrad:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_conv_kind(OpKind k) { return k == OpKind::Conv || k == OpKind::ConvGradData || k == OpKind::ConvGradFilter; }
 
 bool splits_var(const ParallelConfig &c, const std::string &name) {
@@ -131,26 +111,6 @@ std::vector<Strategy> discover_strategies(const Graph &g, const Op &op, int ways
   return out;
 }
 
-std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<Description> &descs,
-                                              const ParallelConfig &config, int64_t index) {
-  std::vector<std::optional<Box>> out(op.inputs.size());
-  for (size_t k = 0; k < descs.size(); ++k) {
-    if (op.output(k) == kNoTensor) continue;
-    OpRegion r = op_region(descs[k], var_ranges(descs[k], config, index));
-    for (const OperandRegion &o : r.operands) {
-      if (box_empty(o.box)) continue;
-      std::optional<Box> &have = out.at(static_cast<size_t>(o.slot));
-      if (!have) {
-        have = o.box;
-        continue;
-      }
-      for (size_t d = 0; d < o.box.size(); ++d)
-        (*have)[d] = {std::min((*have)[d].begin, o.box[d].begin), std::max((*have)[d].end, o.box[d].end)};
-    }
-  }
-  return out;
-}
-
 bool codegen_supports(const Graph &g, const Op &op, const std::vector<Description> &descs,
                       const ParallelConfig &config) {
   bool split = std::any_of(config.vars.begin(), config.vars.end(), [](const std::string &v) { return !v.empty(); });
@@ -175,9 +135,9 @@ bool codegen_supports(const Graph &g, const Op &op, const std::vector<Descriptio
   // An input the unsplit op reads must be read by every shard (codegen/lower.cpp cannot hand a kernel a missing
   // operand); Reshape boxes must keep the same element order.
   ParallelConfig whole{{0}, {1}, {""}};
-  std::vector<std::optional<Box>> unsplit = input_regions(op, descs, whole, 0);
+  std::vector<std::optional<Box>> unsplit = op_input_regions(op, descs, whole, 0);
   for (size_t i = 0; i < config.devices.size(); ++i) {
-    std::vector<std::optional<Box>> in = input_regions(op, descs, config, static_cast<int64_t>(i));
+    std::vector<std::optional<Box>> in = op_input_regions(op, descs, config, static_cast<int64_t>(i));
     for (size_t s = 0; s < in.size(); ++s)
       if (!in[s] && unsplit[s]) return false;
     if (op.kind == OpKind::Reshape && in[0]) {
@@ -195,20 +155,6 @@ bool source_sharding_supported(const Tensor &t, const Sharding &s) {
   return true;
 }
 
-bool boxes_tile(const std::vector<Box> &blocks, const Box &whole) {
-  if (blocks.size() < 2 || whole.empty()) return false;
-  int64_t size = box_volume(blocks[0]), total = 0;
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const Box &b = blocks[i];
-    if (b.size() != whole.size() || box_empty(b) || box_volume(b) != size || box_volume(box_intersect(b, whole)) != size)
-      return false;
-    for (size_t j = 0; j < i; ++j)
-      if (!box_empty(box_intersect(b, blocks[j]))) return false;
-    total += size;
-  }
-  return total == box_volume(whole);
-}
-
 int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
   std::vector<const Sharding *> sharding(static_cast<size_t>(g.num_tensors()), nullptr);
   for (const TensorEntry &e : p.tensors) sharding[static_cast<size_t>(*g.find_tensor(e.name))] = &e.sharding;
@@ -219,7 +165,7 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
     std::vector<Description> descs = describe::describe(g, g.op(o));
     for (size_t i = 0; i < e.config.devices.size(); ++i)
       needs[static_cast<size_t>(o)][e.config.devices[i]] =
-          input_regions(g.op(o), descs, e.config, static_cast<int64_t>(i));
+          op_input_regions(g.op(o), descs, e.config, static_cast<int64_t>(i));
   }
   int64_t bytes = 0;
   // Partial tensors, reduced where their first reader reads them, by one collective per group of members that differ
@@ -256,7 +202,7 @@ int64_t plan_comm_bytes(const Graph &g, const Plan &p) {
         auto it = want.find(s.devices[static_cast<size_t>(i)]);
         if (it != want.end() && it->second[slot]) blocks.push_back(*it->second[slot]);
       }
-      if (tensor.dtype == DType::f32 && blocks.size() == members.size() && boxes_tile(blocks, whole)) {
+      if (tensor.dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
         for (size_t m = 0; m < members.size(); ++m) {
           bytes += (n - 1) * box_volume(blocks[m]) * elem;
           owned[{t, s.devices[static_cast<size_t>(members[m])]}] = blocks[m];

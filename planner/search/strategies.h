@@ -41,10 +41,6 @@ struct Strategy {
  *  tensor data: only shapes and attributes. */
 std::vector<Strategy> discover_strategies(const Graph &g, const Op &op, int ways);
 
-/** region.h op_input_regions with `op`'s descriptions given (describing an op is the costly part of it). */
-std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<describe::Description> &descs,
-                                              const ParallelConfig &config, int64_t index);
-
 /** Whether codegen lowers `op` under `config` (which passed config_problems). Mirrors the refusals of codegen
  *  (codegen/lower.cpp: partial outputs only for kinds whose kernel sums shard results, `partial_ok`; an input the
  *  shard does not read but the kernel needs; graph data split on the batch dim only, checked for sources by
@@ -57,10 +53,6 @@ bool codegen_supports(const Graph &g, const Op &op, const std::vector<describe::
 
 /** Whether codegen accepts `s` for source tensor `t`: graph inputs and labels are read split on dim 0 only. */
 bool source_sharding_supported(const Tensor &t, const Sharding &s);
-
-/** codegen/collectives.cpp's condition for reducing a partial tensor by a reduce-scatter into `blocks`: at least
- *  two equal, non-empty, pairwise disjoint blocks covering `whole`. */
-bool boxes_tile(const std::vector<Box> &blocks, const Box &whole);
 
 /** Bytes one training step of plan `p` moves between devices, as codegen derives it (codegen/lower.cpp): a tensor
  *  with partial axes is reduced where its first reader reads it, by one collective per group of members that differ

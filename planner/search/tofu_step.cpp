@@ -190,7 +190,7 @@ const StepModel::Need &StepModel::need_entry(OpId o, int c) {
   const std::vector<Description> &ds = descs_[static_cast<size_t>(o)];
   ParallelConfig cfg = config(o, choices(o)[static_cast<size_t>(c)]);
   for (int64_t i = 0; i < factor_; ++i) {
-    n.boxes.push_back(input_regions(op, ds, cfg, i));
+    n.boxes.push_back(op_input_regions(op, ds, cfg, i));
     std::vector<int> &ids = n.ids.emplace_back();
     for (const std::optional<Box> &b : n.boxes.back()) {
       int id = -1;
@@ -338,12 +338,12 @@ int64_t StepModel::reduce_scatter_credit(const Edge &edge, int oc, int cc) {
       member = member && (s.axes[a].kind == AxisSharding::Kind::partial || at[a] == 0);
     if (!member) continue;
     std::optional<Box> b = i < factor_ ? need(edge.consumer, cc, i)[static_cast<size_t>(edge.slot)]
-                                       : input_regions(reader, descs_[static_cast<size_t>(edge.consumer)], rc,
+                                       : op_input_regions(reader, descs_[static_cast<size_t>(edge.consumer)], rc,
                                                        i)[static_cast<size_t>(edge.slot)];
     if (!b) return 0;
     blocks.push_back(*b);
   }
-  if (!boxes_tile(blocks, whole)) return 0;
+  if (!tiles(blocks, whole)) return 0;
   // unary() charged a ring all-reduce (2(n-1)/n of the shard per device); a reduce-scatter moves (n-1) blocks.
   int64_t elem = dtype_size(t.dtype);
   return group_size_ * 2 * (n - 1) * box_volume(whole) * elem / n - group_size_ / n * (n - 1) * box_volume(whole) * elem;

@@ -5,14 +5,21 @@
 
 #include <string>
 
-#include "codegen/collectives.h"
 #include "codegen/lower.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "planner/plan/plan.h"
+#include "planner/plan/region.h"
 
 namespace cleave::codegen {
 namespace {
+
+using plan::all_to_all_pattern;
+using plan::axes_groups;
+using plan::axis_groups;
+using plan::Box;
+using plan::concatenates;
+using plan::tiles;
 
 Box box(std::initializer_list<std::pair<int64_t, int64_t>> dims) {
   Box b;

@@ -1,6 +1,8 @@
-// derive_communication: the communication codegen/lower.cpp emits, replayed over ownership boxes without emitting
-// code. Every rule here mirrors one of lower.cpp's (named in brackets); tests/planner/cost_model_test.cpp compares
-// the two on every committed hand plan and the data plans.
+// derive_communication (communication.h): the one derivation of a step's communication, replayed over ownership
+// boxes. Its steps are what codegen/lower.cpp lowers; its events, local statements and buffers what the cost model
+// and the simulator price.
+#include "planner/cost/communication.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -8,7 +10,6 @@
 
 #include "ir/describe/description.h"
 #include "ir/error.h"
-#include "planner/cost/cost_model.h"
 #include "planner/plan/region.h"
 
 namespace cleave::plan {
@@ -23,80 +24,6 @@ std::string_view comm_kind_name(CommEvent::Kind k) {
     case CommEvent::Kind::sync: return "sync";
   }
   return "?";
-}
-
-// Box predicates, as codegen/collectives.h defines them.
-
-bool contains(const Box &outer, const Box &inner) {
-  for (size_t d = 0; d < outer.size(); ++d)
-    if (inner[d].begin < outer[d].begin || inner[d].end > outer[d].end) return false;
-  return true;
-}
-
-namespace {
-bool pairwise_disjoint(const std::vector<Box> &boxes) {
-  for (size_t i = 0; i < boxes.size(); ++i)
-    for (size_t j = i + 1; j < boxes.size(); ++j)
-      if (!box_empty(box_intersect(boxes[i], boxes[j]))) return false;
-  return true;
-}
-}  // namespace
-
-bool tiles(const std::vector<Box> &blocks, const Box &whole) {
-  if (blocks.size() < 2 || whole.empty()) return false;
-  int64_t size = box_volume(blocks[0]), total = 0;
-  for (const Box &b : blocks) {
-    if (b.size() != whole.size() || box_empty(b) || box_volume(b) != size || !contains(whole, b)) return false;
-    total += size;
-  }
-  return total == box_volume(whole) && pairwise_disjoint(blocks);
-}
-
-bool concatenates(const std::vector<Box> &blocks, const Box &whole) {
-  int64_t next = 0;
-  for (const Box &b : blocks) {
-    size_t d = 0;
-    while (d < whole.size() && whole[d].size() == 1) ++d;
-    if (d == whole.size()) return false;
-    for (size_t e = 0; e < whole.size(); ++e)
-      if (e != d && b[e] != whole[e]) return false;
-    if (b[d].begin - whole[d].begin != next) return false;
-    next = b[d].end - whole[d].begin;
-  }
-  return !blocks.empty();
-}
-
-bool all_to_all_pattern(const std::vector<Box> &owned, const std::vector<Box> &wanted) {
-  size_t n = owned.size();
-  if (n < 2 || wanted.size() != n || !pairwise_disjoint(owned)) return false;
-  int64_t size = -1;
-  for (size_t j = 0; j < n; ++j) {
-    int64_t covered = 0;
-    for (size_t i = 0; i < n; ++i) {
-      Box part = box_intersect(owned[i], wanted[j]);
-      if (box_empty(part)) return false;
-      int64_t e = box_volume(part);
-      if (size < 0) size = e;
-      if (e != size) return false;
-      covered += e;
-    }
-    if (covered != box_volume(wanted[j])) return false;
-  }
-  return true;
-}
-
-/** The groups of ranks differing only along `axes` (codegen/collectives.h axes_groups). */
-std::vector<std::vector<int>> axes_groups(const std::vector<int> &devices, const std::vector<int64_t> &mesh,
-                                          const std::vector<size_t> &axes) {
-  std::map<std::vector<int64_t>, std::vector<int>> groups;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    auto c = mesh_coords(mesh, static_cast<int64_t>(i));
-    for (size_t a : axes) c[a] = 0;
-    groups[c].push_back(devices[i]);
-  }
-  std::vector<std::vector<int>> out;
-  for (auto &[key, members] : groups) out.push_back(std::move(members));
-  return out;
 }
 
 namespace {
@@ -125,27 +52,6 @@ void append_sync_events(const Graph &g, OpId o, const std::vector<describe::Desc
     events.push_back(make_event(g, CommEvent::Kind::sync, o, kNoTensor, x.group, x.count));
 }
 
-/** op_input_regions (region.h) over descriptions computed once per op. */
-std::vector<std::optional<Box>> input_regions(const Op &op, const std::vector<describe::Description> &descs,
-                                              const ParallelConfig &config, int64_t index) {
-  std::vector<std::optional<Box>> out(op.inputs.size());
-  for (size_t k = 0; k < descs.size(); ++k) {
-    if (op.output(k) == kNoTensor) continue;
-    OpRegion r = op_region(descs[k], var_ranges(descs[k], config, index));
-    for (const OperandRegion &o : r.operands) {
-      if (box_empty(o.box)) continue;
-      std::optional<Box> &have = out.at(static_cast<size_t>(o.slot));
-      if (!have) {
-        have = o.box;
-        continue;
-      }
-      for (size_t d = 0; d < o.box.size(); ++d)
-        (*have)[d] = {std::min((*have)[d].begin, o.box[d].begin), std::max((*have)[d].end, o.box[d].end)};
-    }
-  }
-  return out;
-}
-
 constexpr size_t kNone = static_cast<size_t>(-1);
 /** Each op has two program positions: its communication (and the copies that assemble its inputs), then its kernel,
  *  so a buffer that only communication touches does not overlap the op's outputs, as in codegen's instruction order. */
@@ -163,6 +69,23 @@ class Replay {
     for (const auto &t : p.tensors) sharding_[*g.find_tensor(t.name)] = &t.sharding;
     for (const auto &o : p.ops) config_[*g.find_op(o.name)] = &o.config;
     owned_.resize(static_cast<size_t>(g.num_tensors()));
+  }
+
+  /** A replay of tensor `t` alone, held as `from`, that records its steps (resplit_steps). */
+  Replay(const Graph &g, TensorId t, const Sharding &from, std::vector<CommStep> *steps) : g_(g), steps_(steps) {
+    sharding_.resize(static_cast<size_t>(t) + 1);  // only t is replayed
+    owned_.resize(static_cast<size_t>(t) + 1);
+    sharding_[t] = &from;
+    for (size_t i = 0; i < from.devices.size(); ++i)
+      owned_[t].push_back({from.devices[i], shard_region(g.tensor(t).shape, from, static_cast<int64_t>(i)), kNone});
+  }
+
+  /** [lower_op] for one input slot read as `wants`, of the tensor replayed alone. */
+  void resplit(TensorId t, const std::map<int, Box> &wants) {
+    if (is_partial(*sharding_[t])) resolve_partial(t, wants);
+    collective_inputs(t, wants);
+    CommEvent sr = event(CommEvent::Kind::send_recv, kNoTensor, {}, 0);
+    for (const auto &[r, want] : wants) fetch(t, 0, r, want, sr);
   }
 
   Communication run() {
@@ -205,8 +128,17 @@ class Replay {
         for (const auto &ow : owned_[a.src])
           if (ow.rank == r) have = &ow;
         use(have);
-        copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(shard_region(g_.tensor(a.dst).shape, ds,
-                                                                              static_cast<int64_t>(i))), 1)));
+        Box box = shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i));
+        if (steps_) {
+          CommStep &st = step(CommStep::Kind::assign, a.dst);
+          st.slot = static_cast<int>(k);
+          st.rank = r;
+          if (have) st.parts.push_back({r, have->box, box});
+          st.whole = std::move(box);
+          copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(st.whole), 1)));
+          continue;
+        }
+        copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(box), 1)));
       }
     }
     return std::move(out_);
@@ -221,6 +153,23 @@ class Replay {
   };
 
   bool replays(TensorId t) const { return !only_ || (*only_)[static_cast<size_t>(t)]; }
+
+ public:
+  /** Also records the steps (a whole replay only: no `only`, no pieces). */
+  void record_steps(std::vector<CommStep> *steps) {
+    CLEAVE_CHECK(!only_ && !pieces_, "derive_communication: steps are recorded by a whole replay only");
+    steps_ = steps;
+  }
+
+ private:
+  /** A new step of `kind` for tensor `t` at the current op (with steps_). */
+  CommStep &step(CommStep::Kind kind, TensorId t) {
+    CommStep &st = steps_->emplace_back();
+    st.kind = kind;
+    st.op = at_ < g_.num_ops() ? at_ : kNoOp;
+    st.tensor = t;
+    return st;
+  }
 
   /** Where what is emitted next belongs (CommPiece), with pieces_. */
   void place(TensorId t, CommPiece::At where, int slot, int rank) {
@@ -319,6 +268,13 @@ class Replay {
       if (g_.tensor(t).dtype == DType::f32 && blocks.size() == members.size() && tiles(blocks, whole)) {
         emit(event(CommEvent::Kind::reduce_scatter, t, members, box_volume(blocks[0])));
         bool in_order = concatenates(blocks, whole);
+        if (steps_) {
+          CommStep &st = step(CommStep::Kind::reduce_scatter, t);
+          st.group = members;
+          st.whole = whole;
+          st.blocks = blocks;
+          st.in_order = in_order;
+        }
         for (size_t m = 0; m < members.size(); ++m) {
           int r = members[m];
           use(owned_by(t, r));
@@ -332,6 +288,11 @@ class Replay {
         continue;
       }
       emit(event(CommEvent::Kind::all_reduce, t, members, std::max<int64_t>(box_volume(owned_by(t, members[0])->box), 1)));
+      if (steps_) {
+        CommStep &st = step(CommStep::Kind::all_reduce, t);
+        st.group = members;
+        st.whole = owned_by(t, members[0])->box;
+      }
       for (int r : members) use(owned_by(t, r));
     }
   }
@@ -342,7 +303,7 @@ class Replay {
     std::vector<int> ranks;
     for (const auto &[r, want] : wants) {
       const Owned *mine = owned_by(t, r);
-      if (mine && contains(mine->box, want)) continue;
+      if (mine && box_contains(mine->box, want)) continue;
       if (assembled(r, t, box_str(want))) continue;
       if (std::count_if(owned_[t].begin(), owned_[t].end(), [&](const Owned &ow) { return ow.rank == r; }) != 1)
         continue;
@@ -358,6 +319,13 @@ class Replay {
       if (!tiles(blocks, want)) continue;
       emit(event(CommEvent::Kind::all_gather, t, members, box_volume(blocks[0])));
       bool in_order = concatenates(blocks, want);
+      if (steps_) {
+        CommStep &st = step(CommStep::Kind::all_gather, t);
+        st.group = members;
+        st.whole = want;
+        st.blocks = blocks;
+        st.in_order = in_order;
+      }
       for (int r : members) {
         use(owned_by(t, r));
         assemble(r, t, key, buffer(r, bytes(t, box_volume(want))));
@@ -378,6 +346,12 @@ class Replay {
     if (!all_to_all_pattern(owned, wanted)) return;
     int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
     emit(event(CommEvent::Kind::all_to_all, t, rest, count));
+    if (steps_) {
+      CommStep &st = step(CommStep::Kind::all_to_all, t);
+      st.group = rest;
+      st.blocks = owned;
+      st.wanted = wanted;
+    }
     int64_t n = static_cast<int64_t>(rest.size());
     for (size_t i = 0; i < rest.size(); ++i) {
       use(owned_by(t, rest[i]));
@@ -385,6 +359,69 @@ class Replay {
       for (int64_t j = 0; j < n; ++j) copy(rest[i], false, bytes(t, count));  // packing each peer's part
       for (int64_t j = 0; j < n; ++j) copy(rest[i], true, bytes(t, count));   // unpacking each peer's part
       assemble(rest[i], t, box_str(wanted[i]), buffer(rest[i], bytes(t, box_volume(wanted[i]))));
+    }
+  }
+
+  // [fetch] rank r's box `want` of input slot s of t at the current op: its shard, a box assembled earlier, a cut of its
+  // shard, or assembled from one part per distinct owned block (its own if it holds that block, else the first owner's),
+  // the parts of other ranks sent by the op's grouped send/recv `sr`.
+  void fetch(TensorId t, int s, int r, const Box &want, CommEvent &sr) {
+    const Owned *mine = nullptr;
+    for (const auto &ow : owned_[t])
+      if (ow.rank == r) mine = &ow;
+    CommStep *st = nullptr;
+    if (steps_) {
+      st = &step(CommStep::Kind::fetch, t);
+      st->slot = s;
+      st->rank = r;
+      st->whole = want;
+    }
+    if (mine && mine->box == want) {
+      if (st) st->source = CommStep::Source::shard;
+      use(mine, kKernel);
+      return;
+    }
+    if (assembled(r, t, box_str(want))) {
+      if (st) st->source = CommStep::Source::assembled;
+      return;
+    }
+    assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(box_volume(want), 1))));
+    if (mine && box_contains(mine->box, want)) {
+      if (st) {
+        st->source = CommStep::Source::cut;
+        st->parts.push_back({r, mine->box, want});
+      }
+      use(mine);
+      copy(r, true, bytes(t, std::max<int64_t>(box_volume(want), 1)));
+      return;
+    }
+    std::vector<const Owned *> chosen;
+    for (const auto &ow : owned_[t]) {
+      if (box_empty(box_intersect(ow.box, want)) && !want.empty()) continue;
+      auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
+      if (same == chosen.end())
+        chosen.push_back(&ow);
+      else if (ow.rank == r)
+        *same = &ow;
+    }
+    for (const Owned *ow : chosen) {
+      use(ow);
+      Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
+      int64_t n = box_volume(part);
+      if (st) st->parts.push_back({ow->rank, ow->box, part});
+      if (ow->rank == r) {
+        copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
+        continue;
+      }
+      if (part != ow->box) {
+        buffer(ow->rank, bytes(t, n));
+        copy(ow->rank, false, bytes(t, std::max<int64_t>(n, 1)));
+      }
+      if (part != want) {
+        buffer(r, bytes(t, n));
+        copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
+      }
+      emit(sr, {ow->rank, r, bytes(t, n)});
     }
   }
 
@@ -435,7 +472,7 @@ class Replay {
           cache_->needs[o].clear();
           cache_->work[o].clear();
           for (size_t i = 0; i < config.devices.size(); ++i)
-            cache_->needs[o].push_back(input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
+            cache_->needs[o].push_back(op_input_regions(op, cache_->descs[o], config, static_cast<int64_t>(i)));
           cache_->config[o] = config;
         }
       }
@@ -444,7 +481,7 @@ class Replay {
     } else {
       described = describe::describe(g_, op);
       for (size_t i = 0; i < config.devices.size(); ++i)
-        regions.push_back(input_regions(op, described, config, static_cast<int64_t>(i)));
+        regions.push_back(op_input_regions(op, described, config, static_cast<int64_t>(i)));
     }
     const std::vector<describe::Description> &descs = *descs_ptr;
     std::map<int, std::vector<std::optional<Box>>> needs;
@@ -466,48 +503,7 @@ class Replay {
         TensorId t = op.inputs[s];
         if (t == kNoTensor || !in[s] || !replays(t)) continue;  // (codegen refuses the plan if a split alone makes it unread)
         place(t, CommPiece::At::input, static_cast<int>(s), r);
-        const Box &want = *in[s];
-        const Owned *mine = nullptr;
-        for (const auto &ow : owned_[t])
-          if (ow.rank == r) mine = &ow;
-        if (mine && mine->box == want) {
-          use(mine, kKernel);
-          continue;
-        }
-        if (assembled(r, t, box_str(want))) continue;
-        assemble(r, t, box_str(want), buffer(r, bytes(t, std::max<int64_t>(box_volume(want), 1))));
-        if (mine && contains(mine->box, want)) {
-          use(mine);
-          copy(r, true, bytes(t, std::max<int64_t>(box_volume(want), 1)));
-          continue;
-        }
-        std::vector<const Owned *> chosen;
-        for (const auto &ow : owned_[t]) {
-          if (box_empty(box_intersect(ow.box, want)) && !want.empty()) continue;
-          auto same = std::find_if(chosen.begin(), chosen.end(), [&](const Owned *c) { return c->box == ow.box; });
-          if (same == chosen.end())
-            chosen.push_back(&ow);
-          else if (ow.rank == r)
-            *same = &ow;
-        }
-        for (const Owned *ow : chosen) {
-          use(ow);
-          Box part = want.empty() ? Box{} : box_intersect(ow->box, want);
-          int64_t n = box_volume(part);
-          if (ow->rank == r) {
-            copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
-            continue;
-          }
-          if (part != ow->box) {
-            buffer(ow->rank, bytes(t, n));
-            copy(ow->rank, false, bytes(t, std::max<int64_t>(n, 1)));
-          }
-          if (part != want) {
-            buffer(r, bytes(t, n));
-            copy(r, true, bytes(t, std::max<int64_t>(n, 1)));
-          }
-          emit(sr, {ow->rank, r, bytes(t, n)});
-        }
+        fetch(t, static_cast<int>(s), r, *in[s], sr);
       }
     }
     if (!sr.transfers.empty()) out_.events.push_back(std::move(sr));
@@ -528,6 +524,7 @@ class Replay {
   CommCache *cache_ = nullptr;
   const std::vector<char> *only_ = nullptr;
   std::vector<std::vector<CommPiece>> *pieces_ = nullptr;
+  std::vector<CommStep> *steps_ = nullptr;
   struct Place {
     TensorId tensor = kNoTensor;
     CommPiece::At at = CommPiece::At::input;
@@ -589,6 +586,19 @@ std::vector<SyncExchange> sync_exchanges(const Graph &g, const Op &op, const std
 
 Communication derive_communication(const Graph &g, const Plan &p, CommCache *cache) {
   return Replay(g, p, cache).run();
+}
+
+Communication derive_communication(const Graph &g, const Plan &p, std::vector<CommStep> &steps) {
+  steps.clear();
+  Replay replay(g, p, nullptr);
+  replay.record_steps(&steps);
+  return replay.run();
+}
+
+std::vector<CommStep> resplit_steps(const Graph &g, TensorId t, const Sharding &from, const std::map<int, Box> &wants) {
+  std::vector<CommStep> steps;
+  Replay(g, t, from, &steps).resplit(t, wants);
+  return steps;
 }
 
 void derive_pieces(const Graph &g, const Plan &p, const std::vector<char> &tensors,
