@@ -2,8 +2,9 @@
 # Sets up, builds and runs the tests. Every test has a label (tests/CMakeLists.txt): fast, bundle, e2e, cuda, gpu.
 #   tools/test.sh             everything: builds the whole tree, runs every test (what CI runs first)
 #   tools/test.sh --fast      builds only what the fast tests run (target tests_fast) and runs the fast label
-#   tools/test.sh --sanitize  the fast label again, built with ASan+UBSan (CLEAVE_SANITIZE=ON, no CUDA) in its own
-#                             build directory, build-asan or $CLEAVE_SANITIZE_BUILD_DIR (what CI runs second)
+#   tools/test.sh --sanitize  the sanitize label (fast tests on what reads users' files), built with ASan+UBSan
+#                             (CLEAVE_SANITIZE=ON, no CUDA) in build-asan or $CLEAVE_SANITIZE_BUILD_DIR (what CI runs
+#                             second); --sanitize-all: every fast test so (about three times the build)
 # Further arguments go to ctest (e.g. -R planner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,9 @@ mode=all
 case "${1:-}" in
   --fast) mode=fast; shift ;;
   --sanitize) mode=sanitize; shift ;;
+  --sanitize-all) mode=sanitize; sanitize_all=1; shift ;;
   --all) shift ;;
-  -h|--help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 jobs=$(nproc)
 
@@ -45,7 +47,15 @@ case $mode in
     # emit_bundle.cpp: 75 s against 142 s here), which keeps CI within its time. No CUDA: the fast tests use none.
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
       -DCLEAVE_SANITIZE=ON -DCLEAVE_ENABLE_CUDA=OFF >/dev/null
-    ninja -C "$build" -j "$jobs" tests_fast
-    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 -L '^fast$' "$@"
+    if [ "${sanitize_all:-0}" = 1 ]; then target=tests_fast label='^fast$'; else target=tests_sanitize label='^sanitize$'; fi
+    ninja -C "$build" -j "$jobs" "$target"
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 -L "$label" "$@"
+    if [ "${sanitize_all:-0}" != 1 ]; then
+      # The unit tests of the sanitize areas (tests/CMakeLists.txt sanitize_areas), each binary whole.
+      for area in ir describe interp autodiff frontend; do
+        (cd "$build/tests" && "./test_$area" --gtest_brief=1) || { echo "test_$area failed under the sanitizers" >&2; exit 1; }
+        echo "sanitize: test_$area passed" >&2
+      done
+    fi
     ;;
 esac
