@@ -11,12 +11,17 @@ const char *attr_type_name(const Attr &a) {
 
 namespace {
 
+/** A missing or mistyped attribute is the input's fault (IR text names ops and attributes freely; the frontend
+ *  always sets them), so it is a user error naming the op. */
 template <typename T>
 const T &get_attr(const Op &op, const std::string &key) {
   auto it = op.attrs.find(key);
-  CLEAVE_CHECK(it != op.attrs.end(), "op \"", op.name, "\" (", op_kind_name(op.kind), ") has no attribute ", key);
+  if (it == op.attrs.end())
+    CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), ") has no attribute ", key);
   const T *v = std::get_if<T>(&it->second);
-  CLEAVE_CHECK(v != nullptr, "op \"", op.name, "\" attribute ", key, " is ", attr_type_name(it->second));
+  if (!v)
+    CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), ") attribute ", key, " is ",
+                      attr_type_name(it->second), ", not ", attr_type_name(Attr(T{})));
   return *v;
 }
 
@@ -63,6 +68,7 @@ OpId Graph::add_op(Op op) {
     if (out == kNoTensor) continue;
     CLEAVE_CHECK(out >= 0 && out < num_tensors(), "bad output id");
     Tensor &t = tensors_[static_cast<size_t>(out)];
+    if (t.producer == id) CLEAVE_USER_ERROR("op \"", op.name, "\" lists output \"", t.name, "\" twice");
     if (t.producer != kNoOp)
       CLEAVE_USER_ERROR("tensor \"", t.name, "\" is produced by both \"", ops_[static_cast<size_t>(t.producer)].name,
                         "\" and \"", op.name, "\"");

@@ -301,7 +301,9 @@ class Replay {
   void collective_inputs(TensorId t, const std::map<int, Box> &wants) {
     if (g_.tensor(t).dtype != DType::f32) return;
     std::vector<int> ranks;
-    for (const auto &[r, want] : wants) {
+    for (const auto &entry : wants) {
+      int r = entry.first;  // not a structured binding: lambdas below capture it (clang 14 refuses those)
+      const Box &want = entry.second;
       const Owned *mine = owned_by(t, r);
       if (mine && box_contains(mine->box, want)) continue;
       if (assembled(r, t, box_str(want))) continue;

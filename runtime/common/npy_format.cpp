@@ -140,7 +140,8 @@ Header read_header(const std::string &path) {
   for (size_t d = 0; d < h.shape.size(); ++d) {
     if (__builtin_mul_overflow(n, h.shape[d], &n))
       fail(path, "shape " + shape_text(h.shape) + " has more elements than int64 holds");
-    if (d > 0) h.sample_elems *= h.shape[d];
+    if (d > 0 && __builtin_mul_overflow(h.sample_elems, h.shape[d], &h.sample_elems))
+      fail(path, "shape " + shape_text(h.shape) + " has more elements per sample than int64 holds");
   }
   int64_t bytes = 0, end = 0;
   if (__builtin_mul_overflow(n, static_cast<int64_t>(h.elem_size), &bytes) ||

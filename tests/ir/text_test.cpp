@@ -234,5 +234,21 @@ TEST(IrVerifier, RejectsOverflowingShape) {
   EXPECT_NE(problems[0].find("overflows int64"), std::string::npos);
 }
 
+// A fuzzed IR text (tests/fuzz/regressions/ir/gemm_grad_float_transA.ir) reached an internal error: an attribute of
+// the wrong type is the text's fault: a user error naming the op.
+TEST(IrText, MistypedAttributesAreUserErrors) {
+  const std::string head = "graph g\ntensor a f32[2,3] input\ntensor b f32[3,4] input\ntensor y f32[2,4] activation\n";
+  auto error_of = [&](const std::string &op_line) {
+    try {
+      verify(parse_graph(head + op_line));
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(error_of("op m Gemm forward (a, b) -> (y) {alpha=1.0, beta=1.0, transA=0.0, transB=0}\n"),
+            "invalid IR: op \"m\" (Gemm) attribute transA is float, not int");
+}
+
 }  // namespace
 }  // namespace cleave
