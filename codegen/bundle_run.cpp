@@ -16,7 +16,6 @@
 #include "ir/types.h"
 
 namespace cleave::codegen {
-namespace {
 namespace fs = std::filesystem;
 
 std::string shell_quote(const std::string &s) {
@@ -25,15 +24,14 @@ std::string shell_quote(const std::string &s) {
   return out + "'";
 }
 
-std::string slurp(const fs::path &p) {
+std::string read_file(const std::string &p) {
   std::ifstream f(p, std::ios::binary);
-  if (!f) CLEAVE_USER_ERROR(p.string(), ": cannot read");
+  if (!f) CLEAVE_USER_ERROR(p, ": cannot read");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
 
-/** Runs `cmd` with /bin/sh; its exit status (128 + the signal when a signal ended it). */
 int shell(const std::string &cmd) {
   std::fflush(stdout);
   int rc = std::system(cmd.c_str());
@@ -41,14 +39,12 @@ int shell(const std::string &cmd) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
 }
 
-}  // namespace
-
 Bundle read_bundle(const std::string &dir) {
   Bundle b;
   b.dir = fs::absolute(dir).string();
   fs::path manifest_path = fs::path(b.dir) / "manifest.json";
   if (!fs::is_regular_file(manifest_path)) CLEAVE_USER_ERROR(dir, ": not a bundle (no manifest.json)");
-  b.manifest = slurp(manifest_path);
+  b.manifest = read_file(manifest_path);
   try {
     nlohmann::json m = nlohmann::json::parse(b.manifest);
     b.ranks = m.at("ranks").get<int>();
@@ -91,7 +87,7 @@ std::string cached_runtime(const Bundle &b, const std::string &build_type) {
     if (e.is_regular_file()) files.push_back(fs::relative(e.path(), runtime).string());
   std::sort(files.begin(), files.end());
   std::string all = b.backend + "\n" + build_type + "\n";
-  for (const std::string &f : files) all += f + "\n" + slurp(runtime / f) + "\n";
+  for (const std::string &f : files) all += f + "\n" + read_file(runtime / f) + "\n";
   fs::path kept = fs::path(cache) / ("runtime-" + b.backend + "-" + build_type + "-" + fnv1a64_hex(all));
   fs::path lib = kept / ("libcleave_rt_" + b.backend + ".a");
   if (fs::is_regular_file(lib)) return kept.string();
@@ -129,7 +125,7 @@ std::string build_bundle(const Bundle &b, const BuildOptions &options) {
       options.runtime_dir.empty() ? cached_runtime(b, options.build_type) : fs::absolute(options.runtime_dir).string();
   std::string cached_type, cached_backend, cached_runtime_dir;
   if (fs::exists(build / "build.ninja")) {
-    std::istringstream cache(slurp(build / "CMakeCache.txt"));
+    std::istringstream cache(read_file(build / "CMakeCache.txt"));
     for (std::string line; std::getline(cache, line);) {
       if (line.starts_with("CMAKE_BUILD_TYPE:")) cached_type = line.substr(line.find('=') + 1);
       if (line.starts_with("CLEAVE_BACKEND:")) cached_backend = line.substr(line.find('=') + 1);
@@ -172,7 +168,7 @@ std::map<std::string, std::vector<uint8_t>> gather_saved(const Bundle &b, const 
   for (const auto &rank_info : m.at("per_rank")) {
     int r = rank_info.at("rank").get<int>();
     std::string path = save_prefix + ".rank_" + std::to_string(r) + ".bin";
-    auto shards = decode_checkpoint(slurp(path), path);
+    auto shards = decode_checkpoint(read_file(path), path);
     std::map<std::string, std::string> by_name(shards.begin(), shards.end());
     for (const auto &s : rank_info.at("saved")) {
       std::string name = s.at("name").get<std::string>();

@@ -27,6 +27,15 @@ struct Bundle {
   std::string manifest;  // the manifest's text
 };
 
+/** `s` quoted for /bin/sh (single quotes). */
+std::string shell_quote(const std::string &s);
+
+/** Runs `cmd` with /bin/sh after flushing stdout; its exit status (128 + the signal when a signal ended it). */
+int shell(const std::string &cmd);
+
+/** A file's bytes; UserError naming it when it cannot be read. */
+std::string read_file(const std::string &path);
+
 /** Reads DIR/manifest.json. Throws UserError naming `dir` when it is not a bundle or its manifest is malformed. */
 Bundle read_bundle(const std::string &dir);
 

@@ -8,25 +8,6 @@
 namespace cleave::interp {
 namespace {
 
-template <typename F>
-void unary(const KernelArgs &k, F f) {
-  const Value &x = k.in(0);
-  k.expect_out_shape(0, x.shape);
-  Value &y = k.out(0);
-  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(x.data[i]);
-}
-
-/** dX = f(dY, X). */
-template <typename F>
-void grad(const KernelArgs &k, F f) {
-  const Value &dy = k.in(0);
-  const Value &x = k.in(1);
-  CLEAVE_CHECK(dy.shape == x.shape, k.label(), ": ", shape_str(dy.shape), " vs ", shape_str(x.shape));
-  k.expect_out_shape(0, dy.shape);
-  Value &dx = k.out(0);
-  for (size_t i = 0; i < dx.data.size(); ++i) dx.data[i] = f(dy.data[i], x.data[i]);
-}
-
 double alpha(const KernelArgs &k, double def) { return k.op.attr_float("alpha", def); }
 constexpr double kSeluAlpha = 1.67326319217681884765625, kSeluGamma = 1.05070102214813232421875;
 
@@ -98,33 +79,33 @@ void kernel_Round(const KernelArgs &k) { unary(k, [](double x) { return std::nea
 void kernel_ClipGrad(const KernelArgs &k) {
   bool has_lo = k.op.has_attr("min"), has_hi = k.op.has_attr("max");
   double lo = has_lo ? k.op.attr_float("min") : 0, hi = has_hi ? k.op.attr_float("max") : 0;
-  grad(k, [=](double dy, double x) { return (has_lo && x <= lo) || (has_hi && x >= hi) ? 0.0 : dy; });
+  unary_grad(k, [=](double dy, double x) { return (has_lo && x <= lo) || (has_hi && x >= hi) ? 0.0 : dy; });
 }
 void kernel_HardSigmoidGrad(const KernelArgs &k) {
   double a = alpha(k, 0.2), b = k.op.attr_float("beta", 0.5);
-  grad(k, [=](double dy, double x) {
+  unary_grad(k, [=](double dy, double x) {
     double t = a * x + b;
     return t > 0 && t < 1 ? dy * a : 0.0;
   });
 }
 void kernel_HardSwishGrad(const KernelArgs &k) {
-  grad(k, [](double dy, double x) { return x < -3 ? 0.0 : x <= 3 ? dy * (x / 3 + 0.5) : dy; });
+  unary_grad(k, [](double dy, double x) { return x < -3 ? 0.0 : x <= 3 ? dy * (x / 3 + 0.5) : dy; });
 }
 void kernel_LeakyReluGrad(const KernelArgs &k) {
   double a = alpha(k, 0.01);
-  grad(k, [=](double dy, double x) { return x > 0 ? dy : dy * a; });
+  unary_grad(k, [=](double dy, double x) { return x > 0 ? dy : dy * a; });
 }
 void kernel_EluGrad(const KernelArgs &k) {
   double a = alpha(k, 1.0);
-  grad(k, [=](double dy, double x) { return x <= 0 ? dy * a * std::exp(x) : dy; });
+  unary_grad(k, [=](double dy, double x) { return x <= 0 ? dy * a * std::exp(x) : dy; });
 }
 void kernel_SeluGrad(const KernelArgs &k) {
   double a = alpha(k, kSeluAlpha), g = k.op.attr_float("gamma", kSeluGamma);
-  grad(k, [=](double dy, double x) { return x <= 0 ? dy * g * a * std::exp(x) : dy * g; });
+  unary_grad(k, [=](double dy, double x) { return x <= 0 ? dy * g * a * std::exp(x) : dy * g; });
 }
 void kernel_CeluGrad(const KernelArgs &k) {
   double a = alpha(k, 1.0);
-  grad(k, [=](double dy, double x) { return x <= 0 ? dy * std::exp(x / a) : dy; });
+  unary_grad(k, [=](double dy, double x) { return x <= 0 ? dy * std::exp(x / a) : dy; });
 }
 void kernel_PReluGrad(const KernelArgs &k) {
   const Value &dy = k.in(0), &x = k.in(1), &s = k.in(2);
@@ -139,17 +120,17 @@ void kernel_PReluGrad(const KernelArgs &k) {
   }
 }
 void kernel_SoftplusGrad(const KernelArgs &k) {
-  grad(k, [](double dy, double x) { return dy / (1 + std::exp(-x)); });
+  unary_grad(k, [](double dy, double x) { return dy / (1 + std::exp(-x)); });
 }
 void kernel_SoftsignGrad(const KernelArgs &k) {
-  grad(k, [](double dy, double x) {
+  unary_grad(k, [](double dy, double x) {
     double d = 1 + std::fabs(x);
     return dy / (d * d);
   });
 }
 void kernel_ThresholdedReluGrad(const KernelArgs &k) {
   double a = alpha(k, 1.0);
-  grad(k, [=](double dy, double x) { return x <= a ? 0.0 : dy; });
+  unary_grad(k, [=](double dy, double x) { return x <= a ? 0.0 : dy; });
 }
 
 }  // namespace cleave::interp

@@ -19,25 +19,6 @@ void binary(const KernelArgs &k, F f) {
   for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(a.data[ia[i]], b.data[ib[i]]);
 }
 
-template <typename F>
-void unary(const KernelArgs &k, F f) {
-  const Value &x = k.in(0);
-  k.expect_out_shape(0, x.shape);
-  Value &y = k.out(0);
-  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(x.data[i]);
-}
-
-/** dX = f(dY, Z) for gradient ops whose second operand Z has dY's shape. */
-template <typename F>
-void unary_grad(const KernelArgs &k, F f) {
-  const Value &dy = k.in(0);
-  const Value &z = k.in(1);
-  CLEAVE_CHECK(dy.shape == z.shape, k.label(), ": ", shape_str(dy.shape), " vs ", shape_str(z.shape));
-  k.expect_out_shape(0, dy.shape);
-  Value &dx = k.out(0);
-  for (size_t i = 0; i < dx.data.size(); ++i) dx.data[i] = f(dy.data[i], z.data[i]);
-}
-
 }  // namespace
 
 void kernel_Add(const KernelArgs &k) { binary(k, [](double a, double b) { return a + b; }); }

@@ -52,6 +52,24 @@ void unravel(int64_t flat, const Shape &shape, std::vector<int64_t> &idx);
 int64_t norm_axis(const KernelArgs &k, int64_t axis, int64_t rank);
 /** Attribute `key` as ints, or `n` copies of `def` if absent. */
 std::vector<int64_t> ints_or(const Op &op, const std::string &key, size_t n, int64_t def);
+/** Y = f(X), elementwise. */
+template <typename F>
+void unary(const KernelArgs &k, F f) {
+  const Value &x = k.in(0);
+  k.expect_out_shape(0, x.shape);
+  Value &y = k.out(0);
+  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = f(x.data[i]);
+}
+/** dX = f(dY, Z) for gradient ops whose second operand Z (the forward's input or output) has dY's shape. */
+template <typename F>
+void unary_grad(const KernelArgs &k, F f) {
+  const Value &dy = k.in(0);
+  const Value &z = k.in(1);
+  CLEAVE_CHECK(dy.shape == z.shape, k.label(), ": ", shape_str(dy.shape), " vs ", shape_str(z.shape));
+  k.expect_out_shape(0, dy.shape);
+  Value &dx = k.out(0);
+  for (size_t i = 0; i < dx.data.size(); ++i) dx.data[i] = f(dy.data[i], z.data[i]);
+}
 /** Class index of a label as an integer (labels are stored as doubles; exact below 2^53). */
 inline int64_t as_index(double v) { return static_cast<int64_t>(v); }
 

@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -70,27 +69,6 @@ int visible_gpus() {
     count = std::min(count, entries);
   }
   return count;
-}
-
-std::string quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-int shell(const std::string &cmd) {
-  std::fflush(stdout);
-  int rc = std::system(cmd.c_str());
-  if (rc == -1) return 127;
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
-}
-
-std::string slurp(const fs::path &p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) CLEAVE_USER_ERROR(p.string(), ": cannot read");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 /** A .npy (format 1.0) of `shape` and dtype: float32 normal values from `seed`, or int64 zeros (class 0 and index 0
@@ -177,7 +155,7 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
   std::vector<plan::RankFile> ranks;
   for (int r = 0; r < np.plan.devices; ++r) {
     fs::path file = prefix.string() + ".rank_" + std::to_string(r) + ".json";
-    ranks.push_back({file.string(), plan::parse_rank_timings(slurp(file), file.string())});
+    ranks.push_back({file.string(), plan::parse_rank_timings(codegen::read_file(file), file.string())});
   }
   return plan::add_profile_run(samples, g, np.plan, np.name, ranks);
 }
@@ -186,22 +164,22 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
 std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> profile_collectives(
     const ProfileArgs &a, const fs::path &dir) {
   fs::path src = fs::path(codegen::runtime_source_dir()) / "bench", build = dir / "comm_bench";
-  std::string cfg = "cmake -S " + quote(src.string()) + " -B " + quote(build.string()) +
+  std::string cfg = "cmake -S " + codegen::shell_quote(src.string()) + " -B " + codegen::shell_quote(build.string()) +
                     " -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=" + a.backend;
-  if (!a.runtime_dir.empty()) cfg += " -DCLEAVE_RUNTIME_DIR=" + quote(fs::absolute(a.runtime_dir).string());
+  if (!a.runtime_dir.empty()) cfg += " -DCLEAVE_RUNTIME_DIR=" + codegen::shell_quote(fs::absolute(a.runtime_dir).string());
   std::fprintf(stderr, "profiling collectives on 2..%d ranks, 4..%lld bytes\n", a.devices,
                static_cast<long long>(a.max_bytes));
-  if (shell(cfg + " 1>&2") != 0 || shell("cmake --build " + quote(build.string()) + " 1>&2") != 0)
+  if (codegen::shell(cfg + " 1>&2") != 0 || codegen::shell("cmake --build " + codegen::shell_quote(build.string()) + " 1>&2") != 0)
     CLEAVE_USER_ERROR("building the collective benchmark (", src.string(), ") failed");
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   fs::path out = dir / "comm_bench.txt";
   std::string run = "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(a.devices) + " " +
-                    quote((build / "comm_bench").string()) + " --max-bytes " + std::to_string(a.max_bytes) +
-                    " --reps " + std::to_string(a.reps) + " > " + quote(out.string());
-  if (shell(run) != 0) CLEAVE_USER_ERROR("the collective benchmark failed (see above)");
+                    codegen::shell_quote((build / "comm_bench").string()) + " --max-bytes " + std::to_string(a.max_bytes) +
+                    " --reps " + std::to_string(a.reps) + " > " + codegen::shell_quote(out.string());
+  if (codegen::shell(run) != 0) CLEAVE_USER_ERROR("the collective benchmark failed (see above)");
   std::map<std::string, std::map<int, std::vector<std::pair<double, double>>>> curves;
-  std::istringstream lines(slurp(out));
+  std::istringstream lines(codegen::read_file(out));
   std::string kind;
   int group = 0;
   double bytes = 0, secs = 0;
