@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libonnx-dev libonnx-testdata python3-onnx
   libprotobuf-dev protobuf-compiler
-  libopenmpi-dev openmpi-bin libopenblas-dev
+  libopenmpi-dev openmpi-bin libopenblas-dev libdnnl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev libjemalloc-dev
   python3-torch python3-torchvision python3-numpy python3-sklearn
   clang libclang-rt-14-dev

@@ -1,4 +1,4 @@
-// The cpu backend's process context (init: common/process.cpp, then MPI communicators, BLAS threads, watchdog), logging and
+// The cpu backend's process context (init: common/process.cpp, then MPI communicators, kernel threads, watchdog), logging and
 // the arena.
 #include <mpi.h>
 
@@ -23,7 +23,7 @@ const Context &init(int *argc, char ***argv) {
   if (g_initialised) return g_context;
   host::init_process(argc, argv, g_context);
   detail::init_communication();
-  detail::configure_blas_threads();
+  detail::configure_threads();
   detail::start_watchdog(g_context.rank);
   g_initialised = true;
   return g_context;

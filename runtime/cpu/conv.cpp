@@ -1,9 +1,11 @@
-// N-d convolution (groups, strides, asymmetric and negative pads, dilations) by im2col + GEMM, and its gradients.
+// N-d convolution (groups, strides, asymmetric and negative pads, dilations) and its gradients: on oneDNN where the
+// runtime has it (cpu/onednn.h: 1- to 3-d), else by im2col + GEMM here.
 #include <algorithm>
 #include <vector>
 
 #include "cleave/rt.h"
 #include "common/shapes.h"
+#include "cpu/onednn.h"
 
 namespace cleave::rt {
 namespace {
@@ -80,6 +82,8 @@ void col2im(const Geometry &g, const float *col, float *dx) {
 }  // namespace
 
 void conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y) {
+  host::check_conv_shape(s);
+  if (detail::onednn::conv_forward(s, x, w, b, y)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::vector<float> col(static_cast<size_t>(kdim * g.ny));
@@ -95,6 +99,8 @@ void conv_forward(const ConvShape &s, const float *x, const float *w, const floa
 }
 
 void conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx) {
+  host::check_conv_shape(s);
+  if (detail::onednn::conv_backward_data(s, dy, w, dx)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dx, dx + s.n * s.c * g.nx, 0.0f);
@@ -109,6 +115,8 @@ void conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
 }
 
 void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw) {
+  host::check_conv_shape(s);
+  if (detail::onednn::conv_backward_filter(s, dy, x, dw)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dw, dw + s.m * kdim, 0.0f);

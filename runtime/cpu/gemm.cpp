@@ -2,11 +2,8 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <thread>
 
 #include "cleave/rt.h"
-#include "cpu/internal.h"
 
 namespace cleave::rt {
 namespace {
@@ -20,22 +17,6 @@ void check_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, 
 }
 
 }  // namespace
-
-void detail::configure_blas_threads() {
-#if defined(CLEAVE_HAVE_OPENBLAS)
-  // Several ranks per node each starting one BLAS thread per core oversubscribe the node: share the cores, unless
-  // the user chose (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS).
-  if (std::getenv("OPENBLAS_NUM_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
-  int local = 1;
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "LOCAL_WORLD_SIZE"})
-    if (const char *v = std::getenv(name); v && std::atoi(v) > 0) {
-      local = std::atoi(v);
-      break;
-    }
-  int cores = static_cast<int>(std::thread::hardware_concurrency());
-  if (local > 1 && cores > 0) openblas_set_num_threads(std::max(1, cores / local));
-#endif
-}
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {

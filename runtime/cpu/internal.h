@@ -54,8 +54,12 @@ class ReductionWalk {
 
 /** Creates the point-to-point communicator (mpi.cpp); called by init() on every rank. */
 void init_communication();
-/** Shares the node's cores among its ranks' BLAS threads (gemm.cpp); called by init(). */
-void configure_blas_threads();
+/** The threads of this rank's kernels (threads.cpp): CLEAVE_THREADS, else every core of the node for a rank alone on
+ *  it, else the node's cores shared among its ranks (at least one, at most the cores the rank is bound to). */
+int threads_per_rank();
+/** Sets OpenBLAS's and oneDNN's (OpenMP's) thread counts to threads_per_rank(), widening the rank's CPU binding when
+ *  it owns more cores than it is bound to; called by init(). */
+void configure_threads();
 /** Frees the cached group communicators (mpi.cpp); called by finalize(). */
 void release_communicators();
 

@@ -1,17 +1,32 @@
 // BatchNormalization (training and inference) and its gradient, whole or with the batch split over ranks; sum/mean
 // reductions over axes. Per-channel statistics accumulate in double so results do not drift with the batch size.
+// The whole-batch training forward and backward run on oneDNN where the runtime has it (its statistics: the batch
+// mean and biased variance, as here); the running-statistics update with ONNX's momentum stays here.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "cleave/rt.h"
 #include "cpu/internal.h"
+#include "cpu/onednn.h"
 
 namespace cleave::rt {
 
 void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               float eps, float momentum, float *y, float *running_mean, float *running_var,
                               float *saved_mean, float *saved_invstd) {
+  std::vector<float> batch_mean(static_cast<size_t>(c)), batch_var(static_cast<size_t>(c));
+  if (detail::onednn::batch_norm_train_forward(n, c, d, x, scale, bias, eps, y, batch_mean.data(), batch_var.data())) {
+    double mom = momentum;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double mean = batch_mean[static_cast<size_t>(ch)], var = batch_var[static_cast<size_t>(ch)];
+      if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
+      if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+      if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
+      if (saved_invstd) saved_invstd[ch] = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+    }
+    return;
+  }
   double count = static_cast<double>(n * d);
   for (int64_t ch = 0; ch < c; ++ch) {
     double sum = 0;
@@ -52,6 +67,7 @@ void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, c
 
 void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
                          const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias) {
+  if (detail::onednn::batch_norm_backward(n, c, d, dy, x, scale, saved_mean, saved_invstd, dx, dscale, dbias)) return;
   // xhat = (x - mean) * invstd; dB = sum dY; dscale = sum dY * xhat; dX = scale * invstd / M * (M dY - dB - xhat dscale)
   double m = static_cast<double>(n * d);
   for (int64_t ch = 0; ch < c; ++ch) {

@@ -1,6 +1,8 @@
 // Max, average and global-average pooling (N-d) and their gradients. Output sizes come from the caller (ceil_mode
 // decided there), so a window may run past the padded input: such positions are skipped. The kernels also run on
 // spatial blocks of a larger op (PoolShape's block fields): the same global windows, read from or written to blocks.
+// Whole max and average pools run on oneDNN where the runtime has it and the semantics agree (cpu/onednn.cpp's
+// pool_geom); blocks, max pooling's indices and global average pooling stay here.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,6 +10,7 @@
 
 #include "cleave/rt.h"
 #include "common/shapes.h"
+#include "cpu/onednn.h"
 
 namespace cleave::rt {
 namespace {
@@ -103,6 +106,8 @@ std::vector<int64_t> x_to_dx(const PoolShape &s) {
 }  // namespace
 
 void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices) {
+  host::check_pool_ranks(s);
+  if (!indices && detail::onednn::max_pool_forward(s, x, y)) return;
   Windows w = make_windows(s);
   require_whole_windows(w, "max_pool_forward");
   if (indices && !(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty()))
@@ -117,6 +122,8 @@ void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *ind
 }
 
 void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx) {
+  host::check_pool_ranks(s);
+  if (detail::onednn::max_pool_backward(s, dy, x, dx)) return;
   Windows w = make_windows(s);
   require_whole_windows(w, "max_pool_backward");
   if (s.dx.empty() != s.dx_begin.empty()) fail("max_pool_backward: dx and dx_begin must be given together");
@@ -143,6 +150,8 @@ void max_pool_backward(const PoolShape &s, const float *dy, const float *x, floa
 }
 
 void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
+  host::check_pool_ranks(s);
+  if (detail::onednn::avg_pool_forward(s, x, y)) return;
   Windows w = make_windows(s);
   require_whole_windows(w, "avg_pool_forward");
   for (int64_t p = 0; p < s.nc; ++p)
@@ -157,6 +166,8 @@ void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
 }
 
 void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
+  host::check_pool_ranks(s);
+  if (detail::onednn::avg_pool_backward(s, dy, dx)) return;
   Windows w = make_windows(s);
   std::fill(dx, dx + s.nc * w.nx, 0.0f);
   for (int64_t p = 0; p < s.nc; ++p)
