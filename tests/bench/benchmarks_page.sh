@@ -9,7 +9,7 @@
 #               (plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nmt frontier_profile;
 #               frontier_profile builds the target frontier_profile in BUILD_DIR when it is missing)
 #   --measured  also the benchmarks that build bundles and time them on MPI ranks of this machine (accuracy ~10-15
-#               min, planners_profile ~17 min, batch_calibration a few minutes): left out by default for their time
+#               min, planners_profile ~17 min, batch_calibration a few minutes, cpu_vs_torch ~15 min): left out by default for their time
 #               and because they need the cores to themselves
 #   --cuda      batch_calibration on one GPU (backend cuda) instead of the CPU (with --measured or --only)
 #   --only      just these sections (names above); the other sections of the existing page are kept as they are
@@ -20,10 +20,10 @@
 set -uo pipefail
 
 default_set=(plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nmt frontier_profile)
-measured_set=(accuracy planners_profile batch_calibration)
+measured_set=(accuracy planners_profile batch_calibration cpu_vs_torch)
 all_sets=("${default_set[@]}" "${measured_set[@]}")
 knobs=(ZOO_MODELS PLANNERS DEVICES TOPOLOGY BATCH ITERATIONS SEED STEPS REPEATS ROUNDS PREDICTORS CASES MODELS MODEL
-       BASELINES PLAN_FLAGS RUNTIME_DIR)
+       BASELINES PLAN_FLAGS RUNTIME_DIR BASELINE THREADS DP)
 
 title() {
   case $1 in
@@ -37,6 +37,7 @@ title() {
     accuracy) echo "Accuracy of the cost model and simulator against measured steps on MPI ranks" ;;
     planners_profile) echo "Do the search planners find faster plans with a measured profile? (2 MPI ranks)" ;;
     batch_calibration) echo "Predicting an unmeasured batch from a profile (1 device)" ;;
+    cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and ResNet-18 on 1 and 2 ranks" ;;
   esac
 }
 
