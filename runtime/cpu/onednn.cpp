@@ -325,7 +325,8 @@ bool pool_backward(const PoolShape &s, dnnl::algorithm alg, bool include_pad, co
 
 // ---------------------------------------------------------------- batch norm
 
-const dnnl::normalization_flags kScaleShift = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+const dnnl::normalization_flags kScaleShift =
+    dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
 
 struct BnFwd {
   dnnl::batch_normalization_forward prim;

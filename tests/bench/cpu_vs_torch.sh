@@ -48,7 +48,8 @@ for m in $models; do
   fi
   batch[$m]=$(cat "$work/$m.batch")
   "$cleave" compile "$work/$m.onnx" --devices 1 --batch "${batch[$m]}" --optimizer sgd --lr 0.01 \
-    -o "$work/$m.after" 2>>"$log" || { echo "skip $m: cleave compile failed (see $log)" >&2; unset "batch[$m]"; continue; }
+    -o "$work/$m.after" 2>>"$log" ||
+    { echo "skip $m: cleave compile failed (see $log)" >&2; unset "batch[$m]"; continue; }
   if [ -n "$baseline" ]; then
     rm -rf "$work/$m.before" && cp -r "$work/$m.after" "$work/$m.before"
     rm -rf "$work/$m.before/runtime" "$work/$m.before/build" && cp -r "$work/baseline/runtime" "$work/$m.before/runtime"
@@ -95,7 +96,8 @@ print("%.6f %.0f" % (statistics.median(v), 100 * (max(v) / min(v) - 1)) if v els
 ms() { awk -v s="$1" 'BEGIN { if (s == "nan") print "-"; else printf "%.1f", 1000 * s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan") print "-"; else printf "%.2f", a / b }'; }
 
-echo "CPU step time, $threads thread(s), median of $rounds rounds of $steps steps (ms; before: runtime of ${baseline:-none})"
+echo "CPU step time, $threads thread(s), median of $rounds rounds of $steps steps" \
+  "(ms; before: runtime of ${baseline:-none})"
 echo
 echo "| model | batch | before | after | torch 1.13 | after/torch | before/after | spread |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -117,7 +119,8 @@ if [ "$dp" = 1 ] && [ -n "${batch[resnet18]:-}" ]; then
   echo "|---|---|---|---|---|"
   read -r s1 p1 <<<"$(stats ${t[dp.1]})"
   read -r s2 p2 <<<"$(stats ${t[dp.2]})"
-  echo "| 1 | $cores | $(ms "$s1") | $(awk -v s="$s1" -v b="${batch[resnet18]}" 'BEGIN { printf "%.0f", b / s }') | ${p1}% |"
+  echo "| 1 | $cores | $(ms "$s1") |" \
+    "$(awk -v s="$s1" -v b="${batch[resnet18]}" 'BEGIN { printf "%.0f", b / s }') | ${p1}% |"
   echo "| 2 | $(( cores / 2 > 0 ? cores / 2 : 1 )) | $(ms "$s2") |" \
     "$(awk -v s="$s2" -v b="${batch[resnet18]}" 'BEGIN { printf "%.0f", b / s }') | ${p2}% |"
 fi
