@@ -10,8 +10,7 @@
 #               frontier_profile builds the target frontier_profile in BUILD_DIR when it is missing)
 #   --measured  also the benchmarks that build bundles and time them on MPI ranks of this machine (accuracy ~10-15
 #               min, planners_profile ~17 min, batch_calibration a few minutes, cpu_vs_torch ~15 min): left out by
-#               default for their time
-#               and because they need the cores to themselves
+#               default for their time and because they need the cores to themselves
 #   --cuda      batch_calibration on one GPU (backend cuda) instead of the CPU (with --measured or --only)
 #   --only      just these sections (names above); the other sections of the existing page are kept as they are
 #   -o PAGE     the page to write (default docs/benchmarks.md)
