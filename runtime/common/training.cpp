@@ -126,6 +126,10 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     else if (a == "--keep") keep_ = parse_count(a, value(), 0);
     else if (a == "--resume") resume_ = value();
     else if (a == "--log-json") log_json_ = value();
+    else if (a == "--clip-grad-norm") {
+      clip_norm_ = parse_number(a, value());
+      if (clip_norm_ <= 0) fail("--clip-grad-norm: must be positive, got " + std::string(argv[i]));
+    }
     else if (a == "--lr-schedule") {
       schedule_ = value();
       if (schedule_ != "constant" && schedule_ != "step" && schedule_ != "multistep" && schedule_ != "cosine" &&
@@ -245,6 +249,22 @@ float TrainingRun::lr(float base, int64_t step) {
   return static_cast<float>(v);
 }
 
+void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {
+  if (clip_norm_ <= 0 && log_json_.empty()) return;
+  double local = 0, total = 0;
+  for (const GradShard &g : grads)
+    if (g.counted) local += sum_of_squares(g.ptr, g.n);
+  CLEAVE_MPI(MPI_Allreduce, &local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  // torch computes the norm and the coefficient in float32.
+  float norm = static_cast<float>(std::sqrt(total));
+  last_grad_norm_ = norm;
+  if (!std::isfinite(norm)) fail("step " + std::to_string(step) + ": the gradient norm is " + std::to_string(norm));
+  if (clip_norm_ <= 0) return;
+  float coef = std::min(static_cast<float>(clip_norm_) / (norm + 1e-6f), 1.0f);
+  if (coef < 1.0f)
+    for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, coef);
+}
+
 bool TrainingRun::end_step(int64_t step) {
   const Context &c = context();
   double now = now_seconds();
@@ -253,8 +273,8 @@ bool TrainingRun::end_step(int64_t step) {
     if (!log_json_.empty()) {
       static double previous = started_;
       if (std::FILE *f = std::fopen(log_json_.c_str(), "ab")) {
-        std::fprintf(f, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.7g, \"seconds\": %.6f}\n",
-                     static_cast<long long>(step), loss, last_lr_, now - previous);
+        std::fprintf(f, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.7g, \"grad_norm\": %.7g, \"seconds\": %.6f}\n",
+                     static_cast<long long>(step), loss, last_lr_, last_grad_norm_, now - previous);
         std::fclose(f);
       }
       previous = now;

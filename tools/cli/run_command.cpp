@@ -35,7 +35,7 @@ struct RunArgs {
   // The learning-rate schedule and the step log.
   std::string lr_schedule, milestones, log_json;
   std::optional<int64_t> warmup_steps, step_size;
-  std::optional<double> min_lr, gamma;
+  std::optional<double> min_lr, gamma, clip_grad_norm;
 };
 
 /** The rank programs' flags for `a`'s checkpoint, schedule and log options (rt::TrainingRun), resume excepted. */
@@ -61,6 +61,7 @@ std::vector<std::string> rank_flags(const RunArgs &a) {
   add("--step-size", num(a.step_size));
   add("--milestones", a.milestones);
   add("--gamma", num(a.gamma));
+  add("--clip-grad-norm", num(a.clip_grad_norm));
   add("--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
   return out;
 }
@@ -119,7 +120,11 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--step-size", args->step_size, "step: steps between decays")->check(kPositive);
   app.add_option("--milestones", args->milestones, "multistep: steps A,B,... at which to decay");
   app.add_option("--gamma", args->gamma, "step, multistep: the decay factor (default 0.1)");
-  app.add_option("--log-json", args->log_json, "write one JSON line per step (step, loss, lr, seconds) to FILE");
+  app.add_option("--clip-grad-norm", args->clip_grad_norm,
+                 "clip the gradients' global 2-norm to X (torch.nn.utils.clip_grad_norm_)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--log-json", args->log_json,
+                 "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
     if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training

@@ -407,6 +407,11 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out);
 
+/** The sum of x[i]^2 over [0, n), accumulated in double (gradient norms). */
+double sum_of_squares(const float *x, int64_t n);
+/** x[i] *= s over [0, n) (gradient clipping). */
+void scale_in_place(float *x, int64_t n, float s);
+
 /** ai.onnx.preview.training Momentum for one tensor (R = lr, T = update count): g' = norm * x + g;
  *  v' = alpha * v + (T > 0 ? beta : 1) * g'; x' = x - lr * v' (standard) or x - lr * (g' + alpha * v') (nesterov). */
 void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *v, float lr, int64_t t, float alpha,
@@ -571,7 +576,9 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *                            manifest), bit-identically; `auto`: the newest under --checkpoint-dir, if there is one
  *    --lr-schedule S         constant|step|multistep|cosine|linear|onecycle, with --warmup-steps W, --min-lr X,
  *                            --step-size N, --milestones A,B,..., --gamma G (torch.optim.lr_scheduler; lr())
- *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, seconds
+ *    --clip-grad-norm X      scale the gradients by min(1, X / (norm + 1e-6)), norm = the 2-norm of every gradient
+ *                            shard on every rank, each box counted once (torch.nn.utils.clip_grad_norm_)
+ *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds
  *  SIGUSR1 or SIGTERM (Slurm's warning before a time limit or preemption) makes every rank write a checkpoint after
  *  the step in progress and exit with code kStoppedForResume; with --checkpoint-dir the ranks agree on the stop step
  *  by one small all-reduce per step. Rank 0 shows progress (step/total, loss, samples/s, ETA) on stderr at most once
@@ -595,6 +602,16 @@ class TrainingRun {
   /** The learning rate of step `step` for an optimizer whose base rate is `base`, as torch.optim.lr_scheduler would
    *  have set it before that step's update (computed in double, rounded to float as torch's kernels do). */
   float lr(float base, int64_t step);
+  /** A gradient shard an optimizer update of this rank reads: `counted` for the first rank holding its box. */
+  struct GradShard {
+    float *ptr = nullptr;
+    int64_t n = 0;
+    bool counted = true;
+  };
+  /** Between the gradients and the updates of step `step` (every rank calls it): with --clip-grad-norm or
+   *  --log-json, the global gradient norm (an all-reduce over the world), fail()ing on a non-finite one; with
+   *  --clip-grad-norm the shards scaled in place. Otherwise nothing. */
+  void clip_grads(const std::vector<GradShard> &grads, int64_t step);
   /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
    *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
   bool end_step(int64_t step);
@@ -613,6 +630,7 @@ class TrainingRun {
   double min_lr_ = 0, gamma_ = 0.1;
   std::vector<int64_t> milestones_;
   // Reporting.
+  double clip_norm_ = 0, last_grad_norm_ = -1;
   double last_lr_ = 0, started_ = 0, last_progress_ = -1;
   int64_t last_checkpoint_ = 0;
   bool stopped_ = false;

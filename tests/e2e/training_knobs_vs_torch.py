@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Learning-rate schedules of `cleave run` (rt::TrainingRun::lr) against torch.optim.lr_scheduler.
+"""Learning-rate schedules and gradient clipping of `cleave run` (rt::TrainingRun) against torch.optim.lr_scheduler
+and torch.nn.utils.clip_grad_norm_.
 
 For the MLP and the CNN of models/ (batch 16, 8 steps, the samples of models/make_reference.py), each schedule is run
 by a 1-rank bundle and by torch 1.13 from the same initializers, torch calling scheduler.step() after every
 optimizer.step(); the 8 losses must agree within 1e-4 (relative to max(1, |torch|)), and torch's losses under the
 schedule must differ from its constant-rate losses by more than 1e-3 (else the comparison could not tell). Warm-up is torch's
 SequentialLR of LinearLR(start_factor=1/W, total_iters=W-1) and the schedule (milestone W); onecycle is OneCycleLR
-with cycle_momentum=False.
+with cycle_momentum=False. Clipping runs at 1 rank, 2 ranks data-parallel (replicated gradients count once) and 4 ranks tofu (split
+gradients).
 
 Usage: schedules_vs_torch.py CLEAVE_BINARY SOURCE_DIR
 """
@@ -45,11 +47,15 @@ CASES = [
     ("onecycle", ["--lr-schedule", "onecycle"],
      lambda o: S.OneCycleLR(o, max_lr=o.defaults["lr"], total_steps=STEPS, cycle_momentum=False)),
 ]
+# Gradient clipping: (name, cleave flags, max_norm for torch, scheduler factory).
+CLIPS = [("clip 0.5", ["--clip-grad-norm", "0.5"], 0.5, lambda o: S.ConstantLR(o, factor=1.0)),
+         ("clip 0.3 + cosine", ["--clip-grad-norm", "0.3", "--lr-schedule", "cosine"], 0.3,
+          lambda o: S.CosineAnnealingLR(o, T_max=STEPS))]
 OPTIMIZERS = {"sgd": (["--optimizer", "sgd", "--lr", "0.1"], lambda p: torch.optim.SGD(p, lr=0.1)),
               "adam": (["--optimizer", "adam", "--lr", "0.01"], lambda p: torch.optim.Adam(p, lr=0.01))}
 
 
-def torch_losses(model_name, make_opt, make_sched):
+def torch_losses(model_name, make_opt, make_sched, clip=None):
     model = make_models.make_model(model_name)
     make_reference.load_from_onnx(model, os.path.join(src, "models", f"{model_name}.onnx"))
     model.train()
@@ -64,10 +70,40 @@ def torch_losses(model_name, make_opt, make_sched):
         opt.zero_grad()
         loss = model(torch.from_numpy(xs[idx]), torch.from_numpy(ys[idx]))
         loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
         out.append(float(loss))
     return out
+
+
+def partitioned(env, work, model_name, opt_flags, opt_name, ranks, planner):
+    """The model's bundle for `ranks` ranks under `planner` (compiled once)."""
+    path = os.path.join(work, f"{model_name}-{opt_name}-{ranks}-{planner}")
+    if not os.path.exists(path):
+        subprocess.run([cleave, "compile", os.path.join(src, "models", f"{model_name}.onnx"), "--batch", str(BATCH),
+                        "--devices", str(ranks), "--planner", planner, *opt_flags, "-o", path], check=True,
+                       stderr=subprocess.DEVNULL, env=env)
+    return path
+
+
+def check(env, bundle, data, model_name, opt_name, make_opt, name, flags, clip, make_sched, ranks):
+    what = f"{model_name} {opt_name} {name} ({ranks})"
+    r = subprocess.run([cleave, "run", bundle, "--data", data, "--steps", str(STEPS), *flags],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print(f"FAIL {what}: {r.stderr.strip().splitlines()[-1:]}")
+        return False
+    got = [float(line.split()[3]) for line in r.stdout.splitlines() if line.startswith("step ")]
+    want = torch_losses(model_name, make_opt, make_sched, clip)
+    plain = torch_losses(model_name, make_opt, lambda o: S.ConstantLR(o, factor=1.0))
+    apart = max(abs(a - b) for a, b in zip(want, plain))
+    worst = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, want)) if len(got) == STEPS else 1
+    ok = len(got) == STEPS and worst <= 1e-4 and apart > 1e-3
+    print(f"{'ok' if ok else 'FAIL'} {what}: max rel diff {worst:.2e} over {len(got)} steps (last loss "
+          f"{got[-1] if got else None} vs torch {want[-1]:.9g}; {apart:.1e} from plain training's)")
+    return ok
 
 
 def main():
@@ -82,24 +118,17 @@ def main():
                 subprocess.run([cleave, "compile", os.path.join(src, "models", f"{model_name}.onnx"), "--batch",
                                 str(BATCH), "--devices", "1", *opt_flags, "-o", bundle], check=True,
                                stderr=subprocess.DEVNULL, env=env)
-                cases = CASES if opt_name == "sgd" else [c for c in CASES if c[0] in ("cosine+warmup", "onecycle")]
-                for name, flags, make_sched in cases:
-                    r = subprocess.run([cleave, "run", bundle, "--data", data, "--steps", str(STEPS), *flags],
-                                       capture_output=True, text=True, env=env)
-                    if r.returncode != 0:
-                        print(f"FAIL {model_name} {opt_name} {name}: {r.stderr.strip().splitlines()[-1:]}")
-                        failures += 1
-                        continue
-                    got = [float(line.split()[3]) for line in r.stdout.splitlines() if line.startswith("step ")]
-                    want = torch_losses(model_name, make_opt, make_sched)
-                    constant = torch_losses(model_name, make_opt, lambda o: S.ConstantLR(o, factor=1.0))
-                    apart = max(abs(a - b) for a, b in zip(want, constant))
-                    worst = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, want)) if len(got) == STEPS else 1
-                    ok = len(got) == STEPS and worst <= 1e-4 and apart > 1e-3
-                    failures += not ok
-                    print(f"{'ok' if ok else 'FAIL'} {model_name} {opt_name} {name}: max rel diff {worst:.2e} over "
-                          f"{len(got)} steps (last loss {got[-1] if got else None} vs torch {want[-1]:.9g}; "
-                          f"{apart:.1e} from the constant rate's)")
+                cases = [(n, f, None, m) for n, f, m in CASES]
+                if opt_name == "adam":
+                    cases = [c for c in cases if c[0] in ("cosine+warmup", "onecycle")]
+                else:
+                    cases += CLIPS  # (Adam is nearly invariant to a gradient's scale: clipping shows with SGD)
+                for name, flags, clip, make_sched in cases:
+                    for ranks, planner in (((1, "data"), (2, "data"), (4, "tofu")) if clip else ((1, "data"),)):
+                        b = bundle if ranks == 1 else partitioned(env, work, model_name, opt_flags, opt_name, ranks,
+                                                                  planner)
+                        failures += not check(env, b, data, model_name, opt_name, make_opt, name, flags, clip,
+                                              make_sched, f"{ranks} {planner}")
     return 1 if failures else 0
 
 
