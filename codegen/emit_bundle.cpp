@@ -152,7 +152,10 @@ std::string bundle_readme(int ranks, const std::string &backend) {
          "`-DCLEAVE_BACKEND=cuda` builds the same ranks for GPUs.\n";
   s += "\n## Run\n\n```\nlaunch/mpirun.sh build --steps K NAME=FILE.npy ... [--save PREFIX]\n```\n\n"
        "or on Slurm, from this directory: `sbatch launch/slurm.sbatch build --steps K NAME=FILE.npy ...`. "
-       "Rank 0 prints `step <k> loss <value>`. CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
+       "Rank 0 prints `step <k> loss <value>`. Long runs: `--checkpoint-dir CK --checkpoint-every N [--keep K]`, "
+       "`--resume CK|auto`, `--lr-schedule constant|step|multistep|cosine|linear|onecycle` (with `--warmup-steps`, "
+       "`--min-lr`, `--step-size`, `--milestones`, `--gamma`), `--clip-grad-norm X`, `--log-json FILE`; SIGUSR1 or "
+       "SIGTERM checkpoints and exits 75 (runtime/include/cleave/rt.h, rt::TrainingRun). CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
        "communication may wait before every rank is ended. With CLEAVE_PROFILE=PREFIX each rank times its kernels, "
        "communication and steps and writes PREFIX.rank_<r>.json; rank 0 prints the median step time on stderr "
        "(runtime/include/cleave/rt.h).\n";
@@ -171,33 +174,36 @@ std::string launch_script(int ranks) {
          "\"$build\" \"$here\" \"$@\"\n";
 }
 
-/** The Slurm batch script: one task per rank (a GPU each for cuda), started by srun from the bundle directory. */
+/** The Slurm batch script: one task per rank (a GPU each for cuda), started by srun from the bundle directory. With
+ *  --checkpoint-dir it resumes from the newest checkpoint there (--resume auto), and is requeued when the ranks stop
+ *  for a signal (exit 75, rt::TrainingRun::kStoppedForResume): Slurm's USR1 two minutes before the time limit
+ *  (--signal), or the SIGTERM of a preemption. */
 std::string slurm_script(int ranks, const std::string &backend) {
   std::string s = "#!/bin/sh\n#SBATCH --job-name=cleave\n#SBATCH --ntasks=" + std::to_string(ranks) + "\n";
   if (backend == "cuda") s += "#SBATCH --gpus-per-task=1\n";
-  s += "# Runs the bundle on " + std::to_string(ranks) +
+  s += "#SBATCH --signal=USR1@120\n#SBATCH --requeue\n"
+       "# Runs the bundle on " + std::to_string(ranks) +
        " ranks. Submit from the bundle directory (sbatch runs a copy of this file elsewhere):\n"
-       "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--save PREFIX]\n"
+       "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--checkpoint-dir CK] [--save PREFIX]\n"
        "# Each rank is SLURM_PROCID and reads weights/rank_<r>.bin; add site options (partition, time, nodes) above.\n"
+       "# With --checkpoint-dir the job continues from CK's newest checkpoint, and when Slurm warns of the time limit\n"
+       "# (USR1) or preempts it (TERM) the ranks checkpoint, exit 75, and the job is requeued.\n"
        "set -e\n"
        "here=${SLURM_SUBMIT_DIR:-$(pwd)}\n"
        "build=$1\nshift\n"
-       "exec srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
-       "\"$build\" \"$here\" \"$@\"\n";
+       "resume=\n"
+       "for a in \"$@\"; do [ \"$a\" = --checkpoint-dir ] && resume=\"--resume auto\"; done\n"
+       "set +e\n"
+       "srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
+       "\"$build\" \"$here\" \"$@\" $resume\n"
+       "rc=$?\n"
+       "if [ $rc -eq 75 ]; then\n"
+       "  echo \"cleave: stopped with a checkpoint; requeueing job $SLURM_JOB_ID\" >&2\n"
+       "  scontrol requeue \"$SLURM_JOB_ID\"\n"
+       "  exit 0\n"
+       "fi\n"
+       "exit $rc\n";
   return s;
-}
-
-/** A persistent shard as an rt::NamedBuffer initializer: name, buffer, bytes and layout (dtype, shape, box). */
-std::string shard_literal(const Graph &g, const RankProgram &prog, const PersistentShard &ps) {
-  const Tensor &t = g.tensor(ps.tensor);
-  std::vector<int64_t> begin, end;
-  for (const auto &iv : ps.box) {
-    begin.push_back(iv.begin);
-    end.push_back(iv.end);
-  }
-  return "{" + quoted(t.name) + ", b" + std::to_string(ps.buffer) + ", " +
-         std::to_string(prog.buffers[ps.buffer].bytes()) + ", \"" + std::string(dtype_name(t.dtype)) + "\", " +
-         dims_literal(t.shape) + ", " + dims_literal(begin) + ", " + dims_literal(end) + "}";
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #    checkpoint stays complete and --resume auto continues from it to the uninterrupted run's losses;
 #  - SIGUSR1 (Slurm's warning) to one rank: every rank checkpoints after the step in progress and `cleave run` exits
 #    75; --resume auto then finishes with the uninterrupted run's losses;
+#  - launch/slurm.sbatch under a stand-in srun (mpirun) and scontrol: USR1 to a rank checkpoints, the script requeues
+#    the job (scontrol requeue), and the requeued script resumes bit-identically;
 #  - `cleave checkpoint export` writes the same initializers as `--save-model`; bad --resume gives one error line.
 # Usage: training_runs.sh CLEAVE_BINARY SOURCE_DIR
 set -u
@@ -112,6 +114,46 @@ if [ -n "$rank" ]; then
 else
   kill "$pid"
   fail "SIGUSR1: the run did not start"
+fi
+
+# Slurm: the batch script requeues a job stopped by USR1, and the requeued job resumes.
+fake=$work/fake-slurm
+mkdir -p "$fake"
+cat >"$fake/srun" <<'SH'
+#!/bin/sh
+exec mpirun --allow-run-as-root --oversubscribe -np "$SLURM_NTASKS" sh -c 'SLURM_PROCID=$OMPI_COMM_WORLD_RANK; export SLURM_PROCID; exec "$@"' sh "$@"
+SH
+printf '#!/bin/sh\necho "$@" >>"%s/scontrol.log"\n' "$work" >"$fake/scontrol"
+chmod +x "$fake/srun" "$fake/scontrol"
+sbatch_run() {  # OUT STEPS: the bundle's batch script as Slurm would start it
+  (cd "$work" && SLURM_SUBMIT_DIR=$work/data2 SLURM_JOB_ID=42 SLURM_NTASKS=2 PATH=$fake:$PATH \
+    sh "$work/data2/launch/slurm.sbatch" "$work/data2/build" --steps "$2" --checkpoint-dir "$work/slurm.ck" \
+    --checkpoint-every 100000000 "x=$d/digits_flat_train_x.npy" "y=$d/digits_train_y.npy" >"$1" 2>"$1.err")
+}
+sbatch_run "$work/slurm1" 100000000 &
+pid=$!
+rank=
+for _ in $(seq 100); do
+  rank=$(pgrep -f "^$work/data2/build/rank_1 " | head -1)
+  [ -n "$rank" ] && grep -q '^step 3 ' "$work/slurm1" 2>/dev/null && break
+  sleep 0.2
+done
+if [ -n "$rank" ]; then
+  kill -USR1 "$rank"
+  wait "$pid" || fail "slurm: the batch script exited $? after the stop"
+  grep -qx 'requeue 42' "$work/scontrol.log" 2>/dev/null || fail "slurm: the job was not requeued"
+  stopped=$(ls "$work/slurm.ck" | grep step- | tail -1)
+  step=$((10#${stopped#step-} + 0))
+  sbatch_run "$work/slurm2" $((step + 2)) || fail "slurm: the requeued job failed: $(tail -1 "$work/slurm2.err")"
+  run data2 "$work/slurm.full" --steps $((step + 2))
+  if [ "$(losses "$work/slurm2")" = "$(losses "$work/slurm.full" | tail -2)" ]; then
+    echo "ok: slurm.sbatch: USR1 after step $step, requeued, resumed bit-identically"
+  else
+    fail "slurm: resumed $(losses "$work/slurm2" | tr '\n' ' ') vs $(losses "$work/slurm.full" | tail -2 | tr '\n' ' ')"
+  fi
+else
+  kill "$pid"
+  fail "slurm: the batch script did not start the ranks: $(tail -2 "$work/slurm1.err")"
 fi
 
 # Export equals --save-model.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include "codegen/bundle_run.h"
 #include "codegen/checkpoint.h"
@@ -178,6 +179,7 @@ Command add_run_command(CLI::App &app) {
     run.steps = args->steps;
     run.data = files;
     run.rank_args = rank_flags(*args);
+    if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "1");  // the ranks' stderr is mpirun's pipe
     for (std::string &flag : resume_flags(*args, bundle, build_dir)) run.rank_args.push_back(std::move(flag));
     if (!args->checkpoint_dir.empty()) {
       // Which model the checkpoints belong to, for `cleave checkpoint export`.
