@@ -154,7 +154,7 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   for (const auto &[name, value] : options.env) cmd += " -x " + name;
   for (int r = 0; r < b.ranks; ++r) {
     cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
-           " --steps " + std::to_string(options.steps) + " --weights " +
+           (options.steps > 0 ? " --steps " + std::to_string(options.steps) : std::string()) + " --weights " +
            shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
     for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);
     if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);

@@ -61,7 +61,7 @@ std::string cached_runtime(const Bundle &b, const std::string &build_type);
 std::string build_bundle(const Bundle &b, const BuildOptions &options);
 
 struct RunOptions {
-  int64_t steps = 1;
+  int64_t steps = 1;                        // 0: not passed (the ranks' --epochs decides)
   std::map<std::string, std::string> data;  // input name -> .npy path
   std::string save_prefix;                  // non-empty: each rank saves its trained shards to PREFIX.rank_<r>.bin
   std::vector<std::pair<std::string, std::string>> env;  // set for the ranks (e.g. CLEAVE_PROFILE)

@@ -206,6 +206,19 @@ std::string slurm_script(int ranks, const std::string &backend) {
   return s;
 }
 
+/** A persistent shard as an rt::NamedBuffer initializer: name, buffer, bytes and layout (dtype, shape, box). */
+std::string shard_literal(const Graph &g, const RankProgram &prog, const PersistentShard &ps) {
+  const Tensor &t = g.tensor(ps.tensor);
+  std::vector<int64_t> begin, end;
+  for (const auto &iv : ps.box) {
+    begin.push_back(iv.begin);
+    end.push_back(iv.end);
+  }
+  return "{" + quoted(t.name) + ", b" + std::to_string(ps.buffer) + ", " +
+         std::to_string(prog.buffers[ps.buffer].bytes()) + ", \"" + std::string(dtype_name(t.dtype)) + "\", " +
+         dims_literal(t.shape) + ", " + dims_literal(begin) + ", " + dims_literal(end) + "}";
+}
+
 }  // namespace
 
 std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
@@ -279,12 +292,18 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   }
   s += "  for (int64_t step = run.first_step(); step <= run.last_step(); ++step) {\n";
   s += "    rt::profile_step_begin();\n";
+  // A pass (data, forward, backward) per accumulated batch, then the updates once (RankProgram::passes_end).
+  s += "    for (int64_t micro = 0; micro < run.accumulation(); ++micro) {\n";
+  s += "      const int64_t pass = run.pass(step, micro);  // the data position and Dropout's key\n";
   for (size_t i = 0; i < prog.step.size(); ++i) {
     const Instr &in = prog.step[i];
-    if (site_of[i] >= 0) s += "    rt::profile_begin(" + std::to_string(site_of[i]) + ");\n";
-    s += indent(replace_refs(in.code), "    ");
-    if (site_of[i] >= 0) s += "    rt::profile_end(" + std::to_string(site_of[i]) + ");\n";
+    std::string pad = static_cast<int>(i) < prog.passes_end ? "      " : "    ";
+    if (site_of[i] >= 0) s += pad + "rt::profile_begin(" + std::to_string(site_of[i]) + ");\n";
+    s += indent(replace_refs(in.code), pad);
+    if (site_of[i] >= 0) s += pad + "rt::profile_end(" + std::to_string(site_of[i]) + ");\n";
+    if (static_cast<int>(i) + 1 == prog.passes_end) s += "    }\n";
   }
+  if (prog.passes_end <= 0) s += "    }\n";
   s += "    rt::profile_step_end();\n";
   s += "    if (!run.end_step(step)) break;\n";
   s += "  }\n";

@@ -630,7 +630,7 @@ std::string kernel_code(const KernelCall &call) {
       for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
       return "rt::dropout_forward(" + dims_literal(x) + ", " + dims_literal(offset) + ", " +
              dims_literal(strides_of(g.tensor(op.outputs[0]).shape)) + ", " +
-             num(op.attr_int("seed", 0)) + "ull, step, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
+             num(op.attr_int("seed", 0)) + "ull, pass, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
              ", " + out(0) + ", " + (mask ? out(1) : "nullptr") + ");";
     }
     case OpKind::DropoutGrad:

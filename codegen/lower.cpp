@@ -141,7 +141,7 @@ class Lowerer {
           tensor_buf_[r][t] = b;
           prog.data.push_back({t, b, box[0].begin, box[0].size()});
           timing_ = {Timing::Kind::data, {}, "", num_elements(box_shape(box)) * dtype_size(tensor.dtype)};
-          emit(r, std::string("rt::npy_read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (step - 1) * " +
+          emit(r, std::string("run.read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (pass - 1) * " +
                       std::to_string(out_.batch) + " + " + std::to_string(box[0].begin) + ", " +
                       std::to_string(box[0].size()) + ", " + ref(b) + ");",
                {b});
@@ -159,7 +159,11 @@ class Lowerer {
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) lower_op(o);
     finish_step();
-    for (auto &prog : out_.ranks) overlap_reductions(prog);
+    for (auto &prog : out_.ranks) {
+      overlap_reductions(prog);  // inserts statements: passes_end moves to the accumulation's new place
+      for (size_t i = 0; i < prog.step.size(); ++i)
+        if (prog.step[i].code.rfind("run.accumulate(", 0) == 0) prog.passes_end = static_cast<int>(i) + 1;
+    }
     check_collective_order(out_);
     for (auto &prog : out_.ranks) plan_memory(prog);
     return std::move(out_);
@@ -568,8 +572,9 @@ class Lowerer {
     timing_ = {};
     // The optimizers' updates, after the gradients' clipping (rt::TrainingRun::clip_grads: a no-op unless the run
     // clips or logs the gradient norm, but every rank calls it, as it may all-reduce).
+    // Every rank calls both (they may all-reduce over the world), with or without updates of its own; a pass of
+    // the step (its data, forward and backward) repeats up to the accumulation (RankProgram::passes_end).
     for (size_t r = 0; r < updates_.size(); ++r) {
-      if (updates_[r].empty()) continue;
       std::string grads;
       std::vector<int> bufs;
       for (const UpdateGrad &u : update_grads_[r]) {
@@ -577,6 +582,11 @@ class Lowerer {
                  (u.counted ? ", true}" : ", false}");
         bufs.push_back(u.buffer);
       }
+      int loss = r == 0 && g_.loss != kNoTensor ? tensor_buf_[0][g_.loss] : -1;
+      std::vector<int> with_loss = bufs;
+      if (loss >= 0) with_loss.push_back(loss);
+      emit(static_cast<int>(r), "run.accumulate({" + grads + "}, " + (loss >= 0 ? ref(loss) : "nullptr") + ", micro);",
+           with_loss);
       emit(static_cast<int>(r), "run.clip_grads({" + grads + "}, step);", bufs);
       for (Instr &in : updates_[r]) out_.ranks[r].step.push_back(std::move(in));
     }

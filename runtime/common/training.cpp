@@ -126,6 +126,9 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     else if (a == "--keep") keep_ = parse_count(a, value(), 0);
     else if (a == "--resume") resume_ = value();
     else if (a == "--log-json") log_json_ = value();
+    else if (a == "--accumulate") accumulate_ = parse_count(a, value(), 1);
+    else if (a == "--epochs") epochs_ = parse_count(a, value(), 1);
+    else if (a == "--shuffle") shuffle_ = true, shuffle_seed_ = static_cast<uint64_t>(parse_count(a, value(), 0));
     else if (a == "--clip-grad-norm") {
       clip_norm_ = parse_number(a, value());
       if (clip_norm_ <= 0) fail("--clip-grad-norm: must be positive, got " + std::string(argv[i]));
@@ -155,6 +158,9 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     }
   }
   if (resume_ == "auto" && checkpoint_dir_.empty()) fail("--resume auto: needs --checkpoint-dir");
+  bool steps_given = false;
+  for (int i = 1; i < argc; ++i) steps_given |= std::string(argv[i]) == "--steps";
+  if (epochs_ > 0 && steps_given) fail("--epochs: give --steps or --epochs, not both");
   if (schedule_ == "multistep" && milestones_.empty()) fail("--lr-schedule multistep: needs --milestones");
   if (warmup_ >= last_step_ && warmup_ > 0 && schedule_ != "onecycle")
     fail("--warmup-steps " + std::to_string(warmup_) + ": must be below --steps " + std::to_string(last_step_));
@@ -217,10 +223,78 @@ void TrainingRun::load(std::vector<NamedBuffer> state) {
   last_progress_ = started_;
 }
 
-NpyFile TrainingRun::data(const std::string &name) const {
-  for (const auto &[n, p] : data_)
-    if (n == name) return npy_open(p);
+NpyFile TrainingRun::data(const std::string &name) {
+  for (const auto &[n, p] : data_) {
+    if (n != name) continue;
+    NpyFile f = npy_open(p);
+    int64_t count = f.shape.empty() ? 0 : f.shape[0];
+    if (samples_ > 0 && count != samples_)
+      fail(p + ": " + std::to_string(count) + " samples, another input has " + std::to_string(samples_));
+    samples_ = count;
+    if (epochs_ > 0) last_step_ = std::max<int64_t>(1, epochs_ * samples_ / (batch_ * accumulate_));
+    return f;
+  }
   fail("no data for input " + name + " (give " + name + "=FILE.npy)");
+}
+
+namespace {
+
+/** splitmix64: the shuffle's generator (a fixed function of the seed, on every platform). */
+uint64_t mix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+template <typename T>
+void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst) {
+  if (!shuffle_) return npy_read_samples(f, first, count, dst);
+  int64_t n = f.shape.empty() ? 0 : f.shape[0];
+  if (n <= 0) fail(f.path + ": no samples");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at = first + i, epoch = at / n;
+    if (epoch != perm_epoch_) {  // Fisher-Yates from (seed, epoch)
+      perm_.resize(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) perm_[static_cast<size_t>(k)] = k;
+      uint64_t state = shuffle_seed_ * 0x100000001b3ull + static_cast<uint64_t>(epoch);
+      for (int64_t k = n - 1; k > 0; --k)
+        std::swap(perm_[static_cast<size_t>(k)], perm_[mix(state) % static_cast<uint64_t>(k + 1)]);
+      perm_epoch_ = epoch;
+    }
+    npy_read_samples(f, perm_[static_cast<size_t>(at % n)], 1, dst + i * f.sample_elems);
+  }
+}
+
+void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
+  read_shuffled(f, first, count, dst);
+}
+
+void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst) {
+  read_shuffled(f, first, count, dst);
+}
+
+void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro) {
+  if (accumulate_ == 1) return;
+  // sums_ holds every shard's sum, then the loss's: [n_0][n_1]...[1].
+  int64_t total = 1;
+  for (const GradShard &g : grads) total += g.n;
+  if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(float));
+  int64_t at = 0;
+  auto add = [&](float *x, int64_t n) {
+    float *sum = sums_.f32(static_cast<size_t>(at) * sizeof(float), static_cast<size_t>(n));
+    if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(float)));
+    else add_in_place(sum, x, n);
+    if (micro + 1 == accumulate_) {  // the mean, where the updates (and the loss line) read
+      copy(x, sum, n * static_cast<int64_t>(sizeof(float)));
+      scale_in_place(x, n, 1.0f / static_cast<float>(accumulate_));
+    }
+    at += n;
+  };
+  for (const GradShard &g : grads) add(g.ptr, g.n);
+  if (loss) add(loss, 1);
 }
 
 float TrainingRun::lr(float base, int64_t step) {

@@ -27,6 +27,8 @@ __global__ void sum_squares_kernel(int64_t n, const float *x, double *out) {
 
 __global__ void scale_kernel(int64_t n, float *x, float s) { CLEAVE_FOR_EACH(i, n) x[i] *= s; }
 
+__global__ void add_kernel(int64_t n, float *y, const float *x) { CLEAVE_FOR_EACH(i, n) y[i] += x[i]; }
+
 __global__ void sgd_kernel(int64_t n, const float *p, const float *g, double l, double wd, float *p_out) {
   CLEAVE_FOR_EACH(i, n) p_out[i] = static_cast<float>(p[i] - l * (g[i] + wd * p[i]));
 }
@@ -133,6 +135,10 @@ double sum_of_squares(const float *x, int64_t n) {
 
 void scale_in_place(float *x, int64_t n, float s) {
   if (n > 0) CLEAVE_LAUNCH(scale_kernel, detail::grid_for(n), 256, n, x, s);
+}
+
+void add_in_place(float *y, const float *x, int64_t n) {
+  if (n > 0) CLEAVE_LAUNCH(add_kernel, detail::grid_for(n), 256, n, y, x);
 }
 
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {

@@ -4,6 +4,8 @@
 #    every digit, for data at 1 and 2 ranks, tofu at 2 and 4, and a random plan at 4;
 #  - reshard: a 2-rank data checkpoint of step 4 resumed by 4-rank tofu, and a 4-rank tofu one by 2-rank data and by
 #    1 rank, equal the uninterrupted run to 6 significant digits (another reduction order);
+#  - --epochs 1 --shuffle 7 runs 1500/16 = 93 steps in the same per-epoch permutation at 1 rank, 2 ranks data and 4
+#    ranks tofu (losses equal to 6 significant digits), unlike the unshuffled order;
 #  - kill -9 of a rank half-way through writing the step-4 checkpoint (CLEAVE_TEST_KILL_IN_CHECKPOINT): the step-2
 #    checkpoint stays complete and --resume auto continues from it to the uninterrupted run's losses;
 #  - SIGUSR1 (Slurm's warning) to one rank: every rank checkpoints after the step in progress and `cleave run` exits
@@ -70,6 +72,18 @@ reshard() {  # FROM TO
 reshard data2 tofu4
 reshard tofu4 data2
 reshard tofu4 data1
+
+# Epochs and shuffling: the same batches whatever the plan.
+for name in data1 data2 tofu4; do
+  run "$name" "$work/$name.shuffled" --epochs 1 --shuffle 7 || fail "$name: --epochs 1 --shuffle 7: $(tail -1 "$work/$name.shuffled.err")"
+done
+n=$(losses "$work/data1.shuffled" | wc -l)
+[ "$n" = 93 ] || fail "--epochs 1: $n steps, expected 93"
+same6 "$work/data1.shuffled" "$work/data2.shuffled" || fail "--shuffle: 1 rank and 2 ranks read different batches"
+same6 "$work/data1.shuffled" "$work/tofu4.shuffled" || fail "--shuffle: 1 rank and 4 ranks tofu read different batches"
+run data1 "$work/data1.ordered" --epochs 1
+same6 "$work/data1.shuffled" "$work/data1.ordered" && fail "--shuffle 7 trained on the unshuffled order"
+[ $failures -eq 0 ] && echo "ok: --epochs 1 --shuffle 7: 93 steps, the same at 1 rank, 2 ranks data and 4 ranks tofu"
 
 # kill -9 while writing a checkpoint.
 CLEAVE_TEST_KILL_IN_CHECKPOINT=4:1 run data2 "$work/kill" --steps 6 --checkpoint-dir "$work/kill.ck" --checkpoint-every 2 &&

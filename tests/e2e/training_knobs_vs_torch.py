@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Learning-rate schedules and gradient clipping of `cleave run` (rt::TrainingRun) against torch.optim.lr_scheduler
-and torch.nn.utils.clip_grad_norm_.
+"""Learning-rate schedules, gradient clipping and accumulation of `cleave run` (rt::TrainingRun) against
+torch.optim.lr_scheduler, torch.nn.utils.clip_grad_norm_ and a loop of backward passes.
 
 For the MLP and the CNN of models/ (batch 16, 8 steps, the samples of models/make_reference.py), each schedule is run
 by a 1-rank bundle and by torch 1.13 from the same initializers, torch calling scheduler.step() after every
 optimizer.step(); the 8 losses must agree within 1e-4 (relative to max(1, |torch|)), and torch's losses under the
 schedule must differ from its constant-rate losses by more than 1e-3 (else the comparison could not tell). Warm-up is torch's
 SequentialLR of LinearLR(start_factor=1/W, total_iters=W-1) and the schedule (milestone W); onecycle is OneCycleLR
-with cycle_momentum=False. Clipping runs at 1 rank, 2 ranks data-parallel (replicated gradients count once) and 4 ranks tofu (split
+with cycle_momentum=False. Accumulation (--accumulate 2) is torch's loop of two backward passes of loss/2 per
+optimizer step on the next two batches, the loss line their mean. Clipping and accumulation run at 1 rank, 2 ranks data-parallel (replicated gradients count once) and 4 ranks tofu (split
 gradients).
 
 Usage: schedules_vs_torch.py CLEAVE_BINARY SOURCE_DIR
@@ -47,15 +48,19 @@ CASES = [
     ("onecycle", ["--lr-schedule", "onecycle"],
      lambda o: S.OneCycleLR(o, max_lr=o.defaults["lr"], total_steps=STEPS, cycle_momentum=False)),
 ]
-# Gradient clipping: (name, cleave flags, max_norm for torch, scheduler factory).
-CLIPS = [("clip 0.5", ["--clip-grad-norm", "0.5"], 0.5, lambda o: S.ConstantLR(o, factor=1.0)),
-         ("clip 0.3 + cosine", ["--clip-grad-norm", "0.3", "--lr-schedule", "cosine"], 0.3,
-          lambda o: S.CosineAnnealingLR(o, T_max=STEPS))]
+# Gradient clipping and accumulation: (name, cleave flags, (max_norm, passes per step) for torch, scheduler factory).
+CLIPS = [("clip 0.5", ["--clip-grad-norm", "0.5"], (0.5, 1), lambda o: S.ConstantLR(o, factor=1.0)),
+         ("clip 0.3 + cosine", ["--clip-grad-norm", "0.3", "--lr-schedule", "cosine"], (0.3, 1),
+          lambda o: S.CosineAnnealingLR(o, T_max=STEPS)),
+         ("accumulate 2", ["--accumulate", "2"], (None, 2), lambda o: S.ConstantLR(o, factor=1.0)),
+         ("accumulate 3 + clip 0.5", ["--accumulate", "3", "--clip-grad-norm", "0.5"], (0.5, 3),
+          lambda o: S.ConstantLR(o, factor=1.0))]
 OPTIMIZERS = {"sgd": (["--optimizer", "sgd", "--lr", "0.1"], lambda p: torch.optim.SGD(p, lr=0.1)),
               "adam": (["--optimizer", "adam", "--lr", "0.01"], lambda p: torch.optim.Adam(p, lr=0.01))}
 
 
-def torch_losses(model_name, make_opt, make_sched, clip=None):
+def torch_losses(model_name, make_opt, make_sched, knobs=(None, 1)):
+    clip, passes = knobs
     model = make_models.make_model(model_name)
     make_reference.load_from_onnx(model, os.path.join(src, "models", f"{model_name}.onnx"))
     model.train()
@@ -66,15 +71,18 @@ def torch_losses(model_name, make_opt, make_sched, clip=None):
     sched = make_sched(opt)
     out = []
     for step in range(1, STEPS + 1):
-        idx = make_reference.batch_indices(step, len(xs))
         opt.zero_grad()
-        loss = model(torch.from_numpy(xs[idx]), torch.from_numpy(ys[idx]))
-        loss.backward()
+        total = 0.0
+        for micro in range(passes):
+            idx = make_reference.batch_indices((step - 1) * passes + micro + 1, len(xs))
+            loss = model(torch.from_numpy(xs[idx]), torch.from_numpy(ys[idx])) / passes
+            loss.backward()
+            total += float(loss)
         if clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
-        out.append(float(loss))
+        out.append(total)
     return out
 
 
@@ -96,7 +104,7 @@ def check(env, bundle, data, model_name, opt_name, make_opt, name, flags, clip, 
         print(f"FAIL {what}: {r.stderr.strip().splitlines()[-1:]}")
         return False
     got = [float(line.split()[3]) for line in r.stdout.splitlines() if line.startswith("step ")]
-    want = torch_losses(model_name, make_opt, make_sched, clip)
+    want = torch_losses(model_name, make_opt, make_sched, clip or (None, 1))
     plain = torch_losses(model_name, make_opt, lambda o: S.ConstantLR(o, factor=1.0))
     apart = max(abs(a - b) for a, b in zip(want, plain))
     worst = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, want)) if len(got) == STEPS else 1

@@ -35,7 +35,7 @@ struct RunArgs {
   std::optional<int64_t> checkpoint_every, keep;
   // The learning-rate schedule and the step log.
   std::string lr_schedule, milestones, log_json;
-  std::optional<int64_t> warmup_steps, step_size;
+  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle;
   std::optional<double> min_lr, gamma, clip_grad_norm;
 };
 
@@ -63,6 +63,9 @@ std::vector<std::string> rank_flags(const RunArgs &a) {
   add("--milestones", a.milestones);
   add("--gamma", num(a.gamma));
   add("--clip-grad-norm", num(a.clip_grad_norm));
+  add("--accumulate", num(a.accumulate));
+  add("--epochs", num(a.epochs));
+  add("--shuffle", num(a.shuffle));
   add("--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
   return out;
 }
@@ -96,7 +99,7 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
       ->required()
       ->delimiter(',');
-  app.add_option("--steps", args->steps, "training steps")->check(kPositive);
+  CLI::Option *steps = app.add_option("--steps", args->steps, "training steps")->check(kPositive);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   app.add_option("--runtime-dir", args->runtime_dir,
                  "a prebuilt runtime library directory (default: $CLEAVE_RUNTIME_DIR, else build the bundled one)");
@@ -124,6 +127,14 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--clip-grad-norm", args->clip_grad_norm,
                  "clip the gradients' global 2-norm to X (torch.nn.utils.clip_grad_norm_)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--accumulate", args->accumulate,
+                 "K forward/backward passes per step (K batches), the update with their mean gradient")
+      ->check(kPositive);
+  app.add_option("--epochs", args->epochs, "train E passes over the data (instead of --steps)")
+      ->check(kPositive)
+      ->excludes(steps);
+  app.add_option("--shuffle", args->shuffle, "read each epoch in a permutation drawn from SEED (the same for every plan)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--log-json", args->log_json,
                  "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
   return [args] {
@@ -176,7 +187,7 @@ Command add_run_command(CLI::App &app) {
     std::string build_dir = codegen::build_bundle(bundle, build);
 
     codegen::RunOptions run;
-    run.steps = args->steps;
+    run.steps = args->epochs ? 0 : args->steps;
     run.data = files;
     run.rank_args = rank_flags(*args);
     if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "1");  // the ranks' stderr is mpirun's pipe

@@ -411,6 +411,8 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
 double sum_of_squares(const float *x, int64_t n);
 /** x[i] *= s over [0, n) (gradient clipping). */
 void scale_in_place(float *x, int64_t n, float s);
+/** y[i] += x[i] over [0, n) (gradient accumulation). */
+void add_in_place(float *y, const float *x, int64_t n);
 
 /** ai.onnx.preview.training Momentum for one tensor (R = lr, T = update count): g' = norm * x + g;
  *  v' = alpha * v + (T > 0 ? beta : 1) * g'; x' = x - lr * v' (standard) or x - lr * (g' + alpha * v') (nesterov). */
@@ -566,7 +568,13 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *  Every rank program parses the same flags (so every bundle offers the same ones):
  *    --steps K               the run's last step (steps count from 1 and include those before a resume)
  *    --weights FILE          the initial state (the bundle's weights/rank_<r>.bin)
- *    NAME=FILE.npy           a graph input's data (first dim = samples; step k reads samples from (k-1)*batch on)
+ *    NAME=FILE.npy           a graph input's data (first dim = samples; pass p reads samples from (p-1)*batch on,
+ *                            modulo the file's count)
+ *    --accumulate K          K passes (data, forward, backward) per step, the updates with their mean gradient;
+ *                            the loss line shows the passes' mean loss (BatchNorm statistics update once per step)
+ *    --epochs E              the last step is E * samples / (batch * K) (instead of --steps)
+ *    --shuffle SEED          each epoch reads the samples in its own permutation (from SEED and the epoch alone, so
+ *                            every plan and rank count reads the same batches)
  *    --save PREFIX           after the last step, write the trained tensors to PREFIX.rank_<r>.bin
  *    --checkpoint-dir DIR    write checkpoints DIR/step-<k>/ (rank_<r>.bin per rank, then manifest.json by rank 0,
  *                            last: a checkpoint without a manifest is incomplete and never read)
@@ -594,7 +602,15 @@ class TrainingRun {
    *  keeps it for the checkpoints. */
   void load(std::vector<NamedBuffer> state);
   /** The .npy file given for graph input `name`; fail()s when none was. */
-  NpyFile data(const std::string &name) const;
+  NpyFile data(const std::string &name);
+  /** Passes per step (--accumulate). */
+  int64_t accumulation() const { return accumulate_; }
+  /** The pass number (from 1) of pass `micro` of step `step`: the data position and Dropout's key. */
+  int64_t pass(int64_t step, int64_t micro) const { return (step - 1) * accumulate_ + micro + 1; }
+  /** npy_read_samples of the sample stream's [first, first + count) (--shuffle: through each epoch's permutation). */
+  void read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
+  void read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
+
   /** The first step to run: 1, or the step after the resumed checkpoint's. */
   int64_t first_step() const { return first_step_; }
   /** The last step to run (--steps). */
@@ -612,6 +628,9 @@ class TrainingRun {
    *  --log-json, the global gradient norm (an all-reduce over the world), fail()ing on a non-finite one; with
    *  --clip-grad-norm the shards scaled in place. Otherwise nothing. */
   void clip_grads(const std::vector<GradShard> &grads, int64_t step);
+  /** After pass `micro` of a step (every rank calls it): with --accumulate K > 1, sums the gradient shards and the
+   *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place. */
+  void accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro);
   /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
    *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
   bool end_step(int64_t step);
@@ -621,6 +640,15 @@ class TrainingRun {
  private:
   void write_checkpoint(int64_t step);
   int64_t batch_ = 0, first_step_ = 1, last_step_ = 1, checkpoint_every_ = 1000, keep_ = 2;
+  // Passes and data order.
+  int64_t accumulate_ = 1, epochs_ = 0, samples_ = 0;
+  bool shuffle_ = false;
+  uint64_t shuffle_seed_ = 0;
+  int64_t perm_epoch_ = -1;
+  std::vector<int64_t> perm_;  // perm_epoch_'s permutation
+  Arena sums_;                 // --accumulate: the gradients' and the loss's sums
+  template <typename T>
+  void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
   std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
   std::vector<std::pair<std::string, std::string>> data_;
   std::vector<NamedBuffer> state_;
