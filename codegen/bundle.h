@@ -31,9 +31,5 @@ std::string runtime_source_dir();
 /** FNV-1a 64-bit of `bytes`, as 16 lower-case hex digits. */
 std::string fnv1a64_hex(const std::string &bytes);
 
-/** The raw checkpoint format of runtime/cpu/io.cpp (magic "CLEAVEC1", count, then name length, name, byte count,
- *  bytes per buffer), for the weights files and for reading trained shards back. */
-std::string encode_checkpoint(const std::vector<std::pair<std::string, std::string>> &buffers);
-std::vector<std::pair<std::string, std::string>> decode_checkpoint(const std::string &bytes, const std::string &path);
 
 }  // namespace cleave::codegen

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "codegen/bundle.h"
+#include "codegen/checkpoint.h"
 #include "ir/error.h"
 #include "ir/types.h"
 
@@ -153,54 +154,22 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   for (const auto &[name, value] : options.env) cmd += " -x " + name;
   for (int r = 0; r < b.ranks; ++r) {
     cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
-           " --steps " + std::to_string(options.steps) + " --weights " +
+           (options.steps > 0 ? " --steps " + std::to_string(options.steps) : std::string()) + " --weights " +
            shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
     for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);
     if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);
+    for (const std::string &arg : options.rank_args) cmd += " " + shell_quote(arg);
   }
   if (options.stdout_to_stderr) cmd += " 1>&2";
   return shell(cmd);
 }
 
 std::map<std::string, std::vector<uint8_t>> gather_saved(const Bundle &b, const std::string &save_prefix) {
-  std::map<std::string, std::vector<uint8_t>> whole;
-  nlohmann::json m = nlohmann::json::parse(b.manifest);
-  for (const auto &rank_info : m.at("per_rank")) {
-    int r = rank_info.at("rank").get<int>();
-    std::string path = save_prefix + ".rank_" + std::to_string(r) + ".bin";
-    auto shards = decode_checkpoint(read_file(path), path);
-    std::map<std::string, std::string> by_name(shards.begin(), shards.end());
-    for (const auto &s : rank_info.at("saved")) {
-      std::string name = s.at("name").get<std::string>();
-      auto shape = s.at("shape").get<std::vector<int64_t>>();
-      auto begin = s.at("begin").get<std::vector<int64_t>>();
-      auto end = s.at("end").get<std::vector<int64_t>>();
-      auto dt = parse_dtype(s.at("dtype").get<std::string>());
-      CLEAVE_CHECK(dt.has_value(), "bad dtype in manifest");
-      int es = dtype_size(*dt);
-      auto &full = whole[name];
-      full.resize(static_cast<size_t>(num_elements(shape) * es));
-      auto found = by_name.find(name);
-      if (found == by_name.end()) CLEAVE_USER_ERROR(path, ": no shard of \"", name, "\"");
-      const std::string &src = found->second;
-      // Scatter the shard's row-major box into the whole tensor.
-      std::vector<int64_t> ext(shape.size());
-      int64_t count = 1;
-      for (size_t d = 0; d < shape.size(); ++d) count *= (ext[d] = end[d] - begin[d]);
-      if (static_cast<int64_t>(src.size()) != count * es)
-        CLEAVE_USER_ERROR(path, ": the shard of \"", name, "\" has ", src.size(), " bytes, its box ", count * es);
-      for (int64_t i = 0; i < count; ++i) {
-        int64_t rem = i, flat = 0, stride = 1;
-        for (size_t d = shape.size(); d-- > 0;) {
-          flat += (begin[d] + rem % ext[d]) * stride;
-          rem /= ext[d];
-          stride *= shape[d];
-        }
-        std::memcpy(full.data() + flat * es, src.data() + i * es, static_cast<size_t>(es));
-      }
-    }
-  }
-  return whole;
+  std::vector<std::string> files;
+  for (int r = 0; r < b.ranks; ++r) files.push_back(save_prefix + ".rank_" + std::to_string(r) + ".bin");
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (auto &[name, t] : assemble_shards(files)) out[name] = std::move(t.bytes);
+  return out;
 }
 
 }  // namespace cleave::codegen

@@ -61,10 +61,11 @@ std::string cached_runtime(const Bundle &b, const std::string &build_type);
 std::string build_bundle(const Bundle &b, const BuildOptions &options);
 
 struct RunOptions {
-  int64_t steps = 1;
+  int64_t steps = 1;                        // 0: not passed (the ranks' --epochs decides)
   std::map<std::string, std::string> data;  // input name -> .npy path
   std::string save_prefix;                  // non-empty: each rank saves its trained shards to PREFIX.rank_<r>.bin
   std::vector<std::pair<std::string, std::string>> env;  // set for the ranks (e.g. CLEAVE_PROFILE)
+  std::vector<std::string> rank_args;  // further flags of every rank program (rt::TrainingRun's)
   bool stdout_to_stderr = false;  // send the ranks' stdout (loss lines) to stderr
 };
 
@@ -72,7 +73,7 @@ struct RunOptions {
 int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &options);
 
 /** The tensors the ranks saved (RunOptions::save_prefix), each whole: every rank's shards put back at their boxes
- *  (the manifest's per-rank `saved` list), by name, as raw little-endian bytes. */
+ *  (assemble_shards), by name, as raw little-endian bytes. */
 std::map<std::string, std::vector<uint8_t>> gather_saved(const Bundle &b, const std::string &save_prefix);
 
 }  // namespace cleave::codegen

@@ -10,6 +10,7 @@
 #include "codegen/bundle.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
+#include "runtime/common/checkpoint_format.h"
 
 namespace cleave::codegen {
 namespace fs = std::filesystem;
@@ -28,14 +29,6 @@ std::string fnv1a64_hex(const std::string &bytes) {
 std::string runtime_source_dir() { return (fs::path(CLEAVE_SOURCE_DIR) / "runtime").string(); }
 
 namespace {
-
-constexpr char kMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', '1'};
-
-void put_u64(std::string &s, uint64_t v) {
-  char b[8];
-  std::memcpy(b, &v, 8);
-  s.append(b, 8);
-}
 
 /** A comment-safe version of a name (no line breaks). */
 std::string comment_safe(const std::string &s) {
@@ -161,7 +154,10 @@ std::string bundle_readme(int ranks, const std::string &backend) {
          "alone on its node. `-DCLEAVE_BACKEND=cuda` builds the same ranks for GPUs.\n";
   s += "\n## Run\n\n```\nlaunch/mpirun.sh build --steps K NAME=FILE.npy ... [--save PREFIX]\n```\n\n"
        "or on Slurm, from this directory: `sbatch launch/slurm.sbatch build --steps K NAME=FILE.npy ...`. "
-       "Rank 0 prints `step <k> loss <value>`. CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
+       "Rank 0 prints `step <k> loss <value>`. Long runs: `--checkpoint-dir CK --checkpoint-every N [--keep K]`, "
+       "`--resume CK|auto`, `--lr-schedule constant|step|multistep|cosine|linear|onecycle` (with `--warmup-steps`, "
+       "`--min-lr`, `--step-size`, `--milestones`, `--gamma`), `--clip-grad-norm X`, `--log-json FILE`; SIGUSR1 or "
+       "SIGTERM checkpoints and exits 75 (runtime/include/cleave/rt.h, rt::TrainingRun). CLEAVE_COMM_TIMEOUT (seconds, default 900; 0 = off) bounds how long a "
        "communication may wait before every rank is ended. With CLEAVE_PROFILE=PREFIX each rank times its kernels, "
        "communication and steps and writes PREFIX.rank_<r>.json; rank 0 prints the median step time on stderr "
        "(runtime/include/cleave/rt.h).\n";
@@ -180,65 +176,52 @@ std::string launch_script(int ranks) {
          "\"$build\" \"$here\" \"$@\"\n";
 }
 
-/** The Slurm batch script: one task per rank (a GPU each for cuda), started by srun from the bundle directory. */
+/** The Slurm batch script: one task per rank (a GPU each for cuda), started by srun from the bundle directory. With
+ *  --checkpoint-dir it resumes from the newest checkpoint there (--resume auto), and is requeued when the ranks stop
+ *  for a signal (exit 75, rt::TrainingRun::kStoppedForResume): Slurm's USR1 two minutes before the time limit
+ *  (--signal), or the SIGTERM of a preemption. */
 std::string slurm_script(int ranks, const std::string &backend) {
   std::string s = "#!/bin/sh\n#SBATCH --job-name=cleave\n#SBATCH --ntasks=" + std::to_string(ranks) + "\n";
   if (backend == "cuda") s += "#SBATCH --gpus-per-task=1\n";
-  s += "# Runs the bundle on " + std::to_string(ranks) +
+  s += "#SBATCH --signal=USR1@120\n#SBATCH --requeue\n"
+       "# Runs the bundle on " + std::to_string(ranks) +
        " ranks. Submit from the bundle directory (sbatch runs a copy of this file elsewhere):\n"
-       "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--save PREFIX]\n"
+       "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--checkpoint-dir CK] [--save PREFIX]\n"
        "# Each rank is SLURM_PROCID and reads weights/rank_<r>.bin; add site options (partition, time, nodes) above.\n"
+       "# With --checkpoint-dir the job continues from CK's newest checkpoint, and when Slurm warns of the time limit\n"
+       "# (USR1) or preempts it (TERM) the ranks checkpoint, exit 75, and the job is requeued.\n"
        "set -e\n"
        "here=${SLURM_SUBMIT_DIR:-$(pwd)}\n"
        "build=$1\nshift\n"
-       "exec srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
-       "\"$build\" \"$here\" \"$@\"\n";
+       "resume=\n"
+       "for a in \"$@\"; do [ \"$a\" = --checkpoint-dir ] && resume=\"--resume auto\"; done\n"
+       "set +e\n"
+       "srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec \"$b/rank_$r\" --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
+       "\"$build\" \"$here\" \"$@\" $resume\n"
+       "rc=$?\n"
+       "if [ $rc -eq 75 ]; then\n"
+       "  echo \"cleave: stopped with a checkpoint; requeueing job $SLURM_JOB_ID\" >&2\n"
+       "  scontrol requeue \"$SLURM_JOB_ID\"\n"
+       "  exit 0\n"
+       "fi\n"
+       "exit $rc\n";
   return s;
+}
+
+/** A persistent shard as an rt::NamedBuffer initializer: name, buffer, bytes and layout (dtype, shape, box). */
+std::string shard_literal(const Graph &g, const RankProgram &prog, const PersistentShard &ps) {
+  const Tensor &t = g.tensor(ps.tensor);
+  std::vector<int64_t> begin, end;
+  for (const auto &iv : ps.box) {
+    begin.push_back(iv.begin);
+    end.push_back(iv.end);
+  }
+  return "{" + quoted(t.name) + ", b" + std::to_string(ps.buffer) + ", " +
+         std::to_string(prog.buffers[ps.buffer].bytes()) + ", \"" + std::string(dtype_name(t.dtype)) + "\", " +
+         dims_literal(t.shape) + ", " + dims_literal(begin) + ", " + dims_literal(end) + "}";
 }
 
 }  // namespace
-
-std::string encode_checkpoint(const std::vector<std::pair<std::string, std::string>> &buffers) {
-  std::string s(kMagic, 8);
-  put_u64(s, buffers.size());
-  for (const auto &[name, bytes] : buffers) {
-    put_u64(s, name.size());
-    s += name;
-    put_u64(s, bytes.size());
-    s += bytes;
-  }
-  return s;
-}
-
-std::vector<std::pair<std::string, std::string>> decode_checkpoint(const std::string &bytes, const std::string &path) {
-  size_t at = 0;
-  auto need = [&](size_t n) {
-    if (at + n > bytes.size()) CLEAVE_USER_ERROR(path, ": truncated checkpoint");
-  };
-  auto u64 = [&] {
-    need(8);
-    uint64_t v;
-    std::memcpy(&v, bytes.data() + at, 8);
-    at += 8;
-    return v;
-  };
-  need(8);
-  if (bytes.compare(0, 8, std::string(kMagic, 8)) != 0) CLEAVE_USER_ERROR(path, ": not a cleave checkpoint");
-  at = 8;
-  uint64_t count = u64();
-  std::vector<std::pair<std::string, std::string>> out;
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t nl = u64();
-    need(nl);
-    std::string name = bytes.substr(at, nl);
-    at += nl;
-    uint64_t bl = u64();
-    need(bl);
-    out.emplace_back(name, bytes.substr(at, bl));
-    at += bl;
-  }
-  return out;
-}
 
 std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   const RankProgram &prog = l.ranks.at(static_cast<size_t>(r));
@@ -253,18 +236,8 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
        std::to_string(l.devices) + " ranks, got \" + std::to_string(ctx.world));\n";
   s += "  if (ctx.rank != " + std::to_string(r) + ") rt::fail(\"rank_" + std::to_string(r) +
        " started as rank \" + std::to_string(ctx.rank));\n";
-  s += "  int64_t steps = 1;\n  std::string weights, save;\n  std::vector<std::pair<std::string, std::string>> data;\n";
-  s += "  for (int i = 1; i < argc; ++i) {\n"
-       "    std::string a = argv[i];\n"
-       "    if (a == \"--steps\" && i + 1 < argc) steps = std::atoll(argv[++i]);\n"
-       "    else if (a == \"--weights\" && i + 1 < argc) weights = argv[++i];\n"
-       "    else if (a == \"--save\" && i + 1 < argc) save = argv[++i];\n"
-       "    else if (a.find('=') != std::string::npos) data.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));\n"
-       "    else rt::fail(\"unknown argument \" + a);\n"
-       "  }\n";
-  s += "  auto data_file = [&](const std::string &name) {\n"
-       "    for (const auto &[n, p] : data)\n      if (n == name) return rt::npy_open(p);\n"
-       "    rt::fail(\"no data for input \" + name);\n  };\n";
+  // The flags, resume and checkpoints, the learning-rate schedule: rt::TrainingRun (rt.h).
+  s += "  rt::TrainingRun run(argc, argv, " + std::to_string(l.batch) + ");\n";
   s += "  rt::Arena arena(" + std::to_string(prog.arena_bytes) + ");\n";
   s += "  char *base = static_cast<char *>(arena.at(0, " + std::to_string(prog.arena_bytes) + "));\n";
   for (size_t b = 0; b < prog.buffers.size(); ++b) {
@@ -285,17 +258,12 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
     std::vector<int64_t> ranks(l.groups[gid].begin(), l.groups[gid].end());
     s += "  const rt::Comm &G" + std::to_string(gid) + " = rt::group(" + dims_literal(ranks).replace(0, 0, "std::vector<int>") + ");\n";
   }
-  s += "  if (weights.empty()) rt::fail(\"--weights FILE is required\");\n";
-  s += "  rt::checkpoint_load(weights, {";
-  for (size_t i = 0; i < prog.persistent.size(); ++i) {
-    const PersistentShard &ps = prog.persistent[i];
-    const Buffer &buf = prog.buffers[ps.buffer];
-    s += std::string(i ? ",\n                               " : "") + "{" + quoted(g.tensor(ps.tensor).name) + ", b" +
-         std::to_string(ps.buffer) + ", " + std::to_string(buf.bytes()) + "}";
-  }
+  s += "  run.load({";
+  for (size_t i = 0; i < prog.persistent.size(); ++i)
+    s += std::string(i ? ",\n            " : "") + shard_literal(g, prog, prog.persistent[i]);
   s += "});\n";
   for (size_t i = 0; i < prog.data.size(); ++i)
-    s += "  rt::NpyFile npy_" + std::to_string(i) + " = data_file(" + quoted(g.tensor(prog.data[i].tensor).name) +
+    s += "  rt::NpyFile npy_" + std::to_string(i) + " = run.data(" + quoted(g.tensor(prog.data[i].tensor).name) +
          ");\n";
   // Profiling sites: every timed statement (a kernel, or the communication before an op) has one; rt::profile_*
   // cost one branch each unless CLEAVE_PROFILE is set (rt.h).
@@ -324,25 +292,28 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   } else {
     s += "  rt::profile_setup(nullptr, 0, nullptr);\n";
   }
-  s += "  for (int64_t step = 1; step <= steps; ++step) {\n";
+  s += "  for (int64_t step = run.first_step(); step <= run.last_step(); ++step) {\n";
   s += "    rt::profile_step_begin();\n";
+  // A pass (data, forward, backward) per accumulated batch, then the updates once (RankProgram::passes_end).
+  s += "    for (int64_t micro = 0; micro < run.accumulation(); ++micro) {\n";
+  s += "      const int64_t pass = run.pass(step, micro);  // the data position and Dropout's key\n";
   for (size_t i = 0; i < prog.step.size(); ++i) {
     const Instr &in = prog.step[i];
-    if (site_of[i] >= 0) s += "    rt::profile_begin(" + std::to_string(site_of[i]) + ");\n";
-    s += indent(replace_refs(in.code), "    ");
-    if (site_of[i] >= 0) s += "    rt::profile_end(" + std::to_string(site_of[i]) + ");\n";
+    std::string pad = static_cast<int>(i) < prog.passes_end ? "      " : "    ";
+    if (site_of[i] >= 0) s += pad + "rt::profile_begin(" + std::to_string(site_of[i]) + ");\n";
+    s += indent(replace_refs(in.code), pad);
+    if (site_of[i] >= 0) s += pad + "rt::profile_end(" + std::to_string(site_of[i]) + ");\n";
+    if (static_cast<int>(i) + 1 == prog.passes_end) s += "    }\n";
   }
+  if (prog.passes_end <= 0) s += "    }\n";
   s += "    rt::profile_step_end();\n";
+  s += "    if (!run.end_step(step)) break;\n";
   s += "  }\n";
   s += "  rt::profile_finish();\n";
-  s += "  if (!save.empty()) rt::checkpoint_save(save + \".rank_" + std::to_string(r) + ".bin\", {";
-  for (size_t i = 0; i < prog.saved.size(); ++i) {
-    const PersistentShard &ps = prog.persistent[prog.saved[i]];
-    s += std::string(i ? ",\n      " : "") + "{" + quoted(g.tensor(ps.tensor).name) + ", b" +
-         std::to_string(ps.buffer) + ", " + std::to_string(prog.buffers[ps.buffer].bytes()) + "}";
-  }
-  s += "});\n";
-  s += "  rt::finalize();\n  return 0;\n}\n";
+  s += "  return run.finish({";
+  for (size_t i = 0; i < prog.saved.size(); ++i)
+    s += std::string(i ? ",\n                     " : "") + shard_literal(g, prog, prog.persistent[prog.saved[i]]);
+  s += "});\n}\n";
   return s;
 }
 
@@ -360,7 +331,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   files["launch/slurm.sbatch"] = slurm_script(l.devices, backend);
   for (int r = 0; r < l.devices; ++r) {
     files["src/rank_" + std::to_string(r) + ".cpp"] = emit_rank_source(g, l, r);
-    std::vector<std::pair<std::string, std::string>> shards;
+    std::vector<rt::ckpt::Entry> shards;
     for (const PersistentShard &ps : l.ranks[r].persistent) {
       const Tensor &t = g.tensor(ps.tensor);
       int es = dtype_size(t.dtype);
@@ -380,9 +351,18 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
         }
         if (inside) bytes.append(reinterpret_cast<const char *>(values.data()) + flat * es, static_cast<size_t>(es));
       }
-      shards.emplace_back(t.name, bytes);
+      rt::ckpt::Entry e;
+      e.layout.name = t.name;
+      e.layout.dtype = std::string(dtype_name(t.dtype));
+      e.layout.shape = t.shape;
+      for (const auto &iv : ps.box) {
+        e.layout.begin.push_back(iv.begin);
+        e.layout.end.push_back(iv.end);
+      }
+      e.bytes = std::move(bytes);
+      shards.push_back(std::move(e));
     }
-    files["weights/rank_" + std::to_string(r) + ".bin"] = encode_checkpoint(shards);
+    files["weights/rank_" + std::to_string(r) + ".bin"] = rt::ckpt::encode(shards);
   }
   // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, cleave_cuda.cmake, include/, common/, cpu/
   // and cuda/ of the compiler's tree (both backends, so one bundle builds for either).

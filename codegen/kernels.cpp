@@ -368,6 +368,9 @@ std::string matmul_code(const KernelCall &call) {
          gemm(m, a + " + oa * " + num(m * k), b + " + ob * " + num(k * n), y + " + i * " + num(m * n)) + "\n}\n}";
 }
 
+/** An optimizer's learning rate at the current step: its base rate under the run's schedule (rt::TrainingRun::lr). */
+std::string scheduled_lr(const Op &op) { return "run.lr(" + float_literal(op.attr_float("lr")) + ", step)"; }
+
 }  // namespace
 
 void check_kernel_split(const KernelCall &call) {
@@ -627,7 +630,7 @@ std::string kernel_code(const KernelCall &call) {
       for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
       return "rt::dropout_forward(" + dims_literal(x) + ", " + dims_literal(offset) + ", " +
              dims_literal(strides_of(g.tensor(op.outputs[0]).shape)) + ", " +
-             num(op.attr_int("seed", 0)) + "ull, step, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
+             num(op.attr_int("seed", 0)) + "ull, pass, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
              ", " + out(0) + ", " + (mask ? out(1) : "nullptr") + ");";
     }
     case OpKind::DropoutGrad:
@@ -639,16 +642,15 @@ std::string kernel_code(const KernelCall &call) {
              ", " + out(0) + ", " + (op.kind == OpKind::ReduceMean ? "true" : "false") + ");";
     case OpKind::SGDUpdate:
       return "rt::sgd_step(" + num(prod(out_shapes[0])) + ", " + in(0) + ", " + in(1) + ", " +
-             float_literal(op.attr_float("lr")) + ", " + float_literal(op.attr_float("weight_decay", 0.0)) + ", " +
-             out(0) + ");";
+             scheduled_lr(op) + ", " + float_literal(op.attr_float("weight_decay", 0.0)) + ", " + out(0) + ");";
     case OpKind::MomentumUpdate:
       return "rt::momentum_step(" + num(prod(out_shapes[0])) + ", " + in(0) + ", " + in(1) + ", " + in(2) + ", " +
-             float_literal(op.attr_float("lr")) + ", " + float_literal(op.attr_float("momentum", 0.9)) + ", " +
+             scheduled_lr(op) + ", " + float_literal(op.attr_float("momentum", 0.9)) + ", " +
              float_literal(op.attr_float("weight_decay", 0.0)) + ", " +
              (op.attr_int("nesterov", 0) ? "true" : "false") + ", " + out(0) + ", " + out(1) + ");";
     case OpKind::AdamUpdate:
       return "rt::adam_step(" + num(prod(out_shapes[0])) + ", " + in(0) + ", " + in(1) + ", " + in(2) + ", " + in(3) +
-             ", " + float_literal(op.attr_float("lr")) + ", " + float_literal(op.attr_float("beta1", 0.9)) + ", " +
+             ", " + scheduled_lr(op) + ", " + float_literal(op.attr_float("beta1", 0.9)) + ", " +
              float_literal(op.attr_float("beta2", 0.999)) + ", " + float_literal(op.attr_float("eps", 1e-8)) + ", " +
              float_literal(op.attr_float("weight_decay", 0.0)) + ", " + (op.attr_int("decoupled", 0) ? "true" : "false") +
              ", step, " + out(0) + ", " + out(1) + ", " + out(2) + ");";

@@ -111,6 +111,8 @@ class Lowerer {
       }
     }
     last_map_.resize(out_.ranks.size());
+    updates_.resize(out_.ranks.size());
+    update_grads_.resize(out_.ranks.size());
     readers_.assign(static_cast<size_t>(g_.num_tensors()), 0);
     for (OpId o = 0; o < g_.num_ops(); ++o)
       for (TensorId t : g_.op(o).inputs)
@@ -139,7 +141,7 @@ class Lowerer {
           tensor_buf_[r][t] = b;
           prog.data.push_back({t, b, box[0].begin, box[0].size()});
           timing_ = {Timing::Kind::data, {}, "", num_elements(box_shape(box)) * dtype_size(tensor.dtype)};
-          emit(r, std::string("rt::npy_read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (step - 1) * " +
+          emit(r, std::string("run.read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (pass - 1) * " +
                       std::to_string(out_.batch) + " + " + std::to_string(box[0].begin) + ", " +
                       std::to_string(box[0].size()) + ", " + ref(b) + ");",
                {b});
@@ -157,7 +159,11 @@ class Lowerer {
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) lower_op(o);
     finish_step();
-    for (auto &prog : out_.ranks) overlap_reductions(prog);
+    for (auto &prog : out_.ranks) {
+      overlap_reductions(prog);  // inserts statements: passes_end moves to the accumulation's new place
+      for (size_t i = 0; i < prog.step.size(); ++i)
+        if (prog.step[i].code.rfind("run.accumulate(", 0) == 0) prog.passes_end = static_cast<int>(i) + 1;
+    }
     check_collective_order(out_);
     for (auto &prog : out_.ranks) plan_memory(prog);
     return std::move(out_);
@@ -482,6 +488,13 @@ class Lowerer {
       std::string label = op.name + " (" + std::string(op_kind_name(op.kind)) + ")";
       std::string code = kernel_code(call);
       timing_ = {Timing::Kind::kernel, {o}, plan::shard_key(g_, op, config, static_cast<int64_t>(i))};
+      if (is_optimizer_update(op.kind)) {
+        // Run after every gradient is complete (finish_step), behind the step's gradient clipping.
+        updates_[r].push_back({"// " + label + "\n" + code, used, timing_});
+        update_grads_[r].push_back({w.in_bufs[1], num_elements(call.in_shapes[1]), counts_grad(config, work, i)});
+        last_map_[r].reset();
+        continue;
+      }
       if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
         emit(r, "// " + label + "\n" + code, used);
         if (call.map && op.outputs.size() == 1)
@@ -491,6 +504,19 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+  }
+
+  static bool is_optimizer_update(OpKind k) {
+    return k == OpKind::SGDUpdate || k == OpKind::MomentumUpdate || k == OpKind::AdamUpdate;
+  }
+
+  /** Whether member `i` of an update's group is the first to hold its box of the gradient (replicas of a box count
+   *  once in the global norm). Boxes of one sharding are equal or disjoint. */
+  static bool counts_grad(const plan::ParallelConfig &config, const std::vector<RankWork> &work, size_t i) {
+    const Box &mine = *work[static_cast<size_t>(config.devices[i])].in[1];
+    for (size_t j = 0; j < i; ++j)
+      if (*work[static_cast<size_t>(config.devices[j])].in[1] == mine) return false;
+    return true;
   }
 
   /** Fuses op `o`'s map into the map just emitted on rank r when it reads that map's result and nothing else reads
@@ -544,6 +570,26 @@ class Lowerer {
     while (next_step_ < steps_.size() && steps_[next_step_].kind != plan::CommStep::Kind::assign)
       lower_step(steps_[next_step_++], none);
     timing_ = {};
+    // The optimizers' updates, after the gradients' clipping (rt::TrainingRun::clip_grads: a no-op unless the run
+    // clips or logs the gradient norm, but every rank calls it, as it may all-reduce).
+    // Every rank calls both (they may all-reduce over the world), with or without updates of its own; a pass of
+    // the step (its data, forward and backward) repeats up to the accumulation (RankProgram::passes_end).
+    for (size_t r = 0; r < updates_.size(); ++r) {
+      std::string grads;
+      std::vector<int> bufs;
+      for (const UpdateGrad &u : update_grads_[r]) {
+        grads += std::string(grads.empty() ? "" : ", ") + "{" + ref(u.buffer) + ", " + std::to_string(u.elems) +
+                 (u.counted ? ", true}" : ", false}");
+        bufs.push_back(u.buffer);
+      }
+      int loss = r == 0 && g_.loss != kNoTensor ? tensor_buf_[0][g_.loss] : -1;
+      std::vector<int> with_loss = bufs;
+      if (loss >= 0) with_loss.push_back(loss);
+      emit(static_cast<int>(r), "run.accumulate({" + grads + "}, " + (loss >= 0 ? ref(loss) : "nullptr") + ", micro);",
+           with_loss);
+      emit(static_cast<int>(r), "run.clip_grads({" + grads + "}, step);", bufs);
+      for (Instr &in : updates_[r]) out_.ranks[r].step.push_back(std::move(in));
+    }
     // The loss, logged by rank 0.
     if (g_.loss != kNoTensor) {
       int b = tensor_buf_[0][g_.loss];
@@ -626,6 +672,14 @@ class Lowerer {
     int buffer = -1;
   };
   std::vector<std::optional<PendingMap>> last_map_;
+  /** Per rank, the optimizer updates' kernels (emitted by finish_step) and the gradient shard each reads. */
+  struct UpdateGrad {
+    int buffer = -1;
+    int64_t elems = 0;
+    bool counted = true;  // the first holder of its box: counted once in the global gradient norm
+  };
+  std::vector<std::vector<Instr>> updates_;
+  std::vector<std::vector<UpdateGrad>> update_grads_;
   /** Number of (op, input slot) reads of each tensor. */
   std::vector<int> readers_;
   /** The derived communication (planner/cost/communication.h) and the next step to lower. */

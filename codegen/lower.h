@@ -78,6 +78,9 @@ struct RankProgram {
    *  state. */
   std::vector<int> saved;
   int64_t arena_bytes = 0;
+  /** step[0, passes_end) is a pass (data, forward, backward, gradient accumulation), run --accumulate times per
+   *  step; the rest (clipping, updates, the loss line, assigns) once. */
+  int passes_end = 0;
 };
 
 struct Lowered {

@@ -31,8 +31,10 @@ Graph import_onnx(const std::string &path, const ImportOptions &opts = {});
 
 /** Writes `model_path`'s model to `out_path` with the initializers named in `values` replaced (dtype-native bytes,
  *  shape unchanged). Writes to a temporary file in out_path's directory and renames it, so a failure leaves
- *  nothing behind. */
+ *  nothing behind. A name of `values` that is no initializer is an error (naming `flag`, the output's flag), unless
+ *  `skip_others` (a checkpoint's optimizer state). */
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
-                                 const std::map<std::string, std::vector<uint8_t>> &values);
+                                 const std::map<std::string, std::vector<uint8_t>> &values,
+                                 const std::string &flag = "--save-model", bool skip_others = false);
 
 }  // namespace cleave

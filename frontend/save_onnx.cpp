@@ -13,7 +13,8 @@
 namespace cleave {
 
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
-                                 const std::map<std::string, std::vector<uint8_t>> &values) {
+                                 const std::map<std::string, std::vector<uint8_t>> &values, const std::string &flag,
+                                 bool skip_others) {
   onnx::ModelProto m = load_model(model_path);
   std::set<std::string> done;
   for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
@@ -37,12 +38,12 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
     done.insert(tp.name());
   }
   for (const auto &[name, bytes] : values)
-    if (!done.count(name)) CLEAVE_USER_ERROR(model_path, ": no initializer named \"", name, "\"");
+    if (!done.count(name) && !skip_others) CLEAVE_USER_ERROR(model_path, ": no initializer named \"", name, "\"");
 
   // Other initializers may keep external data relative to the source model's directory.
   std::string bytes;
   if (!m.SerializeToString(&bytes)) CLEAVE_USER_ERROR(out_path, ": serializing the model failed");
-  write_file_atomically("--save-model", out_path, bytes);
+  write_file_atomically(flag, out_path, bytes);
 }
 
 }  // namespace cleave

@@ -3,13 +3,18 @@
 // backends (their io files add only the copies to and from their buffers).
 #include "common/host_io.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "common/checkpoint_format.h"
 #include "common/npy_format.h"
 
 namespace cleave::rt {
@@ -26,8 +31,6 @@ File open_file(const std::string &path, const char *mode) {
   return f;
 }
 
-constexpr char kCheckpointMagic[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', '1'};
-
 }  // namespace
 
 NpyFile npy_open(const std::string &path) {
@@ -40,6 +43,8 @@ NpyFile npy_open(const std::string &path) {
 }
 
 namespace host {
+
+bool g_kill_during_checkpoint = false;
 
 template <typename T>
 void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst) {
@@ -63,56 +68,72 @@ template void read_samples<float>(const NpyFile &, int64_t, int64_t, float *);
 template void read_samples<int64_t>(const NpyFile &, int64_t, int64_t, int64_t *);
 
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &to_host) {
-  File file = open_file(path, "wb");
+  // Written beside the target and renamed over it once on disk: a crash leaves the old file whole.
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
   auto put = [&](const void *p, size_t n) {
-    if (std::fwrite(p, 1, n, file.get()) != n) fail("cannot write " + path);
+    for (const char *c = static_cast<const char *>(p); n > 0;) {
+      ssize_t w = ::write(fd, c, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
+      c += w;
+      n -= static_cast<size_t>(w);
+    }
   };
-  uint64_t count = buffers.size();
-  put(kCheckpointMagic, sizeof kCheckpointMagic);
-  put(&count, 8);
-  for (const NamedBuffer &b : buffers) {
-    uint64_t name_len = b.name.size(), bytes = static_cast<uint64_t>(b.bytes);
-    put(&name_len, 8);
-    put(b.name.data(), b.name.size());
-    put(&bytes, 8);
+  std::string header = ckpt::file_header(buffers.size());
+  put(header.data(), header.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const NamedBuffer &b = buffers[i];
+    ckpt::Layout l{b.name, b.dtype, b.shape, b.begin, b.end, static_cast<uint64_t>(b.bytes)};
+    std::string eh = ckpt::entry_header(l);
+    put(eh.data(), eh.size());
     std::vector<char> staged(static_cast<size_t>(b.bytes));
     if (b.bytes > 0) to_host(staged.data(), b.ptr, staged.size());
+    if (g_kill_during_checkpoint && i == buffers.size() / 2) {
+      put(staged.data(), staged.size() / 2);
+      std::raise(SIGKILL);  // the fault-injection test: dies here, half-way through the file
+    }
     put(staged.data(), staged.size());
   }
-  if (std::fflush(file.get()) != 0) fail("cannot write " + path);
+  if (::fsync(fd) != 0) fail("cannot write " + tmp + ": fsync: " + std::strerror(errno));
+  if (::close(fd) != 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
 }
 
 void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &from_host) {
   File file = open_file(path, "rb");
-  auto get = [&](void *p, size_t n) {
+  ckpt::Get get = [&](void *p, size_t n) {
     if (std::fread(p, 1, n, file.get()) != n) fail(path + ": truncated checkpoint");
   };
-  char magic[sizeof kCheckpointMagic];
-  get(magic, sizeof magic);
-  if (std::memcmp(magic, kCheckpointMagic, sizeof magic) != 0) fail(path + ": not a cleave checkpoint");
-  uint64_t count = 0;
-  get(&count, 8);
   std::vector<bool> loaded(buffers.size(), false);
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t name_len = 0, bytes = 0;
-    get(&name_len, 8);
-    if (name_len > (1u << 20)) fail(path + ": corrupt checkpoint");
-    std::string name(name_len, '\0');
-    get(name.data(), name_len);
-    get(&bytes, 8);
-    size_t j = 0;
-    while (j < buffers.size() && buffers[j].name != name) ++j;
-    if (j == buffers.size()) {  // a buffer this program does not use: skip it
-      if (std::fseek(file.get(), static_cast<long>(bytes), SEEK_CUR) != 0) fail(path + ": truncated checkpoint");
-      continue;
+  try {
+    int version = 0;
+    uint64_t count = ckpt::read_file_header(get, path, &version);
+    for (uint64_t i = 0; i < count; ++i) {
+      ckpt::Layout l = ckpt::read_entry_header(get, version, path);
+      size_t j = 0;
+      while (j < buffers.size() && buffers[j].name != l.name) ++j;
+      if (j == buffers.size()) {  // a buffer this program does not use: skip it
+        if (std::fseek(file.get(), static_cast<long>(l.bytes), SEEK_CUR) != 0) fail(path + ": truncated checkpoint");
+        continue;
+      }
+      const NamedBuffer &b = buffers[j];
+      if (!l.dtype.empty() && !b.dtype.empty() &&
+          (l.dtype != b.dtype || l.shape != b.shape || l.begin != b.begin || l.end != b.end))
+        fail(path + ": holds " + l.dtype + " box " + ckpt::box_text(l.begin, l.end) + " of \"" + l.name +
+             "\", this rank needs " + b.dtype + " box " + ckpt::box_text(b.begin, b.end) +
+             " (a checkpoint of another plan: `cleave run --resume` reshards it)");
+      if (static_cast<int64_t>(l.bytes) != b.bytes)
+        fail(path + ": buffer \"" + l.name + "\" has " + std::to_string(l.bytes) + " bytes, expected " +
+             std::to_string(b.bytes));
+      std::vector<char> staged(static_cast<size_t>(l.bytes));
+      get(staged.data(), staged.size());
+      if (l.bytes > 0) from_host(b.ptr, staged.data(), staged.size());
+      loaded[j] = true;
     }
-    if (static_cast<int64_t>(bytes) != buffers[j].bytes)
-      fail(path + ": buffer \"" + name + "\" has " + std::to_string(bytes) + " bytes, expected " +
-           std::to_string(buffers[j].bytes));
-    std::vector<char> staged(static_cast<size_t>(bytes));
-    get(staged.data(), staged.size());
-    if (bytes > 0) from_host(buffers[j].ptr, staged.data(), staged.size());
-    loaded[j] = true;
+  } catch (const ckpt::Error &e) {
+    fail(e.what());
   }
   for (size_t j = 0; j < buffers.size(); ++j)
     if (!loaded[j]) fail(path + ": checkpoint has no buffer \"" + buffers[j].name + "\"");

@@ -18,6 +18,10 @@ void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst);
 /** Copies `bytes` bytes between a backend buffer and host memory. */
 using CopyFn = std::function<void(void *dst, const void *src, size_t bytes)>;
 
+/** Set by TrainingRun for the fault-injection test (CLEAVE_TEST_KILL_IN_CHECKPOINT): the next checkpoint_save
+ *  kills this process with SIGKILL half-way through its file. */
+extern bool g_kill_during_checkpoint;
+
 /** checkpoint_save of `buffers`, each read through `to_host` (buffer -> host staging). */
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &to_host);
 /** checkpoint_load into `buffers`, each written through `from_host` (host staging -> buffer). */

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -85,7 +86,14 @@ void init_process(int *argc, char ***argv, Context &c) {
          " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
 }
 
+namespace {
+double g_last_loss = std::nan("");
+}  // namespace
+
+double last_loss() { return g_last_loss; }
+
 void print_loss(int64_t step, double value) {
+  g_last_loss = value;
   using Clock = std::chrono::steady_clock;
   static Clock::time_point last_flush;
   static bool flushed = false;

@@ -23,6 +23,8 @@ void init_process(int *argc, char ***argv, Context &c);
  *  stdout is a pseudo-terminal forwarded by the launcher, and a flush per step cost rank 0 30-80 us (a write, and
  *  waking the forwarding process, which took a core from the ranks of a small host) on steps of 0.2-4 ms. */
 void print_loss(int64_t step, double value);
+/** The value of the last print_loss (NaN before the first). */
+double last_loss();
 /** Flushes the loss lines printed so far (finalize, the watchdogs). */
 void flush_losses();
 /** This process's index in group `ranks` (world ranks), or -1 when it is not a member, after checking that the group

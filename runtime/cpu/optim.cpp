@@ -7,6 +7,20 @@
 
 namespace cleave::rt {
 
+double sum_of_squares(const float *x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+void scale_in_place(float *x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void add_in_place(float *y, const float *x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {
   double l = lr, wd = weight_decay;
   for (int64_t i = 0; i < n; ++i) p_out[i] = static_cast<float>(p[i] - l * (g[i] + wd * p[i]));

@@ -11,6 +11,24 @@
 namespace cleave::rt {
 namespace {
 
+/** Per block, the sum of squares of its grid-stride elements, added to *out (one double atomic per block). */
+__global__ void sum_squares_kernel(int64_t n, const float *x, double *out) {
+  __shared__ double part[256];
+  double s = 0;
+  CLEAVE_FOR_EACH(i, n) s += static_cast<double>(x[i]) * x[i];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(out, part[0]);
+}
+
+__global__ void scale_kernel(int64_t n, float *x, float s) { CLEAVE_FOR_EACH(i, n) x[i] *= s; }
+
+__global__ void add_kernel(int64_t n, float *y, const float *x) { CLEAVE_FOR_EACH(i, n) y[i] += x[i]; }
+
 __global__ void sgd_kernel(int64_t n, const float *p, const float *g, double l, double wd, float *p_out) {
   CLEAVE_FOR_EACH(i, n) p_out[i] = static_cast<float>(p[i] - l * (g[i] + wd * p[i]));
 }
@@ -102,6 +120,26 @@ __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy
 
 #define CLEAVE_ELEMENTWISE(kernel, n, ...) \
   if ((n) > 0) CLEAVE_LAUNCH(kernel, detail::grid_for(n), detail::kThreads, n, __VA_ARGS__)
+
+double sum_of_squares(const float *x, int64_t n) {
+  if (n <= 0) return 0;
+  double *sum = nullptr, host = 0;
+  CLEAVE_CUDA(cudaMallocAsync, reinterpret_cast<void **>(&sum), sizeof(double), compute_stream());
+  CLEAVE_CUDA(cudaMemsetAsync, sum, 0, sizeof(double), compute_stream());
+  CLEAVE_LAUNCH(sum_squares_kernel, detail::grid_for(n), 256, n, x, sum);
+  CLEAVE_CUDA(cudaMemcpyAsync, &host, sum, sizeof(double), cudaMemcpyDeviceToHost, compute_stream());
+  CLEAVE_CUDA(cudaFreeAsync, sum, compute_stream());
+  CLEAVE_CUDA(cudaStreamSynchronize, compute_stream());
+  return host;
+}
+
+void scale_in_place(float *x, int64_t n, float s) {
+  if (n > 0) CLEAVE_LAUNCH(scale_kernel, detail::grid_for(n), 256, n, x, s);
+}
+
+void add_in_place(float *y, const float *x, int64_t n) {
+  if (n > 0) CLEAVE_LAUNCH(add_kernel, detail::grid_for(n), 256, n, y, x);
+}
 
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {
   CLEAVE_ELEMENTWISE(sgd_kernel, n, p, g, static_cast<double>(lr), static_cast<double>(weight_decay), p_out);

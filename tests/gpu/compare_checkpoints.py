@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compares two checkpoints of the runtime's raw format (runtime/cpu/io.cpp) buffer by buffer: float32 buffers within
+"""Compares two checkpoints of the runtime's format (runtime/common/checkpoint_format.h) buffer by buffer: float32 buffers within
 fp32 tolerance (|a - b| <= rtol * max(1, max|b|), rtol 1e-4 unless given), the buffers named with --exact byte for
 byte. Every buffer of one file must be in the other; a NaN anywhere fails. Prints one line per buffer, then ok/FAIL.
 
@@ -13,14 +13,25 @@ import sys
 def read(path):
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != b"CLEAVEC1":
+    version = {b"CLEAVEC1": 1, b"CLEAVEC2": 2}.get(data[:8])
+    if version is None:
         sys.exit(f"error: {path}: not a cleave checkpoint")
     at, out = 16, {}
     (count,) = struct.unpack_from("<Q", data, 8)
+
+    def string():
+        nonlocal at
+        (n,) = struct.unpack_from("<Q", data, at)
+        s = data[at + 8:at + 8 + n].decode()
+        at += 8 + n
+        return s
+
     for _ in range(count):
-        (nl,) = struct.unpack_from("<Q", data, at)
-        name = data[at + 8:at + 8 + nl].decode()
-        at += 8 + nl
+        name = string()
+        if version == 2:
+            string()  # dtype
+            (rank,) = struct.unpack_from("<Q", data, at)
+            at += 8 + 3 * 8 * rank  # shape, begin, end
         (bl,) = struct.unpack_from("<Q", data, at)
         out[name] = data[at + 8:at + 8 + bl]
         at += 8 + bl

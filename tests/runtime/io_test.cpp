@@ -122,5 +122,18 @@ TEST(RuntimeFilesDeathTest, CheckpointSizeMismatchNamesTheBuffer) {
               "buffer \"w\" has 12 bytes, expected 8");
 }
 
+// A checkpoint of another plan holds other boxes of the same tensors: loading it names the tensor and both boxes.
+TEST(RuntimeFilesDeathTest, CheckpointOfAnotherSplitNamesTheBoxes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::string path = temp_dir() + "/ck3.bin";
+  std::vector<float> w = {1, 2, 3, 4};
+  checkpoint_save(path, {{"w", w.data(), 16, "f32", {2, 4}, {0, 0}, {1, 4}}});
+  std::vector<float> back(4, 0);
+  checkpoint_load(path, {{"w", back.data(), 16, "f32", {2, 4}, {0, 0}, {1, 4}}});
+  EXPECT_EQ(back, w);
+  EXPECT_EXIT(checkpoint_load(path, {{"w", back.data(), 16, "f32", {2, 4}, {1, 0}, {2, 4}}}),
+              ::testing::ExitedWithCode(1), "holds f32 box \\[0:1, 0:4\\] of \"w\", this rank needs f32 box \\[1:2, 0:4\\]");
+}
+
 }  // namespace
 }  // namespace cleave::rt::testing

@@ -139,6 +139,8 @@ std::optional<plan::Plan> frontier_plan_command(const Graph &g, const std::strin
                                                 const FrontierFlags &flags, const plan::Profile *profile = nullptr);
 Command add_compile_command(CLI::App &app);
 Command add_run_command(CLI::App &app);
+/** `cleave checkpoint info|export`: what a checkpoint holds; its trained model as ONNX. */
+Command add_checkpoint_command(CLI::App &app);
 /** `cleave explain`: the cost model's per-op table and totals for a plan. */
 Command add_explain_command(CLI::App &app);
 /** `cleave diff`: what changed between two plans and the cost totals' deltas, with --fail-on thresholds. */

@@ -21,6 +21,8 @@ int main(int argc, char **argv) {
   add(cleave::cli::add_describe_command, "describe", "Print an op kind's index-expression description");
   add(cleave::cli::add_compile_command, "compile", "Compile a model's training graph under a plan into a bundle of per-rank programs");
   add(cleave::cli::add_run_command, "run", "Build a bundle and train with it under mpirun, printing the loss per step");
+  add(cleave::cli::add_checkpoint_command, "checkpoint",
+      "Show what a checkpoint of `cleave run --checkpoint-dir` holds, or export its trained model as ONNX");
   add(cleave::cli::add_plan_command, "plan", "Print the plan (sharding of every tensor and op) of a model's training graph");
   add(cleave::cli::add_explain_command, "explain",
       "Print a plan's predicted costs: per-op compute and communication, per-device memory, step time");

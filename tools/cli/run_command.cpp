@@ -6,9 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
+#include <unistd.h>
 
 #include "codegen/bundle_run.h"
+#include "codegen/checkpoint.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
@@ -26,7 +30,64 @@ struct RunArgs {
   std::string save_model;
   std::string runtime_dir;
   std::string build_type = "Release";
+  // Checkpoints and resume.
+  std::string checkpoint_dir, resume;
+  std::optional<int64_t> checkpoint_every, keep;
+  // The learning-rate schedule and the step log.
+  std::string lr_schedule, milestones, log_json;
+  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle;
+  std::optional<double> min_lr, gamma, clip_grad_norm;
 };
+
+/** The rank programs' flags for `a`'s checkpoint, schedule and log options (rt::TrainingRun), resume excepted. */
+std::vector<std::string> rank_flags(const RunArgs &a) {
+  std::vector<std::string> out;
+  auto add = [&](const char *flag, const std::string &value) {
+    if (value.empty()) return;
+    out.push_back(flag);
+    out.push_back(value);
+  };
+  auto num = [](const auto &v) {
+    std::ostringstream ss;
+    ss.precision(17);
+    if (v) ss << *v;
+    return v ? ss.str() : std::string();
+  };
+  add("--checkpoint-dir", a.checkpoint_dir.empty() ? "" : fs::absolute(a.checkpoint_dir).string());
+  add("--checkpoint-every", num(a.checkpoint_every));
+  add("--keep", num(a.keep));
+  add("--lr-schedule", a.lr_schedule);
+  add("--warmup-steps", num(a.warmup_steps));
+  add("--min-lr", num(a.min_lr));
+  add("--step-size", num(a.step_size));
+  add("--milestones", a.milestones);
+  add("--gamma", num(a.gamma));
+  add("--clip-grad-norm", num(a.clip_grad_norm));
+  add("--accumulate", num(a.accumulate));
+  add("--epochs", num(a.epochs));
+  add("--shuffle", num(a.shuffle));
+  add("--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
+  return out;
+}
+
+/** The --resume flag for the ranks: the checkpoint as it is when the bundle's ranks hold the same boxes, else a copy
+ *  resharded for this bundle under BUILD/resharded/ (another plan or rank count). */
+std::vector<std::string> resume_flags(const RunArgs &a, const codegen::Bundle &bundle, const std::string &build_dir) {
+  if (a.resume.empty()) return {};
+  std::string from = a.resume == "auto" ? a.checkpoint_dir : a.resume;
+  if (a.resume == "auto" && from.empty()) CLEAVE_USER_ERROR("--resume auto: needs --checkpoint-dir");
+  std::optional<codegen::Checkpoint> ck = codegen::find_checkpoint(from);
+  if (!ck) {
+    if (a.resume == "auto") return {};  // nothing to resume yet: a fresh start
+    CLEAVE_USER_ERROR("--resume ", a.resume, ": no complete checkpoint there (step-<k>/manifest.json)");
+  }
+  if (codegen::same_layout(*ck, bundle)) return {"--resume", ck->dir};
+  std::string out = (fs::path(build_dir) / "resharded" / fs::path(ck->dir).filename()).string();
+  std::fprintf(stderr, "cleave: resharding the checkpoint of step %lld (%d ranks) for this bundle's %d ranks\n",
+               static_cast<long long>(ck->step), ck->ranks, bundle.ranks);
+  codegen::reshard_checkpoint(*ck, bundle, out);
+  return {"--resume", out};
+}
 
 }  // namespace
 
@@ -38,7 +99,7 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--data", args->data, "graph inputs from .npy files: NAME=FILE,... (first dim = samples)")
       ->required()
       ->delimiter(',');
-  app.add_option("--steps", args->steps, "training steps")->check(kPositive);
+  CLI::Option *steps = app.add_option("--steps", args->steps, "training steps")->check(kPositive);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   app.add_option("--runtime-dir", args->runtime_dir,
                  "a prebuilt runtime library directory (default: $CLEAVE_RUNTIME_DIR, else build the bundled one)");
@@ -46,6 +107,36 @@ Command add_run_command(CLI::App &app) {
                  "CMake build type of the rank programs (Debug compiles a large model's ranks ~10x faster, runs slower)")
       ->check(CLI::IsMember({"Release", "RelWithDebInfo", "Debug", "MinSizeRel"}))
       ->capture_default_str();
+  app.add_option("--checkpoint-dir", args->checkpoint_dir,
+                 "write checkpoints to DIR/step-<k>/ (every rank's shards, then a manifest)");
+  app.add_option("--checkpoint-every", args->checkpoint_every, "checkpoint every N steps (default 1000; and at the end)")
+      ->check(kPositive);
+  app.add_option("--keep", args->keep, "keep the newest K checkpoints (default 2; 0 keeps all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--resume", args->resume,
+                 "continue from the newest checkpoint under DIR (or DIR itself), resharding it when this bundle's "
+                 "plan or rank count differs; `auto`: from --checkpoint-dir's newest, if any");
+  app.add_option("--lr-schedule", args->lr_schedule, "learning-rate schedule (torch.optim.lr_scheduler semantics)")
+      ->check(CLI::IsMember({"constant", "step", "multistep", "cosine", "linear", "onecycle"}));
+  app.add_option("--warmup-steps", args->warmup_steps, "linear warm-up steps before the schedule")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-lr", args->min_lr, "cosine, linear: the final learning rate (default 0)");
+  app.add_option("--step-size", args->step_size, "step: steps between decays")->check(kPositive);
+  app.add_option("--milestones", args->milestones, "multistep: steps A,B,... at which to decay");
+  app.add_option("--gamma", args->gamma, "step, multistep: the decay factor (default 0.1)");
+  app.add_option("--clip-grad-norm", args->clip_grad_norm,
+                 "clip the gradients' global 2-norm to X (torch.nn.utils.clip_grad_norm_)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--accumulate", args->accumulate,
+                 "K forward/backward passes per step (K batches), the update with their mean gradient")
+      ->check(kPositive);
+  app.add_option("--epochs", args->epochs, "train E passes over the data (instead of --steps)")
+      ->check(kPositive)
+      ->excludes(steps);
+  app.add_option("--shuffle", args->shuffle, "read each epoch in a permutation drawn from SEED (the same for every plan)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--log-json", args->log_json,
+                 "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
     if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
@@ -96,10 +187,24 @@ Command add_run_command(CLI::App &app) {
     std::string build_dir = codegen::build_bundle(bundle, build);
 
     codegen::RunOptions run;
-    run.steps = args->steps;
+    run.steps = args->epochs ? 0 : args->steps;
     run.data = files;
+    run.rank_args = rank_flags(*args);
+    if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "1");  // the ranks' stderr is mpirun's pipe
+    for (std::string &flag : resume_flags(*args, bundle, build_dir)) run.rank_args.push_back(std::move(flag));
+    if (!args->checkpoint_dir.empty()) {
+      // Which model the checkpoints belong to, for `cleave checkpoint export`.
+      fs::create_directories(args->checkpoint_dir);
+      nlohmann::json source = {{"model", fs::absolute(bundle.model).string()}, {"bundle", bundle.dir}};
+      write_file_atomically("--checkpoint-dir", (fs::path(args->checkpoint_dir) / "source.json").string(),
+                            source.dump(1) + "\n");
+    }
     if (!args->save_model.empty()) run.save_prefix = (fs::path(build_dir) / "trained").string();
     int rc = codegen::run_bundle(bundle, build_dir, run);
+    if (rc == 75) {  // rt::TrainingRun::kStoppedForResume
+      std::fprintf(stderr, "cleave: stopped by a signal; continue with --resume %s\n", args->checkpoint_dir.c_str());
+      return 75;
+    }
     if (rc != 0) CLEAVE_USER_ERROR(args->bundle, ": the training job failed (mpirun exit code ", rc, ")");
 
     if (!args->save_model.empty()) {

@@ -407,6 +407,13 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out);
 
+/** The sum of x[i]^2 over [0, n), accumulated in double (gradient norms). */
+double sum_of_squares(const float *x, int64_t n);
+/** x[i] *= s over [0, n) (gradient clipping). */
+void scale_in_place(float *x, int64_t n, float s);
+/** y[i] += x[i] over [0, n) (gradient accumulation). */
+void add_in_place(float *y, const float *x, int64_t n);
+
 /** ai.onnx.preview.training Momentum for one tensor (R = lr, T = update count): g' = norm * x + g;
  *  v' = alpha * v + (T > 0 ? beta : 1) * g'; x' = x - lr * v' (standard) or x - lr * (g' + alpha * v') (nesterov). */
 void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *v, float lr, int64_t t, float alpha,
@@ -538,15 +545,123 @@ void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst
 /** As above, converting integer files to int64 (labels). */
 void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
 
-/** A named buffer of a checkpoint. */
+/** A named buffer of a checkpoint: the box [begin, end) of a tensor of `shape` and `dtype` ("f32", "i64"...). The
+ *  layout (dtype, shape, begin, end) may be left empty: such a buffer is matched by name and size only. */
 struct NamedBuffer {
   std::string name;
   void *ptr = nullptr;
   int64_t bytes = 0;
+  std::string dtype;
+  Dims shape, begin, end;
 };
-/** Writes the buffers (names, sizes, raw bytes) to `path` (a raw little-endian format owned by this file). */
+/** Writes the buffers (names, layouts, raw bytes) to `path` (a raw little-endian format owned by common/host_io.cpp)
+ *  durably: into a temporary file beside it, fsync'ed, then renamed over `path`, so `path` is always either the old
+ *  file or the whole new one. */
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers);
-/** Reads `path` into the buffers; fail()s naming the buffer if a name is missing or its size differs. */
+/** Reads `path` into the buffers; fail()s naming the buffer if a name is missing, its size differs, or both sides
+ *  have a layout and they differ. Buffers of the file that none of `buffers` names are skipped. */
 void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &buffers);
+
+// ---------------------------------------------------------------- training runs (common/training.cpp)
+
+/** A rank program's run: its flags, where its state comes from, checkpoints, the learning-rate schedule, progress.
+ *  Every rank program parses the same flags (so every bundle offers the same ones):
+ *    --steps K               the run's last step (steps count from 1 and include those before a resume)
+ *    --weights FILE          the initial state (the bundle's weights/rank_<r>.bin)
+ *    NAME=FILE.npy           a graph input's data (first dim = samples; pass p reads samples from (p-1)*batch on,
+ *                            modulo the file's count)
+ *    --accumulate K          K passes (data, forward, backward) per step, the updates with their mean gradient;
+ *                            the loss line shows the passes' mean loss (BatchNorm statistics update once per step)
+ *    --epochs E              the last step is E * samples / (batch * K) (instead of --steps)
+ *    --shuffle SEED          each epoch reads the samples in its own permutation (from SEED and the epoch alone, so
+ *                            every plan and rank count reads the same batches)
+ *    --save PREFIX           after the last step, write the trained tensors to PREFIX.rank_<r>.bin
+ *    --checkpoint-dir DIR    write checkpoints DIR/step-<k>/ (rank_<r>.bin per rank, then manifest.json by rank 0,
+ *                            last: a checkpoint without a manifest is incomplete and never read)
+ *    --checkpoint-every N    every N steps (and at the last step, and when a stop signal arrives; default 1000)
+ *    --keep K                keep the newest K complete checkpoints (default 2; 0 keeps all)
+ *    --resume DIR|auto       continue from the newest complete checkpoint under DIR (or DIR itself when it holds a
+ *                            manifest), bit-identically; `auto`: the newest under --checkpoint-dir, if there is one
+ *    --lr-schedule S         constant|step|multistep|cosine|linear|onecycle, with --warmup-steps W, --min-lr X,
+ *                            --step-size N, --milestones A,B,..., --gamma G (torch.optim.lr_scheduler; lr())
+ *    --clip-grad-norm X      scale the gradients by min(1, X / (norm + 1e-6)), norm = the 2-norm of every gradient
+ *                            shard on every rank, each box counted once (torch.nn.utils.clip_grad_norm_)
+ *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds
+ *  SIGUSR1 or SIGTERM (Slurm's warning before a time limit or preemption) makes every rank write a checkpoint after
+ *  the step in progress and exit with code kStoppedForResume; with --checkpoint-dir the ranks agree on the stop step
+ *  by one small all-reduce per step. Rank 0 shows progress (step/total, loss, samples/s, ETA) on stderr at most once
+ *  a second when CLEAVE_PROGRESS=1 or stderr is a terminal. */
+class TrainingRun {
+ public:
+  /** Exit code of a run stopped by a signal after writing its checkpoint (resume it with --resume). */
+  static constexpr int kStoppedForResume = 75;
+
+  /** Parses the arguments (after init()); fail()s naming a bad flag. `batch` is the samples per step. */
+  TrainingRun(int argc, char **argv, int64_t batch);
+  /** Loads `state` (every persistent buffer, with layouts) from the checkpoint --resume names, else --weights, and
+   *  keeps it for the checkpoints. */
+  void load(std::vector<NamedBuffer> state);
+  /** The .npy file given for graph input `name`; fail()s when none was. */
+  NpyFile data(const std::string &name);
+  /** Passes per step (--accumulate). */
+  int64_t accumulation() const { return accumulate_; }
+  /** The pass number (from 1) of pass `micro` of step `step`: the data position and Dropout's key. */
+  int64_t pass(int64_t step, int64_t micro) const { return (step - 1) * accumulate_ + micro + 1; }
+  /** npy_read_samples of the sample stream's [first, first + count) (--shuffle: through each epoch's permutation). */
+  void read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
+  void read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
+
+  /** The first step to run: 1, or the step after the resumed checkpoint's. */
+  int64_t first_step() const { return first_step_; }
+  /** The last step to run (--steps). */
+  int64_t last_step() const { return last_step_; }
+  /** The learning rate of step `step` for an optimizer whose base rate is `base`, as torch.optim.lr_scheduler would
+   *  have set it before that step's update (computed in double, rounded to float as torch's kernels do). */
+  float lr(float base, int64_t step);
+  /** A gradient shard an optimizer update of this rank reads: `counted` for the first rank holding its box. */
+  struct GradShard {
+    float *ptr = nullptr;
+    int64_t n = 0;
+    bool counted = true;
+  };
+  /** Between the gradients and the updates of step `step` (every rank calls it): with --clip-grad-norm or
+   *  --log-json, the global gradient norm (an all-reduce over the world), fail()ing on a non-finite one; with
+   *  --clip-grad-norm the shards scaled in place. Otherwise nothing. */
+  void clip_grads(const std::vector<GradShard> &grads, int64_t step);
+  /** After pass `micro` of a step (every rank calls it): with --accumulate K > 1, sums the gradient shards and the
+   *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place. */
+  void accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro);
+  /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
+   *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
+  bool end_step(int64_t step);
+  /** After the loop: --save's file, then finalize() and the exit code (0, or kStoppedForResume). */
+  int finish(const std::vector<NamedBuffer> &saved);
+
+ private:
+  void write_checkpoint(int64_t step);
+  int64_t batch_ = 0, first_step_ = 1, last_step_ = 1, checkpoint_every_ = 1000, keep_ = 2;
+  // Passes and data order.
+  int64_t accumulate_ = 1, epochs_ = 0, samples_ = 0;
+  bool shuffle_ = false;
+  uint64_t shuffle_seed_ = 0;
+  int64_t perm_epoch_ = -1;
+  std::vector<int64_t> perm_;  // perm_epoch_'s permutation
+  Arena sums_;                 // --accumulate: the gradients' and the loss's sums
+  template <typename T>
+  void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
+  std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
+  std::vector<std::pair<std::string, std::string>> data_;
+  std::vector<NamedBuffer> state_;
+  // The schedule (lr()).
+  std::string schedule_ = "constant";
+  int64_t warmup_ = 0, step_size_ = 1;
+  double min_lr_ = 0, gamma_ = 0.1;
+  std::vector<int64_t> milestones_;
+  // Reporting.
+  double clip_norm_ = 0, last_grad_norm_ = -1;
+  double last_lr_ = 0, started_ = 0, last_progress_ = -1;
+  int64_t last_checkpoint_ = 0;
+  bool stopped_ = false;
+};
 
 }  // namespace cleave::rt

@@ -1,0 +1,129 @@
+#include "checkpoint_format.h"
+
+#include <cstring>
+
+namespace cleave::rt::ckpt {
+namespace {
+
+constexpr char kMagic1[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', '1'};
+constexpr char kMagic2[8] = {'C', 'L', 'E', 'A', 'V', 'E', 'C', '2'};
+// Bounds that no real checkpoint reaches; past them a file is corrupt (and a length would allocate without limit).
+constexpr uint64_t kMaxString = 1u << 20, kMaxRank = 64;
+
+void put_u64(std::string &s, uint64_t v) {
+  char b[8];
+  std::memcpy(b, &v, 8);
+  s.append(b, 8);
+}
+
+void put_string(std::string &s, const std::string &v) {
+  put_u64(s, v.size());
+  s += v;
+}
+
+uint64_t get_u64(const Get &get) {
+  uint64_t v = 0;
+  get(&v, 8);
+  return v;
+}
+
+std::string get_string(const Get &get, const std::string &path) {
+  uint64_t n = get_u64(get);
+  if (n > kMaxString) throw Error(path + ": corrupt checkpoint (a name of " + std::to_string(n) + " bytes)");
+  std::string s(n, '\0');
+  if (n > 0) get(s.data(), n);
+  return s;
+}
+
+}  // namespace
+
+std::string file_header(uint64_t count) {
+  std::string s(kMagic2, 8);
+  put_u64(s, count);
+  return s;
+}
+
+std::string entry_header(const Layout &l) {
+  std::string s;
+  put_string(s, l.name);
+  put_string(s, l.dtype);
+  put_u64(s, l.shape.size());
+  for (const auto *dims : {&l.shape, &l.begin, &l.end})
+    for (size_t d = 0; d < l.shape.size(); ++d) put_u64(s, d < dims->size() ? static_cast<uint64_t>((*dims)[d]) : 0);
+  put_u64(s, l.bytes);
+  return s;
+}
+
+uint64_t read_file_header(const Get &get, const std::string &path, int *version) {
+  char magic[8];
+  get(magic, 8);
+  if (std::memcmp(magic, kMagic2, 8) == 0)
+    *version = 2;
+  else if (std::memcmp(magic, kMagic1, 8) == 0)
+    *version = 1;
+  else
+    throw Error(path + ": not a cleave checkpoint");
+  return get_u64(get);
+}
+
+Layout read_entry_header(const Get &get, int version, const std::string &path) {
+  Layout l;
+  l.name = get_string(get, path);
+  if (version >= 2) {
+    l.dtype = get_string(get, path);
+    uint64_t rank = get_u64(get);
+    if (rank > kMaxRank) throw Error(path + ": corrupt checkpoint (buffer \"" + l.name + "\" of rank " +
+                                     std::to_string(rank) + ")");
+    for (auto *dims : {&l.shape, &l.begin, &l.end}) {
+      dims->resize(rank);
+      for (auto &v : *dims) v = static_cast<int64_t>(get_u64(get));
+    }
+    for (uint64_t d = 0; d < rank; ++d)
+      if (l.begin[d] < 0 || l.begin[d] > l.end[d] || l.end[d] > l.shape[d])
+        throw Error(path + ": corrupt checkpoint (buffer \"" + l.name + "\" has box " + box_text(l.begin, l.end) +
+                    " outside its tensor)");
+  }
+  l.bytes = get_u64(get);
+  return l;
+}
+
+std::string encode(const std::vector<Entry> &entries) {
+  std::string s = file_header(entries.size());
+  for (const Entry &e : entries) {
+    Layout l = e.layout;
+    l.bytes = e.bytes.size();
+    s += entry_header(l);
+    s += e.bytes;
+  }
+  return s;
+}
+
+std::vector<Entry> decode(const std::string &file, const std::string &path) {
+  size_t at = 0;
+  Get get = [&](void *dst, size_t n) {
+    if (n > file.size() - at) throw Error(path + ": truncated checkpoint");
+    std::memcpy(dst, file.data() + at, n);
+    at += n;
+  };
+  int version = 0;
+  uint64_t count = read_file_header(get, path, &version);
+  std::vector<Entry> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    Entry e;
+    e.layout = read_entry_header(get, version, path);
+    if (e.layout.bytes > file.size() - at) throw Error(path + ": truncated checkpoint");
+    e.bytes = file.substr(at, e.layout.bytes);
+    at += e.layout.bytes;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string box_text(const std::vector<int64_t> &begin, const std::vector<int64_t> &end) {
+  std::string s = "[";
+  for (size_t d = 0; d < begin.size() && d < end.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(begin[d]) + ":" + std::to_string(end[d]);
+  return s + "]";
+}
+
+}  // namespace cleave::rt::ckpt

@@ -1,0 +1,54 @@
+#pragma once
+// The one checkpoint format: the ranks write and read it (host_io.cpp), and the compiler writes the bundle's initial
+// weights and reads trained shards and checkpoints with it (codegen/bundle_run.cpp), so both always agree. It ships
+// inside bundles, so it includes nothing but the standard library, and reports problems by throwing ckpt::Error.
+//
+// A file is the magic "CLEAVEC2", a u64 count, then per buffer: its name, its dtype ("" = no layout), a u64 rank r,
+// r int64s each of the tensor's shape and the box's begin and end, a u64 byte count, and the raw little-endian
+// bytes of the box (row-major). Strings are a u64 length and the bytes. "CLEAVEC1" files (name and bytes only) are
+// still read.
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cleave::rt::ckpt {
+
+/** A malformed checkpoint; the message starts with the file's path and is one line. */
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/** What a buffer is: the box [begin, end) of tensor `name` of `shape`, `bytes` long. dtype empty: no layout. */
+struct Layout {
+  std::string name, dtype;
+  std::vector<int64_t> shape, begin, end;
+  uint64_t bytes = 0;
+};
+
+/** Reads exactly n bytes into dst; throws Error when the file ends first. */
+using Get = std::function<void(void *dst, size_t n)>;
+
+/** The file header for `count` buffers. */
+std::string file_header(uint64_t count);
+/** A buffer's header; its `layout.bytes` raw bytes follow it. */
+std::string entry_header(const Layout &layout);
+/** Reads the file header: the buffer count; `version` becomes 1 or 2. */
+uint64_t read_file_header(const Get &get, const std::string &path, int *version);
+/** Reads a buffer's header (its bytes follow). */
+Layout read_entry_header(const Get &get, int version, const std::string &path);
+
+/** A whole file in memory, decoded: layouts and bytes. */
+struct Entry {
+  Layout layout;
+  std::string bytes;
+};
+std::string encode(const std::vector<Entry> &entries);
+std::vector<Entry> decode(const std::string &file, const std::string &path);
+
+/** "[0:4, 2:8]": a box for messages. */
+std::string box_text(const std::vector<int64_t> &begin, const std::vector<int64_t> &end);
+
+}  // namespace cleave::rt::ckpt

@@ -1,0 +1,416 @@
+// rt::TrainingRun (rt.h): a rank program's flags, resume, checkpoints, the learning-rate schedule and progress. The
+// same on every backend: buffers move through rt::checkpoint_save/load, which stage device memory themselves.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "cleave/rt.h"
+#include "common/host_io.h"
+#include "common/process.h"
+
+namespace cleave::rt {
+namespace {
+namespace fs = std::filesystem;
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int) { g_stop_signal = 1; }
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t parse_count(const std::string &flag, const char *text, int64_t min) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min)
+    fail(flag + ": expected an integer >= " + std::to_string(min) + ", got \"" + text + "\"");
+  return v;
+}
+
+double parse_number(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v))
+    fail(flag + ": expected a number, got \"" + text + "\"");
+  return v;
+}
+
+std::string step_dir_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+/** The integer after `"key":` in a manifest written by write_manifest, or -1. */
+int64_t manifest_int(const std::string &text, const std::string &key) {
+  size_t at = text.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  return std::strtoll(text.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+std::string read_text(const fs::path &path) {
+  std::string text;
+  if (std::FILE *f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+  }
+  return text;
+}
+
+/** Writes `text` to `path` durably (temporary file, fsync, rename, fsync of the directory). */
+void write_durably(const fs::path &path, const std::string &text) {
+  std::string tmp = path.string() + ".tmp";
+  std::FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) fail("cannot write " + tmp + ": " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write " + path.string() + ": " + std::strerror(errno));
+  if (std::FILE *d = std::fopen(path.parent_path().c_str(), "r")) {
+    ::fsync(fileno(d));
+    std::fclose(d);
+  }
+}
+
+/** Complete checkpoints (a step-<k> directory holding manifest.json) under `dir`, by step. */
+std::map<int64_t, fs::path> complete_checkpoints(const fs::path &dir) {
+  std::map<int64_t, fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind("step-", 0) != 0 || !fs::exists(it->path() / "manifest.json")) continue;
+    int64_t step = manifest_int(read_text(it->path() / "manifest.json"), "step");
+    if (step >= 0) out[step] = it->path();
+  }
+  return out;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  long long t = static_cast<long long>(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", t / 3600, t / 60 % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", t / 60, t % 60);
+  return buf;
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
+  std::string schedule_flags;  // schedule parameters given, for the check below
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    bool has_value = i + 1 < argc;
+    auto value = [&]() -> const char * {
+      if (!has_value) fail(a + ": needs a value");
+      return argv[++i];
+    };
+    if (a == "--steps") last_step_ = parse_count(a, value(), 1);
+    else if (a == "--weights") weights_ = value();
+    else if (a == "--save") save_ = value();
+    else if (a == "--checkpoint-dir") checkpoint_dir_ = value();
+    else if (a == "--checkpoint-every") checkpoint_every_ = parse_count(a, value(), 1);
+    else if (a == "--keep") keep_ = parse_count(a, value(), 0);
+    else if (a == "--resume") resume_ = value();
+    else if (a == "--log-json") log_json_ = value();
+    else if (a == "--accumulate") accumulate_ = parse_count(a, value(), 1);
+    else if (a == "--epochs") epochs_ = parse_count(a, value(), 1);
+    else if (a == "--shuffle") shuffle_ = true, shuffle_seed_ = static_cast<uint64_t>(parse_count(a, value(), 0));
+    else if (a == "--clip-grad-norm") {
+      clip_norm_ = parse_number(a, value());
+      if (clip_norm_ <= 0) fail("--clip-grad-norm: must be positive, got " + std::string(argv[i]));
+    }
+    else if (a == "--lr-schedule") {
+      schedule_ = value();
+      if (schedule_ != "constant" && schedule_ != "step" && schedule_ != "multistep" && schedule_ != "cosine" &&
+          schedule_ != "linear" && schedule_ != "onecycle")
+        fail("--lr-schedule: \"" + schedule_ + "\" is not constant, step, multistep, cosine, linear or onecycle");
+    } else if (a == "--warmup-steps") warmup_ = parse_count(a, value(), 0);
+    else if (a == "--min-lr") min_lr_ = parse_number(a, value());
+    else if (a == "--step-size") step_size_ = parse_count(a, value(), 1), schedule_flags += " " + a;
+    else if (a == "--gamma") gamma_ = parse_number(a, value()), schedule_flags += " " + a;
+    else if (a == "--milestones") {
+      std::string list = value();
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        milestones_.push_back(parse_count(a, list.substr(at, comma - at).c_str(), 1));
+        at = comma + 1;
+      }
+      if (!std::is_sorted(milestones_.begin(), milestones_.end()))
+        fail("--milestones: must be increasing, got " + list);
+    } else if (a.find('=') != std::string::npos && a[0] != '-') {
+      data_.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
+    } else {
+      fail("unknown argument \"" + a + "\"");
+    }
+  }
+  if (resume_ == "auto" && checkpoint_dir_.empty()) fail("--resume auto: needs --checkpoint-dir");
+  bool steps_given = false;
+  for (int i = 1; i < argc; ++i) steps_given |= std::string(argv[i]) == "--steps";
+  if (epochs_ > 0 && steps_given) fail("--epochs: give --steps or --epochs, not both");
+  if (schedule_ == "multistep" && milestones_.empty()) fail("--lr-schedule multistep: needs --milestones");
+  if (warmup_ >= last_step_ && warmup_ > 0 && schedule_ != "onecycle")
+    fail("--warmup-steps " + std::to_string(warmup_) + ": must be below --steps " + std::to_string(last_step_));
+  if (!checkpoint_dir_.empty()) {
+    std::error_code ec;
+    fs::create_directories(checkpoint_dir_, ec);
+    if (!fs::is_directory(checkpoint_dir_)) fail("--checkpoint-dir " + checkpoint_dir_ + ": cannot create it");
+    std::signal(SIGUSR1, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
+  }
+}
+
+void TrainingRun::load(std::vector<NamedBuffer> state) {
+  state_ = std::move(state);
+  const Context &c = context();
+  std::string from = resume_ == "auto" ? checkpoint_dir_ : resume_;
+  fs::path checkpoint;
+  if (!from.empty()) {
+    if (fs::exists(fs::path(from) / "manifest.json")) {
+      checkpoint = from;
+    } else {
+      auto all = complete_checkpoints(from);
+      if (!all.empty()) checkpoint = all.rbegin()->second;
+      else if (resume_ != "auto") fail("--resume " + from + ": no complete checkpoint there (step-<k>/manifest.json)");
+    }
+  }
+  if (checkpoint.empty()) {
+    if (weights_.empty()) fail("--weights FILE is required");
+    checkpoint_load(weights_, state_);
+  } else {
+    std::string manifest = read_text(checkpoint / "manifest.json");
+    int64_t step = manifest_int(manifest, "step"), ranks = manifest_int(manifest, "ranks");
+    if (step < 0 || ranks < 1) fail((checkpoint / "manifest.json").string() + ": not a cleave checkpoint manifest");
+    if (ranks != c.world)
+      fail("--resume " + checkpoint.string() + ": a checkpoint of " + std::to_string(ranks) + " ranks, this run has " +
+           std::to_string(c.world) + " (`cleave run --resume` reshards it)");
+    checkpoint_load((checkpoint / ("rank_" + std::to_string(c.rank) + ".bin")).string(), state_);
+    first_step_ = step + 1;
+    last_checkpoint_ = step;
+    log_info("resumed from " + checkpoint.string() + " after step " + std::to_string(step));
+  }
+  if (!log_json_.empty() && c.rank == 0) {
+    // A resumed run continues the log; the lines of steps after the checkpoint (a run that went further before it
+    // stopped) are the resumed run's to write again, so they are dropped.
+    std::string kept;
+    if (first_step_ > 1) {
+      std::string old = read_text(log_json_);
+      for (size_t at = 0; at < old.size();) {
+        size_t nl = old.find('\n', at);
+        std::string line = old.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
+        if (manifest_int(line, "step") >= 0 && manifest_int(line, "step") < first_step_) kept += line;
+        at = nl == std::string::npos ? old.size() : nl + 1;
+      }
+    }
+    std::FILE *f = std::fopen(log_json_.c_str(), "wb");
+    if (!f || std::fwrite(kept.data(), 1, kept.size(), f) != kept.size() || std::fclose(f) != 0)
+      fail("--log-json " + log_json_ + ": cannot write it");
+  }
+  started_ = now_seconds();
+  last_progress_ = started_;
+}
+
+NpyFile TrainingRun::data(const std::string &name) {
+  for (const auto &[n, p] : data_) {
+    if (n != name) continue;
+    NpyFile f = npy_open(p);
+    int64_t count = f.shape.empty() ? 0 : f.shape[0];
+    if (samples_ > 0 && count != samples_)
+      fail(p + ": " + std::to_string(count) + " samples, another input has " + std::to_string(samples_));
+    samples_ = count;
+    if (epochs_ > 0) last_step_ = std::max<int64_t>(1, epochs_ * samples_ / (batch_ * accumulate_));
+    return f;
+  }
+  fail("no data for input " + name + " (give " + name + "=FILE.npy)");
+}
+
+namespace {
+
+/** splitmix64: the shuffle's generator (a fixed function of the seed, on every platform). */
+uint64_t mix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+template <typename T>
+void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst) {
+  if (!shuffle_) return npy_read_samples(f, first, count, dst);
+  int64_t n = f.shape.empty() ? 0 : f.shape[0];
+  if (n <= 0) fail(f.path + ": no samples");
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t at = first + i, epoch = at / n;
+    if (epoch != perm_epoch_) {  // Fisher-Yates from (seed, epoch)
+      perm_.resize(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) perm_[static_cast<size_t>(k)] = k;
+      uint64_t state = shuffle_seed_ * 0x100000001b3ull + static_cast<uint64_t>(epoch);
+      for (int64_t k = n - 1; k > 0; --k)
+        std::swap(perm_[static_cast<size_t>(k)], perm_[mix(state) % static_cast<uint64_t>(k + 1)]);
+      perm_epoch_ = epoch;
+    }
+    npy_read_samples(f, perm_[static_cast<size_t>(at % n)], 1, dst + i * f.sample_elems);
+  }
+}
+
+void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
+  read_shuffled(f, first, count, dst);
+}
+
+void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst) {
+  read_shuffled(f, first, count, dst);
+}
+
+void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro) {
+  if (accumulate_ == 1) return;
+  // sums_ holds every shard's sum, then the loss's: [n_0][n_1]...[1].
+  int64_t total = 1;
+  for (const GradShard &g : grads) total += g.n;
+  if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(float));
+  int64_t at = 0;
+  auto add = [&](float *x, int64_t n) {
+    float *sum = sums_.f32(static_cast<size_t>(at) * sizeof(float), static_cast<size_t>(n));
+    if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(float)));
+    else add_in_place(sum, x, n);
+    if (micro + 1 == accumulate_) {  // the mean, where the updates (and the loss line) read
+      copy(x, sum, n * static_cast<int64_t>(sizeof(float)));
+      scale_in_place(x, n, 1.0f / static_cast<float>(accumulate_));
+    }
+    at += n;
+  };
+  for (const GradShard &g : grads) add(g.ptr, g.n);
+  if (loss) add(loss, 1);
+}
+
+float TrainingRun::lr(float base, int64_t step) {
+  // t = the scheduler's last_epoch when step `step` updates: torch calls scheduler.step() after each optimizer step.
+  double b = base, t = static_cast<double>(step - 1), total = static_cast<double>(last_step_);
+  double w = static_cast<double>(warmup_), v = b;
+  if (schedule_ == "onecycle") {
+    // OneCycleLR(max_lr=base, total_steps=--steps, pct_start=warmup/steps or 0.3, anneal cos, div_factor 25,
+    // final_div_factor 1e4, three_phase False, cycle_momentum False).
+    double up = (warmup_ > 0 ? w : 0.3 * total) - 1, end = total - 1;
+    double initial = b / 25, final_lr = initial / 1e4;
+    auto anneal = [](double from, double to, double pct) { return to + (from - to) / 2 * (std::cos(M_PI * pct) + 1); };
+    v = t <= up ? anneal(initial, b, up > 0 ? t / up : 1) : anneal(b, final_lr, (t - up) / (end - up));
+  } else if (warmup_ > 0 && t < w) {
+    v = b * (t + 1) / w;  // LinearLR(start_factor=1/W, total_iters=W-1), then the schedule (SequentialLR)
+  } else {
+    double s = t - w, span = total - w;  // the schedule's own step and length after warm-up
+    if (schedule_ == "step") v = b * std::pow(gamma_, std::floor(s / static_cast<double>(step_size_)));
+    else if (schedule_ == "multistep")
+      v = b * std::pow(gamma_, static_cast<double>(std::upper_bound(milestones_.begin(), milestones_.end(),
+                                                                    static_cast<int64_t>(s)) - milestones_.begin()));
+    else if (schedule_ == "cosine") v = min_lr_ + (b - min_lr_) * (1 + std::cos(M_PI * s / span)) / 2;
+    else if (schedule_ == "linear") v = b + (min_lr_ - b) * std::min(s, span) / span;
+  }
+  last_lr_ = v;
+  return static_cast<float>(v);
+}
+
+void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {
+  if (clip_norm_ <= 0 && log_json_.empty()) return;
+  double local = 0, total = 0;
+  for (const GradShard &g : grads)
+    if (g.counted) local += sum_of_squares(g.ptr, g.n);
+  CLEAVE_MPI(MPI_Allreduce, &local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  // torch computes the norm and the coefficient in float32.
+  float norm = static_cast<float>(std::sqrt(total));
+  last_grad_norm_ = norm;
+  if (!std::isfinite(norm)) fail("step " + std::to_string(step) + ": the gradient norm is " + std::to_string(norm));
+  if (clip_norm_ <= 0) return;
+  float coef = std::min(static_cast<float>(clip_norm_) / (norm + 1e-6f), 1.0f);
+  if (coef < 1.0f)
+    for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, coef);
+}
+
+bool TrainingRun::end_step(int64_t step) {
+  const Context &c = context();
+  double now = now_seconds();
+  if (c.rank == 0) {
+    double loss = host::last_loss();
+    if (!log_json_.empty()) {
+      static double previous = started_;
+      if (std::FILE *f = std::fopen(log_json_.c_str(), "ab")) {
+        std::fprintf(f, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.7g, \"grad_norm\": %.7g, \"seconds\": %.6f}\n",
+                     static_cast<long long>(step), loss, last_lr_, last_grad_norm_, now - previous);
+        std::fclose(f);
+      }
+      previous = now;
+    }
+    static const bool progress = host::env_int("CLEAVE_PROGRESS") >= 0 ? host::env_int("CLEAVE_PROGRESS") == 1
+                                                                       : ::isatty(2) == 1;
+    if (progress && (now - last_progress_ >= 1 || step == last_step_)) {
+      double done = static_cast<double>(step - first_step_ + 1), elapsed = now - started_;
+      std::fprintf(stderr, "\rstep %lld/%lld  loss %.5g  %.0f samples/s  ETA %s   ", static_cast<long long>(step),
+                   static_cast<long long>(last_step_), loss, done * static_cast<double>(batch_) / elapsed,
+                   format_seconds(elapsed / done * static_cast<double>(last_step_ - step)).c_str());
+      if (step == last_step_) std::fputc('\n', stderr);
+      std::fflush(stderr);
+      last_progress_ = now;
+    }
+  }
+  if (checkpoint_dir_.empty()) return true;
+  int stop = g_stop_signal, any = 0;
+  CLEAVE_MPI(MPI_Allreduce, &stop, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any || step % checkpoint_every_ == 0 || step == last_step_) write_checkpoint(step);
+  if (any) {
+    stopped_ = true;
+    log_info("stopped by a signal after step " + std::to_string(step) + "; checkpoint in " + checkpoint_dir_);
+    return false;
+  }
+  return true;
+}
+
+void TrainingRun::write_checkpoint(int64_t step) {
+  const Context &c = context();
+  fs::path dir = fs::path(checkpoint_dir_) / step_dir_name(step);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) fail("cannot create " + dir.string());
+  if (const char *fault = std::getenv("CLEAVE_TEST_KILL_IN_CHECKPOINT")) {
+    long long s = -1, r = -1;  // STEP:RANK
+    if (std::sscanf(fault, "%lld:%lld", &s, &r) == 2 && s == step && r == c.rank) host::g_kill_during_checkpoint = true;
+  }
+  checkpoint_save((dir / ("rank_" + std::to_string(c.rank) + ".bin")).string(), state_);
+  // The manifest makes the checkpoint complete: rank 0 writes it only once every rank's file is on disk.
+  CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
+  if (c.rank != 0) return;
+  write_durably(dir / "manifest.json", "{\"format\": \"cleave-checkpoint-1\", \"step\": " + std::to_string(step) +
+                                           ", \"ranks\": " + std::to_string(c.world) + ", \"samples_per_step\": " +
+                                           std::to_string(batch_) + "}\n");
+  last_checkpoint_ = step;
+  // Older checkpoints beyond --keep, and incomplete ones older than this (a crash while writing) go.
+  std::map<int64_t, fs::path> complete = complete_checkpoints(checkpoint_dir_);
+  int64_t kept = 0;
+  for (auto it = complete.rbegin(); it != complete.rend(); ++it)
+    if (keep_ > 0 && ++kept > keep_) fs::remove_all(it->second, ec);
+  for (fs::directory_iterator it(checkpoint_dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.rfind("step-", 0) == 0 && name < dir.filename().string() && !fs::exists(it->path() / "manifest.json"))
+      fs::remove_all(it->path(), ec);
+  }
+}
+
+int TrainingRun::finish(const std::vector<NamedBuffer> &saved) {
+  if (!save_.empty()) checkpoint_save(save_ + ".rank_" + std::to_string(context().rank) + ".bin", saved);
+  finalize();
+  return stopped_ ? kStoppedForResume : 0;
+}
+
+}  // namespace cleave::rt
