@@ -7,6 +7,7 @@
 #include "ir/parser.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
+#include "planner/search/frontier_modes.h"
 #include "tools/cli/commands.h"
 
 namespace cleave::cli {
@@ -90,11 +91,7 @@ std::vector<int> parse_device_counts(const std::string &flag, const std::string 
   if (dots != std::string::npos) {
     int lo = count(text.substr(0, dots)), hi = count(text.substr(dots + 2));
     if (lo > hi) CLEAVE_USER_ERROR(flag, ": range \"", text, "\" is empty (", lo, " > ", hi, ")");
-    out.push_back(lo);
-    for (int p = 1; p < hi; p *= 2)
-      if (p > lo) out.push_back(p);
-    if (hi > lo) out.push_back(hi);
-    return out;
+    return plan::device_count_range(lo, hi);
   }
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) out.push_back(count(item));
