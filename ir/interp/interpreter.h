@@ -7,6 +7,7 @@
 // Integer results are truncated and wrapped to their width after each op (store_as in ir/float16.h); integer values
 // are exact up to 2^53.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct Value {
 struct Context {
   /** The training step, from 1: Adam's bias-correction t and part of Dropout's RNG key. */
   int64_t step = 1;
+  /** The learning rate SGDUpdate, MomentumUpdate and AdamUpdate use for their `lr` attribute (a schedule); unset:
+   *  the attribute. */
+  std::function<double(double)> lr;
+  double rate(double base) const { return lr ? lr(base) : base; }
 };
 
 /** One slot per TensorId; std::nullopt = not computed/fed yet. */

@@ -36,7 +36,7 @@ double scalar(const KernelArgs &k, size_t i) {
 
 void kernel_SGDUpdate(const KernelArgs &k) {
   same_shapes(k, {1}, {0}, 0);
-  double lr = k.op.attr_float("lr"), wd = k.op.attr_float("weight_decay", 0.0);
+  double lr = k.ctx.rate(k.op.attr_float("lr")), wd = k.op.attr_float("weight_decay", 0.0);
   const Value &p = k.in(0), &g = k.in(1);
   for (size_t i = 0; i < p.data.size(); ++i) k.out(0).data[i] = p.data[i] - lr * (g.data[i] + wd * p.data[i]);
 }
@@ -44,7 +44,7 @@ void kernel_SGDUpdate(const KernelArgs &k) {
 void kernel_MomentumUpdate(const KernelArgs &k) {
   // torch.optim.SGD(momentum, dampening=0): b = momentum * b + g (b starts at 0, so the first step is b = g).
   same_shapes(k, {1, 2}, {0, 1}, 0);
-  double lr = k.op.attr_float("lr"), mu = k.op.attr_float("momentum");
+  double lr = k.ctx.rate(k.op.attr_float("lr")), mu = k.op.attr_float("momentum");
   double wd = k.op.attr_float("weight_decay", 0.0);
   bool nesterov = k.op.attr_int("nesterov", 0) != 0;
   const Value &p = k.in(0), &g = k.in(1), &b = k.in(2);
@@ -59,7 +59,8 @@ void kernel_MomentumUpdate(const KernelArgs &k) {
 
 void kernel_AdamUpdate(const KernelArgs &k) {
   same_shapes(k, {1, 2, 3}, {0, 1, 2}, 0);
-  double lr = k.op.attr_float("lr"), b1 = k.op.attr_float("beta1", 0.9), b2 = k.op.attr_float("beta2", 0.999);
+  double lr = k.ctx.rate(k.op.attr_float("lr"));
+  double b1 = k.op.attr_float("beta1", 0.9), b2 = k.op.attr_float("beta2", 0.999);
   double eps = k.op.attr_float("eps", 1e-8), wd = k.op.attr_float("weight_decay", 0.0);
   bool decoupled = k.op.attr_int("decoupled", 0) != 0;
   if (k.ctx.step < 1) CLEAVE_USER_ERROR(k.label(), ": step ", k.ctx.step, " must be >= 1");

@@ -110,7 +110,6 @@ std::string format_seconds(double s) {
 }  // namespace
 
 TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
-  std::string schedule_flags;  // schedule parameters given, for the check below
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool has_value = i + 1 < argc;
@@ -128,29 +127,23 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     else if (a == "--log-json") log_json_ = value();
     else if (a == "--accumulate") accumulate_ = parse_count(a, value(), 1);
     else if (a == "--epochs") epochs_ = parse_count(a, value(), 1);
-    else if (a == "--shuffle") shuffle_ = true, shuffle_seed_ = static_cast<uint64_t>(parse_count(a, value(), 0));
+    else if (a == "--shuffle") order_ = sched::SampleOrder(true, static_cast<uint64_t>(parse_count(a, value(), 0)));
     else if (a == "--clip-grad-norm") {
       clip_norm_ = parse_number(a, value());
       if (clip_norm_ <= 0) fail("--clip-grad-norm: must be positive, got " + std::string(argv[i]));
     }
-    else if (a == "--lr-schedule") {
-      schedule_ = value();
-      if (schedule_ != "constant" && schedule_ != "step" && schedule_ != "multistep" && schedule_ != "cosine" &&
-          schedule_ != "linear" && schedule_ != "onecycle")
-        fail("--lr-schedule: \"" + schedule_ + "\" is not constant, step, multistep, cosine, linear or onecycle");
-    } else if (a == "--warmup-steps") warmup_ = parse_count(a, value(), 0);
-    else if (a == "--min-lr") min_lr_ = parse_number(a, value());
-    else if (a == "--step-size") step_size_ = parse_count(a, value(), 1), schedule_flags += " " + a;
-    else if (a == "--gamma") gamma_ = parse_number(a, value()), schedule_flags += " " + a;
+    else if (a == "--lr-schedule") schedule_.kind = value();
+    else if (a == "--warmup-steps") schedule_.warmup = parse_count(a, value(), 0);
+    else if (a == "--min-lr") schedule_.min_lr = parse_number(a, value());
+    else if (a == "--step-size") schedule_.step_size = parse_count(a, value(), 1);
+    else if (a == "--gamma") schedule_.gamma = parse_number(a, value());
     else if (a == "--milestones") {
       std::string list = value();
       for (size_t at = 0; at <= list.size();) {
         size_t comma = std::min(list.find(',', at), list.size());
-        milestones_.push_back(parse_count(a, list.substr(at, comma - at).c_str(), 1));
+        schedule_.milestones.push_back(parse_count(a, list.substr(at, comma - at).c_str(), 1));
         at = comma + 1;
       }
-      if (!std::is_sorted(milestones_.begin(), milestones_.end()))
-        fail("--milestones: must be increasing, got " + list);
     } else if (a.find('=') != std::string::npos && a[0] != '-') {
       data_.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
     } else {
@@ -161,9 +154,8 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
   bool steps_given = false;
   for (int i = 1; i < argc; ++i) steps_given |= std::string(argv[i]) == "--steps";
   if (epochs_ > 0 && steps_given) fail("--epochs: give --steps or --epochs, not both");
-  if (schedule_ == "multistep" && milestones_.empty()) fail("--lr-schedule multistep: needs --milestones");
-  if (warmup_ >= last_step_ && warmup_ > 0 && schedule_ != "onecycle")
-    fail("--warmup-steps " + std::to_string(warmup_) + ": must be below --steps " + std::to_string(last_step_));
+  schedule_.total = last_step_;  // data() sets it again for --epochs
+  if (std::string why = schedule_.problem(); !why.empty() && epochs_ == 0) fail(why);
   if (!checkpoint_dir_.empty()) {
     std::error_code ec;
     fs::create_directories(checkpoint_dir_, ec);
@@ -231,41 +223,21 @@ NpyFile TrainingRun::data(const std::string &name) {
     if (samples_ > 0 && count != samples_)
       fail(p + ": " + std::to_string(count) + " samples, another input has " + std::to_string(samples_));
     samples_ = count;
-    if (epochs_ > 0) last_step_ = std::max<int64_t>(1, epochs_ * samples_ / (batch_ * accumulate_));
+    if (epochs_ > 0) {
+      schedule_.total = last_step_ = std::max<int64_t>(1, epochs_ * samples_ / (batch_ * accumulate_));
+      if (std::string why = schedule_.problem(); !why.empty()) fail(why);
+    }
     return f;
   }
   fail("no data for input " + name + " (give " + name + "=FILE.npy)");
 }
 
-namespace {
-
-/** splitmix64: the shuffle's generator (a fixed function of the seed, on every platform). */
-uint64_t mix(uint64_t &state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 template <typename T>
 void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst) {
-  if (!shuffle_) return npy_read_samples(f, first, count, dst);
+  if (!order_.shuffled()) return npy_read_samples(f, first, count, dst);
   int64_t n = f.shape.empty() ? 0 : f.shape[0];
   if (n <= 0) fail(f.path + ": no samples");
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t at = first + i, epoch = at / n;
-    if (epoch != perm_epoch_) {  // Fisher-Yates from (seed, epoch)
-      perm_.resize(static_cast<size_t>(n));
-      for (int64_t k = 0; k < n; ++k) perm_[static_cast<size_t>(k)] = k;
-      uint64_t state = shuffle_seed_ * 0x100000001b3ull + static_cast<uint64_t>(epoch);
-      for (int64_t k = n - 1; k > 0; --k)
-        std::swap(perm_[static_cast<size_t>(k)], perm_[mix(state) % static_cast<uint64_t>(k + 1)]);
-      perm_epoch_ = epoch;
-    }
-    npy_read_samples(f, perm_[static_cast<size_t>(at % n)], 1, dst + i * f.sample_elems);
-  }
+  for (int64_t i = 0; i < count; ++i) npy_read_samples(f, order_.sample(first + i, n), 1, dst + i * f.sample_elems);
 }
 
 void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
@@ -298,29 +270,8 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
 }
 
 float TrainingRun::lr(float base, int64_t step) {
-  // t = the scheduler's last_epoch when step `step` updates: torch calls scheduler.step() after each optimizer step.
-  double b = base, t = static_cast<double>(step - 1), total = static_cast<double>(last_step_);
-  double w = static_cast<double>(warmup_), v = b;
-  if (schedule_ == "onecycle") {
-    // OneCycleLR(max_lr=base, total_steps=--steps, pct_start=warmup/steps or 0.3, anneal cos, div_factor 25,
-    // final_div_factor 1e4, three_phase False, cycle_momentum False).
-    double up = (warmup_ > 0 ? w : 0.3 * total) - 1, end = total - 1;
-    double initial = b / 25, final_lr = initial / 1e4;
-    auto anneal = [](double from, double to, double pct) { return to + (from - to) / 2 * (std::cos(M_PI * pct) + 1); };
-    v = t <= up ? anneal(initial, b, up > 0 ? t / up : 1) : anneal(b, final_lr, (t - up) / (end - up));
-  } else if (warmup_ > 0 && t < w) {
-    v = b * (t + 1) / w;  // LinearLR(start_factor=1/W, total_iters=W-1), then the schedule (SequentialLR)
-  } else {
-    double s = t - w, span = total - w;  // the schedule's own step and length after warm-up
-    if (schedule_ == "step") v = b * std::pow(gamma_, std::floor(s / static_cast<double>(step_size_)));
-    else if (schedule_ == "multistep")
-      v = b * std::pow(gamma_, static_cast<double>(std::upper_bound(milestones_.begin(), milestones_.end(),
-                                                                    static_cast<int64_t>(s)) - milestones_.begin()));
-    else if (schedule_ == "cosine") v = min_lr_ + (b - min_lr_) * (1 + std::cos(M_PI * s / span)) / 2;
-    else if (schedule_ == "linear") v = b + (min_lr_ - b) * std::min(s, span) / span;
-  }
-  last_lr_ = v;
-  return static_cast<float>(v);
+  last_lr_ = schedule_.lr(base, step);
+  return static_cast<float>(last_lr_);
 }
 
 void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {

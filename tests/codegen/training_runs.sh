@@ -6,6 +6,8 @@
 #    1 rank, equal the uninterrupted run to 6 significant digits (another reduction order);
 #  - --epochs 1 --shuffle 7 runs 1500/16 = 93 steps in the same per-epoch permutation at 1 rank, 2 ranks data and 4
 #    ranks tofu (losses equal to 6 significant digits), unlike the unshuffled order;
+#  - cleave eval with the same knobs (cosine with warm-up, clipping, accumulation, shuffling) equals a 2-rank run to
+#    6 significant digits (the interpreter's arithmetic);
 #  - kill -9 of a rank half-way through writing the step-4 checkpoint (CLEAVE_TEST_KILL_IN_CHECKPOINT): the step-2
 #    checkpoint stays complete and --resume auto continues from it to the uninterrupted run's losses;
 #  - SIGUSR1 (Slurm's warning) to one rank: every rank checkpoints after the step in progress and `cleave run` exits
@@ -85,6 +87,17 @@ same6 "$work/data1.shuffled" "$work/tofu4.shuffled" || fail "--shuffle: 1 rank a
 run data1 "$work/data1.ordered" --epochs 1
 same6 "$work/data1.shuffled" "$work/data1.ordered" && fail "--shuffle 7 trained on the unshuffled order"
 [ $failures -eq 0 ] && echo "ok: --epochs 1 --shuffle 7: 93 steps, the same at 1 rank, 2 ranks data and 4 ranks tofu"
+
+# The interpreter trains with the same knobs.
+knobs=(--steps 8 --lr-schedule cosine --warmup-steps 2 --clip-grad-norm 0.5 --accumulate 2 --shuffle 5)
+run data2 "$work/knobs.run" "${knobs[@]}" || fail "knobs: run: $(tail -1 "$work/knobs.run.err")"
+"$cleave" eval "$model" --batch 16 --data "$data" "${knobs[@]}" >"$work/knobs.eval" 2>"$work/knobs.eval.err" ||
+  fail "knobs: eval: $(tail -1 "$work/knobs.eval.err")"
+if [ "$(losses "$work/knobs.run" | wc -l)" = 8 ] && same6 "$work/knobs.run" "$work/knobs.eval"; then
+  echo "ok: cleave eval with schedule, clipping, accumulation and shuffling equals the 2-rank run: $(losses "$work/knobs.eval" | tail -1)"
+else
+  fail "knobs: run $(losses "$work/knobs.run" | tail -1) vs eval $(losses "$work/knobs.eval" | tail -1)"
+fi
 
 # kill -9 while writing a checkpoint.
 CLEAVE_TEST_KILL_IN_CHECKPOINT=4:1 run data2 "$work/kill" --steps 6 --checkpoint-dir "$work/kill.ck" --checkpoint-every 2 &&

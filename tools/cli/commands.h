@@ -14,6 +14,7 @@
 #include "planner/cost/profile.h"
 #include "planner/plan/topology.h"
 #include "planner/search/make_plan.h"
+#include "runtime/include/cleave/schedule.h"
 
 namespace cleave::cli {
 
@@ -44,6 +45,21 @@ struct TrainFlags {
 
   void add_to(CLI::App &app);
   TrainOptions options() const;
+};
+
+/** The training-run flags `cleave run` (for the ranks' rt::TrainingRun) and `cleave eval` share: the learning-rate
+ *  schedule, gradient clipping, accumulation, epochs and shuffling (runtime/include/cleave/schedule.h). */
+struct KnobFlags {
+  std::string lr_schedule, milestones;
+  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle;
+  std::optional<double> min_lr, gamma, clip_grad_norm;
+
+  /** Adds the flags; --epochs excludes `steps`. */
+  void add_to(CLI::App &app, CLI::Option *steps);
+  /** The rank programs' flags for the options given. */
+  std::vector<std::string> rank_args() const;
+  /** The schedule over a run of `total` steps; UserError naming the flag for bad settings. */
+  rt::sched::LrSchedule schedule(int64_t total) const;
 };
 
 /** How much of the initializers' values a command needs. */

@@ -102,3 +102,80 @@ std::vector<int> parse_device_counts(const std::string &flag, const std::string 
 }
 
 }  // namespace cleave::cli
+
+namespace cleave::cli {
+
+void KnobFlags::add_to(CLI::App &app, CLI::Option *steps) {
+  app.add_option("--lr-schedule", lr_schedule, "learning-rate schedule (torch.optim.lr_scheduler semantics)")
+      ->check(CLI::IsMember({"constant", "step", "multistep", "cosine", "linear", "onecycle"}));
+  app.add_option("--warmup-steps", warmup_steps, "linear warm-up steps before the schedule")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--min-lr", min_lr, "cosine, linear: the final learning rate (default 0)");
+  app.add_option("--step-size", step_size, "step: steps between decays")->check(kPositive);
+  app.add_option("--milestones", milestones, "multistep: steps A,B,... at which to decay");
+  app.add_option("--gamma", gamma, "step, multistep: the decay factor (default 0.1)");
+  app.add_option("--clip-grad-norm", clip_grad_norm,
+                 "clip the gradients' global 2-norm to X (torch.nn.utils.clip_grad_norm_)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--accumulate", accumulate,
+                 "K forward/backward passes per step (K batches), the update with their mean gradient")
+      ->check(kPositive);
+  app.add_option("--epochs", epochs, "train E passes over the data (instead of --steps)")
+      ->check(kPositive)
+      ->excludes(steps);
+  app.add_option("--shuffle", shuffle, "read each epoch in a permutation drawn from SEED (the same for every plan)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+std::vector<std::string> KnobFlags::rank_args() const {
+  std::vector<std::string> out;
+  auto add = [&](const char *flag, const std::string &value) {
+    if (value.empty()) return;
+    out.push_back(flag);
+    out.push_back(value);
+  };
+  auto num = [](const auto &v) {
+    std::ostringstream ss;
+    ss.precision(17);
+    if (v) ss << *v;
+    return v ? ss.str() : std::string();
+  };
+  add("--lr-schedule", lr_schedule);
+  add("--warmup-steps", num(warmup_steps));
+  add("--min-lr", num(min_lr));
+  add("--step-size", num(step_size));
+  add("--milestones", milestones);
+  add("--gamma", num(gamma));
+  add("--clip-grad-norm", num(clip_grad_norm));
+  add("--accumulate", num(accumulate));
+  add("--epochs", num(epochs));
+  add("--shuffle", num(shuffle));
+  return out;
+}
+
+rt::sched::LrSchedule KnobFlags::schedule(int64_t total) const {
+  rt::sched::LrSchedule s;
+  if (!lr_schedule.empty()) s.kind = lr_schedule;
+  s.warmup = warmup_steps.value_or(0);
+  s.step_size = step_size.value_or(1);
+  s.gamma = gamma.value_or(0.1);
+  s.min_lr = min_lr.value_or(0);
+  s.total = total;
+  for (std::stringstream ss(milestones); ss.good();) {
+    std::string m;
+    std::getline(ss, m, ',');
+    if (m.empty()) continue;
+    try {
+      size_t used = 0;
+      long long v = std::stoll(m, &used);
+      if (used != m.size() || v < 1) throw std::invalid_argument(m);
+      s.milestones.push_back(v);
+    } catch (const std::exception &) {
+      CLEAVE_USER_ERROR("--milestones: expected positive integers A,B,..., got \"", milestones, "\"");
+    }
+  }
+  if (std::string why = s.problem(); !why.empty()) CLEAVE_USER_ERROR(why);
+  return s;
+}
+
+}  // namespace cleave::cli

@@ -1,7 +1,10 @@
 // `cleave eval`: trains a model on the reference interpreter. The step loop here is the specification the
-// generated per-device programs must reproduce: step k (from 1) feeds samples [(k-1)·B, k·B) modulo the sample
-// count, runs forward/backward/update, prints the loss, then applies the graph's assigns.
+// generated per-device programs must reproduce: step k (from 1) runs K passes (--accumulate; pass p feeds samples
+// [(p-1)·B, p·B) of the sample stream, modulo the sample count or through the epoch's permutation, and runs forward
+// and backward), averages their gradients and losses, clips, runs the updates at the scheduled rate, prints the
+// loss, then applies the graph's assigns.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -25,6 +28,7 @@ struct EvalArgs {
   int64_t steps = 1;
   std::string save_model;
   TrainFlags train_flags;
+  KnobFlags knobs;
 };
 
 /** --data and --batch, as eval and test read them. */
@@ -100,14 +104,16 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
   return feeds;
 }
 
-interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t batch) {
+interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t batch,
+                          rt::sched::SampleOrder *order = nullptr) {
   interp::Value v;
   v.dtype = t.dtype;
   v.shape = t.shape;
   v.data.resize(static_cast<size_t>(batch * f.sample_size));
   int64_t samples = f.array.shape[0];
   for (int64_t i = 0; i < batch; ++i) {
-    int64_t s = ((step - 1) * batch + i) % samples;
+    int64_t at = (step - 1) * batch + i;
+    int64_t s = order ? order->sample(at, samples) : at % samples;
     std::copy_n(f.array.data.begin() + s * f.sample_size, f.sample_size, v.data.begin() + i * f.sample_size);
   }
   if (t.dtype == DType::f32)
@@ -121,9 +127,10 @@ Command add_eval_command(CLI::App &app) {
   auto args = std::make_shared<EvalArgs>();
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   add_data_flags(app, *args, "samples per step (also fixes a symbolic batch dimension)");
-  app.add_option("--steps", args->steps, "training steps")->check(kPositive);
+  CLI::Option *steps = app.add_option("--steps", args->steps, "training steps")->check(kPositive);
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   args->train_flags.add_to(app);
+  args->knobs.add_to(app, steps);
   return [args] {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
@@ -138,10 +145,58 @@ Command add_eval_command(CLI::App &app) {
       if ((tensor.role == Role::param || tensor.role == Role::optimizer_state) && !values[t])
         CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
     }
-    for (int64_t step = 1; step <= args->steps; ++step) {
-      for (const Feed &f : feeds) values[f.tensor] = batch_value(g.tensor(f.tensor), f, step, args->batch);
-      interp::run_graph(g, values, interp::Context{step});
-      std::printf("step %lld loss %.9g\n", static_cast<long long>(step), values[g.loss]->data.at(0));
+    // The runs' knobs as rt::TrainingRun does them: a step is K passes (data, forward, backward) whose gradients and
+    // losses are averaged, then clipping, then the updates at the scheduled rate.
+    const KnobFlags &knobs = args->knobs;
+    int64_t passes = knobs.accumulate.value_or(1), samples = feeds.front().array.shape[0];
+    int64_t steps = knobs.epochs ? std::max<int64_t>(1, *knobs.epochs * samples / (args->batch * passes)) : args->steps;
+    rt::sched::LrSchedule schedule = knobs.schedule(steps);
+    rt::sched::SampleOrder order(knobs.shuffle.has_value(), static_cast<uint64_t>(knobs.shuffle.value_or(0)));
+    std::vector<OpId> pass_ops, update_ops;
+    std::vector<TensorId> grads;  // what SGDUpdate/MomentumUpdate/AdamUpdate read as their gradient
+    for (OpId o = 0; o < g.num_ops(); ++o) {
+      const Op &op = g.op(o);
+      (op.phase == Phase::update ? update_ops : pass_ops).push_back(o);
+      if (op.kind == OpKind::SGDUpdate || op.kind == OpKind::MomentumUpdate || op.kind == OpKind::AdamUpdate)
+        grads.push_back(op.inputs[1]);
+    }
+    auto to_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    for (int64_t step = 1; step <= steps; ++step) {
+      std::vector<std::vector<double>> sums(grads.size());
+      double loss = 0;
+      for (int64_t micro = 0; micro < passes; ++micro) {
+        int64_t pass = (step - 1) * passes + micro + 1;
+        for (const Feed &f : feeds)
+          values[f.tensor] = batch_value(g.tensor(f.tensor), f, pass, args->batch, &order);
+        interp::Context ctx{pass};
+        for (OpId o : pass_ops) interp::run_op(g, o, values, ctx);
+        loss += values[g.loss]->data.at(0);
+        for (size_t i = 0; i < grads.size(); ++i) {
+          const std::vector<double> &gv = values[grads[i]]->data;
+          sums[i].resize(gv.size(), 0.0);
+          for (size_t e = 0; e < gv.size(); ++e) sums[i][e] += gv[e];
+        }
+      }
+      if (passes > 1) {
+        for (size_t i = 0; i < grads.size(); ++i)
+          for (size_t e = 0; e < sums[i].size(); ++e) values[grads[i]]->data[e] = to_float(sums[i][e] / passes);
+        loss = to_float(loss / passes);
+      }
+      if (knobs.clip_grad_norm) {  // torch.nn.utils.clip_grad_norm_: the norm and its coefficient in float32
+        double squares = 0;
+        for (TensorId t : grads)
+          for (double v : values[t]->data) squares += v * v;
+        float norm = static_cast<float>(std::sqrt(squares));
+        if (!std::isfinite(norm)) CLEAVE_USER_ERROR("step ", step, ": the gradient norm is ", norm);
+        float coef = std::min(static_cast<float>(*knobs.clip_grad_norm) / (norm + 1e-6f), 1.0f);
+        if (coef < 1.0f)
+          for (TensorId t : grads)
+            for (double &v : values[t]->data) v = static_cast<float>(static_cast<float>(v) * coef);
+      }
+      interp::Context ctx{step};
+      ctx.lr = [&](double base) { return static_cast<double>(static_cast<float>(schedule.lr(static_cast<float>(base), step))); };
+      for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
+      std::printf("step %lld loss %.9g\n", static_cast<long long>(step), loss);
       std::fflush(stdout);
       interp::apply_assigns(g, values);
     }

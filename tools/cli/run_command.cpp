@@ -33,13 +33,11 @@ struct RunArgs {
   // Checkpoints and resume.
   std::string checkpoint_dir, resume;
   std::optional<int64_t> checkpoint_every, keep;
-  // The learning-rate schedule and the step log.
-  std::string lr_schedule, milestones, log_json;
-  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle;
-  std::optional<double> min_lr, gamma, clip_grad_norm;
+  std::string log_json;
+  KnobFlags knobs;
 };
 
-/** The rank programs' flags for `a`'s checkpoint, schedule and log options (rt::TrainingRun), resume excepted. */
+/** The rank programs' flags for `a`'s checkpoint, training and log options (rt::TrainingRun), resume excepted. */
 std::vector<std::string> rank_flags(const RunArgs &a) {
   std::vector<std::string> out;
   auto add = [&](const char *flag, const std::string &value) {
@@ -56,16 +54,7 @@ std::vector<std::string> rank_flags(const RunArgs &a) {
   add("--checkpoint-dir", a.checkpoint_dir.empty() ? "" : fs::absolute(a.checkpoint_dir).string());
   add("--checkpoint-every", num(a.checkpoint_every));
   add("--keep", num(a.keep));
-  add("--lr-schedule", a.lr_schedule);
-  add("--warmup-steps", num(a.warmup_steps));
-  add("--min-lr", num(a.min_lr));
-  add("--step-size", num(a.step_size));
-  add("--milestones", a.milestones);
-  add("--gamma", num(a.gamma));
-  add("--clip-grad-norm", num(a.clip_grad_norm));
-  add("--accumulate", num(a.accumulate));
-  add("--epochs", num(a.epochs));
-  add("--shuffle", num(a.shuffle));
+  for (std::string &flag : a.knobs.rank_args()) out.push_back(std::move(flag));
   add("--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
   return out;
 }
@@ -116,29 +105,12 @@ Command add_run_command(CLI::App &app) {
   app.add_option("--resume", args->resume,
                  "continue from the newest checkpoint under DIR (or DIR itself), resharding it when this bundle's "
                  "plan or rank count differs; `auto`: from --checkpoint-dir's newest, if any");
-  app.add_option("--lr-schedule", args->lr_schedule, "learning-rate schedule (torch.optim.lr_scheduler semantics)")
-      ->check(CLI::IsMember({"constant", "step", "multistep", "cosine", "linear", "onecycle"}));
-  app.add_option("--warmup-steps", args->warmup_steps, "linear warm-up steps before the schedule")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--min-lr", args->min_lr, "cosine, linear: the final learning rate (default 0)");
-  app.add_option("--step-size", args->step_size, "step: steps between decays")->check(kPositive);
-  app.add_option("--milestones", args->milestones, "multistep: steps A,B,... at which to decay");
-  app.add_option("--gamma", args->gamma, "step, multistep: the decay factor (default 0.1)");
-  app.add_option("--clip-grad-norm", args->clip_grad_norm,
-                 "clip the gradients' global 2-norm to X (torch.nn.utils.clip_grad_norm_)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--accumulate", args->accumulate,
-                 "K forward/backward passes per step (K batches), the update with their mean gradient")
-      ->check(kPositive);
-  app.add_option("--epochs", args->epochs, "train E passes over the data (instead of --steps)")
-      ->check(kPositive)
-      ->excludes(steps);
-  app.add_option("--shuffle", args->shuffle, "read each epoch in a permutation drawn from SEED (the same for every plan)")
-      ->check(CLI::NonNegativeNumber);
+  args->knobs.add_to(app, steps);
   app.add_option("--log-json", args->log_json,
                  "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
+    if (!args->knobs.epochs) args->knobs.schedule(args->steps);  // bad settings: before building
     if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
 
     // Data: every input once, with the right per-sample shape.
@@ -187,7 +159,7 @@ Command add_run_command(CLI::App &app) {
     std::string build_dir = codegen::build_bundle(bundle, build);
 
     codegen::RunOptions run;
-    run.steps = args->epochs ? 0 : args->steps;
+    run.steps = args->knobs.epochs ? 0 : args->steps;
     run.data = files;
     run.rank_args = rank_flags(*args);
     if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "1");  // the ranks' stderr is mpirun's pipe

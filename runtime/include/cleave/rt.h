@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cleave/rng.h"  // defines CLEAVE_HD: __host__ __device__ under nvcc, empty otherwise
+#include "cleave/schedule.h"
 
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
@@ -642,21 +643,14 @@ class TrainingRun {
   int64_t batch_ = 0, first_step_ = 1, last_step_ = 1, checkpoint_every_ = 1000, keep_ = 2;
   // Passes and data order.
   int64_t accumulate_ = 1, epochs_ = 0, samples_ = 0;
-  bool shuffle_ = false;
-  uint64_t shuffle_seed_ = 0;
-  int64_t perm_epoch_ = -1;
-  std::vector<int64_t> perm_;  // perm_epoch_'s permutation
-  Arena sums_;                 // --accumulate: the gradients' and the loss's sums
+  sched::SampleOrder order_;
+  Arena sums_;  // --accumulate: the gradients' and the loss's sums
   template <typename T>
   void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
   std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
   std::vector<std::pair<std::string, std::string>> data_;
   std::vector<NamedBuffer> state_;
-  // The schedule (lr()).
-  std::string schedule_ = "constant";
-  int64_t warmup_ = 0, step_size_ = 1;
-  double min_lr_ = 0, gamma_ = 0.1;
-  std::vector<int64_t> milestones_;
+  sched::LrSchedule schedule_;
   // Reporting.
   double clip_norm_ = 0, last_grad_norm_ = -1;
   double last_lr_ = 0, started_ = 0, last_progress_ = -1;
