@@ -147,10 +147,19 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   fs::path build = build_dir, dir = b.dir;
+  std::vector<std::pair<std::string, std::string>> env = options.env;
+  if (!options.status_dir.empty()) {
+    // A previous run's records would be read as this one's.
+    std::error_code ec;
+    fs::remove_all(options.status_dir, ec);
+    fs::create_directories(options.status_dir, ec);
+    if (ec) CLEAVE_USER_ERROR(options.status_dir, ": cannot create the run status directory (", ec.message(), ")");
+    env.emplace_back("CLEAVE_STATUS_DIR", options.status_dir);
+  }
   std::string cmd;
-  for (const auto &[name, value] : options.env) cmd += name + "=" + shell_quote(value) + " ";
+  for (const auto &[name, value] : env) cmd += name + "=" + shell_quote(value) + " ";
   cmd += "mpirun --allow-run-as-root --oversubscribe";
-  for (const auto &[name, value] : options.env) cmd += " -x " + name;
+  for (const auto &[name, value] : env) cmd += " -x " + name;
   for (int r = 0; r < b.ranks; ++r) {
     cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
            " --steps " + std::to_string(options.steps) + " --weights " +
@@ -158,6 +167,7 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
     for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);
     if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);
   }
+  if (!options.log_file.empty()) cmd += " 2> " + shell_quote(options.log_file);
   if (options.stdout_to_stderr) cmd += " 1>&2";
   return shell(cmd);
 }

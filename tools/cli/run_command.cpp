@@ -1,6 +1,7 @@
 // `cleave run`: builds a bundle (cmake + Ninja, in DIR/build) and trains with it under mpirun, passing on rank 0's
 // `step k loss v` lines (flushed by the rank after the first step, then at most once a second); --save-model gathers
-// the trained parameter shards into an .onnx file.
+// the trained parameter shards into an .onnx file. mpirun's and the ranks' stderr go to DIR/build/run.log; a failed
+// job ends with one `error: ...` line naming its cause (codegen/run_failure.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <optional>
 
 #include "codegen/bundle_run.h"
+#include "codegen/run_failure.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
@@ -99,8 +101,12 @@ Command add_run_command(CLI::App &app) {
     run.steps = args->steps;
     run.data = files;
     if (!args->save_model.empty()) run.save_prefix = (fs::path(build_dir) / "trained").string();
+    // mpirun's banners and the ranks' messages go to the log; a failure is told in one line that names its cause.
+    run.log_file = (fs::path(build_dir) / "run.log").string();
+    run.status_dir = (fs::path(build_dir) / "run").string();
     int rc = codegen::run_bundle(bundle, build_dir, run);
-    if (rc != 0) CLEAVE_USER_ERROR(args->bundle, ": the training job failed (mpirun exit code ", rc, ")");
+    if (rc != 0)
+      throw UserError(codegen::explain_run_failure(args->bundle, bundle.ranks, run.status_dir, run.log_file, rc));
 
     if (!args->save_model.empty()) {
       std::map<std::string, std::vector<uint8_t>> trained = codegen::gather_saved(bundle, run.save_prefix);

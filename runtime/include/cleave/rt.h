@@ -81,6 +81,10 @@ namespace detail {
 extern bool g_profiling;
 void profile_mark(int site, bool end);
 void profile_step(bool end);
+/** Set with CLEAVE_STATUS_DIR (common/run_status.h): each step is counted in the rank's status record, so that a
+ *  stall names the step a stopped rank was in. */
+extern bool g_run_status;
+void run_status_step();
 }  // namespace detail
 /** Reads CLEAVE_PROFILE and registers the program's sites (`sites` and `ops` must outlive the run: static arrays).
  *  Call once, after init(). */
@@ -92,7 +96,9 @@ inline void profile_begin(int site) {
 inline void profile_end(int site) {
   if (detail::g_profiling) detail::profile_mark(site, true);
 }
+/** Begins a step: also counts it for the run status (an untaken branch without CLEAVE_STATUS_DIR). */
 inline void profile_step_begin() {
+  if (detail::g_run_status) detail::run_status_step();
   if (detail::g_profiling) detail::profile_step(false);
 }
 inline void profile_step_end() {
