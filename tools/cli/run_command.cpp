@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <sstream>
+#include <string>
 
 #include "codegen/bundle_run.h"
 #include "codegen/run_failure.h"
@@ -107,6 +109,10 @@ Command add_run_command(CLI::App &app) {
     int rc = codegen::run_bundle(bundle, build_dir, run);
     if (rc != 0)
       throw UserError(codegen::explain_run_failure(args->bundle, bundle.ranks, run.status_dir, run.log_file, rc));
+    // What rank 0 tells the user (rt::log_info: `cleave: ...`, e.g. CLEAVE_PROFILE's step median) is not noise.
+    std::istringstream log(codegen::read_file(run.log_file));
+    for (std::string line; std::getline(log, line);)
+      if (line.starts_with("cleave: ")) std::fprintf(stderr, "%s\n", line.c_str());
 
     if (!args->save_model.empty()) {
       std::map<std::string, std::vector<uint8_t>> trained = codegen::gather_saved(bundle, run.save_prefix);
