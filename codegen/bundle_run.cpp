@@ -148,10 +148,19 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   fs::path build = build_dir, dir = b.dir;
+  std::vector<std::pair<std::string, std::string>> env = options.env;
+  if (!options.status_dir.empty()) {
+    // A previous run's records would be read as this one's.
+    std::error_code ec;
+    fs::remove_all(options.status_dir, ec);
+    fs::create_directories(options.status_dir, ec);
+    if (ec) CLEAVE_USER_ERROR(options.status_dir, ": cannot create the run status directory (", ec.message(), ")");
+    env.emplace_back("CLEAVE_STATUS_DIR", options.status_dir);
+  }
   std::string cmd;
-  for (const auto &[name, value] : options.env) cmd += name + "=" + shell_quote(value) + " ";
+  for (const auto &[name, value] : env) cmd += name + "=" + shell_quote(value) + " ";
   cmd += "mpirun --allow-run-as-root --oversubscribe";
-  for (const auto &[name, value] : options.env) cmd += " -x " + name;
+  for (const auto &[name, value] : env) cmd += " -x " + name;
   for (int r = 0; r < b.ranks; ++r) {
     cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
            (options.steps > 0 ? " --steps " + std::to_string(options.steps) : std::string()) + " --weights " +
@@ -160,6 +169,7 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
     if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);
     for (const std::string &arg : options.rank_args) cmd += " " + shell_quote(arg);
   }
+  if (!options.log_file.empty()) cmd += " 2> " + shell_quote(options.log_file);
   if (options.stdout_to_stderr) cmd += " 1>&2";
   return shell(cmd);
 }

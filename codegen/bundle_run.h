@@ -67,6 +67,9 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> env;  // set for the ranks (e.g. CLEAVE_PROFILE)
   std::vector<std::string> rank_args;  // further flags of every rank program (rt::TrainingRun's)
   bool stdout_to_stderr = false;  // send the ranks' stdout (loss lines) to stderr
+  std::string log_file;    // non-empty: mpirun's and the ranks' stderr go to this file (truncated), not to stderr
+  std::string status_dir;  // non-empty: emptied and passed to the ranks as CLEAVE_STATUS_DIR, where they keep their
+                           // run status and failure records (runtime/common/run_status.h, codegen/run_failure.h)
 };
 
 /** Runs the built ranks under mpirun, one app context per rank; returns mpirun's exit status. */

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/run_status.h"
+
 namespace cleave::rt {
 namespace {
 
@@ -21,6 +23,15 @@ namespace {
   MPI_Finalized(&finalized);
   if (inited && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1);
+}
+
+/** Prints `cleave rank R: <message>`, leaves the rank's failure record (`rank R: <message>`, or `record` when given)
+ *  for the launcher (common/run_status.h), and ends the job. */
+[[noreturn]] void fail_job(const std::string &message, const std::string &record = "") {
+  int rank = host::message_rank();
+  std::fprintf(stderr, "cleave rank %d: %s\n", rank, message.c_str());
+  host::status_failure(rank, record.empty() ? "rank " + std::to_string(rank) + ": " + message : record);
+  abort_job();
 }
 
 }  // namespace
@@ -49,9 +60,7 @@ int message_rank() {
 
 [[noreturn]] void report(const char *call, const char *file, int line, const std::string &text) {
   const char *base = std::strrchr(file, '/');
-  std::fprintf(stderr, "cleave rank %d: %s failed at %s:%d: %s\n", message_rank(), call, base ? base + 1 : file, line,
-               text.c_str());
-  abort_job();
+  fail_job(std::string(call) + " failed at " + (base ? base + 1 : file) + ":" + std::to_string(line) + ": " + text);
 }
 
 void init_process(int *argc, char ***argv, Context &c) {
@@ -65,6 +74,7 @@ void init_process(int *argc, char ***argv, Context &c) {
   CLEAVE_MPI(MPI_Comm_set_errhandler, MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   CLEAVE_MPI(MPI_Comm_rank, MPI_COMM_WORLD, &c.rank);
   CLEAVE_MPI(MPI_Comm_size, MPI_COMM_WORLD, &c.world);
+  status_open(c.rank, c.world);
   c.launcher = "none";
   if (env_int("OMPI_COMM_WORLD_RANK") >= 0) {
     c.launcher = "ompi";
@@ -97,7 +107,14 @@ void print_loss(int64_t step, double value) {
   using Clock = std::chrono::steady_clock;
   static Clock::time_point last_flush;
   static bool flushed = false;
-  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), value);
+  // (A NaN prints as "nan" whatever its sign bit.)
+  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), std::isnan(value) ? std::fabs(value) : value);
+  // Training on from a non-finite loss only spreads NaN through every parameter: end the job, naming the step.
+  if (!std::isfinite(value)) {
+    std::string what =
+        "step " + std::to_string(step) + ": loss is " + (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
+    fail_job(what, what);
+  }
   Clock::time_point now = Clock::now();
   if (!flushed || now - last_flush >= std::chrono::seconds(1)) {
     std::fflush(stdout);
@@ -156,10 +173,7 @@ int local_rank(int world_rank) {
 
 }  // namespace host
 
-void fail(const std::string &msg) {
-  std::fprintf(stderr, "cleave rank %d: %s\n", host::message_rank(), msg.c_str());
-  abort_job();
-}
+void fail(const std::string &msg) { fail_job(msg); }
 
 void check_mpi(int code, const char *call, const char *file, int line) {
   if (code == MPI_SUCCESS) return;

@@ -14,14 +14,16 @@ int env_int(const char *name);
 int message_rank();
 /** Prints `cleave rank R: CALL failed at FILE:LINE: TEXT` and ends the job (the checks behind the CLEAVE_* macros). */
 [[noreturn]] void report(const char *call, const char *file, int line, const std::string &text);
-/** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, and the launcher's claim
- *  (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's: the part of init() every backend shares. */
+/** MPI_Init (unless done), MPI errors as return codes, this process's rank and world size, its run status record
+ *  (common/run_status.h), and the launcher's claim (OMPI_*, SLURM_*, RANK/WORLD_SIZE), which must agree with MPI's:
+ *  the part of init() every backend shares. */
 void init_process(int *argc, char ***argv, Context &c);
-/** Rank 0's `step <k> loss <v>` line. init_process makes stdout fully buffered; lines are flushed after the first
- *  step, then at most once a second, at exit, and when this rank aborts or its watchdog ends it. Up to a second of
- *  them is lost when the process is killed (another rank aborting the job, a signal). Why: under mpirun a rank's
- *  stdout is a pseudo-terminal forwarded by the launcher, and a flush per step cost rank 0 30-80 us (a write, and
- *  waking the forwarding process, which took a core from the ranks of a small host) on steps of 0.2-4 ms. */
+/** Rank 0's `step <k> loss <v>` line; a loss that is not finite then ends the job (`step <k>: loss is nan`, as a
+ *  failure record for the launcher: common/run_status.h). init_process makes stdout fully buffered; lines are flushed
+ *  after the first step, then at most once a second, at exit, and when this rank aborts or its watchdog ends it. Up to
+ *  a second of them is lost when the process is killed (another rank aborting the job, a signal). Why: under mpirun a
+ *  rank's stdout is a pseudo-terminal forwarded by the launcher, and a flush per step cost rank 0 30-80 us (a write,
+ *  and waking the forwarding process, which took a core from the ranks of a small host) on steps of 0.2-4 ms. */
 void print_loss(int64_t step, double value);
 /** The value of the last print_loss (NaN before the first). */
 double last_loss();

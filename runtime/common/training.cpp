@@ -304,15 +304,22 @@ bool TrainingRun::end_step(int64_t step) {
       }
       previous = now;
     }
-    static const bool progress = host::env_int("CLEAVE_PROGRESS") >= 0 ? host::env_int("CLEAVE_PROGRESS") == 1
-                                                                       : ::isatty(2) == 1;
+    // CLEAVE_PROGRESS: 1 = stderr, tty = the controlling terminal (cleave run sends stderr to its log), 0 = none;
+    // unset: stderr when it is a terminal.
+    static std::FILE *progress = [] {
+      const char *v = std::getenv("CLEAVE_PROGRESS");
+      std::string how = v ? v : (::isatty(2) == 1 ? "1" : "0");
+      if (how == "1") return stderr;
+      if (how == "tty") return std::fopen("/dev/tty", "w");
+      return static_cast<std::FILE *>(nullptr);
+    }();
     if (progress && (now - last_progress_ >= 1 || step == last_step_)) {
       double done = static_cast<double>(step - first_step_ + 1), elapsed = now - started_;
-      std::fprintf(stderr, "\rstep %lld/%lld  loss %.5g  %.0f samples/s  ETA %s   ", static_cast<long long>(step),
+      std::fprintf(progress, "\rstep %lld/%lld  loss %.5g  %.0f samples/s  ETA %s   ", static_cast<long long>(step),
                    static_cast<long long>(last_step_), loss, done * static_cast<double>(batch_) / elapsed,
                    format_seconds(elapsed / done * static_cast<double>(last_step_ - step)).c_str());
-      if (step == last_step_) std::fputc('\n', stderr);
-      std::fflush(stderr);
+      if (step == last_step_) std::fputc('\n', progress);
+      std::fflush(progress);
       last_progress_ = now;
     }
   }

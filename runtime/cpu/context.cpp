@@ -9,6 +9,7 @@
 
 #include "cleave/rt.h"
 #include "common/process.h"
+#include "common/run_status.h"
 #include "cpu/internal.h"
 
 namespace cleave::rt {
@@ -37,6 +38,7 @@ const Context &context() {
 void finalize() {
   if (!g_initialised) return;
   host::flush_losses();
+  host::status_finished();
   detail::release_communicators();
   MPI_Finalize();
   g_initialised = false;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/process.h"
+#include "common/run_status.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -75,6 +76,7 @@ void finalize() {
   if (!g_initialised) return;
   detail::sync_compute();
   host::flush_losses();
+  host::status_finished();
   detail::release_nccl();
   for (auto &b : g_scratch)
     if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "common/process.h"
+#include "common/run_status.h"
 #include "cuda/internal.cuh"
 
 // cudaEventQuery reports "not yet" as cudaErrorNotReady: only other codes are errors.
@@ -76,6 +77,7 @@ void mark_issued(const std::string &what, bool host_blocking) {
   g_last = what;
   if (g_pending_since_ms == 0) g_pending_since_ms = now_ms();
   g_host_blocking = g_host_blocking || host_blocking;
+  host::status_comm_begin(what);
 }
 
 /** Marks a blocking host call for the watchdog, like the CPU backend's CommWatch. */
@@ -88,7 +90,9 @@ class HostWatch {
   }
 };
 
-[[noreturn]] void watchdog_abort(const std::string &why) {
+/** Ends this rank: prints why with the last communication, leaves the failure record (`stall` when the peers'
+ *  records name who stalled, common/run_status.h) and exits. */
+[[noreturn]] void watchdog_abort(const std::string &why, const std::string &stall = "") {
   std::string last;
   {
     std::lock_guard<std::mutex> lock(g_watch_mutex);
@@ -96,21 +100,30 @@ class HostWatch {
     // Aborting the communicators makes NCCL kernels of this rank return; the exit makes the launcher end the rest.
     for (ncclComm_t c : g_watched) ncclCommAbort(c);  // cleave-unchecked: already failing, nothing left to report
   }
-  std::fprintf(stderr, "cleave rank %d: %s (last communication: %s)\n", g_rank, why.c_str(), last.c_str());
+  std::string text = why + " (last communication: " + last + ")";
+  std::fprintf(stderr, "cleave rank %d: %s%s%s\n", g_rank, text.c_str(), stall.empty() ? "" : ": ", stall.c_str());
   std::fflush(stderr);
+  host::status_failure(g_rank, stall.empty() ? "rank " + std::to_string(g_rank) + ": " + text : stall);
   host::flush_losses();  // the loss lines since the last flush: the steps before the hang
   std::_Exit(1);
 }
 
 void watch() {
+  int64_t last = now_ms();
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    host::status_heartbeat();
+    int64_t now = now_ms(), gap = now - last;
+    last = now;
     int64_t since = 0;
     bool host = false;
     ncclResult_t failed = ncclSuccess;
     {
       // Under the lock: release_nccl() destroys communicators under it too.
       std::lock_guard<std::mutex> lock(g_watch_mutex);
+      // A long gap between beats means this process was stopped (SIGSTOP, a debugger): its peers did not keep it
+      // waiting, so the gap does not count against the communication in flight.
+      if (gap > host::kStaleMs && g_pending_since_ms != 0) g_pending_since_ms += gap;
       since = g_pending_since_ms;
       host = g_host_blocking;
       for (ncclComm_t c : g_watched) {
@@ -123,12 +136,19 @@ void watch() {
     if (since == 0) continue;
     if (!host && CLEAVE_CUDA_QUERY(cudaEventQuery, g_comm_done) == cudaSuccess) {
       std::lock_guard<std::mutex> lock(g_watch_mutex);
-      if (!g_host_blocking) g_pending_since_ms = 0;  // everything issued so far has finished
+      if (!g_host_blocking) {
+        g_pending_since_ms = 0;  // everything issued so far has finished
+        host::status_comm_end();
+      }
       continue;
     }
-    if (g_timeout_s > 0 && now_ms() - since >= g_timeout_s * 1000)
-      watchdog_abort("communication timed out after " + std::to_string(g_timeout_s) +
-                     " s (a peer is dead or stuck; CLEAVE_COMM_TIMEOUT sets the limit)");
+    if (g_timeout_s > 0 && now_ms() - since >= g_timeout_s * 1000) {
+      // Communication is asynchronous here, so the group is not known: the stall is looked for among all ranks.
+      std::string stall = host::status_stall({}, g_timeout_s);
+      watchdog_abort("communication timed out after " + std::to_string(g_timeout_s) + " s" +
+                         (stall.empty() ? " (a peer is dead or stuck; CLEAVE_COMM_TIMEOUT sets the limit)" : ""),
+                     stall);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // `cleave run`: builds a bundle (cmake + Ninja, in DIR/build) and trains with it under mpirun, passing on rank 0's
 // `step k loss v` lines (flushed by the rank after the first step, then at most once a second); --save-model gathers
-// the trained parameter shards into an .onnx file.
+// the trained parameter shards into an .onnx file. mpirun's and the ranks' stderr go to DIR/build/run.log; a failed
+// job ends with one `error: ...` line naming its cause (codegen/run_failure.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,10 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <unistd.h>
 
 #include "codegen/bundle_run.h"
 #include "codegen/checkpoint.h"
+#include "codegen/run_failure.h"
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/file_io.h"
@@ -162,7 +165,8 @@ Command add_run_command(CLI::App &app) {
     run.steps = args->knobs.epochs ? 0 : args->steps;
     run.data = files;
     run.rank_args = rank_flags(*args);
-    if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "1");  // the ranks' stderr is mpirun's pipe
+    // The ranks' stderr goes to the log: rank 0 shows its progress on this terminal instead.
+    if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "tty");
     for (std::string &flag : resume_flags(*args, bundle, build_dir)) run.rank_args.push_back(std::move(flag));
     if (!args->checkpoint_dir.empty()) {
       // Which model the checkpoints belong to, for `cleave checkpoint export`.
@@ -172,12 +176,21 @@ Command add_run_command(CLI::App &app) {
                             source.dump(1) + "\n");
     }
     if (!args->save_model.empty()) run.save_prefix = (fs::path(build_dir) / "trained").string();
+    // mpirun's banners and the ranks' messages go to the log; a failure is told in one line that names its cause.
+    run.log_file = (fs::path(build_dir) / "run.log").string();
+    run.status_dir = (fs::path(build_dir) / "run").string();
     int rc = codegen::run_bundle(bundle, build_dir, run);
     if (rc == 75) {  // rt::TrainingRun::kStoppedForResume
-      std::fprintf(stderr, "cleave: stopped by a signal; continue with --resume %s\n", args->checkpoint_dir.c_str());
+      std::fprintf(stderr, "cleave: stopped by a signal after a checkpoint; continue with --resume %s\n",
+                   args->checkpoint_dir.c_str());
       return 75;
     }
-    if (rc != 0) CLEAVE_USER_ERROR(args->bundle, ": the training job failed (mpirun exit code ", rc, ")");
+    if (rc != 0)
+      throw UserError(codegen::explain_run_failure(args->bundle, bundle.ranks, run.status_dir, run.log_file, rc));
+    // What rank 0 tells the user (rt::log_info: `cleave: ...`, e.g. CLEAVE_PROFILE's step median) is not noise.
+    std::istringstream log(codegen::read_file(run.log_file));
+    for (std::string line; std::getline(log, line);)
+      if (line.starts_with("cleave: ")) std::fprintf(stderr, "%s\n", line.c_str());
 
     if (!args->save_model.empty()) {
       std::map<std::string, std::vector<uint8_t>> trained = codegen::gather_saved(bundle, run.save_prefix);

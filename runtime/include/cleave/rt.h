@@ -82,6 +82,10 @@ namespace detail {
 extern bool g_profiling;
 void profile_mark(int site, bool end);
 void profile_step(bool end);
+/** Set with CLEAVE_STATUS_DIR (common/run_status.h): each step is counted in the rank's status record, so that a
+ *  stall names the step a stopped rank was in. */
+extern bool g_run_status;
+void run_status_step();
 }  // namespace detail
 /** Reads CLEAVE_PROFILE and registers the program's sites (`sites` and `ops` must outlive the run: static arrays).
  *  Call once, after init(). */
@@ -93,7 +97,9 @@ inline void profile_begin(int site) {
 inline void profile_end(int site) {
   if (detail::g_profiling) detail::profile_mark(site, true);
 }
+/** Begins a step: also counts it for the run status (an untaken branch without CLEAVE_STATUS_DIR). */
 inline void profile_step_begin() {
+  if (detail::g_run_status) detail::run_status_step();
   if (detail::g_profiling) detail::profile_step(false);
 }
 inline void profile_step_end() {
@@ -590,8 +596,8 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds
  *  SIGUSR1 or SIGTERM (Slurm's warning before a time limit or preemption) makes every rank write a checkpoint after
  *  the step in progress and exit with code kStoppedForResume; with --checkpoint-dir the ranks agree on the stop step
- *  by one small all-reduce per step. Rank 0 shows progress (step/total, loss, samples/s, ETA) on stderr at most once
- *  a second when CLEAVE_PROGRESS=1 or stderr is a terminal. */
+ *  by one small all-reduce per step. Rank 0 shows progress (step/total, loss, samples/s, ETA) at most once a second:
+ *  on stderr when CLEAVE_PROGRESS=1 or stderr is a terminal, on /dev/tty when CLEAVE_PROGRESS=tty. */
 class TrainingRun {
  public:
   /** Exit code of a run stopped by a signal after writing its checkpoint (resume it with --resume). */
