@@ -109,6 +109,10 @@ void status_step() {
   store(r->step, load(r->step) + 1);
 }
 
+void status_first_step(int64_t step) {
+  if (Record *r = g_record) store(r->step, step - 1);
+}
+
 void status_comm_begin(const std::string &what) {
   Record *r = g_record;
   if (!r) return;

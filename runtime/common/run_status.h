@@ -25,6 +25,8 @@ void status_open(int rank, int world);
 /** A step begins (rt::profile_step_begin, through detail::run_status_step): counts it, and the collectives of the
  *  step before. */
 void status_step();
+/** The run starts at step `step` (a resumed run: rt::TrainingRun::load), so the steps it reports are the run's. */
+void status_first_step(int64_t step);
 /** A communication call (`what`, e.g. "all_reduce_sum on group [0,1]") begins on this rank / has returned. */
 void status_comm_begin(const std::string &what);
 void status_comm_end();

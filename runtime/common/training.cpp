@@ -17,6 +17,7 @@
 #include "cleave/rt.h"
 #include "common/host_io.h"
 #include "common/process.h"
+#include "common/run_status.h"
 
 namespace cleave::rt {
 namespace {
@@ -211,6 +212,7 @@ void TrainingRun::load(std::vector<NamedBuffer> state) {
     if (!f || std::fwrite(kept.data(), 1, kept.size(), f) != kept.size() || std::fclose(f) != 0)
       fail("--log-json " + log_json_ + ": cannot write it");
   }
+  host::status_first_step(first_step_);
   started_ = now_seconds();
   last_progress_ = started_;
 }
