@@ -10,7 +10,9 @@ torchvision_mobilenet.py does:
     the worst error relative to that parameter's largest gradient must be no worse than torch float32's own (at least
     1e-5 is allowed), both over the parameters with a gradient and over all of them (the biases of the convs that
     feed an InstanceNorm have a zero gradient in exact arithmetic: their error is measured against 1e-6 of the
-    model's largest gradient).
+    model's largest gradient);
+  - at opset 13, random plans (seeds 1-3), which split the new ops by channel, group and space, run two steps on 2 ranks with
+    cleave eval's losses (relative 1e-5).
 Usage (CTest): /usr/bin/python3 tests/e2e/image_layers.py <cleave-binary> <source-dir>
 """
 import os
@@ -26,11 +28,13 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.join(sys.argv[2] if len(sys.argv) > 2 else ".", "tests", "codegen"))
-from bundle_check import runtime_flags  # noqa: E402
+from bundle_check import losses, runtime_flags  # noqa: E402
 
 BATCH, CLASSES, SIDE = 2, 10, 16
 LR = 1e4  # w1 = w0 - LR * g carries g to float32 precision
 LOSS_RTOL = 1e-5
+RANKS_RTOL = 1e-5
+RANDOM_SEEDS = (1, 2, 3)
 
 
 class EncoderDecoder(nn.Module):
@@ -115,7 +119,7 @@ def compare(name, loss, saved, path, m64, worst32):
     return problems
 
 
-def check(cleave, opset, tmp):
+def check(cleave, opset, tmp, random_plans):
     name = f"image_layers_opset{opset}"
     torch.manual_seed(0)
     model = Classifier().train()
@@ -157,6 +161,23 @@ def check(cleave, opset, tmp):
     saved2 = os.path.join(tmp, name + "_run2.onnx")
     out = sh([cleave, "run", bundle, "--data", data, "--steps", "1", "--save-model", saved2] + runtime_flags(cleave))
     problems += compare(name + " 2 ranks", step_loss(out), saved2, path, m64, worst32)
+
+    # Random plans split the new ops by channel (InstanceNorm, Resize, their gradients), by group and spatially
+    # (ConvTranspose): two steps on 2 ranks give cleave eval's losses.
+    sgd = ["--optimizer", "sgd", "--lr", "0.1"]  # a step that keeps the second loss well conditioned
+    want = losses(sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "2"] + sgd))
+    for seed in RANDOM_SEEDS if random_plans else ():
+        bundle = os.path.join(tmp, f"{name}_random{seed}")
+        sh([cleave, "compile", path, "--planner", "random", "--seed", str(seed), "--devices", "2", "--batch",
+            str(BATCH), "-o", bundle] + sgd)
+        splits = sorted({line.split()[-1] for line in open(os.path.join(bundle, "plan.txt"))
+                         if line.startswith("op ") and any(k in line for k in ("InstanceNormalization", "Resize", "ConvTranspose"))})
+        got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", "2"] + runtime_flags(cleave)))
+        w = max(abs(a - b) / abs(b) for a, b in zip(got, want)) if len(got) == len(want) else float("inf")
+        print(f"{name} random plan {seed} (splits {' '.join(splits)}): losses {got} vs eval {want} (rel {w:.2g})",
+              flush=True)
+        if not w <= RANKS_RTOL:
+            problems.append(f"{name}: random plan {seed} losses {got} vs eval {want}")
     return problems
 
 
@@ -167,7 +188,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cleave_image_") as tmp:
         for opset in (13, 17):
             try:
-                problems += check(cleave, opset, tmp)
+                problems += check(cleave, opset, tmp, random_plans=opset == 13)
             except RuntimeError as e:
                 problems.append(f"opset {opset}: {e}")
     if problems:
