@@ -100,9 +100,11 @@ Descs describe_Resize(const Graph &g, const Op &op) {
   std::vector<Var> o = spatial_vars(ys, [&](const std::string &nm, int64_t e) { return b.out(nm, e, true); });
   std::vector<Var> i = spatial_vars(xs, [&](const std::string &nm, int64_t e) { return b.internal(nm, e); }, "i");
   Operand x = b.in(0, "X");
-  int64_t taps = linear ? int64_t{2} << (xs.size() - 2) : 1;  // multiply-adds of the 2^sp corners
-  return {std::move(b).build(plane_index(n, c, o), Reduce::none,
-                             opaque(linear ? "resize_linear" : "resize_nearest", {x(plane_ix(n, c, i))}, taps))};
+  // The opaque function sits in post, which is counted once per output point: each output reads 2^sp corners (one
+  // for nearest), not the whole plane the internal vars range over.
+  int64_t taps = linear ? int64_t{2} << (xs.size() - 2) : 1;
+  return {std::move(b).build(plane_index(n, c, o), Reduce::none, x(plane_ix(n, c, i)),
+                             opaque(linear ? "resize_linear" : "resize_nearest", {reduced()}, taps))};
 }
 
 Descs describe_ResizeGrad(const Graph &g, const Op &op) {
@@ -113,10 +115,15 @@ Descs describe_ResizeGrad(const Graph &g, const Op &op) {
   std::vector<Var> h = spatial_vars(xs, [&](const std::string &nm, int64_t e) { return b.out(nm, e, true); });
   std::vector<Var> o = spatial_vars(ys, [&](const std::string &nm, int64_t e) { return b.internal(nm, e); }, "o");
   Operand dy = b.in(0, "dY");
-  int64_t taps = linear ? int64_t{2} << (xs.size() - 2) : 1;
-  return {std::move(b).build(plane_index(n, c, h), Reduce::none,
-                             opaque(linear ? "resize_linear_grad" : "resize_nearest_grad", {dy(plane_ix(n, c, o))},
-                                    taps))};
+  // post is counted per dX point: the scatter adds every dY point's taps, (dY plane / dX plane) * taps per dX point.
+  int64_t in_plane = 1, out_plane = 1;
+  for (size_t d = 2; d < xs.size(); ++d) {
+    in_plane *= xs[d];
+    out_plane *= ys[d];
+  }
+  int64_t taps = (linear ? int64_t{2} << (xs.size() - 2) : 1) * ((out_plane + in_plane - 1) / in_plane);
+  return {std::move(b).build(plane_index(n, c, h), Reduce::none, dy(plane_ix(n, c, o)),
+                             opaque(linear ? "resize_linear_grad" : "resize_nearest_grad", {reduced()}, taps))};
 }
 
 }  // namespace cleave::describe
