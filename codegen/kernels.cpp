@@ -456,6 +456,7 @@ void check_kernel_split(const KernelCall &call) {
 std::string kernel_code(const KernelCall &call) {
   if (is_window_kind(call.node().kind)) return window_kernel_code(call);
   if (is_norm_kind(call.node().kind)) return norm_kernel_code(call);
+  if (is_image_kind(call.node().kind)) return image_kernel_code(call);
   const Graph &g = call.graph();
   const Op &op = call.node();
   const std::vector<std::string> &ins = call.ins, &outs = call.outs;

@@ -4,6 +4,7 @@
 //   kernels.cpp         dispatch, elementwise, layout, GEMM, reductions, optimizer updates
 //   kernels_window.cpp  Conv, pools and their gradients (spatial splits with halos)
 //   kernels_norm.cpp    BatchNormalization, softmax and the losses (splits that need statistics from other ranks)
+//   kernels_image.cpp   InstanceNormalization, Resize (whole planes: batch and channel splits)
 #include <functional>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ void check_window_split(const KernelCall &call);
 bool is_norm_kind(OpKind kind);
 std::string norm_kernel_code(const KernelCall &call);
 void check_norm_split(const KernelCall &call);
+
+/** Image family (kernels_image.cpp): every batch/channel split runs on its local planes, nothing to check. */
+bool is_image_kind(OpKind kind);
+std::string image_kernel_code(const KernelCall &call);
 
 /** Helpers shared by the kernel files. */
 namespace kernel_util {

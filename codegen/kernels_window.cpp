@@ -1,7 +1,8 @@
-// Conv, pools and their gradients, on whole tensors or on spatial blocks (Tofu/ParaDL spatial parallelism). Region
-// analysis (planner/plan/region.h) gives every operand's box with its halo, clipped to the tensor; the kernels run on those
-// blocks with a local geometry derived here from the boxes: local pads for convolutions (rt::ConvShape), the blocks'
-// global positions for pools (rt::PoolShape's block fields), the whole op's divisor for global average pooling.
+// Conv, ConvTranspose, pools and their gradients, on whole tensors or on spatial blocks (Tofu/ParaDL spatial
+// parallelism). Region analysis (planner/plan/region.h) gives every operand's box with its halo, clipped to the
+// tensor; the kernels run on those blocks with a local geometry derived here from the boxes: local pads for
+// convolutions (rt::ConvShape), the blocks' global positions for pools (rt::PoolShape's block fields), the whole op's
+// divisor for global average pooling.
 #include <array>
 
 #include "codegen/kernels.h"
@@ -91,14 +92,17 @@ std::string pool_shape(const Op &op, const Part &x, const Part &y, const Part *d
 std::string global_divisor(const Part &p) { return spatial_whole(p) ? "" : ", " + num(prod(p.full, 2)); }
 
 bool is_conv_kind(OpKind kind) {
-  return kind == OpKind::Conv || kind == OpKind::ConvGradData || kind == OpKind::ConvGradFilter;
+  return kind == OpKind::Conv || kind == OpKind::ConvGradData || kind == OpKind::ConvGradFilter ||
+         kind == OpKind::ConvTranspose;
 }
 
 /** X's, W's and Y's parts of a conv-family call. */
 std::array<Part, 3> conv_parts(const KernelCall &call) {
   switch (call.node().kind) {
     case OpKind::Conv: return {in_part(call, 0), in_part(call, 1), out_part(call, 0)};
-    case OpKind::ConvGradData: return {out_part(call, 0), in_part(call, 1), in_part(call, 0)};
+    case OpKind::ConvGradData:
+    case OpKind::ConvTranspose:  // the data gradient of a Conv whose input is Y and whose output is X
+      return {out_part(call, 0), in_part(call, 1), in_part(call, 0)};
     default: return {in_part(call, 1), out_part(call, 0), in_part(call, 0)};
   }
 }
@@ -110,6 +114,7 @@ bool is_window_kind(OpKind kind) {
     case OpKind::Conv:
     case OpKind::ConvGradData:
     case OpKind::ConvGradFilter:
+    case OpKind::ConvTranspose:
     case OpKind::MaxPool:
     case OpKind::MaxPoolGrad:
     case OpKind::AveragePool:
@@ -163,6 +168,11 @@ std::string window_kernel_code(const KernelCall &call) {
       auto [x, w, y] = conv_parts(call);
       return "{\n" + conv_shape(op, x, w, y) + "rt::conv_backward_data(cs, " + in(0) + ", " + in(1) + ", " + out(0) +
              ");\n}";
+    }
+    case OpKind::ConvTranspose: {
+      auto [x, w, y] = conv_parts(call);
+      return "{\n" + conv_shape(op, x, w, y) + "rt::conv_transpose_forward(cs, " + in(0) + ", " + in(1) + ", " +
+             or_null(ins.size() > 2 ? ins[2] : "") + ", " + out(0) + ");\n}";
     }
     case OpKind::ConvGradFilter: {
       auto [x, w, y] = conv_parts(call);

@@ -38,6 +38,9 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
     t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;
+    t[{"", "ConvTranspose"}] = translate_conv_transpose;
+    t[{"", "InstanceNormalization"}] = translate_instance_norm;
+    t[{"", "Resize"}] = translate_resize;
     t[{"", "MaxPool"}] = t[{"", "AveragePool"}] = t[{"", "GlobalAveragePool"}] = translate_pool;
     for (const char *op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) t[{"", op}] = translate_reduce;
     t[{"", "LayerNormalization"}] = translate_layer_norm;

@@ -571,6 +571,105 @@ Types rule_LayerNormalizationGrad(const RuleArgs &r) {
   return {dy, scale, scale};
 }
 
+// ---- image layers: InstanceNormalization, ConvTranspose, Resize ----
+
+/** InstanceNormalization's X [N, C, spatial...] with scale [C]; returns the statistics' shape [N, C]. */
+Shape instance_norm_stat_shape(const RuleArgs &r, const TensorType &x, const TensorType &scale) {
+  r.need_float(x, "X");
+  r.need_rank_at_least(x, "X", 3);
+  if (scale.shape != Shape{x.shape[1]})
+    r.fail(detail::concat("scale ", shape_str(scale.shape), " must have shape [", x.shape[1], "] (X's channels)"));
+  return {x.shape[0], x.shape[1]};
+}
+
+Types rule_InstanceNormalization(const RuleArgs &r) {
+  r.need_inputs(3, 3);
+  TensorType x = r.type(0, "X"), scale = r.type(1, "scale"), b = r.type(2, "B");
+  Shape stat = instance_norm_stat_shape(r, x, scale);
+  if (b.shape != scale.shape)
+    r.fail(detail::concat("B ", shape_str(b.shape), " must have scale's shape ", shape_str(scale.shape)));
+  return {x, {DType::f32, stat}, {DType::f32, stat}};
+}
+
+Types rule_InstanceNormalizationGrad(const RuleArgs &r) {
+  r.need_inputs(5, 5);
+  TensorType dy = r.type(0, "dY"), x = r.type(1, "X"), scale = r.type(2, "scale");
+  r.need_same_shape(dy, "dY", x, "X");
+  Shape stat = instance_norm_stat_shape(r, x, scale);
+  for (size_t i = 3; i <= 4; ++i) {
+    TensorType s = r.type(i, i == 3 ? "mean" : "invstd");
+    if (s.shape != stat)
+      r.fail(detail::concat(i == 3 ? "mean " : "invstd ", shape_str(s.shape), " must have shape ", shape_str(stat)));
+  }
+  return {dy, scale, scale};
+}
+
+Types rule_ConvTranspose(const RuleArgs &r) {
+  // Y is the input of a Conv with W whose output is X: Y's spatial dims are s*(x-1) + output_padding + d*(k-1) + 1
+  // - pads, and that Conv maps Y back onto X exactly when output_padding < stride (checked below).
+  r.need_inputs(2, 3);
+  TensorType x = r.type(0, "X"), w = r.type(1, "W");
+  r.need_float(x, "X");
+  if (x.shape.size() < 3 || w.shape.size() != x.shape.size())
+    r.fail(detail::concat("X ", shape_str(x.shape), " and W ", shape_str(w.shape), " must have equal rank >= 3"));
+  int64_t group = r.op.attr_int("group", 1);
+  if (group < 1 || x.shape[1] % group != 0 || w.shape[0] != x.shape[1])
+    r.fail(detail::concat("W ", shape_str(w.shape), " must have X's ", x.shape[1], " channels first, in ", group,
+                          " groups"));
+  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  WindowGeometry geo = window_geometry(r.op, kernel);
+  size_t sp = kernel.size();
+  std::vector<int64_t> out_pad = r.op.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
+  if (out_pad.size() != sp) r.fail(detail::concat("output_padding needs ", sp, " entries"));
+  Shape y{x.shape[0], w.shape[1] * group};
+  for (size_t d = 0; d < sp; ++d) {
+    if (out_pad[d] < 0 || out_pad[d] >= geo.strides[d])
+      r.fail(detail::concat("output_padding ", shape_str(out_pad), " must be in [0, stride) in every dim"));
+    int64_t o = geo.strides[d] * (x.shape[d + 2] - 1) + out_pad[d] + geo.dilations[d] * (kernel[d] - 1) + 1 -
+                geo.pads[d] - geo.pads[d + sp];
+    if (o < 1) r.fail(detail::concat("spatial dim ", d, " of the output would be ", o, " (pads too large)"));
+    y.push_back(o);
+  }
+  if (conv_shape(r, y, w.shape) != x.shape)
+    r.fail(detail::concat("the Conv of the output ", shape_str(y), " with W does not give back X ", shape_str(x.shape)));
+  if (r.has_in(2) && r.type(2, "B").shape != Shape{y[1]})
+    r.fail(detail::concat("B ", shape_str(r.type(2, "B").shape), " must have shape [", y[1], "]"));
+  return {{x.dtype, y}};
+}
+
+/** Resize's output shape (attribute sizes) after checking it and the mode attributes against X's shape. */
+Shape resize_shape(const RuleArgs &r, const Shape &x) {
+  std::vector<int64_t> sizes = r.op.attr_ints("sizes");
+  std::vector<double> scales = r.op.attr_floats("scales");
+  if (x.size() < 3 || sizes.size() != x.size() || scales.size() != x.size())
+    r.fail(detail::concat("X ", shape_str(x), " needs rank >= 3 and sizes ", shape_str(sizes), " and ",
+                          scales.size(), " scales of its rank"));
+  if (sizes[0] != x[0] || sizes[1] != x[1])
+    r.fail(detail::concat("sizes ", shape_str(sizes), " must keep X's batch and channel dims ", shape_str(x)));
+  for (size_t d = 2; d < x.size(); ++d)
+    if (sizes[d] < 1 || scales[d] <= 0 || x[d] < 1)
+      r.fail(detail::concat("sizes ", shape_str(sizes), " and scales must be positive, X ", shape_str(x), " not empty"));
+  std::string mode = r.op.attr_string("mode");
+  if (mode != "nearest" && mode != "linear") r.fail("mode \"" + mode + "\" is not nearest or linear");
+  return sizes;
+}
+
+Types rule_Resize(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  return {{x.dtype, resize_shape(r, x.shape)}};
+}
+
+Types rule_ResizeGrad(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType dy = r.type(0, "dY");
+  const Tensor &dx = r.declared(0, "dX");
+  if (resize_shape(r, dx.shape) != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the Resize output of dX ", shape_str(dx.shape)));
+  return {{dy.dtype, dx.shape}};
+}
+
 // ---- activations and rounding ----
 
 /** PRelu's slope must broadcast to X (unidirectionally): the output has X's shape. */

@@ -446,6 +446,38 @@ void grad_LayerNormalization(GradContext &c, Dx &dx) {
   for (size_t i = 0; i < dx.size(); ++i) dx[i] = g[i];  // 2 inputs without a bias B, else 3
 }
 
+// ---- image layers ----
+
+void grad_InstanceNormalization(GradContext &c, Dx &dx) {
+  if (c.dy(1) != kNoTensor || c.dy(2) != kNoTensor)
+    CLEAVE_USER_ERROR("op \"", c.fwd().name, "\" (InstanceNormalization): the loss depends on its mean or invstd ",
+                      "output, whose gradient is not supported");
+  TensorId x = c.in(0), scale = c.in(1);
+  Shape stat{c.shape(x)[0], c.shape(x)[1]};
+  TensorId mean = ensure_output(c, 1, "mean", DType::f32, stat);
+  TensorId invstd = ensure_output(c, 2, "invstd", DType::f32, stat);
+  DType dt = c.dtype(x);
+  std::vector<TensorId> g = c.emit_multi(
+      OpKind::InstanceNormalizationGrad, {c.dy(0), x, scale, mean, invstd}, {}, {c.need(0), c.need(1), c.need(2)},
+      {dt, dt, dt}, {c.shape(x), c.shape(scale), c.shape(scale)},
+      {c.grad_name(0), c.need(1) ? c.grad_name(1) : "", c.need(2) ? c.grad_name(2) : ""});
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] = g[i];
+}
+
+void grad_ConvTranspose(GradContext &c, Dx &dx) {
+  // Y = ConvGradData(X, W) + B, so dX = Conv(dY, W) and dW = ConvGradFilter with X and dY in the roles of the
+  // Conv's dY and X: dW[ci, co, k] = sum X[b, ci, o] * dY[b, co, o*s + k*dil - pad].
+  AttrMap attrs = copy_attrs(c.fwd(), {"strides", "pads", "dilations", "group"});
+  TensorId x = c.in(0), w = c.in(1), dy = c.dy(0);
+  if (c.need(0)) dx[0] = c.emit(OpKind::Conv, {dy, w}, attrs, c.dtype(x), c.shape(x), c.grad_name(0));
+  if (c.need(1)) dx[1] = c.emit(OpKind::ConvGradFilter, {x, dy}, attrs, c.dtype(w), c.shape(w), c.grad_name(1));
+  if (c.need(2)) dx[2] = c.reduce_sum(dy, axes_except(c.shape(dy).size(), 1), false, c.grad_name(2));
+}
+
+void grad_Resize(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::ResizeGrad, {c.dy(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
 // ---- activations and rounding ----
 
 /** dX = Kind(dY, X) carrying the forward's attributes (alpha, min/max, ...). */
@@ -551,6 +583,9 @@ constexpr GradRule kRule_Sign = rule(grad_zero);
 constexpr GradRule kRule_Floor = rule(grad_zero);
 constexpr GradRule kRule_Ceil = rule(grad_zero);
 constexpr GradRule kRule_Round = rule(grad_zero);
+constexpr GradRule kRule_InstanceNormalization = rule(grad_InstanceNormalization);
+constexpr GradRule kRule_ConvTranspose = rule(grad_ConvTranspose);
+constexpr GradRule kRule_Resize = rule(grad_Resize);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -572,6 +607,8 @@ constexpr GradRule kRule_DropoutGrad = kNoRule;
 constexpr GradRule kRule_SliceGrad = kNoRule;
 constexpr GradRule kRule_GatherGrad = kNoRule;
 constexpr GradRule kRule_LayerNormalizationGrad = kNoRule;
+constexpr GradRule kRule_InstanceNormalizationGrad = kNoRule;
+constexpr GradRule kRule_ResizeGrad = kNoRule;
 constexpr GradRule kRule_ClipGrad = kNoRule;
 constexpr GradRule kRule_HardSigmoidGrad = kNoRule;
 constexpr GradRule kRule_HardSwishGrad = kNoRule;
@@ -596,7 +633,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 106, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 111, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

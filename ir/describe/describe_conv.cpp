@@ -87,31 +87,44 @@ Descs describe_Conv(const Graph &g, const Op &op) {
   return {std::move(b).build(yi, Reduce::sum, x(xi) * w(wi), post)};
 }
 
-Descs describe_ConvGradData(const Graph &g, const Op &op) {
-  Builder b(g, op, 0, "dX");
-  const Shape &ys = in_shape(g, op, 0), &ws = in_shape(g, op, 1), &xs = b.out_shape();
+namespace {
+
+/** A Conv's data gradient: out[b, ci, h] = sum(co, k) in[b, co, (h + pad - k*dil) / s] * W[co, ci, k], for ConvGradData
+ *  (in = dY, out = dX) and ConvTranspose (in = X, out = Y, with a bias; its vars named for its own channels: the
+ *  output channel co is ConvGradData's ci). */
+Description conv_data_gradient(const Graph &g, const Op &op, const char *in_name, const char *out_name, bool transpose) {
+  Builder b(g, op, 0, out_name);
+  const Shape &ws = in_shape(g, op, 1), &xs = b.out_shape();
   ConvDims c = conv_dims(op, xs, ws);
   bool groups = c.group > 1;
   std::vector<std::string> names = spatial_names(c.sp);
   Var n = b.out("b", xs[0]);
   Var gv = groups ? b.out("g", c.group) : Var{};
-  Var ci = b.out("ci", c.cg);
+  Var ci = b.out(transpose ? "co" : "ci", c.cg);
   std::vector<Var> h, k;
   for (size_t d = 0; d < c.sp; ++d) h.push_back(b.out(names[d], xs[d + 2]));
-  Var co = b.sum("co", groups ? c.mg : ws[0]);
+  Var co = b.sum(transpose ? "ci" : "co", groups ? c.mg : ws[0]);
   for (size_t d = 0; d < c.sp; ++d) k.push_back(b.sum("k" + names[d], ws[d + 2]));
-  Operand dy = b.in(0, "dY"), w = b.in(1, "W");
+  Operand dy = b.in(0, in_name), w = b.in(1, "W");
   Affine co_full = grouped(groups, gv, c.mg, co);
+  Affine ci_full = grouped(groups, gv, c.cg, ci);
   std::vector<Ix> yi{n, co_full}, wi{co_full, ci};
   for (size_t d = 0; d < c.sp; ++d) {
     yi.push_back(transposed_window(c.geo, d, h[d], k[d]));
     wi.emplace_back(k[d]);
   }
-  std::vector<Affine> xi{n, grouped(groups, gv, c.cg, ci)};
+  std::vector<Affine> xi{n, ci_full};
   for (Var v : h) xi.emplace_back(v);
-  (void)ys;
-  return {std::move(b).build(xi, Reduce::sum, dy(yi) * w(wi))};
+  E post;
+  if (transpose && op.input(2) != kNoTensor) post = reduced() + b.in(2, "B")[{ci_full}];
+  return std::move(b).build(xi, Reduce::sum, dy(yi) * w(wi), post);
 }
+
+}  // namespace
+
+Descs describe_ConvGradData(const Graph &g, const Op &op) { return {conv_data_gradient(g, op, "dY", "dX", false)}; }
+
+Descs describe_ConvTranspose(const Graph &g, const Op &op) { return {conv_data_gradient(g, op, "X", "Y", true)}; }
 
 Descs describe_ConvGradFilter(const Graph &g, const Op &op) {
   Builder b(g, op, 0, "dW");

@@ -173,6 +173,23 @@ Graph example_op(OpKind kind) {
       return Example(kind).in("X", {2, 3, 4}).in("scale", {4}, DType::f32, Role::param)
           .in("B", {4}, DType::f32, Role::param).attr("axis", int64_t{2}).attr("epsilon", 1e-5)
           .out("Y").out("mean").out("invstd").build(fwd);
+    case K::InstanceNormalization:
+      return Example(kind).in("X", x4).in("scale", {3}, DType::f32, Role::param).in("B", {3}, DType::f32, Role::param)
+          .attr("epsilon", 1e-5).out("Y").out("mean").out("invstd").build(fwd);
+    case K::InstanceNormalizationGrad:
+      return Example(kind).in("dY", x4).in("X", x4).in("scale", {3}).in("mean", {8, 3}).in("invstd", {8, 3})
+          .out("dX").out("dscale").out("dB").build(bwd);
+    case K::ConvTranspose:
+      return conv_like(kind).attr("output_padding", std::vector<int64_t>{1, 1}).in("X", y4)
+          .in("W", {16, 3, 3, 3}, DType::f32, Role::param).in("B", {3}, DType::f32, Role::param).out("Y").build(fwd);
+    case K::Resize: case K::ResizeGrad: {
+      Example e(kind);
+      e.attr("mode", std::string("linear")).attr("coordinate_transformation_mode", std::string("half_pixel"))
+          .attr("nearest_mode", std::string("floor")).attr("scales", std::vector<double>{1, 1, 2, 2})
+          .attr("sizes", std::vector<int64_t>{8, 3, 32, 32});
+      if (kind == K::Resize) return e.in("X", x4).out("Y").build(fwd);
+      return e.in("dY", {8, 3, 32, 32}).out("dX", x4).build(bwd);
+    }
     case K::Clip: case K::ClipGrad: return activation(kind).attr("min", -0.5).attr("max", 0.5).build(phase_of(kind));
     case K::HardSigmoid: case K::HardSigmoidGrad:
       return activation(kind).attr("alpha", 0.2).attr("beta", 0.5).build(phase_of(kind));

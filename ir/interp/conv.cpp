@@ -1,4 +1,5 @@
-// Conv (N-d, groups, strides, pads, dilations) and its two gradients. All three share one loop nest over the
+// Conv (N-d, groups, strides, pads, dilations), its two gradients and ConvTranspose (a Conv's data gradient plus a
+// bias). All of them share one loop nest over the
 // (output position, kernel position) pairs whose input position lies inside the unpadded input.
 #include "ir/interp/kernels.h"
 
@@ -108,6 +109,22 @@ void kernel_ConvGradFilter(const KernelArgs &k) {
   Value &dw = k.out(0);
   ConvGeometry geo = make_geometry(k, x.shape, dw.shape, dy.shape);
   for_each_tap(geo, [&](int64_t xf, int64_t wf, int64_t yf) { dw.data[wf] += dy.data[yf] * x.data[xf]; });
+}
+
+void kernel_ConvTranspose(const KernelArgs &k) {
+  // (X, W, B?) -> Y: Y is the dX of a Conv with W whose output is X; output_padding only lengthens Y (its tail rows
+  // receive no tap), so the shared geometry check holds.
+  const Value &x = k.in(0);
+  const Value &w = k.in(1);
+  Value &y = k.out(0);
+  ConvGeometry geo = make_geometry(k, y.shape, w.shape, x.shape);
+  for_each_tap(geo, [&](int64_t yf, int64_t wf, int64_t xf) { y.data[yf] += x.data[xf] * w.data[wf]; });
+  if (k.has_in(2)) {
+    const Value &b = k.in(2);
+    if (b.shape != Shape{geo.c}) CLEAVE_USER_ERROR(k.label(), ": bias shape ", shape_str(b.shape), " is not [", geo.c, "]");
+    int64_t ny = num_elements(geo.x_spatial);
+    for (size_t i = 0; i < y.data.size(); ++i) y.data[i] += b.data[(static_cast<int64_t>(i) / ny) % geo.c];
+  }
 }
 
 }  // namespace cleave::interp

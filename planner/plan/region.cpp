@@ -402,11 +402,13 @@ bool partial_ok(OpKind kind) {
     case OpKind::Conv:
     case OpKind::ConvGradData:
     case OpKind::ConvGradFilter:
+    case OpKind::ConvTranspose:
     // A plain-mean or sum loss split on its positions: each rank's share of the global mean or sum.
     case OpKind::SoftmaxCrossEntropyLoss:
     case OpKind::NegativeLogLikelihoodLoss:
     case OpKind::LayerNormalizationGrad:  // dscale/dB are sums over the rows; dX is never partial (rows are outputs)
     case OpKind::GatherGrad:  // a split over the indices sums each rank's scatter
+    case OpKind::InstanceNormalizationGrad:  // dscale/dB are sums over the batch; dX is never partial
       return true;
     default:
       return false;

@@ -17,7 +17,9 @@ using describe::SplitKind;
 
 
 
-bool is_conv_kind(OpKind k) { return k == OpKind::Conv || k == OpKind::ConvGradData || k == OpKind::ConvGradFilter; }
+bool is_conv_kind(OpKind k) {
+  return k == OpKind::Conv || k == OpKind::ConvGradData || k == OpKind::ConvGradFilter || k == OpKind::ConvTranspose;
+}
 
 bool splits_var(const ParallelConfig &c, const std::string &name) {
   return std::find(c.vars.begin(), c.vars.end(), name) != c.vars.end();

@@ -1,6 +1,8 @@
 // Host-side argument checks and index geometry shared by the cpu and cuda backends.
 #include "common/shapes.h"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace cleave::rt::host {
@@ -52,6 +54,62 @@ void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, con
     if (out[d] > 0) base += starts[d] * s;
     s *= shape[d];
   }
+}
+
+namespace {
+
+/** ONNX's x_original of output position o (resized = scale * in, a real number, as ONNX's reference computes it). */
+double source_coord(ResizeCoord coord, int64_t o, double scale, int64_t in) {
+  double x = static_cast<double>(o), resized = scale * static_cast<double>(in);
+  switch (coord) {
+    case ResizeCoord::half_pixel: return (x + 0.5) / scale - 0.5;
+    case ResizeCoord::pytorch_half_pixel: return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case ResizeCoord::align_corners: return resized == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1);
+    case ResizeCoord::asymmetric: return x / scale;
+    case ResizeCoord::tf_half_pixel_for_nn: return (x + 0.5) / scale;
+  }
+  return x;
+}
+
+int64_t nearest_index(ResizeNearest mode, double x) {
+  double f = std::floor(x);
+  bool half = x == f + 0.5;
+  switch (mode) {
+    case ResizeNearest::floor: return static_cast<int64_t>(f);
+    case ResizeNearest::ceil: return static_cast<int64_t>(std::ceil(x));
+    case ResizeNearest::round_prefer_floor: return static_cast<int64_t>(half ? f : std::round(x));
+    case ResizeNearest::round_prefer_ceil: return static_cast<int64_t>(half ? f + 1 : std::round(x));
+  }
+  return static_cast<int64_t>(f);
+}
+
+}  // namespace
+
+std::vector<ResizeTaps> resize_taps(const ResizeShape &s) {
+  size_t sp = s.x.size();
+  if (sp == 0 || s.y.size() != sp || s.scales.size() != sp) fail("resize: spatial ranks of x, y and scales disagree");
+  std::vector<ResizeTaps> taps(sp);
+  for (size_t d = 0; d < sp; ++d) {
+    if (s.x[d] < 1 || s.y[d] < 0 || !(s.scales[d] > 0)) fail("resize: empty input or non-positive scale");
+    ResizeTaps &t = taps[d];
+    for (int64_t o = 0; o < s.y[d]; ++o) {
+      double x = source_coord(s.coord, o, s.scales[d], s.x[d]);
+      int64_t last = s.x[d] - 1;
+      if (s.mode == ResizeMode::nearest) {
+        int64_t i = std::clamp<int64_t>(nearest_index(s.nearest, x), 0, last);
+        t.i0.push_back(i);
+        t.i1.push_back(i);
+        t.w1.push_back(0.0);
+        continue;
+      }
+      x = std::clamp(x, 0.0, static_cast<double>(last));
+      auto i0 = static_cast<int64_t>(std::floor(x));
+      t.i0.push_back(i0);
+      t.i1.push_back(std::min(i0 + 1, last));
+      t.w1.push_back(x - static_cast<double>(i0));
+    }
+  }
+  return taps;
 }
 
 }  // namespace cleave::rt::host

@@ -254,6 +254,26 @@ TEST(DescriptionVsInterpreter, LayerNormVariants) {
                             {{"axis", int64_t{1}}}, {{"dX"}, {"dscale"}})), 1);
 }
 
+TEST(DescriptionVsInterpreter, ImageLayers) {
+  // ConvTranspose is evaluable (a transposed window with a bias); InstanceNorm's Y and dX are opaque, its mean and
+  // parameter gradients evaluable; Resize is opaque throughout.
+  using V = std::vector<int64_t>;
+  AttrMap a = {{"strides", V{2, 1}},   {"pads", V{1, 0, 0, 1}}, {"dilations", V{1, 2}},
+               {"group", int64_t{1}}, {"output_padding", V{1, 0}}};
+  EXPECT_EQ(check_op(one_op(OpKind::ConvTranspose, {{"X", {2, 4, 3, 4}}, {"W", {4, 3, 3, 2}}, {"B", {3}}}, a, {{"Y"}})),
+            1);
+  AttrMap grouped = {{"strides", V{2, 2}}, {"pads", V{0, 0, 0, 0}}, {"dilations", V{1, 1}}, {"group", int64_t{2}},
+                     {"output_padding", V{1, 0}}};
+  EXPECT_EQ(check_op(one_op(OpKind::ConvTranspose, {{"X", {1, 4, 3, 3}}, {"W", {4, 1, 2, 2}}}, grouped, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::InstanceNormalization, {{"X", {2, 3, 4, 5}}, {"scale", {3}}, {"B", {3}}},
+                            {{"epsilon", 1e-3}}, {{"Y"}, {"mean"}, {"invstd"}})),
+            1);
+  EXPECT_EQ(check_op(one_op(OpKind::InstanceNormalizationGrad,
+                            {{"dY", {2, 3, 4}}, {"X", {2, 3, 4}}, {"scale", {3}}, {"mean", {2, 3}}, {"invstd", {2, 3}}},
+                            {}, {{"dX"}, {"dscale"}, {"dB"}})),
+            2);
+}
+
 TEST(DescriptionVsInterpreter, OptimizerVariants) {
   Shape s{3, 2};
   EXPECT_EQ(check_op(one_op(OpKind::SGDUpdate, {{"param", s}, {"grad", s}}, {{"lr", 0.1}, {"weight_decay", 0.01}},

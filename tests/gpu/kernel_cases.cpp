@@ -3,9 +3,9 @@
 // rt::map_index from cleave/rng.h, so both builds see identical inputs; every output is written with
 // rt::checkpoint_save to argv[1] and compare_checkpoints.py checks the two files against each other.
 // Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
-// blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer norm, losses with ignore_index and
-// weights, layout ops, region copy of several boxes, dropout (masks must match bit for bit), optimizers. The pooling
-// and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
+// blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer/instance norm, conv transpose, resize,
+// losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
+// bit), optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
 // kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
 #include <cmath>
 #include <cstdint>
@@ -206,6 +206,41 @@ void norm_cases() {
                           output("ln_dbias", inner));
 }
 
+void image_cases() {
+  int64_t n = 3, c = 4, sp = 37;
+  float *x = input(n * c * sp, 51, -2, 3), *scale = input(c, 52), *bias = input(c, 53), *dy = input(n * c * sp, 54);
+  float *mean = output("in_mean", n * c), *invstd = output("in_invstd", n * c);
+  rt::instance_norm_forward(n, c, sp, x, scale, bias, 1e-5f, output("in_y", n * c * sp), mean, invstd);
+  rt::instance_norm_backward(n, c, sp, dy, x, scale, mean, invstd, output("in_dx", n * c * sp),
+                             output("in_dscale", c), output("in_dbias", c));
+  // ConvTranspose: the data gradient of a grouped, strided conv whose input (Y) carries output_padding, plus a bias.
+  rt::ConvShape t = conv_shape(2, 6, 4, 2, {9, 8}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1});
+  float *tx = input(t.n * t.m * prod(t.y), 55), *tw = input(t.m * (t.c / t.group) * prod(t.w), 56);
+  rt::conv_transpose_forward(t, tx, tw, input(t.c, 57), output("conv_transpose_y", t.n * t.c * prod(t.x)));
+  struct R {
+    const char *name;
+    rt::Dims x, y;
+    rt::ResizeMode mode;
+    rt::ResizeCoord coord;
+  };
+  for (const R &r : {R{"resize_nearest", {5, 6}, {10, 12}, rt::ResizeMode::nearest, rt::ResizeCoord::asymmetric},
+                     R{"resize_linear", {5, 6}, {10, 12}, rt::ResizeMode::linear, rt::ResizeCoord::half_pixel},
+                     R{"resize_linear_corners", {4, 3, 5}, {8, 6, 7}, rt::ResizeMode::linear,
+                       rt::ResizeCoord::align_corners}}) {
+    rt::ResizeShape s;
+    s.planes = 6;
+    s.x = r.x;
+    s.y = r.y;
+    for (size_t d = 0; d < r.x.size(); ++d) s.scales.push_back(static_cast<double>(r.y[d]) / static_cast<double>(r.x[d]));
+    s.mode = r.mode;
+    s.coord = r.coord;
+    s.nearest = rt::ResizeNearest::floor;
+    int64_t nx = s.planes * prod(r.x), ny = s.planes * prod(r.y);
+    rt::resize_forward(s, input(nx, 58), output(std::string(r.name) + "_y", ny));
+    rt::resize_backward(s, input(ny, 59), output(std::string(r.name) + "_dx", nx));
+  }
+}
+
 void loss_cases() {
   for (int log = 0; log < 2; ++log) {
     std::string tag = log ? "logsoftmax" : "softmax";
@@ -286,6 +321,7 @@ int main(int argc, char **argv) {
     conv_cases();
     pool_cases();
     norm_cases();
+    image_cases();
     loss_cases();
     layout_cases();
     optim_dropout_cases();

@@ -255,6 +255,41 @@ void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const floa
 void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
                          const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
 
+// ---------------------------------------------------------------- image layers (instance_norm.cpp, conv_transpose.cpp,
+//                                                                  resize.cpp)
+
+/** InstanceNormalization of X [n, c, s] (s = the spatial size; n, c this shard's planes): biased statistics per
+ *  plane, Y = (x - mean) * invstd * scale[c] + bias[c]; mean/invstd [n, c] may be null. */
+void instance_norm_forward(int64_t n, int64_t c, int64_t s, const float *x, const float *scale, const float *bias,
+                           float eps, float *y, float *mean, float *invstd);
+/** Its gradient from the forward's mean/invstd: dx [n, c, s], dscale/dbias [c] summed over this shard's n and s
+ *  (partial sums when the batch is split); each may be null. */
+void instance_norm_backward(int64_t n, int64_t c, int64_t s, const float *dy, const float *x, const float *scale,
+                            const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
+
+/** ConvTranspose: Y = conv_backward_data(s, X, W) + B[channel] (B may be null). `s` describes the Conv whose input
+ *  is Y (s.c = Y's channels, s.x its spatial dims) and whose output is X (s.m = X's channels, s.y). */
+void conv_transpose_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y);
+
+/** Resize over the spatial dims of `planes` planes (n * c), ONNX semantics: output position o of a dim reads the
+ *  source coordinate of `coord` (scale = scales[d], the resized length scale * x[d], a real number), then the
+ *  nearest input (rounded by `nearest`, clamped) or the two inputs around it (clamped to [0, x[d] - 1]) weighted
+ *  linearly; a linear N-d resize multiplies the weights of every dim. */
+enum class ResizeMode { nearest, linear };
+enum class ResizeCoord { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
+enum class ResizeNearest { round_prefer_floor, round_prefer_ceil, floor, ceil };
+struct ResizeShape {
+  int64_t planes = 0;
+  Dims x, y;                   // spatial dims
+  std::vector<double> scales;  // per spatial dim
+  ResizeMode mode = ResizeMode::nearest;
+  ResizeCoord coord = ResizeCoord::half_pixel;
+  ResizeNearest nearest = ResizeNearest::round_prefer_floor;
+};
+void resize_forward(const ResizeShape &s, const float *x, float *y);
+/** dX = the adjoint of resize_forward: each dY scattered back with its weights (dX is overwritten). */
+void resize_backward(const ResizeShape &s, const float *dy, float *dx);
+
 // ---------------------------------------------------------------- softmax and losses (loss.cpp)
 
 /** Softmax (or log-softmax) of X viewed as [outer, dim, inner] along the middle axis. */

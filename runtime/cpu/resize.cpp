@@ -1,0 +1,76 @@
+// Resize (nearest, linear) over the spatial dims of each plane and its adjoint, from the taps every backend
+// computes alike (common/shapes.h).
+#include <algorithm>
+#include <vector>
+
+#include "cleave/rt.h"
+#include "common/shapes.h"
+
+namespace cleave::rt {
+namespace {
+
+/** Calls f(x_offset, y_offset, weight) within one plane for every (output, tap) pair: one tap per output for nearest,
+ *  the 2^sp corners for linear. */
+template <typename F>
+void for_each_tap(const ResizeShape &s, const std::vector<host::ResizeTaps> &taps, F f) {
+  size_t sp = s.x.size();
+  std::vector<int64_t> xstr(sp, 1);
+  for (size_t d = sp - 1; d-- > 0;) xstr[d] = xstr[d + 1] * s.x[d + 1];
+  int64_t ny = 1;
+  for (int64_t d : s.y) ny *= d;
+  int64_t corners = s.mode == ResizeMode::linear ? int64_t{1} << sp : 1;
+  std::vector<int64_t> o(sp);
+  for (int64_t yf = 0; yf < ny; ++yf) {
+    int64_t rest = yf;
+    for (size_t d = sp; d-- > 0;) {
+      o[d] = rest % s.y[d];
+      rest /= s.y[d];
+    }
+    for (int64_t c = 0; c < corners; ++c) {
+      int64_t off = 0;
+      double w = 1;
+      for (size_t d = 0; d < sp; ++d) {
+        const host::ResizeTaps &t = taps[d];
+        auto od = static_cast<size_t>(o[d]);
+        bool hi = (c >> (sp - 1 - d)) & 1;
+        off += (hi ? t.i1[od] : t.i0[od]) * xstr[d];
+        w *= hi ? t.w1[od] : 1.0 - t.w1[od];
+      }
+      f(off, yf, w);
+    }
+  }
+}
+
+int64_t plane_size(const Dims &d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+
+}  // namespace
+
+void resize_forward(const ResizeShape &s, const float *x, float *y) {
+  std::vector<host::ResizeTaps> taps = host::resize_taps(s);
+  int64_t nx = plane_size(s.x), ny = plane_size(s.y);
+  std::vector<double> acc(static_cast<size_t>(ny));
+  for (int64_t p = 0; p < s.planes; ++p) {
+    const float *xp = x + p * nx;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for_each_tap(s, taps, [&](int64_t xo, int64_t yo, double w) { acc[static_cast<size_t>(yo)] += w * xp[xo]; });
+    for (int64_t i = 0; i < ny; ++i) y[p * ny + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+  }
+}
+
+void resize_backward(const ResizeShape &s, const float *dy, float *dx) {
+  std::vector<host::ResizeTaps> taps = host::resize_taps(s);
+  int64_t nx = plane_size(s.x), ny = plane_size(s.y);
+  std::vector<double> acc(static_cast<size_t>(nx));
+  for (int64_t p = 0; p < s.planes; ++p) {
+    const float *dyp = dy + p * ny;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for_each_tap(s, taps, [&](int64_t xo, int64_t yo, double w) { acc[static_cast<size_t>(xo)] += w * dyp[yo]; });
+    for (int64_t i = 0; i < nx; ++i) dx[p * nx + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+  }
+}
+
+}  // namespace cleave::rt
