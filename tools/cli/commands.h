@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,18 @@ struct TrainFlags {
   void add_to(CLI::App &app);
   TrainOptions options() const;
 };
+
+/** Appends `flag value` to `args` unless `value` is empty (flags passed on to rank programs). */
+void push_flag(std::vector<std::string> &args, const char *flag, const std::string &value);
+/** An optional number as such a flag's value: "" when unset, else with 17 significant digits. */
+template <typename T>
+std::string flag_value(const std::optional<T> &v) {
+  if (!v) return "";
+  std::ostringstream ss;
+  ss.precision(17);
+  ss << *v;
+  return ss.str();
+}
 
 /** The training-run flags `cleave run` (for the ranks' rt::TrainingRun) and `cleave eval` share: the learning-rate
  *  schedule, gradient clipping, accumulation, epochs and shuffling (runtime/include/cleave/schedule.h). */

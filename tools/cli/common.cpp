@@ -127,29 +127,24 @@ void KnobFlags::add_to(CLI::App &app, CLI::Option *steps) {
       ->check(CLI::NonNegativeNumber);
 }
 
+void push_flag(std::vector<std::string> &args, const char *flag, const std::string &value) {
+  if (value.empty()) return;
+  args.push_back(flag);
+  args.push_back(value);
+}
+
 std::vector<std::string> KnobFlags::rank_args() const {
   std::vector<std::string> out;
-  auto add = [&](const char *flag, const std::string &value) {
-    if (value.empty()) return;
-    out.push_back(flag);
-    out.push_back(value);
-  };
-  auto num = [](const auto &v) {
-    std::ostringstream ss;
-    ss.precision(17);
-    if (v) ss << *v;
-    return v ? ss.str() : std::string();
-  };
-  add("--lr-schedule", lr_schedule);
-  add("--warmup-steps", num(warmup_steps));
-  add("--min-lr", num(min_lr));
-  add("--step-size", num(step_size));
-  add("--milestones", milestones);
-  add("--gamma", num(gamma));
-  add("--clip-grad-norm", num(clip_grad_norm));
-  add("--accumulate", num(accumulate));
-  add("--epochs", num(epochs));
-  add("--shuffle", num(shuffle));
+  push_flag(out, "--lr-schedule", lr_schedule);
+  push_flag(out, "--warmup-steps", flag_value(warmup_steps));
+  push_flag(out, "--min-lr", flag_value(min_lr));
+  push_flag(out, "--step-size", flag_value(step_size));
+  push_flag(out, "--milestones", milestones);
+  push_flag(out, "--gamma", flag_value(gamma));
+  push_flag(out, "--clip-grad-norm", flag_value(clip_grad_norm));
+  push_flag(out, "--accumulate", flag_value(accumulate));
+  push_flag(out, "--epochs", flag_value(epochs));
+  push_flag(out, "--shuffle", flag_value(shuffle));
   return out;
 }
 

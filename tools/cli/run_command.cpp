@@ -43,22 +43,11 @@ struct RunArgs {
 /** The rank programs' flags for `a`'s checkpoint, training and log options (rt::TrainingRun), resume excepted. */
 std::vector<std::string> rank_flags(const RunArgs &a) {
   std::vector<std::string> out;
-  auto add = [&](const char *flag, const std::string &value) {
-    if (value.empty()) return;
-    out.push_back(flag);
-    out.push_back(value);
-  };
-  auto num = [](const auto &v) {
-    std::ostringstream ss;
-    ss.precision(17);
-    if (v) ss << *v;
-    return v ? ss.str() : std::string();
-  };
-  add("--checkpoint-dir", a.checkpoint_dir.empty() ? "" : fs::absolute(a.checkpoint_dir).string());
-  add("--checkpoint-every", num(a.checkpoint_every));
-  add("--keep", num(a.keep));
+  push_flag(out, "--checkpoint-dir", a.checkpoint_dir.empty() ? "" : fs::absolute(a.checkpoint_dir).string());
+  push_flag(out, "--checkpoint-every", flag_value(a.checkpoint_every));
+  push_flag(out, "--keep", flag_value(a.keep));
   for (std::string &flag : a.knobs.rank_args()) out.push_back(std::move(flag));
-  add("--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
+  push_flag(out, "--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
   return out;
 }
 
