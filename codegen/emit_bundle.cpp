@@ -261,6 +261,8 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   }
   for (int gid : prog.groups) s += "rt::Comm G" + std::to_string(gid) + ";\n";
   for (size_t i = 0; i < prog.data.size(); ++i) s += "rt::NpyFile npy_" + std::to_string(i) + ";\n";
+  if (!prog.validation.empty())
+    for (size_t i = 0; i < prog.data.size(); ++i) s += "rt::NpyFile val_npy_" + std::to_string(i) + ";\n";
   static const std::string pending_decl = "rt::Pending ";
   for (const Instr &in : prog.step)
     if (in.code.rfind(pending_decl, 0) == 0)
@@ -309,6 +311,16 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
     }
     s += "}\n";
   }
+  // The validation pass's functions (RankProgram::validation), without profiling sites.
+  size_t val_parts = (prog.validation.size() + kStatementsPerFunction - 1) / kStatementsPerFunction;
+  for (size_t p = 0; p < val_parts; ++p) {
+    size_t from = p * kStatementsPerFunction, to = std::min(prog.validation.size(), from + kStatementsPerFunction);
+    s += "\n/** Statements " + std::to_string(from) + "-" + std::to_string(to - 1) + " of a validation batch. */\n";
+    s += "void validate_" + std::to_string(p) + "(rt::TrainingRun &run, [[maybe_unused]] int64_t vb) {\n";
+    s += "  (void)run;\n";
+    for (size_t i = from; i < to; ++i) s += indent(statement_code(prog.validation[i]), "  ");
+    s += "}\n";
+  }
   s += "\n}  // namespace\n\n";
 
   s += "int main(int argc, char **argv) {\n";
@@ -345,6 +357,15 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   s += "});\n";
   for (size_t i = 0; i < prog.data.size(); ++i)
     s += "  npy_" + std::to_string(i) + " = run.data(" + quoted(g.tensor(prog.data[i].tensor).name) + ");\n";
+  if (prog.validation.empty()) {
+    s += "  if (run.validates()) rt::fail(\"--val-data: the model's loss is not a classifier's "
+         "(SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss)\");\n";
+  } else {
+    s += "  if (run.validates()) {\n";
+    for (size_t i = 0; i < prog.data.size(); ++i)
+      s += "    val_npy_" + std::to_string(i) + " = run.val_data(" + quoted(g.tensor(prog.data[i].tensor).name) + ");\n";
+    s += "  }\n";
+  }
   s += "  rt::profile_setup(" + std::string(num_sites > 0 ? "profile_sites" : "nullptr") + ", " +
        std::to_string(num_sites) + ", " + (num_site_ops > 0 ? "profile_ops" : "nullptr") + ");\n";
   s += "  for (int64_t step = run.first_step(); step <= run.last_step(); ++step) {\n";
@@ -360,6 +381,14 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   }
   if (parts.empty() || parts.back().first < passes_end) s += "    }\n";
   s += "    rt::profile_step_end();\n";
+  if (val_parts > 0) {
+    s += "    if (run.validation_due(step)) {\n";
+    s += "      for (int64_t vb = 0; vb < run.val_batches(); ++vb) {\n";
+    for (size_t p = 0; p < val_parts; ++p) s += "        validate_" + std::to_string(p) + "(run, vb);\n";
+    s += "      }\n";
+    s += "      run.end_validation(step);\n";
+    s += "    }\n";
+  }
   s += "    if (!run.end_step(step)) break;\n";
   s += "  }\n";
   s += "  rt::profile_finish();\n";

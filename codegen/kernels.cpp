@@ -453,6 +453,18 @@ void check_kernel_split(const KernelCall &call) {
   }
 }
 
+std::string validation_kernel_code(const KernelCall &call) {
+  const Op &op = call.node();
+  if (is_norm_kind(op.kind)) return norm_validation_code(call);
+  if (op.kind == OpKind::Dropout && op.attr_int("training_mode", 0) != 0) {
+    std::string code = copy_bytes(call.outs.at(0), call.ins.at(0), prod(call.in_shapes[0]) * 4);
+    if (call.outs.size() > 1 && !call.outs[1].empty())
+      code += "\nrt::fill_bytes(" + call.outs[1] + ", 1, " + num(prod(call.in_shapes[0])) + ");";
+    return code;
+  }
+  return {};
+}
+
 std::string kernel_code(const KernelCall &call) {
   if (is_window_kind(call.node().kind)) return window_kernel_code(call);
   if (is_norm_kind(call.node().kind)) return norm_kernel_code(call);

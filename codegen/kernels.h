@@ -50,6 +50,11 @@ struct KernelCall {
 
 /** The code of the op's kernel on this rank. Throws UserError for a kind or split codegen cannot emit yet. */
 std::string kernel_code(const KernelCall &call);
+/** The op's statement in a validation pass (the forward in inference mode, as torch's model.eval()) when it differs
+ *  from kernel_code, else "": BatchNormalization in training mode normalises with the running statistics (and
+ *  leaves them), Dropout copies, and a classification loss adds its shard to the run's validation metrics
+ *  (rt::TrainingRun::add_validation) instead of computing the loss. */
+std::string validation_kernel_code(const KernelCall &call);
 /** Throws UserError (`op "X" (Kind): splitting var v is not supported by codegen yet`) when the kernel cannot run
  *  this rank's part of a split op. Only called when some var of the op is split. */
 void check_kernel_split(const KernelCall &call);
@@ -62,6 +67,8 @@ void check_window_split(const KernelCall &call);
 /** Norm/softmax/loss family (kernels_norm.cpp). */
 bool is_norm_kind(OpKind kind);
 std::string norm_kernel_code(const KernelCall &call);
+/** validation_kernel_code of the family: BatchNormalization and the classification losses. */
+std::string norm_validation_code(const KernelCall &call);
 void check_norm_split(const KernelCall &call);
 
 /** Image family (kernels_image.cpp): every batch/channel split runs on its local planes, nothing to check. */

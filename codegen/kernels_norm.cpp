@@ -195,4 +195,35 @@ std::string norm_kernel_code(const KernelCall &call) {
   return {};
 }
 
+std::string norm_validation_code(const KernelCall &call) {
+  const Op &op = call.node();
+  const std::vector<std::string> &ins = call.ins, &outs = call.outs;
+  switch (op.kind) {
+    case OpKind::BatchNormalization: {
+      if (op.attr_int("training_mode", 0) == 0) return {};
+      const Shape &x = call.in_shapes[0];
+      return "rt::batch_norm_infer_forward(" + num(x[0]) + ", " + num(x[1]) + ", " + num(prod(x, 2)) + ", " +
+             ins[0] + ", " + ins[1] + ", " + ins[2] + ", " + ins[3] + ", " + ins[4] + ", " +
+             float_literal(op.attr_float("epsilon", 1e-5)) + ", " + outs[0] + ");";
+    }
+    case OpKind::SoftmaxCrossEntropyLoss:
+    case OpKind::NegativeLogLikelihoodLoss: {
+      // A member whose mesh coordinate along a replicating axis is not 0 holds a copy of another's samples.
+      bool counted = true;
+      std::vector<int64_t> at = plan::mesh_coords(call.config->mesh, call.index);
+      for (size_t a = 0; a < at.size(); ++a)
+        if (call.config->vars[a].empty() && at[a] != 0) counted = false;
+      const Shape &s = call.in_shapes[0];
+      std::string kind = "rt::val::LossKind{" + std::string(op.kind == OpKind::NegativeLogLikelihoodLoss ? "true" : "false") +
+                         ", " + (op.has_attr("ignore_index") ? "true, " + num(op.attr_int("ignore_index")) : "false, -100") +
+                         "}";
+      return "run.add_validation(" + kind + ", vb, " + num(call.in_boxes[0][0].begin) + ", " + num(s[0]) + ", " +
+             num(s.size() > 1 ? s[1] : 1) + ", " + num(prod(s, 2)) + ", " + ins[0] + ", " + ins[1] + ", " +
+             or_null(ins.size() > 2 ? ins[2] : "") + ", " + (counted ? "true" : "false") + ");";
+    }
+    default:
+      return {};
+  }
+}
+
 }  // namespace cleave::codegen

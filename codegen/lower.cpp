@@ -141,10 +141,11 @@ class Lowerer {
           tensor_buf_[r][t] = b;
           prog.data.push_back({t, b, box[0].begin, box[0].size()});
           timing_ = {Timing::Kind::data, {}, "", num_elements(box_shape(box)) * dtype_size(tensor.dtype)};
-          emit(r, std::string("run.read_samples(npy_") + std::to_string(prog.data.size() - 1) + ", (pass - 1) * " +
-                      std::to_string(out_.batch) + " + " + std::to_string(box[0].begin) + ", " +
-                      std::to_string(box[0].size()) + ", " + ref(b) + ");",
+          std::string file = std::to_string(prog.data.size() - 1), shard = std::to_string(box[0].begin) + ", " +
+                                                                          std::to_string(box[0].size()) + ", " + ref(b);
+          emit(r, "run.read_samples(npy_" + file + ", (pass - 1) * " + std::to_string(out_.batch) + " + " + shard + ");",
                {b});
+          prog.step.back().val_code = "run.read_val_samples(val_npy_" + file + ", vb, " + shard + ");";
           timing_ = {};
         } else {
           if (need_values_ && tensor.data.empty() && !tensor.external && !tensor.zero_init)
@@ -166,6 +167,8 @@ class Lowerer {
     }
     check_collective_order(out_);
     for (auto &prog : out_.ranks) plan_memory(prog);
+    if (validates()) 
+      for (auto &prog : out_.ranks) prog.validation = validation_pass(prog);
     return std::move(out_);
   }
 
@@ -497,6 +500,9 @@ class Lowerer {
       }
       if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
         emit(r, "// " + label + "\n" + code, used);
+        if (op.phase == Phase::forward)
+          if (std::string val = validation_kernel_code(call); !val.empty())
+            out_.ranks[r].step.back().val_code = "// " + label + ", validating\n" + val;
         if (call.map && op.outputs.size() == 1)
           last_map_[r] = PendingMap{static_cast<int>(out_.ranks[r].step.size()) - 1, label, *call.map,
                                     op.outputs[0], tensor_buf_[r][op.outputs[0]]};
@@ -504,6 +510,32 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+  }
+
+  /** Whether the validation metrics understand the graph's loss: a classifier's (rt::val). */
+  bool validates() const {
+    if (g_.loss == kNoTensor) return false;
+    for (OpId o = 0; o < g_.num_ops(); ++o) {
+      OpKind k = g_.op(o).kind;
+      if (k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss) return true;
+    }
+    return false;
+  }
+
+  /** RankProgram::validation: the data reads, and the statements of a pass that serve forward ops only. */
+  std::vector<Instr> validation_pass(const RankProgram &prog) const {
+    std::vector<Instr> out;
+    for (int i = 0; i < prog.passes_end; ++i) {
+      const Instr &in = prog.step[static_cast<size_t>(i)];
+      bool forward = in.timing.kind == Timing::Kind::data ||
+                     (!in.timing.ops.empty() && std::all_of(in.timing.ops.begin(), in.timing.ops.end(), [&](OpId o) {
+                       return g_.op(o).phase == Phase::forward;
+                     }));
+      if (!forward) continue;
+      out.push_back(in);
+      if (!in.val_code.empty()) out.back().code = in.val_code;
+    }
+    return out;
   }
 
   static bool is_optimizer_update(OpKind k) {
@@ -525,6 +557,8 @@ class Lowerer {
     std::optional<PendingMap> &prev = last_map_[r];
     std::vector<Instr> &step = out_.ranks[r].step;
     if (!prev || prev->instr != static_cast<int>(step.size()) - 1 || prev->spec.n != spec.n) return false;
+    // A statement serves one phase (a validation pass runs the forward ones alone).
+    if (g_.op(step.back().timing.ops.back()).phase != g_.op(o).phase) return false;
     TensorId t = prev->tensor;
     if (readers_[t] != 1 || t == g_.loss || assigned_dst_[t] || assigned_src_[t] || is_partial(sharding(t)) ||
         std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end())

@@ -49,6 +49,9 @@ struct Instr {
   std::string code;
   std::vector<int> buffers;
   Timing timing;
+  /** The statement in a validation pass when it differs from `code` (validation_kernel_code; a data read from the
+   *  validation files); it touches no buffer `code` does not. */
+  std::string val_code{};
 };
 
 /** A tensor shard a rank holds in a persistent buffer (weights file and --save-model). */
@@ -81,6 +84,10 @@ struct RankProgram {
   /** step[0, passes_end) is a pass (data, forward, backward, gradient accumulation), run --accumulate times per
    *  step; the rest (clipping, updates, the loss line, assigns) once. */
   int passes_end = 0;
+  /** A validation pass (--val-data): the forward statements of a pass (data reads, the forward ops' communication
+   *  and kernels), in step order, with their val_code. A subsequence of the step, so the step's memory plan holds
+   *  for it. Empty when the graph's loss is not one the validation metrics understand (a classifier's). */
+  std::vector<Instr> validation;
 };
 
 struct Lowered {

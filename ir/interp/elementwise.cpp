@@ -96,7 +96,7 @@ void kernel_Dropout(const KernelArgs &k) {
   k.expect_out_shape(0, x.shape);
   k.expect_out_shape(1, x.shape);
   double ratio = k.op.attr_float("ratio", 0.5);
-  bool training = k.op.attr_int("training_mode", 0) != 0;
+  bool training = k.op.attr_int("training_mode", 0) != 0 && !k.ctx.inference;
   if (ratio < 0 || ratio >= 1) CLEAVE_USER_ERROR(k.label(), ": ratio ", ratio, " is not in [0, 1)");
   uint64_t seed = static_cast<uint64_t>(k.op.attr_int("seed", 0));
   Value &y = k.out(0);

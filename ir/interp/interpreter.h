@@ -26,7 +26,10 @@ struct Context {
   int64_t step = 1;
   /** The learning rate SGDUpdate, MomentumUpdate and AdamUpdate use for their `lr` attribute (a schedule); unset:
    *  the attribute. */
-  std::function<double(double)> lr;
+  std::function<double(double)> lr{};
+  /** A validation pass (torch's model.eval()): BatchNormalization and Dropout run in inference mode whatever their
+   *  training_mode attribute says. */
+  bool inference = false;
   double rate(double base) const { return lr ? lr(base) : base; }
 };
 

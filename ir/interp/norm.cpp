@@ -70,7 +70,7 @@ void kernel_BatchNormalization(const KernelArgs &k) {
   for (size_t i = 1; i <= 4; ++i) k.expect_out_shape(i, Shape{v.c});
   double eps = k.op.attr_float("epsilon", 1e-5);
   double momentum = k.op.attr_float("momentum", 0.9);
-  bool training = k.op.attr_int("training_mode", 0) != 0;
+  bool training = k.op.attr_int("training_mode", 0) != 0 && !k.ctx.inference;
   const std::vector<double> &scale = k.in(1).data, &bias = k.in(2).data;
   const std::vector<double> &run_mean = k.in(3).data, &run_var = k.in(4).data;
   Value &y = k.out(0);

@@ -145,6 +145,19 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
         schedule_.milestones.push_back(parse_count(a, list.substr(at, comma - at).c_str(), 1));
         at = comma + 1;
       }
+    } else if (a == "--val-data") {
+      std::string list = value();
+      for (size_t at = 0; at < list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, comma - at);
+        size_t eq = item.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+          fail("--val-data: expected NAME=FILE.npy, got \"" + item + "\"");
+        val_data_.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+        at = comma + 1;
+      }
+    } else if (a == "--val-every") {
+      val_every_ = parse_count(a, value(), 1);
     } else if (a.find('=') != std::string::npos && a[0] != '-') {
       data_.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
     } else {
@@ -152,6 +165,7 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     }
   }
   if (resume_ == "auto" && checkpoint_dir_.empty()) fail("--resume auto: needs --checkpoint-dir");
+  if (val_every_ > 0 && val_data_.empty()) fail("--val-every: needs --val-data");
   bool steps_given = false;
   for (int i = 1; i < argc; ++i) steps_given |= std::string(argv[i]) == "--steps";
   if (epochs_ > 0 && steps_given) fail("--epochs: give --steps or --epochs, not both");
@@ -232,6 +246,66 @@ NpyFile TrainingRun::data(const std::string &name) {
     return f;
   }
   fail("no data for input " + name + " (give " + name + "=FILE.npy)");
+}
+
+bool TrainingRun::validation_due(int64_t step) const {
+  return !val_data_.empty() && ((val_every_ > 0 && step % val_every_ == 0) || step == last_step_);
+}
+
+NpyFile TrainingRun::val_data(const std::string &name) {
+  for (const auto &[n, p] : val_data_) {
+    if (n != name) continue;
+    NpyFile f = npy_open(p);
+    int64_t count = f.shape.empty() ? 0 : f.shape[0];
+    if (count == 0) fail("--val-data " + p + ": no samples");
+    if (val_samples_ > 0 && count != val_samples_)
+      fail("--val-data " + p + ": " + std::to_string(count) + " samples, another input has " +
+           std::to_string(val_samples_));
+    val_samples_ = count;
+    return f;
+  }
+  fail("--val-data: no validation data for input " + name + " (give " + name + "=FILE.npy)");
+}
+
+void TrainingRun::read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, float *dst) {
+  npy_read_samples(f, vb * batch_ + first, count, dst);
+}
+
+void TrainingRun::read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, int64_t *dst) {
+  npy_read_samples(f, vb * batch_ + first, count, dst);
+}
+
+void TrainingRun::add_validation(const val::LossKind &kind, int64_t vb, int64_t first, int64_t n, int64_t c,
+                                 int64_t d, const float *scores, const int64_t *labels, const float *weights,
+                                 bool counted) {
+  if (!counted) return;
+  std::vector<float> s(static_cast<size_t>(n * c * d)), w(weights ? static_cast<size_t>(c) : 0);
+  std::vector<int64_t> y(static_cast<size_t>(n * d));
+  copy_to_host(s.data(), scores, static_cast<int64_t>(s.size() * sizeof(float)));
+  copy_to_host(y.data(), labels, static_cast<int64_t>(y.size() * sizeof(int64_t)));
+  if (weights) copy_to_host(w.data(), weights, static_cast<int64_t>(w.size() * sizeof(float)));
+  // Samples of the batch past the set's end are its first samples again: counted once, in batch 0.
+  int64_t fresh = val_samples_ - (vb * batch_ + first);
+  int64_t bad = val::add_classified(val_sums_, kind, n, c, d, s.data(), y.data(), weights ? w.data() : nullptr, fresh);
+  if (bad >= 0)
+    fail("--val-data: sample " + std::to_string(vb * batch_ + first + bad) + " has a label outside [0, " +
+         std::to_string(c) + ")");
+}
+
+void TrainingRun::end_validation(int64_t step) {
+  double local[4] = {val_sums_.loss, val_sums_.weight, val_sums_.correct, val_sums_.positions}, total[4];
+  CLEAVE_MPI(MPI_Allreduce, local, total, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  val_sums_ = {};
+  val::Sums all{total[0], total[1], total[2], total[3]};
+  if (context().rank != 0) return;
+  std::printf("%s\n", val::line(step, all).c_str());
+  std::fflush(stdout);
+  if (!log_json_.empty())
+    if (std::FILE *f = std::fopen(log_json_.c_str(), "ab")) {
+      std::fprintf(f, "{\"step\": %lld, \"val_loss\": %.9g, \"val_accuracy\": %.6f}\n", static_cast<long long>(step),
+                   all.mean_loss(), all.accuracy());
+      std::fclose(f);
+    }
 }
 
 template <typename T>

@@ -14,6 +14,10 @@ void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *d
   host::read_samples(f, first, count, dst);
 }
 
+void copy_to_host(void *dst, const void *src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers) {
   host::checkpoint_save(path, buffers, [](void *dst, const void *src, size_t n) { std::memcpy(dst, src, n); });
 }

@@ -29,6 +29,12 @@ void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *d
   read_samples(f, first, count, dst);
 }
 
+void copy_to_host(void *dst, const void *src, int64_t bytes) {
+  if (bytes <= 0) return;
+  detail::sync_compute();  // src's last writes
+  CLEAVE_CUDA(cudaMemcpy, dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost);
+}
+
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers) {
   detail::sync_compute();  // the buffers' last writes
   host::checkpoint_save(path, buffers, [](void *dst, const void *src, size_t n) {

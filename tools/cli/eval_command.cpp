@@ -15,6 +15,7 @@
 #include "ir/interp/interpreter.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
+#include "runtime/include/cleave/validation.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/npy.h"
 
@@ -23,7 +24,8 @@ namespace {
 
 struct EvalArgs {
   std::string model;
-  std::vector<std::string> data;
+  std::vector<std::string> data, val_data;
+  int64_t val_every = 0;
   int64_t batch = 0;
   int64_t steps = 1;
   std::string save_model;
@@ -40,14 +42,15 @@ void add_data_flags(CLI::App &app, EvalArgs &args, const char *batch_help) {
 }
 
 /** name=path pairs of --data, in flag order. */
-std::map<std::string, std::string> parse_data_flag(const std::vector<std::string> &items) {
+std::map<std::string, std::string> parse_data_flag(const std::vector<std::string> &items,
+                                                   const std::string &flag = "--data") {
   std::map<std::string, std::string> out;
   for (const auto &item : items) {
     size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-      CLEAVE_USER_ERROR("--data: expected NAME=FILE.npy, got \"", item, "\"");
+      CLEAVE_USER_ERROR(flag, ": expected NAME=FILE.npy, got \"", item, "\"");
     if (!out.emplace(item.substr(0, eq), item.substr(eq + 1)).second)
-      CLEAVE_USER_ERROR("--data: input \"", item.substr(0, eq), "\" given twice");
+      CLEAVE_USER_ERROR(flag, ": input \"", item.substr(0, eq), "\" given twice");
   }
   return out;
 }
@@ -59,7 +62,8 @@ struct Feed {
 };
 
 /** Binds each graph input (role input/label) to its .npy array, checking shapes. */
-std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::string> &files, int64_t batch) {
+std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::string> &files, int64_t batch,
+                            const std::string &flag = "--data") {
   std::vector<Feed> feeds;
   std::vector<std::string> missing;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
@@ -88,17 +92,17 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
   if (!missing.empty()) {
     std::string list;
     for (const auto &m : missing) list += (list.empty() ? "" : ", ") + m;
-    CLEAVE_USER_ERROR("--data: no data for input", missing.size() > 1 ? "s " : " ", list);
+    CLEAVE_USER_ERROR(flag, ": no data for input", missing.size() > 1 ? "s " : " ", list);
   }
   for (const auto &[name, path] : files) {
     auto id = g.find_tensor(name);
     if (!id || (g.tensor(*id).role != Role::input && g.tensor(*id).role != Role::label))
-      CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
+      CLEAVE_USER_ERROR(flag, ": the model has no input \"", name, "\"");
   }
   for (const Feed &f : feeds)
     if (f.array.shape[0] != feeds.front().array.shape[0]) {
       const std::string &a = g.tensor(feeds.front().tensor).name, &b = g.tensor(f.tensor).name;
-      CLEAVE_USER_ERROR("--data: \"", a, "\" has ", feeds.front().array.shape[0], " samples (", files.at(a), ") but \"", b,
+      CLEAVE_USER_ERROR(flag, ": \"", a, "\" has ", feeds.front().array.shape[0], " samples (", files.at(a), ") but \"", b,
                         "\" has ", f.array.shape[0], " (", files.at(b), "); every input needs the same number");
     }
   return feeds;
@@ -121,6 +125,39 @@ interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t 
   return v;
 }
 
+/** A validation pass after step `step` (rt::TrainingRun's, rt.h): the forward ops in inference mode over every
+ *  validation sample in batches, the last wrapping around to the first samples but counting only new ones, and the
+ *  classifier's loss and accuracy over them (rt/validation.h), printed as `val <k> loss <v> accuracy <a>`. */
+void validate(const Graph &g, const std::vector<Feed> &feeds, int64_t batch, int64_t step, interp::Values &values) {
+  std::vector<OpId> losses;
+  for (OpId o = 0; o < g.num_ops(); ++o)
+    if (g.op(o).kind == OpKind::SoftmaxCrossEntropyLoss || g.op(o).kind == OpKind::NegativeLogLikelihoodLoss)
+      losses.push_back(o);
+  int64_t samples = feeds.front().array.shape[0];
+  rt::val::Sums sums;
+  for (int64_t vb = 0; vb * batch < samples; ++vb) {
+    for (const Feed &f : feeds) values[f.tensor] = batch_value(g.tensor(f.tensor), f, vb + 1, batch);
+    interp::Context ctx{step};
+    ctx.inference = true;
+    for (OpId o = 0; o < g.num_ops(); ++o)
+      if (g.op(o).phase == Phase::forward) interp::run_op(g, o, values, ctx);
+    for (OpId o : losses) {
+      const Op &op = g.op(o);
+      const Shape &s = g.tensor(op.inputs[0]).shape;  // [n, c, d...]
+      int64_t c = s.size() > 1 ? s[1] : 1, d = num_elements(s) / (s[0] * c);
+      rt::val::LossKind kind{op.kind == OpKind::NegativeLogLikelihoodLoss, op.has_attr("ignore_index"),
+                             op.attr_int("ignore_index", -100)};
+      const std::vector<double> *weights = op.input(2) == kNoTensor ? nullptr : &values[op.inputs[2]]->data;
+      int64_t bad = rt::val::add_classified(sums, kind, s[0], c, d, values[op.inputs[0]]->data.data(),
+                                            values[op.inputs[1]]->data.data(), weights ? weights->data() : nullptr,
+                                            samples - vb * batch);
+      if (bad >= 0) CLEAVE_USER_ERROR("--val-data: sample ", vb * batch + bad, " has a label outside [0, ", c, ")");
+    }
+  }
+  std::printf("%s\n", rt::val::line(step, sums).c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 Command add_eval_command(CLI::App &app) {
@@ -131,6 +168,12 @@ Command add_eval_command(CLI::App &app) {
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   args->train_flags.add_to(app);
   args->knobs.add_to(app, steps);
+  app.add_option("--val-data", args->val_data,
+                 "validation samples from .npy files: NAME=FILE,... (every graph input; a classifier's loss)")
+      ->delimiter(',');
+  app.add_option("--val-every", args->val_every, "validate after every N steps (and after the last)")
+      ->check(kPositive)
+      ->needs("--val-data");
   return [args] {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
@@ -138,6 +181,15 @@ Command add_eval_command(CLI::App &app) {
     if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
     Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
+    std::vector<Feed> val_feeds;
+    if (!args->val_data.empty()) {
+      if (std::none_of(g.ops().begin(), g.ops().end(), [](const Op &op) {
+            return op.kind == OpKind::SoftmaxCrossEntropyLoss || op.kind == OpKind::NegativeLogLikelihoodLoss;
+          }))
+        CLEAVE_USER_ERROR("--val-data: the model's loss is not a classifier's (SoftmaxCrossEntropyLoss or "
+                          "NegativeLogLikelihoodLoss)");
+      val_feeds = bind_data(g, parse_data_flag(args->val_data, "--val-data"), args->batch, "--val-data");
+    }
 
     interp::Values values = interp::initial_values(g);
     for (TensorId t = 0; t < g.num_tensors(); ++t) {
@@ -199,6 +251,8 @@ Command add_eval_command(CLI::App &app) {
       std::printf("step %lld loss %.9g\n", static_cast<long long>(step), loss);
       std::fflush(stdout);
       interp::apply_assigns(g, values);
+      if (!val_feeds.empty() && ((args->val_every > 0 && step % args->val_every == 0) || step == steps))
+        validate(g, val_feeds, args->batch, step, values);
     }
 
     if (!args->save_model.empty()) {

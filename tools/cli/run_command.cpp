@@ -38,7 +38,51 @@ struct RunArgs {
   std::optional<int64_t> checkpoint_every, keep;
   std::string log_json;
   KnobFlags knobs;
+  std::vector<std::string> val_data;
+  std::optional<int64_t> val_every;
 };
+
+/** The files of --data (or --val-data) by input name, as absolute paths: every input of the bundle once, each a
+ *  readable .npy with the input's per-sample shape, all with the same number of samples. */
+std::map<std::string, std::string> data_files(const codegen::Bundle &bundle, const std::vector<std::string> &items,
+                                              const std::string &flag) {
+  std::map<std::string, std::string> files;
+  for (const auto &item : items) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      CLEAVE_USER_ERROR(flag, ": expected NAME=FILE.npy, got \"", item, "\"");
+    if (!files.emplace(item.substr(0, eq), fs::absolute(item.substr(eq + 1)).string()).second)
+      CLEAVE_USER_ERROR(flag, ": input \"", item.substr(0, eq), "\" given twice");
+  }
+  for (const auto &[name, path] : files)
+    if (std::none_of(bundle.inputs.begin(), bundle.inputs.end(),
+                     [&](const codegen::BundleInput &in) { return in.name == name; }))
+      CLEAVE_USER_ERROR(flag, ": the model has no input \"", name, "\"");
+  // The ranks read the files with the same reader (runtime/common/npy_format.h): what passes here, they accept.
+  std::string first_name;
+  int64_t first_samples = -1;
+  for (const codegen::BundleInput &input : bundle.inputs) {
+    const std::string &name = input.name;
+    auto it = files.find(name);
+    if (it == files.end()) CLEAVE_USER_ERROR(flag, ": no data for input \"", name, "\"");
+    NpyArray a = read_npy_header(it->second);
+    std::optional<DType> dt = parse_dtype(input.dtype);
+    if (!dt) CLEAVE_USER_ERROR(bundle.dir, ": manifest.json: input \"", name, "\" has an unknown dtype");
+    check_npy_feeds(a, it->second, !is_float(*dt));
+    std::vector<int64_t> sample(input.shape.begin() + 1, input.shape.end());
+    std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
+    if (a.shape.empty() || a.shape[0] == 0 || have != sample)
+      CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
+    if (first_samples < 0) {
+      first_name = name;
+      first_samples = a.shape[0];
+    } else if (a.shape[0] != first_samples) {
+      CLEAVE_USER_ERROR(flag, ": \"", first_name, "\" has ", first_samples, " samples (", files.at(first_name),
+                        ") but \"", name, "\" has ", a.shape[0], " (", it->second, "); every input needs the same number");
+    }
+  }
+  return files;
+}
 
 /** The rank programs' flags for `a`'s checkpoint, training and log options (rt::TrainingRun), resume excepted. */
 std::vector<std::string> rank_flags(const RunArgs &a) {
@@ -48,6 +92,7 @@ std::vector<std::string> rank_flags(const RunArgs &a) {
   push_flag(out, "--keep", flag_value(a.keep));
   for (std::string &flag : a.knobs.rank_args()) out.push_back(std::move(flag));
   push_flag(out, "--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
+  push_flag(out, "--val-every", flag_value(a.val_every));
   return out;
 }
 
@@ -100,48 +145,20 @@ Command add_run_command(CLI::App &app) {
   args->knobs.add_to(app, steps);
   app.add_option("--log-json", args->log_json,
                  "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
+  app.add_option("--val-data", args->val_data,
+                 "validation samples from .npy files: NAME=FILE,... (every graph input; a classifier's loss)")
+      ->delimiter(',');
+  app.add_option("--val-every", args->val_every, "validate after every N steps (and after the last)")
+      ->check(kPositive)
+      ->needs("--val-data");
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
     if (!args->knobs.epochs) args->knobs.schedule(args->steps);  // bad settings: before building
     if (!args->save_model.empty()) check_output_file("--save-model", args->save_model);  // before training
 
-    // Data: every input once, with the right per-sample shape.
-    std::map<std::string, std::string> files;
-    for (const auto &item : args->data) {
-      size_t eq = item.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-        CLEAVE_USER_ERROR("--data: expected NAME=FILE.npy, got \"", item, "\"");
-      if (!files.emplace(item.substr(0, eq), fs::absolute(item.substr(eq + 1)).string()).second)
-        CLEAVE_USER_ERROR("--data: input \"", item.substr(0, eq), "\" given twice");
-    }
-    for (const auto &[name, path] : files)
-      if (std::none_of(bundle.inputs.begin(), bundle.inputs.end(),
-                       [&](const codegen::BundleInput &in) { return in.name == name; }))
-        CLEAVE_USER_ERROR("--data: the model has no input \"", name, "\"");
-    // The ranks read the files with the same reader (runtime/common/npy_format.h): what passes here, they accept.
-    std::string first_name;
-    int64_t first_samples = -1;
-    for (const codegen::BundleInput &input : bundle.inputs) {
-      const std::string &name = input.name;
-      auto it = files.find(name);
-      if (it == files.end()) CLEAVE_USER_ERROR("--data: no data for input \"", name, "\"");
-      NpyArray a = read_npy_header(it->second);
-      std::optional<DType> dt = parse_dtype(input.dtype);
-      if (!dt) CLEAVE_USER_ERROR(args->bundle, ": manifest.json: input \"", name, "\" has an unknown dtype");
-      check_npy_feeds(a, it->second, !is_float(*dt));
-      std::vector<int64_t> sample(input.shape.begin() + 1, input.shape.end());
-      std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
-      if (a.shape.empty() || a.shape[0] == 0 || have != sample)
-        CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");
-      if (first_samples < 0) {
-        first_name = name;
-        first_samples = a.shape[0];
-      } else if (a.shape[0] != first_samples) {
-        CLEAVE_USER_ERROR("--data: \"", first_name, "\" has ", first_samples, " samples (", files.at(first_name),
-                          ") but \"", name, "\" has ", a.shape[0], " (", it->second,
-                          "); every input needs the same number");
-      }
-    }
+    std::map<std::string, std::string> files = data_files(bundle, args->data, "--data");
+    std::map<std::string, std::string> val_files;
+    if (!args->val_data.empty()) val_files = data_files(bundle, args->val_data, "--val-data");
 
     codegen::BuildOptions build;
     build.runtime_dir = args->runtime_dir;
@@ -154,6 +171,9 @@ Command add_run_command(CLI::App &app) {
     run.steps = args->knobs.epochs ? 0 : args->steps;
     run.data = files;
     run.rank_args = rank_flags(*args);
+    std::string val_list;
+    for (const auto &[name, path] : val_files) val_list += (val_list.empty() ? "" : ",") + name + "=" + path;
+    push_flag(run.rank_args, "--val-data", val_list);
     // The ranks' stderr goes to the log: rank 0 shows its progress on this terminal instead.
     if (::isatty(2) == 1) run.env.emplace_back("CLEAVE_PROGRESS", "tty");
     for (std::string &flag : resume_flags(*args, bundle, build_dir)) run.rank_args.push_back(std::move(flag));

@@ -16,6 +16,7 @@
 
 #include "cleave/rng.h"  // defines CLEAVE_HD: __host__ __device__ under nvcc, empty otherwise
 #include "cleave/schedule.h"
+#include "cleave/validation.h"
 
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
@@ -579,6 +580,8 @@ struct NpyFile {
   int64_t data_offset = 0;  // byte offset of the data in the file
   int64_t sample_elems = 1;  // elements per sample
 };
+/** Copies `bytes` of a backend buffer (device memory under CUDA) into host memory, finished when it returns. */
+void copy_to_host(void *dst, const void *src, int64_t bytes);
 /** Parses the header; fail()s naming the file on anything else than the formats above. */
 NpyFile npy_open(const std::string &path);
 /** Reads samples (first + i) mod shape[0] for i in [0, count) into dst (count * sample_elems values), converting to
@@ -628,7 +631,13 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *                            --step-size N, --milestones A,B,..., --gamma G (torch.optim.lr_scheduler; lr())
  *    --clip-grad-norm X      scale the gradients by min(1, X / (norm + 1e-6)), norm = the 2-norm of every gradient
  *                            shard on every rank, each box counted once (torch.nn.utils.clip_grad_norm_)
- *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds
+ *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds (and
+ *                            one per validation: step, val_loss, val_accuracy)
+ *    --val-data NAME=FILE    a graph input's validation samples (one flag per input, or NAME=FILE,NAME=FILE)
+ *    --val-every N           validate after every N steps and after the last (default: after the last only): the
+ *                            forward pass in inference mode (BatchNorm's running statistics, no Dropout) over every
+ *                            validation sample, the last batch wrapping around to the first samples but counting
+ *                            only the new ones; rank 0 prints `val <k> loss <v> accuracy <a>` (validation.h)
  *  SIGUSR1 or SIGTERM (Slurm's warning before a time limit or preemption) makes every rank write a checkpoint after
  *  the step in progress and exit with code kStoppedForResume; with --checkpoint-dir the ranks agree on the stop step
  *  by one small all-reduce per step. Rank 0 shows progress (step/total, loss, samples/s, ETA) at most once a second:
@@ -676,6 +685,25 @@ class TrainingRun {
   /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
    *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
   bool end_step(int64_t step);
+  /** Whether --val-data was given. */
+  bool validates() const { return !val_data_.empty(); }
+  /** Whether a validation pass follows step `step` (--val-data, --val-every). */
+  bool validation_due(int64_t step) const;
+  /** The validation file of graph input `name`; fail()s when --val-data gave none. */
+  NpyFile val_data(const std::string &name);
+  /** Batches of a validation pass (the samples over the batch, rounded up). */
+  int64_t val_batches() const { return (val_samples_ + batch_ - 1) / batch_; }
+  /** Reads samples [first, first + count) of validation batch `vb` (from 0), in file order, wrapping around. */
+  void read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, float *dst);
+  void read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, int64_t *dst);
+  /** Adds this rank's shard of a classifier's scores [n, c, d] (samples [first, first + n) of validation batch `vb`,
+   *  labels [n, d], the loss op's class weights or null) to the validation sums. Ranks holding a replica of a shard
+   *  call it with `counted` false. */
+  void add_validation(const val::LossKind &kind, int64_t vb, int64_t first, int64_t n, int64_t c, int64_t d,
+                      const float *scores, const int64_t *labels, const float *weights, bool counted);
+  /** After a validation pass (every rank calls it): the sums over the world; rank 0 prints the line. */
+  void end_validation(int64_t step);
+
   /** After the loop: --save's file, then finalize() and the exit code (0, or kStoppedForResume). */
   int finish(const std::vector<NamedBuffer> &saved);
 
@@ -690,6 +718,10 @@ class TrainingRun {
   void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
   std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
   std::vector<std::pair<std::string, std::string>> data_;
+  // Validation.
+  std::vector<std::pair<std::string, std::string>> val_data_;
+  int64_t val_every_ = 0, val_samples_ = 0;
+  val::Sums val_sums_;
   std::vector<NamedBuffer> state_;
   sched::LrSchedule schedule_;
   // Reporting.
