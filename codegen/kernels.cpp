@@ -469,6 +469,7 @@ std::string kernel_code(const KernelCall &call) {
   if (is_window_kind(call.node().kind)) return window_kernel_code(call);
   if (is_norm_kind(call.node().kind)) return norm_kernel_code(call);
   if (is_image_kind(call.node().kind)) return image_kernel_code(call);
+  if (is_index_kind(call.node().kind)) return index_kernel_code(call);
   const Graph &g = call.graph();
   const Op &op = call.node();
   const std::vector<std::string> &ins = call.ins, &outs = call.outs;
@@ -686,6 +687,13 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Max: return indexed(call, select_body(op.inputs.size(), ">"));
     case OpKind::Min: return indexed(call, select_body(op.inputs.size(), "<"));
     case OpKind::Pad: return pad_code(call);
+    case OpKind::Mod: {
+      // fmod 1: C's remainder (sign of A); fmod 0: the sign of B (Python's %). Integer x mod 0 gives 0, as numpy does
+      // and the interpreter, where C would trap.
+      bool f = is_float(g.tensor(op.outputs[0]).dtype), c_rem = op.attr_int("fmod", 0) != 0;
+      std::string r = f ? "auto r = std::fmod(p0[i], p1[i]); " : "auto r = p1[i] == 0 ? 0 : p0[i] % p1[i]; ";
+      return indexed(call, r + (c_rem ? "y[i] = r;" : "y[i] = r != 0 && ((r < 0) != (p1[i] < 0)) ? r + p1[i] : r;"));
+    }
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
       return "rt::reduce_max(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +

@@ -5,6 +5,7 @@
 //   kernels_window.cpp  Conv, pools and their gradients (spatial splits with halos)
 //   kernels_norm.cpp    BatchNormalization, softmax and the losses (splits that need statistics from other ranks)
 //   kernels_image.cpp   InstanceNormalization, Resize (whole planes: batch and channel splits)
+//   kernels_index.cpp   ArgMax/ArgMin, CumSum, OneHot (whole lines along their axis)
 #include <functional>
 #include <optional>
 #include <string>
@@ -74,6 +75,10 @@ void check_norm_split(const KernelCall &call);
 /** Image family (kernels_image.cpp): every batch/channel split runs on its local planes, nothing to check. */
 bool is_image_kind(OpKind kind);
 std::string image_kernel_code(const KernelCall &call);
+
+/** Index family (kernels_index.cpp): the axis is never split, so every split runs on local lines. */
+bool is_index_kind(OpKind kind);
+std::string index_kernel_code(const KernelCall &call);
 
 /** Helpers shared by the kernel files. */
 namespace kernel_util {

@@ -140,5 +140,15 @@ void translate_sum_mean(Importer &, const NodeCtx &);      // Sum, Mean: chains 
 void translate_instance_norm(Importer &, const NodeCtx &);  // translate_image.cpp
 void translate_conv_transpose(Importer &, const NodeCtx &);
 void translate_resize(Importer &, const NodeCtx &);
+// Lowered to compositions of IR ops (translate_lowered.cpp):
+void translate_reduce_composite(Importer &, const NodeCtx &);  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum(Exp)
+void translate_lp_normalization(Importer &, const NodeCtx &);
+void translate_tile(Importer &, const NodeCtx &);
+void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth
+// Kinds of their own (translate_index_ops.cpp):
+void translate_arg_extreme(Importer &, const NodeCtx &);       // ArgMax, ArgMin
+void translate_cumsum(Importer &, const NodeCtx &);
+void translate_mod(Importer &, const NodeCtx &);
+void translate_onehot(Importer &, const NodeCtx &);
 
 }  // namespace cleave

@@ -41,6 +41,15 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "ConvTranspose"}] = translate_conv_transpose;
     t[{"", "InstanceNormalization"}] = translate_instance_norm;
     t[{"", "Resize"}] = translate_resize;
+    for (const char *op : {"ReduceSumSquare", "ReduceL2", "ReduceL1", "ReduceLogSum", "ReduceLogSumExp"})
+      t[{"", op}] = translate_reduce_composite;
+    t[{"", "LpNormalization"}] = translate_lp_normalization;
+    t[{"", "Tile"}] = translate_tile;
+    t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;
+    t[{"", "ArgMax"}] = t[{"", "ArgMin"}] = translate_arg_extreme;
+    t[{"", "CumSum"}] = translate_cumsum;
+    t[{"", "Mod"}] = translate_mod;
+    t[{"", "OneHot"}] = translate_onehot;
     t[{"", "MaxPool"}] = t[{"", "AveragePool"}] = t[{"", "GlobalAveragePool"}] = translate_pool;
     for (const char *op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) t[{"", op}] = translate_reduce;
     t[{"", "LayerNormalization"}] = translate_layer_norm;

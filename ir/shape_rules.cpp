@@ -670,6 +670,53 @@ Types rule_ResizeGrad(const RuleArgs &r) {
   return {{dy.dtype, dx.shape}};
 }
 
+// ---- index and scan ops: ArgMax/ArgMin, CumSum, Mod, OneHot ----
+
+/** ArgMax/ArgMin: X's shape with the axis removed (or kept as 1); int64 indices. */
+Types arg_extreme(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  if (x.dtype == DType::boolean) r.fail("X must be a numeric tensor, got bool");
+  if (x.shape.empty()) r.fail("X must have rank >= 1");
+  auto axis = static_cast<size_t>(r.axis("axis", x.shape.size()));
+  if (x.shape[axis] == 0) r.fail(detail::concat("axis ", axis, " of X ", shape_str(x.shape), " is empty"));
+  Shape y;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (d != axis) y.push_back(x.shape[d]);
+    else if (r.op.attr_int("keepdims", 1) != 0) y.push_back(1);
+  return {{DType::i64, y}};
+}
+Types rule_ArgMax(const RuleArgs &r) { return arg_extreme(r); }
+Types rule_ArgMin(const RuleArgs &r) { return arg_extreme(r); }
+
+Types rule_CumSum(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  if (x.dtype == DType::boolean) r.fail("X must be a numeric tensor, got bool");
+  if (x.shape.empty()) r.fail("X must have rank >= 1");
+  r.axis("axis", x.shape.size());
+  return {x};
+}
+
+Types rule_Mod(const RuleArgs &r) {
+  Types t = binary_broadcast(r);
+  if (t[0].dtype == DType::boolean) r.fail("A and B must be numeric tensors, got bool");
+  return t;
+}
+
+Types rule_OneHot(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType ind = r.type(0, "indices"), values = r.type(1, "values");
+  if (ind.dtype == DType::boolean) r.fail("indices must be a numeric tensor, got bool");
+  if (values.shape != Shape{2}) r.fail(detail::concat("values ", shape_str(values.shape), " must have shape [2]"));
+  int64_t depth = r.op.attr_int("depth");
+  if (depth < 1) r.fail(detail::concat("depth ", depth, " must be positive"));
+  auto axis = static_cast<size_t>(r.axis("axis", ind.shape.size() + 1));
+  Shape y = ind.shape;
+  y.insert(y.begin() + static_cast<std::ptrdiff_t>(axis), depth);
+  return {{values.dtype, y}};
+}
+
 // ---- activations and rounding ----
 
 /** PRelu's slope must broadcast to X (unidirectionally): the output has X's shape. */

@@ -5,6 +5,7 @@
 
 #include "ir/autodiff/grad_context.h"
 #include "ir/error.h"
+#include "ir/tensor_data.h"
 
 namespace cleave::autodiff_detail {
 namespace {
@@ -478,6 +479,48 @@ void grad_Resize(GradContext &c, Dx &dx) {
   dx[0] = c.emit(OpKind::ResizeGrad, {c.dy(0)}, c.fwd().attrs, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
 }
 
+// ---- index and scan ops ----
+
+void grad_CumSum(GradContext &c, Dx &dx) {
+  // Each X element feeds the outputs after it (before it, reversed): dX is the cumsum of dY the other way round.
+  AttrMap attrs = copy_attrs(c.fwd(), {"axis", "exclusive", "reverse"});
+  attrs["reverse"] = int64_t{c.fwd().attr_int("reverse", 0) != 0 ? 0 : 1};
+  dx[0] = c.emit(OpKind::CumSum, {c.dy(0)}, attrs, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
+
+void grad_Mod(GradContext &c, Dx &dx) {
+  // C = A - q * B with q = trunc(A / B) (fmod) or floor(A / B), piecewise constant: dA = dY, dB = -dY * q (torch's
+  // fmod/remainder backward). q is read back as round((A - C) / B), exact where the division is within half a unit.
+  TensorId dy = c.dy(0);
+  if (c.need(0)) dx[0] = c.sum_to(dy, c.shape(c.in(0)), c.grad_name(0));
+  if (c.need(1)) {
+    TensorId q = c.unary(OpKind::Round, c.binary(OpKind::Div, c.binary(OpKind::Sub, c.in(0), c.out(0)), c.in(1)));
+    dx[1] = c.unary(OpKind::Neg, c.sum_to(c.binary(OpKind::Mul, dy, q), c.shape(c.in(1))), c.grad_name(1));
+  }
+}
+
+void grad_OneHot(GradContext &c, Dx &dx) {
+  // Y = values[1] at the hits, values[0] elsewhere: dvalues = [sum of dY off the hits, sum of dY on them].
+  if (!c.need(1)) return;
+  TensorId dy = c.dy(0);
+  DType dt = c.dtype(dy);
+  const Shape ys = c.shape(dy);
+  Tensor unit;
+  unit.name = c.graph().fresh_tensor_name(c.fwd().name + ".grad.unit");
+  unit.dtype = dt;
+  unit.shape = {2};
+  unit.role = Role::constant;
+  unit.data = encode_doubles(dt, {0.0, 1.0});
+  TensorId unit_id = c.graph().add_tensor(std::move(unit));
+  TensorId hits = c.emit(OpKind::OneHot, {c.in(0), unit_id}, copy_attrs(c.fwd(), {"axis", "depth"}), dt, ys);
+  std::vector<int64_t> all(ys.size());
+  std::iota(all.begin(), all.end(), 0);
+  TensorId on = c.reduce_sum(c.binary(OpKind::Mul, dy, hits), all, false);
+  TensorId off = c.binary(OpKind::Sub, c.reduce_sum(dy, all, false), on);
+  dx[1] = c.emit(OpKind::Concat, {c.reshape(off, {1}), c.reshape(on, {1})}, {{"axis", int64_t{0}}}, dt, {2},
+                 c.grad_name(1));
+}
+
 // ---- activations and rounding ----
 
 /** dX = Kind(dY, X) carrying the forward's attributes (alpha, min/max, ...). */
@@ -586,6 +629,12 @@ constexpr GradRule kRule_Round = rule(grad_zero);
 constexpr GradRule kRule_InstanceNormalization = rule(grad_InstanceNormalization);
 constexpr GradRule kRule_ConvTranspose = rule(grad_ConvTranspose);
 constexpr GradRule kRule_Resize = rule(grad_Resize);
+// ArgMax/ArgMin give int64 positions: no gradient flows back through them.
+constexpr GradRule kRule_ArgMax = kNonDifferentiable;
+constexpr GradRule kRule_ArgMin = kNonDifferentiable;
+constexpr GradRule kRule_CumSum = rule(grad_CumSum);
+constexpr GradRule kRule_Mod = rule(grad_Mod);
+constexpr GradRule kRule_OneHot = rule(grad_OneHot);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -633,7 +682,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 111, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 116, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

@@ -190,6 +190,16 @@ Graph example_op(OpKind kind) {
       if (kind == K::Resize) return e.in("X", x4).out("Y").build(fwd);
       return e.in("dY", {8, 3, 32, 32}).out("dX", x4).build(bwd);
     }
+    case K::ArgMax: case K::ArgMin:
+      return Example(kind).in("X", {2, 5, 3}).attr("axis", int64_t{1}).attr("keepdims", int64_t{1})
+          .attr("select_last_index", int64_t{0}).out("Y").build(fwd);
+    case K::CumSum:
+      return Example(kind).in("X", m2).attr("axis", int64_t{1}).attr("exclusive", int64_t{0})
+          .attr("reverse", int64_t{0}).out("Y").build(fwd);
+    case K::Mod: return Example(kind).in("A", m2).in("B", {6}).attr("fmod", int64_t{1}).out("C").build(fwd);
+    case K::OneHot:
+      return Example(kind).in("indices", {4, 3}, DType::i64).in("values", {2}).attr("axis", int64_t{1})
+          .attr("depth", int64_t{5}).out("Y").build(fwd);
     case K::Clip: case K::ClipGrad: return activation(kind).attr("min", -0.5).attr("max", 0.5).build(phase_of(kind));
     case K::HardSigmoid: case K::HardSigmoidGrad:
       return activation(kind).attr("alpha", 0.2).attr("beta", 0.5).build(phase_of(kind));

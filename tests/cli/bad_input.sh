@@ -55,6 +55,8 @@ expect nonscalar_loss '*' "logits" -- eval "$m/nonscalar_loss.onnx" $data
 expect duplicate_name '*' "logits" -- eval "$m/duplicate_name.onnx" $data
 expect cycle '*' "cycle" -- eval "$m/loop.onnx" $data
 expect overflow '*' "overflows int64" -- eval "$m/huge.onnx" $data
+expect lpnorm_p3 2 'node "norm3" (LpNormalization, opset 15): p 3 is not supported (only 1 and 2)' -- eval "$m/lpnorm_p3.onnx" $data
+expect depth_to_space_mode 2 'node "d2s" (DepthToSpace, opset 15): mode "XYZ" is not supported (DCR, CRD)' -- eval "$m/depth_to_space_mode.onnx" $data
 # Flags and data files.
 expect bad_data_flag '*' "--data" -- eval "$m/good.onnx" --data "x" --batch 2 --save-model "$work/out.onnx"
 expect missing_data '*' '"y"' -- eval "$m/good.onnx" --data "x=$work/x.npy" --batch 2 --save-model "$work/out.onnx"

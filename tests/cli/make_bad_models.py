@@ -109,3 +109,14 @@ m = base(nodes=[
     helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0),
 ], inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [4294967296, 4294967296])])
 save(m, "huge.onnx")
+
+# Supported ops with an attribute value Cleave does not implement: exit 2, one line naming the node and the op.
+for name, node in (("lpnorm_p3", helper.make_node("LpNormalization", ["logits"], ["normed"], name="norm3", p=3)),
+                   ("depth_to_space_mode", helper.make_node("DepthToSpace", ["x4"], ["moved"], name="d2s",
+                                                            blocksize=2, mode="XYZ"))):
+    m = base()
+    if name == "depth_to_space_mode":
+        m.graph.node.insert(0, helper.make_node("Reshape", ["x", "shape4"], ["x4"], name="to4d"))
+        m.graph.initializer.append(numpy_helper.from_array(np.array([2, 4, 1, 1], np.int64), "shape4"))
+    m.graph.node.insert(len(m.graph.node) - 1, node)
+    save(m, name + ".onnx")

@@ -120,8 +120,10 @@ std::string unsupported_type(const onnx::ValueInfoProto &vi) {
 
 /** ONNX op types the importer folds or rewrites into IR ops rather than mapping one-to-one. */
 const std::set<std::string> &frontend_only_ops() {
-  static const std::set<std::string> ops = {"Constant", "ConstantOfShape", "Flatten", "Gradient", "Shape",
-                                            "Squeeze",  "Unsqueeze"};
+  static const std::set<std::string> ops = {
+      "Constant",        "ConstantOfShape", "DepthToSpace", "Flatten",      "Gradient",        "LpNormalization",
+      "ReduceL1",        "ReduceL2",        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare", "Shape",
+      "SpaceToDepth",    "Squeeze",         "Tile",         "Unsqueeze"};
   return ops;
 }
 

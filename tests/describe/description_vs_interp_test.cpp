@@ -58,6 +58,9 @@ interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt199
         int64_t dim = op.kind == OpKind::Gather ? g.tensor(op.inputs[0]).shape[static_cast<size_t>(axis)]
                                                 : g.tensor(op.outputs[0]).shape[static_cast<size_t>(axis)];
         x = integer(-dim, dim - 1);
+      } else if (op.kind == OpKind::OneHot) {
+        int64_t depth = op.attr_int("depth");
+        x = integer(-depth - 1, depth);  // negative ones count from the end; -depth - 1 and depth are out of range
       } else if (op.kind == OpKind::Cast || op.kind == OpKind::Equal || op.kind == OpKind::Less ||
                  op.kind == OpKind::Greater || op.kind == OpKind::LessOrEqual || op.kind == OpKind::GreaterOrEqual) {
         x = integer(-2, 2);  // small values, so equal pairs occur
@@ -272,6 +275,21 @@ TEST(DescriptionVsInterpreter, ImageLayers) {
                             {{"dY", {2, 3, 4}}, {"X", {2, 3, 4}}, {"scale", {3}}, {"mean", {2, 3}}, {"invstd", {2, 3}}},
                             {}, {{"dX"}, {"dscale"}, {"dB"}})),
             2);
+}
+
+TEST(DescriptionVsInterpreter, IndexOps) {
+  // CumSum (a masked sum over its axis) and OneHot are evaluable; ArgMax/ArgMin and Mod are opaque.
+  for (int64_t axis : {0, 1})
+    for (int64_t exclusive : {0, 1})
+      for (int64_t reverse : {0, 1})
+        EXPECT_EQ(check_op(one_op(OpKind::CumSum, {{"X", {4, 5}}},
+                                  {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}}, {{"Y"}})),
+                  1);
+  for (int64_t axis : {0, 1, 2}) {
+    EXPECT_EQ(check_op(one_op(OpKind::OneHot, {{"indices", {3, 4}, DType::i64}, {"values", {2}}},
+                              {{"axis", axis}, {"depth", int64_t{5}}}, {{"Y"}})),
+              1);
+  }
 }
 
 TEST(DescriptionVsInterpreter, OptimizerVariants) {

@@ -4,6 +4,7 @@
 // rt::checkpoint_save to argv[1] and compare_checkpoints.py checks the two files against each other.
 // Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
 // blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer/instance norm, conv transpose, resize,
+// argmax/argmin, cumsum, one-hot,
 // losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
 // bit), optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
 // kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
@@ -241,6 +242,30 @@ void image_cases() {
   }
 }
 
+void index_cases() {
+  // [outer, len, inner] = [3, 37, 5]; inputs on a coarse grid so ArgMax/ArgMin meet ties (the last-index variants
+  // differ from the first-index ones only there).
+  int64_t outer = 3, len = 37, inner = 5, lines = outer * inner;
+  float *x = input(outer * len * inner, 61);
+  rt::map_index(outer * len * inner, [=] CLEAVE_HD(int64_t i) { x[i] = static_cast<float>(static_cast<int>(x[i] * 4)); });
+  for (int min = 0; min < 2; ++min)
+    for (int last = 0; last < 2; ++last) {
+      auto *y = static_cast<int64_t *>(alloc_bytes(lines * 8));
+      rt::arg_extreme(outer, len, inner, x, y, min != 0, last != 0);
+      record(std::string(min ? "argmin" : "argmax") + (last ? "_last" : ""), y, lines * 8);
+    }
+  float *cx = input(outer * len * inner, 62);
+  for (int exclusive = 0; exclusive < 2; ++exclusive)
+    for (int reverse = 0; reverse < 2; ++reverse)
+      rt::cumsum(outer, len, inner, cx, output("cumsum" + std::string(exclusive ? "_exclusive" : "") +
+                                               (reverse ? "_reverse" : ""), outer * len * inner),
+                 exclusive != 0, reverse != 0);
+  int64_t depth = 6;
+  int64_t *ind = labels(lines, depth + 2, 63);  // [0, depth + 2): the last two are out of range
+  float *values = input(2, 64);
+  rt::one_hot(outer, depth, inner, ind, values, output("one_hot", outer * depth * inner), sizeof(float));
+}
+
 void loss_cases() {
   for (int log = 0; log < 2; ++log) {
     std::string tag = log ? "logsoftmax" : "softmax";
@@ -322,6 +347,7 @@ int main(int argc, char **argv) {
     pool_cases();
     norm_cases();
     image_cases();
+    index_cases();
     loss_cases();
     layout_cases();
     optim_dropout_cases();

@@ -245,6 +245,21 @@ void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, boo
 /** Y = max (or min) of X over `axes` (sorted, distinct), laid out as reduce(); NaN propagates. */
 void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min);
 
+// ---------------------------------------------------------------- index and scan ops (index_ops.cpp)
+// Each views its tensor as [outer, len, inner] around one axis.
+
+/** y [outer * inner] = the position along len of the max (or min, `min`) of x: the first one, or the last with
+ *  `last`; NaN counts as the extreme (numpy, torch). */
+void arg_extreme(int64_t outer, int64_t len, int64_t inner, const float *x, int64_t *y, bool min, bool last);
+/** Running sums of x along len (from the end with `reverse`; without the element itself with `exclusive`),
+ *  accumulated in double. */
+void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y, bool exclusive, bool reverse);
+/** y [outer, depth, inner] = values[1] where indices [outer * inner] (plus depth if negative) is the position along
+ *  depth, else values[0]; values is a 2-element buffer of elements of elem_size bytes (1, 4 or 8: torch exports int64
+ *  values, then casts). */
+void one_hot(int64_t outer, int64_t depth, int64_t inner, const int64_t *indices, const void *values, void *y,
+             size_t elem_size);
+
 // ---------------------------------------------------------------- layer normalisation (layer_norm.cpp)
 
 /** LayerNormalization of X viewed as [outer, inner] over each row (inner = the normalised trailing dims), biased

@@ -1,0 +1,62 @@
+// ArgMax, ArgMin, CumSum, Mod and OneHot: IR kinds of their own (ir/interp/index_ops.cpp). Axes are normalised, every
+// attribute gets its ONNX default, and the inputs that fix a shape or an axis (CumSum's axis, OneHot's depth) must be
+// compile-time constants and become attributes.
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+
+#include "frontend/importer.h"
+#include "ir/error.h"
+
+namespace cleave {
+
+void translate_arg_extreme(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  if (rank == 0) n.fail("input must have rank >= 1");
+  OpSpec s = same_operands(n, n.op_type == "ArgMax" ? OpKind::ArgMax : OpKind::ArgMin);
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", 0), rank);
+  s.attrs["keepdims"] = int64_t{n.attrs.get_int("keepdims", 1) != 0};
+  s.attrs["select_last_index"] = int64_t{n.attrs.get_int("select_last_index", 0) != 0};
+  im.emit(s, n.name, n);
+}
+
+void translate_cumsum(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  if (rank == 0) n.fail("input must have rank >= 1");
+  std::vector<int64_t> axis = const_ints(im, n, 1, "\"axis\"");
+  if (axis.size() != 1) n.fail("input \"axis\" must hold one value");
+  OpSpec s = same_operands(n, OpKind::CumSum);
+  s.inputs.resize(1);
+  s.attrs["axis"] = norm_axis(n, axis[0], rank);
+  s.attrs["exclusive"] = int64_t{n.attrs.get_int("exclusive", 0) != 0};
+  s.attrs["reverse"] = int64_t{n.attrs.get_int("reverse", 0) != 0};
+  im.emit(s, n.name, n);
+}
+
+void translate_mod(Importer &im, const NodeCtx &n) {
+  OpSpec s = same_operands(n, OpKind::Mod);
+  int64_t fmod = n.attrs.get_int("fmod", 0);
+  if (fmod != 0 && fmod != 1) n.fail("attribute \"fmod\" must be 0 or 1, got " + std::to_string(fmod));
+  // ONNX asks for fmod 1 on floats; fmod 0 on floats is Python's %, as numpy's reference computes it, so it is kept.
+  s.attrs["fmod"] = fmod;
+  im.emit(s, n.name, n);
+}
+
+void translate_onehot(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  std::vector<double> depth = const_doubles(im, n, 1, "\"depth\"");
+  if (depth.size() != 1) n.fail("input \"depth\" must hold one value");
+  // ONNX: a float depth is truncated to an integer.
+  auto d = static_cast<int64_t>(std::trunc(depth[0]));
+  if (d < 1) n.fail("depth " + std::to_string(d) + " must be positive");
+  OpSpec s;
+  s.kind = OpKind::OneHot;
+  s.phase = n.phase;
+  s.inputs = {n.in(0), n.in(2)};
+  s.outputs = {n.out(0)};
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", -1), rank + 1);
+  s.attrs["depth"] = d;
+  im.emit(s, n.name, n);
+}
+
+}  // namespace cleave

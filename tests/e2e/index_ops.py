@@ -1,0 +1,261 @@
+"""The ops of issue 24 (ReduceL2, ReduceL1, ReduceLogSumExp, ReduceSumSquare, LpNormalization, Tile, DepthToSpace,
+SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot) train one step like torch, on 1 rank (`cleave eval`) and on 2
+(`cleave compile --planner data --devices 2` + `cleave run`).
+
+Three models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
+  - torch_reduce: torch 1.13's export (opset 13, training mode, no constant folding) of logsumexp, norm p=2 and p=1
+    (ReduceLogSumExp, ReduceL2, ReduceL1);
+  - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, fmod (Mod fmod=1), argmax
+    (ArgMax, cast to float: no gradient flows through it) and one_hot of an int64 input (OneHot with int64 values);
+  - onnx_ops: the ops torch does not export, written with onnx.helper and computed in torch by their ONNX definition:
+    ReduceSumSquare, LpNormalization p=1 and p=2, DepthToSpace DCR, SpaceToDepth, exclusive reverse CumSum, ArgMin with
+    select_last_index, Mod fmod=0 (torch.remainder), and OneHot with negative indices and trainable float values.
+Checks, as image_layers.py: the loss within relative 1e-5 of torch float64's; each parameter's gradient, recovered from
+the saved model as (w0 - w1) / lr, no further from torch float64's (relative to the parameter's largest gradient) than
+torch float32's own, and at most max(1e-5, that); the 2-rank bundle likewise.
+Usage (CTest): /usr/bin/python3 tests/e2e/index_ops.py <cleave-binary> <source-dir>
+"""
+import os
+import subprocess
+import sys
+import tempfile
+from types import SimpleNamespace
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(sys.argv[2] if len(sys.argv) > 2 else ".", "tests", "codegen"))
+from bundle_check import runtime_flags  # noqa: E402
+
+BATCH = 4
+LR = 1e4  # w1 = w0 - LR * g carries g to float32 precision
+LOSS_RTOL = 1e-5
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with {r.returncode}: {r.stderr.strip()[-800:]}")
+    return r.stdout
+
+
+def step_loss(out):
+    return float([l for l in out.splitlines() if "loss" in l][0].split()[-1])
+
+
+# ---- torch-exported models ----
+
+class TorchReduce(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x):
+        h = x * self.w
+        return (torch.logsumexp(h, dim=2).sum() + torch.norm(h, p=2, dim=1).sum() +
+                0.5 * torch.norm(h, p=1, dim=(1, 2)).sum()) / BATCH
+
+
+class TorchLayout(nn.Module):
+    CLASSES = 5
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 2, 3))
+
+    def forward(self, x, y):
+        h = x * self.w                                           # [B, 8, 2, 3]
+        loss = (F.pixel_shuffle(h, 2) ** 2).sum()                # DepthToSpace CRD -> [B, 2, 4, 6]
+        loss = loss + (h.repeat(1, 2, 1, 3) ** 3).sum() * 0.1     # Tile
+        loss = loss + (torch.cumsum(h, dim=3) ** 2).sum()        # CumSum
+        loss = loss + (torch.fmod(h, 0.7) ** 2).sum()            # Mod fmod=1
+        top = torch.argmax(h, dim=1).float()                     # ArgMax, no gradient
+        loss = loss + (h.sum(dim=1) * top).sum() * 0.1
+        hot = F.one_hot(y, self.CLASSES).float()                 # OneHot [B, 8, 5] of int64 y [B, 8]
+        loss = loss + (hot * h.sum(dim=(2, 3)).unsqueeze(2)).sum()
+        return loss / BATCH
+
+
+def export(model, args, names, path):
+    torch.onnx.export(model, args, path, opset_version=13, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False, input_names=names)
+    return sorted({n.op_type for n in onnx.load(path).graph.node})
+
+
+# ---- the helper-built model: ONNX ops torch does not export, and torch's computation of each ----
+
+def onnx_ops_model(path, w, v):
+    f = TensorProto.FLOAT
+    n = helper.make_node
+    c = lambda name, a: numpy_helper.from_array(np.asarray(a), name)  # noqa: E731
+    nodes = [
+        n("Mul", ["x", "w"], ["h"]),                                               # [B, 8, 4, 6]
+        n("ReduceSumSquare", ["h"], ["ss"], axes=[2], keepdims=0),                 # [B, 8, 6]
+        n("LpNormalization", ["h"], ["l2n"], axis=1, p=2),
+        n("LpNormalization", ["h"], ["l1n"], axis=-1, p=1),
+        n("DepthToSpace", ["h"], ["d2s"], blocksize=2, mode="DCR"),               # [B, 2, 8, 12]
+        n("SpaceToDepth", ["h"], ["s2d"], blocksize=2),                            # [B, 32, 2, 3]
+        n("CumSum", ["h", "axis3"], ["cs"], exclusive=1, reverse=1),
+        n("ArgMin", ["h"], ["amin"], axis=1, keepdims=1, select_last_index=1),     # [B, 1, 4, 6]
+        n("Cast", ["amin"], ["aminf"], to=f),
+        n("Mod", ["h", "c07"], ["md"], fmod=0),
+        n("OneHot", ["y", "depth", "v"], ["hot"], axis=-1),                        # [B, 8, 6]
+    ]
+    terms = ["ss", "l2n", "l1n", "d2s", "s2d", "cs", "md"]
+    for t in terms:
+        nodes += [n("Mul", [t, t], [t + "_sq"]), n("ReduceSum", [t + "_sq"], [t + "_sum"], keepdims=0)]
+    nodes += [n("Mul", ["h", "aminf"], ["ha"]), n("ReduceSum", ["ha"], ["ha_sum"], keepdims=0),
+              n("Mul", ["hot", "ss"], ["hs"]), n("ReduceSum", ["hs"], ["hs_sum"], keepdims=0),
+              n("Sum", [t + "_sum" for t in terms] + ["ha_sum", "hs_sum"], ["total"]),
+              n("Div", ["total", "batch"], ["loss"])]
+    graph = helper.make_graph(
+        nodes, "onnx_ops",
+        [helper.make_tensor_value_info("x", f, [BATCH, 8, 4, 6]),
+         helper.make_tensor_value_info("y", TensorProto.INT64, [BATCH, 8])],
+        [helper.make_tensor_value_info("loss", f, [])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(v, "v"), c("axis3", np.int64(3)),
+         c("c07", np.float32(0.7)), c("depth", np.int64(6)), c("batch", np.float32(BATCH))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def onnx_ops_torch(p, x, y):
+    h = x * p["w"]
+    b = h.shape[0]
+    ss = (h * h).sum(dim=2)
+    l2n = h / h.norm(p=2, dim=1, keepdim=True)
+    l1n = h / h.abs().sum(dim=-1, keepdim=True)
+    d2s = h.reshape(b, 2, 2, 2, 4, 6).permute(0, 3, 4, 1, 5, 2).reshape(b, 2, 8, 12)
+    s2d = h.reshape(b, 8, 2, 2, 3, 2).permute(0, 3, 5, 1, 2, 4).reshape(b, 32, 2, 3)
+    cs = h.flip(3).cumsum(3).flip(3) - h
+    amin = 7 - h.flip(1).argmin(dim=1, keepdim=True)
+    md = torch.remainder(h, 0.7)
+    hot = torch.where(F.one_hot(y % 6, 6).bool(), p["v"][1], p["v"][0])
+    total = sum((t * t).sum() for t in (ss, l2n, l1n, d2s, s2d, cs, md))
+    total = total + (h * amin.to(h.dtype)).sum() + (hot * ss).sum()
+    return total / b
+
+
+# ---- comparison ----
+
+def worst_error(grads, ref):
+    worst = (0.0, "")
+    for name, want in ref.items():
+        err = np.abs(grads[name] - want).max() / max(np.abs(want).max(), 1e-30)
+        if err > worst[0]:
+            worst = (err, name)
+    return worst
+
+
+def run_case(cleave, name, path, data, loss64, grads64, worst32, tmp):
+    problems = []
+    w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(path).graph.initializer}
+    sgd = ["--optimizer", "sgd", "--lr", str(LR)]
+    for where in ("eval", "2 ranks"):
+        saved = os.path.join(tmp, f"{name}_{where.replace(' ', '')}.onnx")
+        if where == "eval":
+            out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--save-model",
+                      saved] + sgd)
+        else:
+            bundle = os.path.join(tmp, name + "_data2")
+            sh([cleave, "compile", path, "--planner", "data", "--devices", "2", "--batch", str(BATCH), "-o", bundle]
+               + sgd)
+            out = sh([cleave, "run", bundle, "--data", data, "--steps", "1", "--save-model", saved]
+                     + runtime_flags(cleave))
+        loss = step_loss(out)
+        w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(saved).graph.initializer}
+        worst = worst_error({k: (w0[k] - w1[k]) / LR for k in grads64}, grads64)
+        rel = abs(loss - loss64) / abs(loss64)
+        print(f"{name} {where}: loss {loss:.8g} vs torch f64 {loss64:.8g} (rel {rel:.2g}); worst gradient error "
+              f"relative to the parameter's largest: {worst[0]:.3g} ({worst[1]}); torch float32's {worst32[0]:.3g}",
+              flush=True)
+        if rel > LOSS_RTOL:
+            problems.append(f"{name} {where}: loss rel diff {rel:.3g} > {LOSS_RTOL:g}")
+        if worst[0] > max(1e-5, worst32[0]):
+            problems.append(f"{name} {where}: gradient of {worst[1]} off by {worst[0]:.3g}, worse than max(1e-5, torch "
+                            f"float32's {worst32[0]:.3g})")
+    return problems
+
+
+def reference(fn, params, inputs):
+    """Loss and gradients of fn in float64, and float32's worst gradient error against them."""
+    out = {}
+    for dt in (torch.float64, torch.float32):
+        p = {k: torch.tensor(v, dtype=dt, requires_grad=True) for k, v in params.items()}
+        ins = [torch.tensor(a, dtype=dt) if a.dtype.kind == "f" else torch.tensor(a) for a in inputs]
+        loss = fn(p, *ins)
+        loss.backward()
+        out[dt] = (loss.item(), {k: t.grad.double().numpy() for k, t in p.items()})
+    loss64, g64 = out[torch.float64]
+    return loss64, g64, worst_error(out[torch.float32][1], g64)
+
+
+def save_data(tmp, name, arrays):
+    files = []
+    for k, a in arrays.items():
+        f = os.path.join(tmp, f"{name}_{k}.npy")
+        np.save(f, a)
+        files.append(f"{k}={f}")
+    return ",".join(files)
+
+
+def main():
+    cleave = sys.argv[1]
+    problems = []
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        # torch_reduce
+        torch.manual_seed(0)
+        m = TorchReduce()
+        x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
+        path = os.path.join(tmp, "torch_reduce.onnx")
+        ops = export(m, (torch.from_numpy(x),), ["x"], path)
+        print("torch_reduce: ONNX ops " + ", ".join(ops), flush=True)
+        for need in ("ReduceLogSumExp", "ReduceL2", "ReduceL1"):
+            if need not in ops:
+                problems.append(f"torch_reduce: the export has no {need}")
+        w = m.w.detach().numpy()
+        loss64, g64, w32 = reference(lambda p, xx: TorchReduce.forward(SimpleNamespace(w=p["w"]), xx),
+                                     {"w": w}, [x])
+        problems += run_case(cleave, "torch_reduce", path, save_data(tmp, "torch_reduce", {"x": x}), loss64, g64,
+                             w32, tmp)
+
+        # torch_layout
+        torch.manual_seed(1)
+        m = TorchLayout()
+        x = rng.standard_normal((BATCH, 8, 2, 3)).astype(np.float32)
+        y = rng.integers(0, TorchLayout.CLASSES, (BATCH, 8)).astype(np.int64)
+        path = os.path.join(tmp, "torch_layout.onnx")
+        ops = export(m, (torch.from_numpy(x), torch.from_numpy(y)), ["x", "y"], path)
+        print("torch_layout: ONNX ops " + ", ".join(ops), flush=True)
+        for need in ("DepthToSpace", "Tile", "CumSum", "Mod", "ArgMax", "OneHot"):
+            if need not in ops:
+                problems.append(f"torch_layout: the export has no {need}")
+        w = m.w.detach().numpy()
+        loss64, g64, w32 = reference(lambda p, xx, yy: TorchLayout.forward(SimpleNamespace(w=p["w"], CLASSES=5), xx, yy),
+                                     {"w": w}, [x, y])
+        problems += run_case(cleave, "torch_layout", path, save_data(tmp, "torch_layout", {"x": x, "y": y}), loss64,
+                             g64, w32, tmp)
+
+        # onnx_ops
+        w = rng.standard_normal((8, 4, 6)).astype(np.float32)
+        v = np.array([0.25, 1.5], np.float32)
+        x = rng.standard_normal((BATCH, 8, 4, 6)).astype(np.float32)
+        y = rng.integers(-6, 6, (BATCH, 8)).astype(np.int64)
+        path = os.path.join(tmp, "onnx_ops.onnx")
+        onnx_ops_model(path, w, v)
+        loss64, g64, w32 = reference(onnx_ops_torch, {"w": w, "v": v}, [x, y])
+        problems += run_case(cleave, "onnx_ops", path, save_data(tmp, "onnx_ops", {"x": x, "y": y}), loss64, g64,
+                             w32, tmp)
+    for p in problems:
+        print("FAIL " + p)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
