@@ -92,32 +92,17 @@ std::map<std::string, WholeTensor> assemble_shards(const std::vector<std::string
 }
 
 std::optional<Checkpoint> find_checkpoint(const std::string &path) {
-  auto read_manifest = [](const fs::path &dir) {
-    std::string file = (dir / "manifest.json").string();
-    nlohmann::json m;
-    try {
-      m = nlohmann::json::parse(read_file(file));
-      fs::path at = fs::absolute(dir).lexically_normal();
-      if (at.filename().empty()) at = at.parent_path();  // "ck/step-00000004/"
-      Checkpoint ck{at.string(), m.at("step").get<int64_t>(),
-                    m.at("ranks").get<int>()};
-      if (m.at("format").get<std::string>() != "cleave-checkpoint-1" || ck.step < 0 || ck.ranks < 1)
-        CLEAVE_USER_ERROR(file, ": not a cleave checkpoint manifest");
-      return ck;
-    } catch (const nlohmann::json::exception &) {
-      CLEAVE_USER_ERROR(file, ": not a cleave checkpoint manifest");
-    }
-  };
-  std::error_code ec;
-  if (fs::exists(fs::path(path) / "manifest.json", ec)) return read_manifest(path);
-  std::optional<Checkpoint> best;
-  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.rfind("step-", 0) != 0 || !fs::exists(it->path() / "manifest.json")) continue;
-    Checkpoint ck = read_manifest(it->path());
-    if (!best || ck.step > best->step) best = ck;
+  try {
+    std::optional<std::string> dir = rt::ckpt::find_checkpoint(path);
+    if (!dir) return std::nullopt;
+    std::string manifest = (fs::path(*dir) / "manifest.json").string();
+    rt::ckpt::Manifest m = rt::ckpt::parse_manifest(rt::ckpt::read_file(manifest), manifest);
+    fs::path at = fs::absolute(*dir).lexically_normal();
+    if (at.filename().empty()) at = at.parent_path();  // "ck/step-00000004/"
+    return Checkpoint{at.string(), m.step, static_cast<int>(m.ranks)};
+  } catch (const rt::ckpt::Error &e) {
+    throw UserError(e.what());
   }
-  return best;
 }
 
 std::vector<std::string> checkpoint_files(const Checkpoint &ck) {

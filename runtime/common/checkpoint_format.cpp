@@ -1,6 +1,10 @@
 #include "checkpoint_format.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace cleave::rt::ckpt {
 namespace {
@@ -124,6 +128,74 @@ std::string box_text(const std::vector<int64_t> &begin, const std::vector<int64_
   for (size_t d = 0; d < begin.size() && d < end.size(); ++d)
     s += (d ? ", " : "") + std::to_string(begin[d]) + ":" + std::to_string(end[d]);
   return s + "]";
+}
+
+namespace {
+
+/** The integer after `"key":` in a manifest (manifest_text's, or the compiler's JSON), if there is one. */
+std::optional<int64_t> json_int(const std::string &text, const std::string &key) {
+  size_t at = text.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::nullopt;
+  const char *begin = text.c_str() + at + key.size() + 3;
+  char *end = nullptr;
+  long long v = std::strtoll(begin, &end, 10);
+  if (end == begin) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string step_dir_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+std::string manifest_text(const Manifest &m) {
+  return "{\"format\": \"cleave-checkpoint-1\", \"step\": " + std::to_string(m.step) + ", \"ranks\": " +
+         std::to_string(m.ranks) + ", \"samples_per_step\": " + std::to_string(m.samples_per_step) + "}\n";
+}
+
+Manifest parse_manifest(const std::string &text, const std::string &path) {
+  Manifest m;
+  std::optional<int64_t> step = json_int(text, "step"), ranks = json_int(text, "ranks");
+  if (text.find("\"cleave-checkpoint-1\"") == std::string::npos || !step || !ranks || *step < 0 ||
+      *ranks < 1)
+    throw Error(path + ": not a cleave checkpoint manifest");
+  m.step = *step;
+  m.ranks = *ranks;
+  m.samples_per_step = json_int(text, "samples_per_step").value_or(0);
+  return m;
+}
+
+std::string read_file(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(path + ": cannot read it: " + std::strerror(errno));
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+std::map<int64_t, std::string> complete_checkpoints(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::map<int64_t, std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    fs::path manifest = it->path() / "manifest.json";
+    if (it->path().filename().string().rfind("step-", 0) != 0 || !fs::exists(manifest)) continue;
+    out[parse_manifest(read_file(manifest.string()), manifest.string()).step] = it->path().string();
+  }
+  return out;
+}
+
+std::optional<std::string> find_checkpoint(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(path) / "manifest.json", ec)) return path;
+  std::map<int64_t, std::string> all = complete_checkpoints(path);
+  if (all.empty()) return std::nullopt;
+  return all.rbegin()->second;
 }
 
 }  // namespace cleave::rt::ckpt

@@ -9,6 +9,8 @@
 // still read.
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,6 +49,30 @@ struct Entry {
 };
 std::string encode(const std::vector<Entry> &entries);
 std::vector<Entry> decode(const std::string &file, const std::string &path);
+
+// A checkpoint is a directory CK/step-<k>/ (step_dir_name) holding rank_<r>.bin per rank and manifest.json, which
+// rank 0 writes last: a directory without a manifest is incomplete and never read.
+
+/** What manifest.json says. */
+struct Manifest {
+  int64_t step = -1;
+  int64_t ranks = 0;
+  int64_t samples_per_step = 0;
+};
+/** "step-00000042". */
+std::string step_dir_name(int64_t step);
+/** The manifest's text (JSON, one line). */
+std::string manifest_text(const Manifest &m);
+/** Parses manifest.json's text; throws Error starting with `path` unless it is a cleave checkpoint manifest. */
+Manifest parse_manifest(const std::string &text, const std::string &path);
+/** The complete checkpoints under `dir` (step-<k> directories holding a manifest), by step: their paths. Throws
+ *  Error for a manifest that is not one. */
+std::map<int64_t, std::string> complete_checkpoints(const std::string &dir);
+/** The checkpoint `path` names: itself when it holds a manifest, else the newest complete one under it; nullopt
+ *  when there is none. */
+std::optional<std::string> find_checkpoint(const std::string &path);
+/** The file's bytes; throws Error naming it when it cannot be read. */
+std::string read_file(const std::string &path);
 
 /** "[0:4, 2:8]": a box for messages. */
 std::string box_text(const std::vector<int64_t> &begin, const std::vector<int64_t> &end);

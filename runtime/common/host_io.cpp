@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/checkpoint_format.h"
@@ -67,38 +69,61 @@ void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst) {
 template void read_samples<float>(const NpyFile &, int64_t, int64_t, float *);
 template void read_samples<int64_t>(const NpyFile &, int64_t, int64_t, int64_t *);
 
+DurableFile::DurableFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot write " + tmp_ + ": " + std::strerror(errno));
+}
+
+DurableFile::~DurableFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  std::remove(tmp_.c_str());
+}
+
+void DurableFile::put(const void *p, size_t n) {
+  for (const char *c = static_cast<const char *>(p); n > 0;) {
+    ssize_t w = ::write(fd_, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail("cannot write " + tmp_ + ": " + std::strerror(errno));
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void DurableFile::commit() {
+  if (::fsync(fd_) != 0) fail("cannot write " + tmp_ + ": fsync: " + std::strerror(errno));
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("cannot write " + tmp_ + ": " + std::strerror(errno));
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
+    fail("cannot rename " + tmp_ + " to " + path_ + ": " + std::strerror(errno));
+  // The rename is durable once the directory is.
+  std::string dir = path_.find('/') == std::string::npos ? "." : path_.substr(0, path_.rfind('/') + 1);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &to_host) {
-  // Written beside the target and renamed over it once on disk: a crash leaves the old file whole.
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
-  auto put = [&](const void *p, size_t n) {
-    for (const char *c = static_cast<const char *>(p); n > 0;) {
-      ssize_t w = ::write(fd, c, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
-      c += w;
-      n -= static_cast<size_t>(w);
-    }
-  };
+  DurableFile file(path);
   std::string header = ckpt::file_header(buffers.size());
-  put(header.data(), header.size());
+  file.put(header.data(), header.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
     const NamedBuffer &b = buffers[i];
     ckpt::Layout l{b.name, b.dtype, b.shape, b.begin, b.end, static_cast<uint64_t>(b.bytes)};
     std::string eh = ckpt::entry_header(l);
-    put(eh.data(), eh.size());
+    file.put(eh.data(), eh.size());
     std::vector<char> staged(static_cast<size_t>(b.bytes));
     if (b.bytes > 0) to_host(staged.data(), b.ptr, staged.size());
     if (g_kill_during_checkpoint && i == buffers.size() / 2) {
-      put(staged.data(), staged.size() / 2);
+      file.put(staged.data(), staged.size() / 2);
       std::raise(SIGKILL);  // the fault-injection test: dies here, half-way through the file
     }
-    put(staged.data(), staged.size());
+    file.put(staged.data(), staged.size());
   }
-  if (::fsync(fd) != 0) fail("cannot write " + tmp + ": fsync: " + std::strerror(errno));
-  if (::close(fd) != 0) fail("cannot write " + tmp + ": " + std::strerror(errno));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  file.commit();
 }
 
 void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &from_host) {

@@ -22,6 +22,23 @@ using CopyFn = std::function<void(void *dst, const void *src, size_t bytes)>;
  *  kills this process with SIGKILL half-way through its file. */
 extern bool g_kill_during_checkpoint;
 
+/** A file written beside `path` and renamed over it once on disk (fsync'ed, then its directory), so `path` is always
+ *  either the old file or the whole new one. fail()s naming the file on a write error. */
+class DurableFile {
+ public:
+  explicit DurableFile(std::string path);
+  /** An uncommitted file's temporary is removed. */
+  ~DurableFile();
+  DurableFile(const DurableFile &) = delete;
+  DurableFile &operator=(const DurableFile &) = delete;
+  void put(const void *p, size_t n);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 /** checkpoint_save of `buffers`, each read through `to_host` (buffer -> host staging). */
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers, const CopyFn &to_host);
 /** checkpoint_load into `buffers`, each written through `from_host` (host staging -> buffer). */

@@ -13,8 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "cleave/rt.h"
+#include "common/checkpoint_format.h"
 #include "common/host_io.h"
 #include "common/process.h"
 #include "common/run_status.h"
@@ -48,54 +50,21 @@ double parse_number(const std::string &flag, const char *text) {
   return v;
 }
 
-std::string step_dir_name(int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
-  return name;
-}
-
-/** The integer after `"key":` in a manifest written by write_manifest, or -1. */
-int64_t manifest_int(const std::string &text, const std::string &key) {
-  size_t at = text.find("\"" + key + "\":");
-  if (at == std::string::npos) return -1;
-  return std::strtoll(text.c_str() + at + key.size() + 3, nullptr, 10);
-}
-
-std::string read_text(const fs::path &path) {
-  std::string text;
-  if (std::FILE *f = std::fopen(path.c_str(), "rb")) {
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-    std::fclose(f);
-  }
-  return text;
-}
-
-/** Writes `text` to `path` durably (temporary file, fsync, rename, fsync of the directory). */
+/** Writes `text` to `path` durably (host::DurableFile). */
 void write_durably(const fs::path &path, const std::string &text) {
-  std::string tmp = path.string() + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail("cannot write " + tmp + ": " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write " + path.string() + ": " + std::strerror(errno));
-  if (std::FILE *d = std::fopen(path.parent_path().c_str(), "r")) {
-    ::fsync(fileno(d));
-    std::fclose(d);
-  }
+  host::DurableFile file(path.string());
+  file.put(text.data(), text.size());
+  file.commit();
 }
 
-/** Complete checkpoints (a step-<k> directory holding manifest.json) under `dir`, by step. */
-std::map<int64_t, fs::path> complete_checkpoints(const fs::path &dir) {
-  std::map<int64_t, fs::path> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.rfind("step-", 0) != 0 || !fs::exists(it->path() / "manifest.json")) continue;
-    int64_t step = manifest_int(read_text(it->path() / "manifest.json"), "step");
-    if (step >= 0) out[step] = it->path();
+/** ckpt's functions, their errors fail()ing this rank. */
+template <typename F>
+auto checked(F &&f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const ckpt::Error &e) {
+    fail(e.what());
   }
-  return out;
 }
 
 std::string format_seconds(double s) {
@@ -184,41 +153,43 @@ void TrainingRun::load(std::vector<NamedBuffer> state) {
   state_ = std::move(state);
   const Context &c = context();
   std::string from = resume_ == "auto" ? checkpoint_dir_ : resume_;
-  fs::path checkpoint;
+  std::optional<std::string> checkpoint;
   if (!from.empty()) {
-    if (fs::exists(fs::path(from) / "manifest.json")) {
-      checkpoint = from;
-    } else {
-      auto all = complete_checkpoints(from);
-      if (!all.empty()) checkpoint = all.rbegin()->second;
-      else if (resume_ != "auto") fail("--resume " + from + ": no complete checkpoint there (step-<k>/manifest.json)");
-    }
+    checkpoint = checked([&] { return ckpt::find_checkpoint(from); });
+    if (!checkpoint && resume_ != "auto")
+      fail("--resume " + from + ": no complete checkpoint there (step-<k>/manifest.json)");
   }
-  if (checkpoint.empty()) {
+  if (!checkpoint) {
     if (weights_.empty()) fail("--weights FILE is required");
     checkpoint_load(weights_, state_);
   } else {
-    std::string manifest = read_text(checkpoint / "manifest.json");
-    int64_t step = manifest_int(manifest, "step"), ranks = manifest_int(manifest, "ranks");
-    if (step < 0 || ranks < 1) fail((checkpoint / "manifest.json").string() + ": not a cleave checkpoint manifest");
-    if (ranks != c.world)
-      fail("--resume " + checkpoint.string() + ": a checkpoint of " + std::to_string(ranks) + " ranks, this run has " +
+    fs::path dir = *checkpoint;
+    ckpt::Manifest m = checked([&] {
+      return ckpt::parse_manifest(ckpt::read_file((dir / "manifest.json").string()), (dir / "manifest.json").string());
+    });
+    if (m.ranks != c.world)
+      fail("--resume " + dir.string() + ": a checkpoint of " + std::to_string(m.ranks) + " ranks, this run has " +
            std::to_string(c.world) + " (`cleave run --resume` reshards it)");
-    checkpoint_load((checkpoint / ("rank_" + std::to_string(c.rank) + ".bin")).string(), state_);
-    first_step_ = step + 1;
-    last_checkpoint_ = step;
-    log_info("resumed from " + checkpoint.string() + " after step " + std::to_string(step));
+    checkpoint_load((dir / ("rank_" + std::to_string(c.rank) + ".bin")).string(), state_);
+    first_step_ = m.step + 1;
+    last_checkpoint_ = m.step;
+    log_info("resumed from " + dir.string() + " after step " + std::to_string(m.step));
   }
   if (!log_json_.empty() && c.rank == 0) {
     // A resumed run continues the log; the lines of steps after the checkpoint (a run that went further before it
     // stopped) are the resumed run's to write again, so they are dropped.
     std::string kept;
     if (first_step_ > 1) {
-      std::string old = read_text(log_json_);
+      std::string old;
+      try {
+        old = ckpt::read_file(log_json_);
+      } catch (const ckpt::Error &) {  // no log yet
+      }
       for (size_t at = 0; at < old.size();) {
         size_t nl = old.find('\n', at);
         std::string line = old.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
-        if (manifest_int(line, "step") >= 0 && manifest_int(line, "step") < first_step_) kept += line;
+        long long step = -1;  // every line starts {"step": k, (end_step, end_validation)
+        if (std::sscanf(line.c_str(), "{\"step\": %lld", &step) == 1 && step >= 0 && step < first_step_) kept += line;
         at = nl == std::string::npos ? old.size() : nl + 1;
       }
     }
@@ -413,7 +384,7 @@ bool TrainingRun::end_step(int64_t step) {
 
 void TrainingRun::write_checkpoint(int64_t step) {
   const Context &c = context();
-  fs::path dir = fs::path(checkpoint_dir_) / step_dir_name(step);
+  fs::path dir = fs::path(checkpoint_dir_) / ckpt::step_dir_name(step);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir)) fail("cannot create " + dir.string());
@@ -425,12 +396,10 @@ void TrainingRun::write_checkpoint(int64_t step) {
   // The manifest makes the checkpoint complete: rank 0 writes it only once every rank's file is on disk.
   CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
   if (c.rank != 0) return;
-  write_durably(dir / "manifest.json", "{\"format\": \"cleave-checkpoint-1\", \"step\": " + std::to_string(step) +
-                                           ", \"ranks\": " + std::to_string(c.world) + ", \"samples_per_step\": " +
-                                           std::to_string(batch_) + "}\n");
+  write_durably(dir / "manifest.json", ckpt::manifest_text({step, c.world, batch_}));
   last_checkpoint_ = step;
   // Older checkpoints beyond --keep, and incomplete ones older than this (a crash while writing) go.
-  std::map<int64_t, fs::path> complete = complete_checkpoints(checkpoint_dir_);
+  std::map<int64_t, std::string> complete = checked([&] { return ckpt::complete_checkpoints(checkpoint_dir_); });
   int64_t kept = 0;
   for (auto it = complete.rbegin(); it != complete.rend(); ++it)
     if (keep_ > 0 && ++kept > keep_) fs::remove_all(it->second, ec);
