@@ -169,7 +169,8 @@ std::string norm_kernel_code(const KernelCall &call) {
         code += n + ", " + c + ", " + d + ", " + in(0) + ", " + in(1) + ", " + in(2) + ", " + float_literal(eps) +
                 ", " + float_literal(momentum) + ", " + out(0) + ", " + (has_out(1) ? out(1) : "nullptr") + ", " +
                 (has_out(2) ? out(2) : "nullptr") + ", " + (has_out(3) ? out(3) : "nullptr") + ", " +
-                (has_out(4) ? out(4) : "nullptr") + ");\n}";
+                (has_out(4) ? out(4) : "nullptr") + (op.attr_int("unbiased_running_var", 0) != 0 ? ", true" : "") +
+                ");\n}";
       } else {
         if (has_out(3) || has_out(4))
           CLEAVE_USER_ERROR("op \"", op.name, "\" (BatchNormalization): saved statistics in inference mode are not "

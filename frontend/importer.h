@@ -58,6 +58,10 @@ class Importer {
   Importer(std::set<std::string> reserved_tensor_names, std::set<std::string> reserved_op_names);
 
   Graph g;
+  /** The model was exported by PyTorch (producer_name "pytorch"): its BatchNormalization nodes keep torch's running
+   *  variance (the batch's unbiased variance), which its exporter does not encode (ONNX's update uses the biased
+   *  one). */
+  bool from_torch = false;
   /** ONNX's inferred types by name (static shapes only), used to cross-check the IR's shape rules. */
   std::map<std::string, TensorType> onnx_types;
 

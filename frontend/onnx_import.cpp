@@ -280,6 +280,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   for (const auto &ti : m.training_info()) reserve(ti.algorithm());
   Importer im(tensor_names, node_names);
   im.onnx_types = std::move(onnx_types);
+  im.from_torch = m.producer_name() == "pytorch";
   im.g.name = m.graph().name().empty() ? "main" : m.graph().name();
 
   const onnx::GraphProto &g = m.graph();

@@ -141,6 +141,7 @@ void translate_batchnorm(Importer &im, const NodeCtx &n) {
   // BatchNormalization-9 (opsets < 14) has no training_mode: extra outputs ask for training statistics.
   int64_t training = n.opset >= 14 ? n.attrs.get_int("training_mode", 0) : (n.num_out() > 1 ? 1 : 0);
   s.attrs["training_mode"] = training;
+  if (training && im.from_torch) s.attrs["unbiased_running_var"] = int64_t{1};
   if (!training) {
     s.outputs.resize(1);
     im.emit(s, n.name, n);

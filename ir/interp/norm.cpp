@@ -70,6 +70,8 @@ void kernel_BatchNormalization(const KernelArgs &k) {
   for (size_t i = 1; i <= 4; ++i) k.expect_out_shape(i, Shape{v.c});
   double eps = k.op.attr_float("epsilon", 1e-5);
   double momentum = k.op.attr_float("momentum", 0.9);
+  // torch's running variance takes the batch's unbiased variance (unbiased_running_var: a model torch exported).
+  double var_scale = k.op.attr_int("unbiased_running_var", 0) != 0 && v.count() > 1 ? v.count() / (v.count() - 1.0) : 1.0;
   bool training = k.op.attr_int("training_mode", 0) != 0 && !k.ctx.inference;
   const std::vector<double> &scale = k.in(1).data, &bias = k.in(2).data;
   const std::vector<double> &run_mean = k.in(3).data, &run_var = k.in(4).data;
@@ -93,7 +95,7 @@ void kernel_BatchNormalization(const KernelArgs &k) {
         y.data[v.at(n, c, d)] = scale[c] * (x.data[v.at(n, c, d)] - mean) * invstd + bias[c];
     // Inference mode passes the running statistics through unchanged.
     double new_mean = training ? momentum * run_mean[c] + (1 - momentum) * mean : run_mean[c];
-    double new_var = training ? momentum * run_var[c] + (1 - momentum) * var : run_var[c];
+    double new_var = training ? momentum * run_var[c] + (1 - momentum) * var * var_scale : run_var[c];
     if (k.has_out(1)) k.outs[1]->data[c] = new_mean;
     if (k.has_out(2)) k.outs[2]->data[c] = new_var;
     if (k.has_out(3)) k.outs[3]->data[c] = mean;

@@ -14,20 +14,20 @@ namespace cleave::rt {
 
 void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               float eps, float momentum, float *y, float *running_mean, float *running_var,
-                              float *saved_mean, float *saved_invstd) {
+                              float *saved_mean, float *saved_invstd, bool unbiased) {
   std::vector<float> batch_mean(static_cast<size_t>(c)), batch_var(static_cast<size_t>(c));
+  double count = static_cast<double>(n * d), var_scale = unbiased && count > 1 ? count / (count - 1) : 1.0;
   if (detail::onednn::batch_norm_train_forward(n, c, d, x, scale, bias, eps, y, batch_mean.data(), batch_var.data())) {
     double mom = momentum;
     for (int64_t ch = 0; ch < c; ++ch) {
       double mean = batch_mean[static_cast<size_t>(ch)], var = batch_var[static_cast<size_t>(ch)];
       if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-      if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+      if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
       if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
       if (saved_invstd) saved_invstd[ch] = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
     }
     return;
   }
-  double count = static_cast<double>(n * d);
   for (int64_t ch = 0; ch < c; ++ch) {
     double sum = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -47,7 +47,7 @@ void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, c
       }
     double mom = momentum;
     if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
     if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
     if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
   }
@@ -108,9 +108,9 @@ void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, c
 void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
                                          const float *bias, const float *stats, const float *shift, int64_t count,
                                          float eps, float momentum, float *y, float *running_mean, float *running_var,
-                                         float *saved_mean, float *saved_invstd) {
+                                         float *saved_mean, float *saved_invstd, bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_from_stats: count must be positive");
-  double m = static_cast<double>(count), mom = momentum;
+  double m = static_cast<double>(count), mom = momentum, var_scale = unbiased && m > 1 ? m / (m - 1) : 1.0;
   for (int64_t ch = 0; ch < c; ++ch) {
     double centred_mean = stats[ch] / m;
     double mean = centred_mean + (shift ? shift[ch] : 0.0);
@@ -122,7 +122,7 @@ void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const 
         y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
       }
     if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
     if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
     if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
   }
@@ -160,7 +160,8 @@ void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const f
 
 void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
                                      const float *scale, const float *bias, float eps, float momentum, float *y,
-                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd) {
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd,
+                                     bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_synced: count must be positive");
   std::vector<float> stats(static_cast<size_t>(2 * c)), mean(static_cast<size_t>(c));
   batch_norm_partial_stats(n, c, d, x, nullptr, stats.data());
@@ -171,7 +172,7 @@ void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, in
   batch_norm_partial_stats(n, c, d, x, mean.data(), stats.data());
   all_reduce_sum(g, stats.data(), stats.data(), 2 * c);
   batch_norm_train_forward_from_stats(n, c, d, x, scale, bias, stats.data(), mean.data(), count, eps, momentum, y,
-                                      running_mean, running_var, saved_mean, saved_invstd);
+                                      running_mean, running_var, saved_mean, saved_invstd, unbiased);
 }
 
 void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,

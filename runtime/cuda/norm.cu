@@ -25,8 +25,8 @@ namespace {
 __device__ inline int64_t at(int64_t k, int64_t c, int64_t d, int64_t ch) { return (k / d * c + ch) * d + k % d; }
 
 __global__ void bn_train_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
-                                const float *bias, double eps, double mom, float *y, float *running_mean,
-                                float *running_var, float *saved_mean, float *saved_invstd) {
+                                const float *bias, double eps, double mom, double var_scale, float *y,
+                                float *running_mean, float *running_var, float *saved_mean, float *saved_invstd) {
   __shared__ double shared[32];
   double count = static_cast<double>(n * d);
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
@@ -45,7 +45,7 @@ __global__ void bn_train_kernel(int64_t n, int64_t c, int64_t d, const float *x,
     }
     if (threadIdx.x != 0) continue;
     if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
     if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
     if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
   }
@@ -113,8 +113,8 @@ __global__ void bn_partial_stats_kernel(int64_t n, int64_t c, int64_t d, const f
 
 __global__ void bn_from_stats_kernel(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
                                      const float *bias, const float *stats, const float *shift, double m, double eps,
-                                     double mom, float *y, float *running_mean, float *running_var, float *saved_mean,
-                                     float *saved_invstd) {
+                                     double mom, double var_scale, float *y, float *running_mean, float *running_var,
+                                     float *saved_mean, float *saved_invstd) {
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
     double centred_mean = stats[ch] / m;
     double mean = centred_mean + (shift ? shift[ch] : 0.0);
@@ -127,7 +127,7 @@ __global__ void bn_from_stats_kernel(int64_t n, int64_t c, int64_t d, const floa
     __syncthreads();  // every thread has read the running statistics' inputs before thread 0 writes
     if (threadIdx.x != 0) continue;
     if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
     if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
     if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
   }
@@ -217,14 +217,14 @@ __global__ void ln_backward_params_kernel(int64_t outer, int64_t inner, const fl
 }
 
 /** ONNX's running statistics update from cuDNN's saved mean and inverse std: the biased batch variance is
- *  1 / invstd^2 - eps. */
+ *  1 / invstd^2 - eps (times var_scale: torch's unbiased variance). */
 __global__ void bn_running_stats_kernel(int64_t c, const float *mean, const float *invstd, double eps, double mom,
-                                        float *running_mean, float *running_var) {
+                                        double var_scale, float *running_mean, float *running_var) {
   for (int64_t ch = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; ch < c;
        ch += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     double is = invstd[ch], var = fmax(0.0, 1.0 / (is * is) - eps);
     if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean[ch]);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var);
+    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
   }
 }
 
@@ -249,8 +249,8 @@ struct CudnnBatchNorm {
 };
 
 void cudnn_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                         float eps, float momentum, float *y, float *running_mean, float *running_var,
-                         float *saved_mean, float *saved_invstd) {
+                         float eps, float momentum, double var_scale, float *y, float *running_mean,
+                         float *running_var, float *saved_mean, float *saved_invstd) {
   CudnnBatchNorm desc(n, c, d);
   auto *stats = static_cast<float *>(detail::scratch2(static_cast<size_t>(2 * c) * sizeof(float)));
   float *mean = saved_mean ? saved_mean : stats, *invstd = saved_invstd ? saved_invstd : stats + c;
@@ -260,7 +260,7 @@ void cudnn_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const 
                x, desc.x, y, desc.param, scale, bias, 1.0, nullptr, nullptr, static_cast<double>(eps), mean, invstd);
   if (running_mean || running_var)
     CLEAVE_LAUNCH(bn_running_stats_kernel, detail::grid_for(c), detail::kThreads, c, mean, invstd,
-                  static_cast<double>(eps), static_cast<double>(momentum), running_mean, running_var);
+                  static_cast<double>(eps), static_cast<double>(momentum), var_scale, running_mean, running_var);
 }
 
 /** dX, dscale, dbias from cuDNN given the forward's saved mean and inverse std; dscale/dbias may be null. */
@@ -289,14 +289,15 @@ bool detail::cudnn_takes_batch_norm_backward(int64_t n, int64_t c, int64_t d, bo
 
 void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               float eps, float momentum, float *y, float *running_mean, float *running_var,
-                              float *saved_mean, float *saved_invstd) {
+                              float *saved_mean, float *saved_invstd, bool unbiased) {
   if (c == 0) return;
+  double count = static_cast<double>(n * d), var_scale = unbiased && count > 1 ? count / (count - 1) : 1.0;
   if (detail::cudnn_takes_batch_norm_forward(n, c, d, eps))
-    return cudnn_train_forward(n, c, d, x, scale, bias, eps, momentum, y, running_mean, running_var, saved_mean,
-                               saved_invstd);
+    return cudnn_train_forward(n, c, d, x, scale, bias, eps, momentum, var_scale, y, running_mean, running_var,
+                               saved_mean, saved_invstd);
   CLEAVE_LAUNCH(bn_train_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, scale, bias,
-                static_cast<double>(eps), static_cast<double>(momentum), y, running_mean, running_var, saved_mean,
-                saved_invstd);
+                static_cast<double>(eps), static_cast<double>(momentum), var_scale, y, running_mean, running_var,
+                saved_mean, saved_invstd);
 }
 
 void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
@@ -324,12 +325,13 @@ void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, c
 void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
                                          const float *bias, const float *stats, const float *shift, int64_t count,
                                          float eps, float momentum, float *y, float *running_mean, float *running_var,
-                                         float *saved_mean, float *saved_invstd) {
+                                         float *saved_mean, float *saved_invstd, bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_from_stats: count must be positive");
   if (c == 0) return;
-  CLEAVE_LAUNCH(bn_from_stats_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, scale, bias, stats, shift,
-                static_cast<double>(count), static_cast<double>(eps), static_cast<double>(momentum), y, running_mean,
-                running_var, saved_mean, saved_invstd);
+  double m = static_cast<double>(count), var_scale = unbiased && m > 1 ? m / (m - 1) : 1.0;
+  CLEAVE_LAUNCH(bn_from_stats_kernel, detail::rows_grid(c), detail::kThreads, n, c, d, x, scale, bias, stats, shift, m,
+                static_cast<double>(eps), static_cast<double>(momentum), var_scale, y, running_mean, running_var,
+                saved_mean, saved_invstd);
 }
 
 void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
@@ -351,7 +353,8 @@ void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const f
 
 void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
                                      const float *scale, const float *bias, float eps, float momentum, float *y,
-                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd) {
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd,
+                                     bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_synced: count must be positive");
   auto *stats = static_cast<float *>(detail::scratch2(static_cast<size_t>(3 * c) * sizeof(float)));
   float *mean = stats + 2 * c;
@@ -363,7 +366,7 @@ void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, in
   batch_norm_partial_stats(n, c, d, x, mean, stats);
   all_reduce_sum(g, stats, stats, 2 * c);
   batch_norm_train_forward_from_stats(n, c, d, x, scale, bias, stats, mean, count, eps, momentum, y, running_mean,
-                                      running_var, saved_mean, saved_invstd);
+                                      running_var, saved_mean, saved_invstd, unbiased);
 }
 
 void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,

@@ -198,10 +198,12 @@ void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, floa
 
 /** Training-mode BatchNormalization over X [n, c, d] (d = product of spatial dims): batch mean and biased variance;
  *  running_mean/var (in/out, may be null) take ONNX's update running = momentum * running + (1 - momentum) * batch;
- *  saved_mean/saved_invstd (may be null) receive the batch mean and 1/sqrt(var + eps). */
+ *  with `unbiased`, the running variance takes the batch's unbiased variance (M / (M - 1) times the biased one, M
+ *  values per channel), as torch's does; saved_mean/saved_invstd (may be null) receive the batch mean and
+ *  1/sqrt(var + eps). */
 void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               float eps, float momentum, float *y, float *running_mean, float *running_var,
-                              float *saved_mean, float *saved_invstd);
+                              float *saved_mean, float *saved_invstd, bool unbiased = false);
 /** Inference mode: normalises with the running statistics. */
 void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               const float *mean, const float *var, float eps, float *y);
@@ -219,7 +221,7 @@ void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, c
 void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
                                          const float *bias, const float *stats, const float *shift, int64_t count,
                                          float eps, float momentum, float *y, float *running_mean, float *running_var,
-                                         float *saved_mean, float *saved_invstd);
+                                         float *saved_mean, float *saved_invstd, bool unbiased = false);
 /** sums [2c] = per channel sum of dY (dbias), then sum of dY * xhat (dscale): all-reduced, they are dB and dscale. */
 void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
                                       const float *saved_mean, const float *saved_invstd, float *sums);
@@ -234,7 +236,8 @@ struct Comm;
 // (running_mean/var, saved_*, dscale, dbias), equal to the whole-batch ones up to float rounding.
 void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
                                      const float *scale, const float *bias, float eps, float momentum, float *y,
-                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd);
+                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd,
+                                     bool unbiased = false);
 void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
                                 const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
                                 float *dx, float *dscale, float *dbias);
