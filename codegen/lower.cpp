@@ -604,6 +604,9 @@ class Lowerer {
     while (next_step_ < steps_.size() && steps_[next_step_].kind != plan::CommStep::Kind::assign)
       lower_step(steps_[next_step_++], none);
     timing_ = {};
+    // The forward's assigns end each pass (forward_assign); the updates' end the step.
+    for (size_t i = next_step_; i < steps_.size(); ++i)
+      if (forward_assign(steps_[i])) emit_assign(steps_[i]);
     // The optimizers' updates, after the gradients' clipping (rt::TrainingRun::clip_grads: a no-op unless the run
     // clips or logs the gradient norm, but every rank calls it, as it may all-reduce).
     // Every rank calls both (they may all-reduce over the world), with or without updates of its own; a pass of
@@ -630,21 +633,31 @@ class Lowerer {
       if (b < 0) CLEAVE_USER_ERROR("codegen: rank 0 does not hold the loss \"", g_.tensor(g_.loss).name, "\"");
       emit(0, "rt::log_loss(step, " + ref(b) + ");", {b});
     }
-    // Assigns: each holder of dst copies its shard of src (which must hold the same box).
-    for (; next_step_ < steps_.size(); ++next_step_) {
-      const plan::CommStep &st = steps_[next_step_];
-      CLEAVE_CHECK(st.kind == plan::CommStep::Kind::assign, "a communication step after the assigns");
-      const Assign &a = g_.assigns[static_cast<size_t>(st.slot)];
-      int r = st.rank;
-      int src = tensor_buf_[r][a.src];
-      if (src < 0 || st.parts.empty() || !box_contains(st.parts[0].owned, st.whole))
-        CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
-                          "\" is not held where the tensor lives (assign across shardings is not supported yet)");
-      int dst = tensor_buf_[r][a.dst];
-      int es = dtype_size(g_.tensor(a.dst).dtype);
-      emit_copy(r, copy_code(src, st.parts[0].owned, dst, st.whole, st.whole, es), {src, dst},
-                std::max<int64_t>(box_volume(st.whole), 1) * es);
-    }
+    for (size_t i = next_step_; i < steps_.size(); ++i)
+      if (!forward_assign(steps_[i])) emit_assign(steps_[i]);
+    next_step_ = steps_.size();
+  }
+
+  /** Whether an assign stores what a forward op computed (BatchNorm's running statistics): it is applied after every
+   *  pass, so each of --accumulate's passes updates the statistics, as each of torch's forward passes does. */
+  bool forward_assign(const plan::CommStep &st) const {
+    CLEAVE_CHECK(st.kind == plan::CommStep::Kind::assign, "a communication step after the assigns");
+    OpId producer = g_.tensor(g_.assigns[static_cast<size_t>(st.slot)].src).producer;
+    return producer != kNoOp && g_.op(producer).phase == Phase::forward;
+  }
+
+  /** An assign: each holder of dst copies its shard of src (which must hold the same box). */
+  void emit_assign(const plan::CommStep &st) {
+    const Assign &a = g_.assigns[static_cast<size_t>(st.slot)];
+    int r = st.rank;
+    int src = tensor_buf_[r][a.src];
+    if (src < 0 || st.parts.empty() || !box_contains(st.parts[0].owned, st.whole))
+      CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
+                        "\" is not held where the tensor lives (assign across shardings is not supported yet)");
+    int dst = tensor_buf_[r][a.dst];
+    int es = dtype_size(g_.tensor(a.dst).dtype);
+    emit_copy(r, copy_code(src, st.parts[0].owned, dst, st.whole, st.whole, es), {src, dst},
+              std::max<int64_t>(box_volume(st.whole), 1) * es);
   }
 
   /** Liveness over the step, then first-fit offsets (64-byte aligned) in buffer creation order. */

@@ -95,11 +95,15 @@ void run_graph(const Graph &g, Values &values, const Context &ctx) {
   for (OpId id = 0; id < g.num_ops(); ++id) run_op(g, id, values, ctx);
 }
 
-void apply_assigns(const Graph &g, Values &values) {
+void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which) {
   // Read every source before writing any destination: assigns are simultaneous (a dst may be another's src).
   std::vector<std::optional<Value>> staged;
   staged.reserve(g.assigns.size());
   for (const Assign &a : g.assigns) {
+    if (which && !which(a)) {
+      staged.push_back(values.at(static_cast<size_t>(a.dst)));  // left as it is
+      continue;
+    }
     const std::optional<Value> &src = values.at(static_cast<size_t>(a.src));
     if (!src)
       CLEAVE_USER_ERROR("assign \"", g.tensor(a.dst).name, "\" <- \"", g.tensor(a.src).name,

@@ -45,7 +45,7 @@ Values initial_values(const Graph &g);
 void run_op(const Graph &g, OpId op, Values &values, const Context &ctx);
 /** Runs every op in order. */
 void run_graph(const Graph &g, Values &values, const Context &ctx);
-/** After a step: every assign's dst takes its src's value. */
-void apply_assigns(const Graph &g, Values &values);
+/** After a step: every assign's dst (those `which` accepts, when given) takes its src's value. */
+void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which = {});
 
 }  // namespace cleave::interp

@@ -9,7 +9,8 @@ models/make_reference.py; validation on the 297 digits test samples (18 full bat
 batch wraps around and must count only its 9 new samples), after steps 3 and 6.
   - cleave eval's val lines = torch's (loss within 1e-5 relative, accuracy within one sample). The Dropout net trains
     with lr 1e-9 (its masks are drawn differently from torch's), so its validation sees the initial weights and the
-    running statistics of 6 batches; its running variance after them (--save-model) = torch's within 1e-6.
+    running statistics of 6 batches; its running variance after them (--save-model) = torch's within 1e-6. It runs
+    again with --accumulate 2 (torch: two forward passes per step, each updating the running statistics).
   - cleave run's val lines (1 rank; 2 ranks data-parallel; 4 ranks tofu) = cleave eval's within 1e-5, and its
     step lines the same bytes as a run without validation (validating changes no state).
   - bad input: --val-every without --val-data, a val file of the wrong sample shape (eval and run): one error
@@ -64,7 +65,7 @@ def model_for(name, work):
     return model, path
 
 
-def torch_val_lines(model, name):
+def torch_val_lines(model, name, passes=1):
     xs, ys = np.load(os.path.join(DATA_DIR, TRAIN[name])), np.load(os.path.join(DATA_DIR, "digits_train_y.npy"))
     vx = torch.from_numpy(np.load(os.path.join(DATA_DIR, TEST[name])))
     vy = torch.from_numpy(np.load(os.path.join(DATA_DIR, "digits_test_y.npy")))
@@ -72,9 +73,10 @@ def torch_val_lines(model, name):
     out = {}
     for step in range(1, STEPS + 1):
         model.train()
-        idx = make_reference.batch_indices(step, len(xs))
         opt.zero_grad()
-        model(torch.from_numpy(xs[idx]), torch.from_numpy(ys[idx])).backward()
+        for micro in range(passes):
+            idx = make_reference.batch_indices((step - 1) * passes + micro + 1, len(xs))
+            (model(torch.from_numpy(xs[idx]), torch.from_numpy(ys[idx])) / passes).backward()
         opt.step()
         if step % EVERY == 0:
             model.eval()
@@ -99,33 +101,36 @@ def main():
     failures = 0
     with tempfile.TemporaryDirectory() as work:
         env = dict(os.environ, CLEAVE_CACHE_DIR=os.environ.get("CLEAVE_CACHE_DIR", os.path.join(work, "cache")))
-        for name in ("mlp", "cnn", "dropout"):
+        for name, passes in (("mlp", 1), ("cnn", 1), ("dropout", 1), ("dropout", 2)):
             model, path = model_for(name, work)
-            want = torch_val_lines(model, name)
+            want = torch_val_lines(model, name, passes)
             data = f"x={DATA_DIR}/{TRAIN[name]},y={DATA_DIR}/digits_train_y.npy"
             val = f"x={DATA_DIR}/{TEST[name]},y={DATA_DIR}/digits_test_y.npy"
             train = ["--optimizer", "sgd", "--lr", str(LR[name])]
-            knobs = ["--steps", str(STEPS), "--val-data", val, "--val-every", str(EVERY)]
+            knobs = ["--steps", str(STEPS), "--val-data", val, "--val-every", str(EVERY), "--accumulate", str(passes)]
             saved = os.path.join(work, f"{name}-trained.onnx")
             r = subprocess.run([cleave, "eval", path, "--batch", str(BATCH), "--data", data, *train, *knobs,
                                 "--save-model", saved], capture_output=True, text=True, env=env)
             evals = parse(r.stdout)[0]
             ok = r.returncode == 0 and close(evals, want, 1e-5)
-            if ok and name == "dropout":
+            if ok and name.startswith("dropout"):
                 trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
                 got_var, want_var = trained["net.1.running_var"], model.net[1].running_var.detach().numpy()
                 var_err = float(np.abs(got_var - want_var).max() / np.abs(want_var).max())
                 ok = var_err <= 1e-6
                 print(f"{'ok' if ok else 'FAIL'} dropout running_var vs torch: max rel error {var_err:.2e}")
             failures += not ok
+            name = f"{name} x{passes}"
             print(f"{'ok' if ok else 'FAIL'} {name} eval vs torch: {evals} vs {want} {r.stderr.strip()[-300:]}")
             for ranks, planner in ((1, "data"), (2, "data"), (4, "tofu")):
-                bundle = os.path.join(work, f"{name}-{ranks}-{planner}")
-                subprocess.run([cleave, "compile", path, "--batch", str(BATCH), "--devices", str(ranks), "--planner",
-                                planner, *train, "-o", bundle], check=True, stderr=subprocess.DEVNULL, env=env)
+                bundle = os.path.join(work, f"{name.split()[0]}-{ranks}-{planner}")
+                if not os.path.exists(bundle):
+                    subprocess.run([cleave, "compile", path, "--batch", str(BATCH), "--devices", str(ranks), "--planner",
+                                    planner, *train, "-o", bundle], check=True, stderr=subprocess.DEVNULL, env=env)
                 r = subprocess.run([cleave, "run", bundle, "--data", data, *knobs], capture_output=True, text=True,
                                    env=env)
-                plain = subprocess.run([cleave, "run", bundle, "--data", data, "--steps", str(STEPS)],
+                plain = subprocess.run([cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--accumulate",
+                                        str(passes)],
                                        capture_output=True, text=True, env=env)
                 got, steps = parse(r.stdout)
                 ok = r.returncode == 0 and close(got, evals, 1e-5) and steps == parse(plain.stdout)[1] and steps

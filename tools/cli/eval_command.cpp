@@ -222,6 +222,11 @@ Command add_eval_command(CLI::App &app) {
           values[f.tensor] = batch_value(g.tensor(f.tensor), f, pass, args->batch, &order);
         interp::Context ctx{pass};
         for (OpId o : pass_ops) interp::run_op(g, o, values, ctx);
+        // What the forward computed for the next pass (BatchNorm's running statistics) is stored after every pass.
+        if (passes > 1) interp::apply_assigns(g, values, [&](const Assign &a) {
+          OpId producer = g.tensor(a.src).producer;
+          return producer != kNoOp && g.op(producer).phase == Phase::forward;
+        });
         loss += values[g.loss]->data.at(0);
         for (size_t i = 0; i < grads.size(); ++i) {
           const std::vector<double> &gv = values[grads[i]]->data;

@@ -634,7 +634,7 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *    NAME=FILE.npy           a graph input's data (first dim = samples; pass p reads samples from (p-1)*batch on,
  *                            modulo the file's count)
  *    --accumulate K          K passes (data, forward, backward) per step, the updates with their mean gradient;
- *                            the loss line shows the passes' mean loss (BatchNorm statistics update once per step)
+ *                            the loss line shows the passes' mean loss (BatchNorm statistics update every pass)
  *    --epochs E              the last step is E * samples / (batch * K) (instead of --steps)
  *    --shuffle SEED          each epoch reads the samples in its own permutation (from SEED and the epoch alone, so
  *                            every plan and rank count reads the same batches)
