@@ -53,6 +53,8 @@ const std::map<std::string, std::set<std::string>> &flag_attributes() {
       {"ReduceMin", {"keepdims", "noop_with_empty_axes"}},
       {"Trilu", {"upper"}},
       {"LSTM", {"input_forget", "layout"}},
+      {"GRU", {"layout", "linear_before_reset"}},
+      {"RNN", {"layout"}},
   };
   return kFlags;
 }

@@ -8,6 +8,8 @@ namespace cleave {
 
 /** LSTM, unrolled per timestep (translate_rnn.cpp). */
 void translate_lstm(Importer &, const NodeCtx &);
+void translate_gru(Importer &, const NodeCtx &);
+void translate_rnn(Importer &, const NodeCtx &);
 
 Translator find_translator(const std::string &domain, const std::string &op_type) {
   static const std::map<std::pair<std::string, std::string>, Translator> kTable = [] {
@@ -56,6 +58,8 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "BatchNormalization"}] = translate_batchnorm;
     t[{"", "Dropout"}] = translate_dropout;
     t[{"", "LSTM"}] = translate_lstm;
+    t[{"", "GRU"}] = translate_gru;
+    t[{"", "RNN"}] = translate_rnn;
     const std::string training = "ai.onnx.preview.training";
     t[{training, "Momentum"}] = t[{training, "Adam"}] = t[{training, "Adagrad"}] = translate_optimizer;
     t[{training, "Gradient"}] = translate_gradient;

@@ -1,10 +1,16 @@
-// Recurrent nodes (ONNX LSTM), unrolled into existing IR ops, one set per timestep: the IR has static shapes and no
-// loops, so the sequence length fixes the unrolling, and autodiff, planning and codegen then need nothing new.
+// Recurrent nodes (ONNX LSTM, GRU, RNN), unrolled into existing IR ops, one set per timestep: the IR has static shapes
+// and no loops, so the sequence length fixes the unrolling, and autodiff, planning and codegen then need nothing new.
 //
-// Per direction d and step k (t = k forward, T-1-k reverse), with ONNX's gate order i, o, f, c:
-//   gates = h_prev R^T + (x_t W^T + Wb + Rb)      two Gemms, the second taking the first as its C operand
-//   i, o, f, c = Split(gates)                     (+ P_i * c_prev, P_f * c_prev with peepholes)
-//   C = f(f) * c_prev + f(i) * g(c);  H = f(o + P_o * C) * h(C)
+// Per direction d and step k (t = k forward, T-1-k reverse):
+//   LSTM (gate order i, o, f, c):
+//     gates = h_prev R^T + (x_t W^T + Wb + Rb)      two Gemms, the second taking the first as its C operand
+//     i, o, f, c = Split(gates)                     (+ P_i * c_prev, P_f * c_prev with peepholes)
+//     C = f(f) * c_prev + f(i) * g(c);  H = f(o + P_o * C) * h(C)
+//   GRU (gate order z, r, h):
+//     xz, xr, xh = Split(x_t W^T + Wb);  hz, hr = Split(h_prev R_zr^T + Rb_zr);  z = f(xz + hz), r = f(xr + hr)
+//     h~ = g(xh + r * (h_prev R_h^T + Rb_h))   linear_before_reset (torch's), else g(xh + (r * h_prev) R_h^T + Rb_h)
+//     H = h~ + z * (h_prev - h~)               (= (1 - z) h~ + z h_prev)
+//   RNN: H = f(h_prev R^T + (x_t W^T + Wb + Rb))
 // A sequence_lens shorter than T masks the step: the state keeps its previous value and Y_t is 0 (a {0,1} mask per
 // batch row, gathered from a constant table by the lengths). Absent initial states are zeros, which drop the terms
 // they multiply at the first step.
@@ -27,10 +33,10 @@ namespace {
   throw UserError(n.label + ": " + what + " is not supported", 2);
 }
 
-/** Emits the ops of one LSTM node. Tensor names are ONNX-style strings (the importer's namespace). */
-class LstmBuilder {
+/** Emits the ops of one recurrent node. Tensor names are ONNX-style strings (the importer's namespace). */
+class RnnBuilder {
  public:
-  LstmBuilder(Importer &im, const NodeCtx &n) : im_(im), n_(n) {}
+  RnnBuilder(Importer &im, const NodeCtx &n) : im_(im), n_(n) {}
 
   /** One op with a fresh output named after `role` (or `out`); returns the output's name. `step` >= 0 tags it. */
   std::string op(OpKind kind, std::vector<std::string> ins, AttrMap attrs, const std::string &role, int64_t step = -1,
@@ -97,6 +103,15 @@ class LstmBuilder {
   const NodeCtx &n_;
 };
 
+/** What distinguishes the three cells. */
+struct CellKind {
+  const char *op;
+  int64_t gates;      // blocks of W's and R's rows
+  int64_t functions;  // activations per direction
+  bool lstm, gru;
+};
+constexpr CellKind kLstm{"LSTM", 4, 3, true, false}, kGru{"GRU", 3, 2, false, true}, kRnn{"RNN", 1, 1, false, false};
+
 OpKind activation_kind(const NodeCtx &n, const std::string &name) {
   if (name == "Sigmoid") return OpKind::Sigmoid;
   if (name == "Tanh") return OpKind::Tanh;
@@ -104,13 +119,26 @@ OpKind activation_kind(const NodeCtx &n, const std::string &name) {
   unsupported(n, "activation \"" + name + "\" (only Sigmoid, Tanh and Relu)");
 }
 
+/** A zero constant of `shape` (a GRU's absent initial state, which its update reads). */
+std::string zeros(Importer &im, RnnBuilder &b, const Shape &shape, const std::string &role) {
+  Tensor t;
+  t.name = b.fresh(role, -1);
+  t.dtype = DType::f32;
+  t.shape = shape;
+  t.data = encode_doubles(DType::f32, std::vector<double>(static_cast<size_t>(num_elements(shape)), 0.0));
+  std::string name = t.name;
+  im.define_const(std::move(t));
+  return name;
+}
+
 }  // namespace
 
-void translate_lstm(Importer &im, const NodeCtx &n) {
+/** One LSTM, GRU or RNN node. */
+void translate_recurrent(Importer &im, const NodeCtx &n, const CellKind &cell) {
   // Features outside the unrolled form, listed at once.
   std::vector<std::string> missing;
   if (n.attrs.has("clip")) missing.push_back("attribute \"clip\"");
-  if (n.attrs.get_int("input_forget", 0) != 0) missing.push_back("input_forget=1");
+  if (cell.lstm && n.attrs.get_int("input_forget", 0) != 0) missing.push_back("input_forget=1");
   if (n.attrs.has("activation_alpha") || n.attrs.has("activation_beta"))
     missing.push_back("attributes activation_alpha/activation_beta");
   if (!missing.empty()) {
@@ -128,14 +156,16 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
   Shape x = im.type_of(n.in(0), n).shape, w = im.type_of(n.in(1), n).shape, r = im.type_of(n.in(2), n).shape;
   if (x.size() != 3) n.fail("input X has shape " + shape_str(x) + "; expected rank 3");
   int64_t seq = layout == 0 ? x[0] : x[1], batch = layout == 0 ? x[1] : x[0], in_size = x[2];
-  if (r.size() != 3 || r[0] != dirs || r[1] != 4 * r[2])
-    n.fail("input R has shape " + shape_str(r) + "; expected [" + std::to_string(dirs) + ", 4*hidden, hidden]");
+  const int64_t gates = cell.gates;
+  if (r.size() != 3 || r[0] != dirs || r[1] != gates * r[2])
+    n.fail("input R has shape " + shape_str(r) + "; expected [" + std::to_string(dirs) + ", " +
+           (gates > 1 ? std::to_string(gates) + "*" : "") + "hidden, hidden]");
   int64_t hidden = r[2];
   if (n.attrs.get_int("hidden_size", hidden) != hidden)
     n.fail("attribute \"hidden_size\" " + std::to_string(n.attrs.get_int("hidden_size", hidden)) +
            " does not match R's shape " + shape_str(r));
-  if (w != Shape{dirs, 4 * hidden, in_size})
-    n.fail("input W has shape " + shape_str(w) + "; expected " + shape_str({dirs, 4 * hidden, in_size}));
+  if (w != Shape{dirs, gates * hidden, in_size})
+    n.fail("input W has shape " + shape_str(w) + "; expected " + shape_str({dirs, gates * hidden, in_size}));
   if (seq < 1) n.fail("X has no timesteps");
   auto check_shape = [&](size_t i, const Shape &want, const std::string &what) {
     if (n.in(i).empty()) return;
@@ -143,23 +173,30 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
     if (s != want) n.fail("input " + what + " has shape " + shape_str(s) + "; expected " + shape_str(want));
   };
   Shape state = layout == 0 ? Shape{dirs, batch, hidden} : Shape{batch, dirs, hidden};
-  check_shape(3, {dirs, 8 * hidden}, "B");
+  check_shape(3, {dirs, 2 * gates * hidden}, "B");
   check_shape(4, {batch}, "sequence_lens");
   check_shape(5, state, "initial_h");
-  check_shape(6, state, "initial_c");
-  check_shape(7, {dirs, 3 * hidden}, "P");
+  if (cell.lstm) {
+    check_shape(6, state, "initial_c");
+    check_shape(7, {dirs, 3 * hidden}, "P");
+  }
+  bool linear_before_reset = cell.gru && n.attrs.get_int("linear_before_reset", 0) != 0;
 
   std::vector<OpKind> acts;
   if (auto a = n.attrs.opt_strings("activations")) {
-    if (static_cast<int64_t>(a->size()) != 3 * dirs)
+    if (static_cast<int64_t>(a->size()) != cell.functions * dirs)
       n.fail("attribute \"activations\" has " + std::to_string(a->size()) + " entries; expected " +
-             std::to_string(3 * dirs));
+             std::to_string(cell.functions * dirs));
     for (const std::string &s : *a) acts.push_back(activation_kind(n, s));
   } else {
-    for (int64_t d = 0; d < dirs; ++d) acts.insert(acts.end(), {OpKind::Sigmoid, OpKind::Tanh, OpKind::Tanh});
+    for (int64_t d = 0; d < dirs; ++d) {
+      if (cell.lstm) acts.insert(acts.end(), {OpKind::Sigmoid, OpKind::Tanh, OpKind::Tanh});
+      else if (cell.gru) acts.insert(acts.end(), {OpKind::Sigmoid, OpKind::Tanh});
+      else acts.push_back(OpKind::Tanh);
+    }
   }
 
-  LstmBuilder b(im, n);
+  RnnBuilder b(im, n);
   int64_t time_axis = layout == 0 ? 0 : 1, state_dir_axis = layout == 0 ? 0 : 1;
 
   // sequence_lens: one {0,1} mask [B, 1] per timestep (none when every length is T, e.g. a constant from torch).
@@ -208,16 +245,27 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
   std::vector<std::string> last_h(dirs), last_c(dirs);
   for (int64_t d = 0; d < dirs; ++d) {
     std::string p = dirs == 2 && d == 1 ? "bw/" : "";
-    std::string wd = b.direction(n.in(1), dirs, d, 0, {4 * hidden, in_size}, p + "W");
-    std::string rd = b.direction(n.in(2), dirs, d, 0, {4 * hidden, hidden}, p + "R");
-    std::string bias;
+    std::string wd = b.direction(n.in(1), dirs, d, 0, {gates * hidden, in_size}, p + "W");
+    std::string rd = b.direction(n.in(2), dirs, d, 0, {gates * hidden, hidden}, p + "R");
+    std::string bias, wb, rb;  // bias = Wb + Rb (LSTM, RNN); GRU keeps them apart
     if (!n.in(3).empty()) {
-      std::string bd = b.direction(n.in(3), dirs, d, 0, {8 * hidden}, p + "B");
-      bias = b.op(OpKind::Add, {b.slice(bd, 0, 0, 4 * hidden, p + "Wb"), b.slice(bd, 0, 4 * hidden, 8 * hidden, p + "Rb")},
-                  {}, p + "bias");
+      std::string bd = b.direction(n.in(3), dirs, d, 0, {2 * gates * hidden}, p + "B");
+      wb = b.slice(bd, 0, 0, gates * hidden, p + "Wb");
+      rb = b.slice(bd, 0, gates * hidden, 2 * gates * hidden, p + "Rb");
+      if (!cell.gru) bias = b.op(OpKind::Add, {wb, rb}, {}, p + "bias");
+    }
+    // GRU: R's (and Rb's) z, r rows and h rows.
+    std::string r_zr, r_h, rb_zr, rb_h;
+    if (cell.gru) {
+      r_zr = b.slice(rd, 0, 0, 2 * hidden, p + "R_zr");
+      r_h = b.slice(rd, 0, 2 * hidden, 3 * hidden, p + "R_h");
+      if (!rb.empty()) {
+        rb_zr = b.slice(rb, 0, 0, 2 * hidden, p + "Rb_zr");
+        rb_h = b.slice(rb, 0, 2 * hidden, 3 * hidden, p + "Rb_h");
+      }
     }
     std::string pi, po, pf;
-    if (!n.in(7).empty()) {
+    if (cell.lstm && !n.in(7).empty()) {
       std::string pd = b.direction(n.in(7), dirs, d, 0, {3 * hidden}, p + "P");
       pi = b.slice(pd, 0, 0, hidden, p + "Pi");
       po = b.slice(pd, 0, hidden, 2 * hidden, p + "Po");
@@ -225,8 +273,11 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
     }
     std::string h, c;  // "" = zeros
     if (!n.in(5).empty()) h = b.direction(n.in(5), dirs, d, state_dir_axis, {batch, hidden}, p + "initial_h");
-    if (!n.in(6).empty()) c = b.direction(n.in(6), dirs, d, state_dir_axis, {batch, hidden}, p + "initial_c");
-    OpKind f = acts[3 * d], g = acts[3 * d + 1], hk = acts[3 * d + 2];
+    if (cell.lstm && !n.in(6).empty())
+      c = b.direction(n.in(6), dirs, d, state_dir_axis, {batch, hidden}, p + "initial_c");
+    if (cell.gru && h.empty()) h = zeros(im, b, {batch, hidden}, p + "initial_h");  // the recurrence reads it
+    const OpKind *fs = &acts[static_cast<size_t>(cell.functions * d)];
+    OpKind f = fs[0], g = cell.functions > 1 ? fs[1] : f, hk = cell.functions > 2 ? fs[2] : f;
     bool reverse = dir_name == "reverse" || d == 1;
     for (int64_t k = 0; k < seq; ++k) {
       int64_t t = reverse ? seq - 1 - k : k;
@@ -234,10 +285,58 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
         return b.op(kind, std::move(ins), std::move(attrs), p + role, k);
       };
       AttrMap gemm{{"alpha", 1.0}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", int64_t{1}}};
+      if (cell.gru) {
+        std::vector<std::string> xin{xs[t], wd}, hin{h, r_zr};
+        if (!wb.empty()) xin.push_back(wb);
+        if (!rb_zr.empty()) hin.push_back(rb_zr);
+        std::vector<std::string> xo, ho;
+        for (const char *gate : {"xz", "xr", "xh"}) xo.push_back(b.fresh(p + gate, k));
+        for (const char *gate : {"hz", "hr"}) ho.push_back(b.fresh(p + gate, k));
+        std::vector<std::string> xg = b.ops(OpKind::Split, {at(OpKind::Gemm, xin, "xw", gemm)},
+                                            {{"axis", int64_t{1}}, {"split", std::vector<int64_t>(3, hidden)}},
+                                            p + "split_xw", xo, k);
+        std::vector<std::string> hg = b.ops(OpKind::Split, {at(OpKind::Gemm, hin, "hw_zr", gemm)},
+                                            {{"axis", int64_t{1}}, {"split", std::vector<int64_t>(2, hidden)}},
+                                            p + "split_hw", ho, k);
+        std::string z = at(f, {at(OpKind::Add, {xg[0], hg[0]}, "z_in")}, "z");
+        std::string rg = at(f, {at(OpKind::Add, {xg[1], hg[1]}, "r_in")}, "r");
+        std::vector<std::string> hh_in{linear_before_reset ? h : at(OpKind::Mul, {rg, h}, "r_h"), r_h};
+        if (!rb_h.empty()) hh_in.push_back(rb_h);
+        std::string hh = at(OpKind::Gemm, hh_in, "hw_h", gemm);
+        if (linear_before_reset) hh = at(OpKind::Mul, {rg, hh}, "r_hw_h");
+        std::string cand = at(g, {at(OpKind::Add, {xg[2], hh}, "h_in")}, "h_cand");
+        std::string hn = at(OpKind::Add, {cand, at(OpKind::Mul, {z, at(OpKind::Sub, {h, cand}, "h_delta")}, "z_delta")},
+                            "H");
+        if (!masks.empty()) {
+          const std::string &m = masks[t];
+          ys[t][d] = at(OpKind::Mul, {m, hn}, "Y");
+          hn = at(OpKind::Add, {h, at(OpKind::Mul, {m, at(OpKind::Sub, {hn, h}, "H_held_delta")}, "H_held_step")},
+                  "H_held");
+        } else {
+          ys[t][d] = hn;
+        }
+        h = hn;
+        continue;
+      }
       std::vector<std::string> xin{xs[t], wd};
       if (!bias.empty()) xin.push_back(bias);
       std::string gates = at(OpKind::Gemm, xin, h.empty() ? "gates" : "xw", gemm);
       if (!h.empty()) gates = at(OpKind::Gemm, {h, rd, gates}, "gates", gemm);
+      if (!cell.lstm) {  // RNN
+        std::string hn = at(f, {gates}, "H");
+        if (!masks.empty()) {
+          const std::string &m = masks[t];
+          ys[t][d] = at(OpKind::Mul, {m, hn}, "Y");
+          hn = h.empty() ? ys[t][d]
+                         : at(OpKind::Add, {h, at(OpKind::Mul, {m, at(OpKind::Sub, {hn, h}, "H_held_delta")},
+                                                  "H_held_step")},
+                              "H_held");
+        } else {
+          ys[t][d] = hn;
+        }
+        h = hn;
+        continue;
+      }
       std::vector<std::string> outs;
       for (const char *gate : {"i", "o", "f", "c"}) outs.push_back(b.fresh(p + gate, k));
       std::vector<std::string> parts = b.ops(
@@ -292,7 +391,7 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
       b.concat(steps, time_axis, y_shape, "Y", n.out(0));
     }
   }
-  for (size_t o = 1; o <= 2; ++o) {
+  for (size_t o = 1; o <= (cell.lstm ? 2u : 1u); ++o) {
     if (n.out(o).empty()) continue;
     const std::vector<std::string> &last = o == 1 ? last_h : last_c;
     std::string role = o == 1 ? "Y_h" : "Y_c";
@@ -306,5 +405,9 @@ void translate_lstm(Importer &im, const NodeCtx &n) {
     b.concat(parts, state_dir_axis, state, role, n.out(o));
   }
 }
+
+void translate_lstm(Importer &im, const NodeCtx &n) { translate_recurrent(im, n, kLstm); }
+void translate_gru(Importer &im, const NodeCtx &n) { translate_recurrent(im, n, kGru); }
+void translate_rnn(Importer &im, const NodeCtx &n) { translate_recurrent(im, n, kRnn); }
 
 }  // namespace cleave

@@ -113,10 +113,17 @@ save(m, "huge.onnx")
 # Supported ops with an attribute value Cleave does not implement: exit 2, one line naming the node and the op.
 for name, node in (("lpnorm_p3", helper.make_node("LpNormalization", ["logits"], ["normed"], name="norm3", p=3)),
                    ("depth_to_space_mode", helper.make_node("DepthToSpace", ["x4"], ["moved"], name="d2s",
-                                                            blocksize=2, mode="XYZ"))):
+                                                            blocksize=2, mode="XYZ")),
+                   ("gru_clip", helper.make_node("GRU", ["x4", "gru_w", "gru_r"], ["gru_y"], name="gru", hidden_size=2,
+                                                 clip=1.0))):
     m = base()
     if name == "depth_to_space_mode":
         m.graph.node.insert(0, helper.make_node("Reshape", ["x", "shape4"], ["x4"], name="to4d"))
         m.graph.initializer.append(numpy_helper.from_array(np.array([2, 4, 1, 1], np.int64), "shape4"))
+    if name == "gru_clip":  # X [T=2, B=1, I=4]
+        m.graph.node.insert(0, helper.make_node("Reshape", ["x", "shape3"], ["x4"], name="to3d"))
+        m.graph.initializer.extend([numpy_helper.from_array(np.array([2, 1, 4], np.int64), "shape3"),
+                                    numpy_helper.from_array(np.zeros((1, 6, 4), np.float32), "gru_w"),
+                                    numpy_helper.from_array(np.zeros((1, 6, 2), np.float32), "gru_r")])
     m.graph.node.insert(len(m.graph.node) - 1, node)
     save(m, name + ".onnx")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports the tiny LSTM of tests/e2e/tiny_lstm.py and the zoo's tiny Transformer (models/zoo, the one the codegen
+"""Exports the tiny LSTM of tests/e2e/tiny_recurrent.py and the zoo's tiny Transformer (models/zoo, the one the codegen
 e2e tests compile: tests/e2e/zoo_seq_ranks.py; tests/e2e/tiny_transformer.py's model runs under `cleave eval` only)
 and writes data for them.
 
@@ -16,11 +16,11 @@ import torch
 
 SRC, OUT = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
-sys.argv = [sys.argv[0], "unused-cleave", SRC]  # tiny_lstm reads its arguments at import
-import tiny_lstm  # noqa: E402
+sys.argv = [sys.argv[0], "unused-cleave", SRC]  # tiny_recurrent reads its arguments at import
+import tiny_recurrent  # noqa: E402
 
 torch.manual_seed(0)
-path, _, _, _ = tiny_lstm.make_case(OUT, "lstm", 2, True, False, False, 15, 3)
+path, _, _, _ = tiny_recurrent.make_case(OUT, "lstm", "lstm", 2, True, False, False, 15, 3)
 os.replace(path, os.path.join(OUT, "lstm.onnx"))
 
 subprocess.run(["/usr/bin/python3", os.path.join(SRC, "models", "zoo", "generate.py"), "--family", "transformer",

@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""LSTM import (frontend/translate_rnn.cpp) against torch 1.13, and its compiled bundles against `cleave eval`.
+"""LSTM, GRU and RNN import (frontend/translate_rnn.cpp) against torch 1.13, and their compiled bundles against
+`cleave eval`.
 
-A tiny RNN language model, Embedding(32, 8) -> nn.LSTM(8, 16, layers) -> Linear(16, 32) -> cross entropy over 5
-unrolled steps, is exported by torch (training mode, no constant folding, symbolic batch) and trained with SGD:
+A tiny language model, Embedding(32, 8) -> nn.LSTM / nn.GRU / nn.RNN(8, 16, layers) -> Linear(16, 32) -> cross
+entropy over 5 unrolled steps, is exported by torch (training mode, no constant folding, symbolic batch) and trained
+with SGD:
   1. `cleave eval` gives torch's per-step losses within relative 1e-4, and torch's final weights within 1e-4 * max|w|,
-     for: 2 layers batch_first (5 steps, the main case), 1 layer seq-first at opset 13, 3 layers with learned initial
-     states at opset 17, 1 bidirectional layer at opset 14 (3 steps each);
-  2. the main model compiled with `--planner data --devices 2` and run under mpirun (`cleave run`) gives the losses
-     and saved weights of the 1-rank run (`cleave eval`, checked against torch in 1.) within relative 1e-5. Building
-     its two rank programs takes about a minute of CPU (the unrolled step is one large function compiled at -O3).
-Usage: tiny_lstm.py CLEAVE SOURCE_DIR"""
+     for: LSTM 2 layers batch_first (5 steps), 1 layer seq-first at opset 13, 3 layers with learned initial states at
+     opset 17, 1 bidirectional layer at opset 14; GRU (torch exports linear_before_reset=1) 2 layers batch_first,
+     1 layer seq-first, 1 bidirectional layer; RNN tanh 2 layers, RNN relu bidirectional (3 steps each);
+  2. the first case of each cell compiled with `--planner data --devices 2` (and the GRU's with `--planner tofu`)
+     and run under mpirun (`cleave run`) gives the losses and saved weights of the 1-rank run (`cleave eval`, checked
+     against torch in 1.) within relative 1e-5.
+Usage: tiny_recurrent.py CLEAVE SOURCE_DIR"""
 import os
 import subprocess
 import sys
@@ -27,17 +30,28 @@ sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
 from bundle_check import losses, runtime_flags, weights  # noqa: E402
 
 VOCAB, EMBED, HIDDEN, SEQ, BATCH, LR = 32, 8, 16, 5, 4, 0.1
-# (name, layers, batch_first, learned initial states, bidirectional, opset, steps)
-CASES = [("lstm2_bf", 2, True, False, False, 15, 5), ("lstm1_seq_first", 1, False, False, False, 13, 3),
-         ("lstm3_h0", 3, True, True, False, 17, 3), ("lstm1_bidir", 1, True, False, True, 14, 3)]
+# (name, cell, layers, batch_first, learned initial states, bidirectional, opset, steps)
+CASES = [("lstm2_bf", "lstm", 2, True, False, False, 15, 5), ("lstm1_seq_first", "lstm", 1, False, False, False, 13, 3),
+         ("lstm3_h0", "lstm", 3, True, True, False, 17, 3), ("lstm1_bidir", "lstm", 1, True, False, True, 14, 3),
+         ("gru2_bf", "gru", 2, True, False, False, 15, 3), ("gru1_seq_first", "gru", 1, False, False, False, 13, 3),
+         ("gru1_bidir", "gru", 1, True, False, True, 14, 3), ("rnn2_tanh", "rnn_tanh", 2, True, False, False, 15, 3),
+         ("rnn1_relu_bidir", "rnn_relu", 1, True, False, True, 15, 3)]
+# Partitioned runs: (case, planner, devices).
+PLANS = [("lstm2_bf", "data", 2), ("gru2_bf", "data", 2), ("gru2_bf", "tofu", 2), ("rnn2_tanh", "data", 2)]
 
 
 class TinyLM(nn.Module):
-    def __init__(self, layers, batch_first, learned_state, bidirectional):
+    def __init__(self, cell, layers, batch_first, learned_state, bidirectional):
         super().__init__()
         self.batch_first = batch_first
         self.emb = nn.Embedding(VOCAB, EMBED)
-        self.lstm = nn.LSTM(EMBED, HIDDEN, layers, batch_first=batch_first, bidirectional=bidirectional)
+        if cell == "lstm":
+            self.lstm = nn.LSTM(EMBED, HIDDEN, layers, batch_first=batch_first, bidirectional=bidirectional)
+        elif cell == "gru":
+            self.lstm = nn.GRU(EMBED, HIDDEN, layers, batch_first=batch_first, bidirectional=bidirectional)
+        else:
+            self.lstm = nn.RNN(EMBED, HIDDEN, layers, nonlinearity=cell[4:], batch_first=batch_first,
+                               bidirectional=bidirectional)
         self.fc = nn.Linear(2 * HIDDEN if bidirectional else HIDDEN, VOCAB)
         self.h0 = nn.Parameter(0.1 * torch.randn(layers, 1, HIDDEN)) if learned_state else None
         self.c0 = nn.Parameter(0.1 * torch.randn(layers, 1, HIDDEN)) if learned_state else None
@@ -64,10 +78,10 @@ def sh(cmd):
     return r.stdout
 
 
-def make_case(tmp, name, layers, batch_first, learned_state, bidirectional, opset, steps):
+def make_case(tmp, name, cell, layers, batch_first, learned_state, bidirectional, opset, steps):
     """Exports the model, writes its data, trains torch; returns (onnx path, data flag, torch losses, torch weights)."""
     torch.manual_seed(0)
-    model = TinyLM(layers, batch_first, learned_state, bidirectional)
+    model = TinyLM(cell, layers, batch_first, learned_state, bidirectional)
     rng = np.random.default_rng(1)
     tokens = rng.integers(0, VOCAB, size=(BATCH * steps, SEQ + 1))
     x, y = tokens[:, :-1].astype(np.int64), tokens[:, 1:].astype(np.int64)
@@ -79,7 +93,8 @@ def make_case(tmp, name, layers, batch_first, learned_state, bidirectional, opse
     torch.onnx.export(model, (torch.from_numpy(x[:BATCH]), torch.from_numpy(y[:BATCH])), path,
                       input_names=["x", "y"], output_names=["loss"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}},
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=opset)
-    assert any(n.op_type == "LSTM" for n in onnx.load(path).graph.node), "torch exported no LSTM node"
+    op = {"lstm": "LSTM", "gru": "GRU"}.get(cell, "RNN")
+    assert any(n.op_type == op for n in onnx.load(path).graph.node), f"torch exported no {op} node"
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     ref = []
     for k in range(steps):
@@ -120,10 +135,10 @@ def compare_weights(where, got, want, rtol, problems):
 def main():
     problems = []
     flags = ["--optimizer", "sgd", "--lr", str(LR), "--batch", str(BATCH)]
-    with tempfile.TemporaryDirectory(prefix="cleave_lstm_") as tmp:
-        main_case = None
-        for name, layers, bf, learned, bidir, opset, steps in CASES:
-            path, data, ref, ref_w = make_case(tmp, name, layers, bf, learned, bidir, opset, steps)
+    with tempfile.TemporaryDirectory(prefix="cleave_recurrent_") as tmp:
+        evaluated = {}
+        for name, cell, layers, bf, learned, bidir, opset, steps in CASES:
+            path, data, ref, ref_w = make_case(tmp, name, cell, layers, bf, learned, bidir, opset, steps)
             saved = os.path.join(tmp, f"{name}_eval.onnx")
             try:
                 got = losses(sh([CLEAVE, "eval", path, "--data", data, "--steps", str(steps), "--save-model", saved]
@@ -135,29 +150,29 @@ def main():
             ww = compare_weights(f"{name} eval vs torch", weights(saved), ref_w, 1e-4, problems)
             print(f"{name} (opset {opset}): eval vs torch: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} "
                   f"x max|w|, losses {got}", flush=True)
-            if main_case is None:
-                main_case = (name, path, data, got, weights(saved), steps)
-        if main_case is not None:
-            name, path, data, ref, ref_w, steps = main_case
+            evaluated[name] = (path, data, got, weights(saved), steps)
+        for name, planner, devices in PLANS:
+            if name not in evaluated:
+                continue
+            path, data, ref, ref_w, steps = evaluated[name]
             ref_w = {k: v.astype(np.float64) for k, v in ref_w.items() if np.issubdtype(v.dtype, np.floating)}
-            for planner, devices in [("data", 2)]:
-                where = f"{name} {planner} plan on {devices} rank(s) vs eval"
-                bundle = os.path.join(tmp, f"{name}_{planner}{devices}")
-                saved = bundle + "_trained.onnx"
-                try:
-                    sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(devices), "-o", bundle]
-                       + flags)
-                    got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
-                                     saved] + runtime_flags(CLEAVE)))
-                except RuntimeError as e:
-                    problems.append(f"{where}: {e}")
-                    continue
-                wl = compare_losses(where, got, ref, 1e-5, problems)
-                ww = compare_weights(where, weights(saved), ref_w, 1e-5, problems)
-                print(f"{where}: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} x max|w|", flush=True)
+            where = f"{name} {planner} plan on {devices} rank(s) vs eval"
+            bundle = os.path.join(tmp, f"{name}_{planner}{devices}")
+            saved = bundle + "_trained.onnx"
+            try:
+                sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(devices), "-o", bundle]
+                   + flags)
+                got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
+                                 saved] + runtime_flags(CLEAVE)))
+            except RuntimeError as e:
+                problems.append(f"{where}: {e}")
+                continue
+            wl = compare_losses(where, got, ref, 1e-5, problems)
+            ww = compare_weights(where, weights(saved), ref_w, 1e-5, problems)
+            print(f"{where}: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} x max|w|", flush=True)
     for p in problems:
         print(f"error: {p}")
-    print("tiny_lstm: " + (f"{len(problems)} problem(s)" if problems else "ok"))
+    print("tiny_recurrent: " + (f"{len(problems)} problem(s)" if problems else "ok"))
     return 1 if problems else 0
 
 
