@@ -342,13 +342,10 @@ void translate_range(Importer &im, const NodeCtx &n) {
 }
 
 void translate_trilu(Importer &im, const NodeCtx &n) {
-  // torch exports causal masks as Trilu of a constant (torch.triu(torch.ones(T, T))): fold it. A Trilu of run-time
-  // values would need a kernel of its own.
-  const_doubles(im, n, 0, "\"input\"");  // the standard error when the input is not known at compile time
-  const Tensor *x = im.known_value(n.in(0));
-  if (!im.is_const(n.in(0)))
-    throw UserError(n.label + ": Trilu of a trainable initializer is not supported (only of constants)", 2);
-  if (x->shape.size() < 2) n.fail("input must have rank >= 2, got " + shape_str(x->shape));
+  // A Trilu of a constant (torch's causal masks: torch.triu(torch.ones(T, T))) folds; of run-time values it is
+  // Where(keep, x, 0) with `keep` the constant [rows, cols] mask, so its gradient and splits are Where's.
+  Shape shape = im.type_of(n.in(0), n).shape;
+  if (shape.size() < 2) n.fail("input must have rank >= 2, got " + shape_str(shape));
   int64_t k = 0;
   if (!n.in(1).empty()) {
     std::vector<int64_t> kv = const_ints(im, n, 1, "\"k\"");
@@ -356,14 +353,34 @@ void translate_trilu(Importer &im, const NodeCtx &n) {
     k = kv[0];
   }
   bool upper = n.attrs.get_int("upper", 1) != 0;
-  int64_t rows = x->shape[x->shape.size() - 2], cols = x->shape.back();
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  auto keep = [&](int64_t i, int64_t j) { return upper ? j - i >= k : j - i <= k; };
+  if (!im.is_const(n.in(0))) {
+    DType dt = im.type_of(n.in(0), n).dtype;
+    Tensor mask{im.fresh_tensor_name(n.out(0) + ".keep"), DType::boolean, {rows, cols}, Role::constant, {}};
+    std::vector<int64_t> bits;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) bits.push_back(keep(i, j) ? 1 : 0);
+    mask.data = encode_ints(DType::boolean, bits);
+    Tensor zero{im.fresh_tensor_name(n.out(0) + ".zero"), dt, {}, Role::constant, {}};
+    zero.data = is_float(dt) ? encode_doubles(dt, {0.0}) : encode_ints(dt, {0});
+    OpSpec s;
+    s.kind = OpKind::Where;
+    s.phase = n.phase;
+    s.inputs = {mask.name, n.in(0), zero.name};
+    s.outputs = {n.out(0)};
+    im.define_const(std::move(mask));
+    im.define_const(std::move(zero));
+    im.emit(s, n.name, n);
+    return;
+  }
+  const Tensor *x = im.known_value(n.in(0));
   Tensor t = *x;
   t.name = n.out(0);
   std::vector<double> v = data_as_doubles(*x);
   for (size_t e = 0; e < v.size(); ++e) {
     int64_t j = static_cast<int64_t>(e) % cols, i = static_cast<int64_t>(e) / cols % rows;
-    bool keep = upper ? j - i >= k : j - i <= k;
-    if (!keep) v[e] = 0;
+    if (!keep(i, j)) v[e] = 0;
   }
   t.data = is_float(t.dtype) ? encode_doubles(t.dtype, v) : encode_ints(t.dtype, std::vector<int64_t>(v.begin(), v.end()));
   if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");

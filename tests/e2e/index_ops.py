@@ -3,8 +3,8 @@ SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot) train one step like torch, on
 (`cleave compile --planner data --devices 2` + `cleave run`).
 
 Three models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
-  - torch_reduce: torch 1.13's export (opset 13, training mode, no constant folding) of logsumexp, norm p=2 and p=1
-    (ReduceLogSumExp, ReduceL2, ReduceL1);
+  - torch_reduce: torch 1.13's export (opset 14, training mode, no constant folding) of logsumexp, norm p=2 and p=1
+    (ReduceLogSumExp, ReduceL2, ReduceL1), and triu/tril of run-time values (Trilu, lowered to Where);
   - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, fmod (Mod fmod=1), argmax
     (ArgMax, cast to float: no gradient flows through it) and one_hot of an int64 input (OneHot with int64 values);
   - onnx_ops: the ops torch does not export, written with onnx.helper and computed in torch by their ONNX definition:
@@ -57,7 +57,8 @@ class TorchReduce(nn.Module):
     def forward(self, x):
         h = x * self.w
         return (torch.logsumexp(h, dim=2).sum() + torch.norm(h, p=2, dim=1).sum() +
-                0.5 * torch.norm(h, p=1, dim=(1, 2)).sum()) / BATCH
+                0.5 * torch.norm(h, p=1, dim=(1, 2)).sum() + (torch.triu(h, diagonal=1) ** 2).sum() +
+                (torch.tril(h, diagonal=-1) ** 3).sum()) / BATCH
 
 
 class TorchLayout(nn.Module):
@@ -80,8 +81,8 @@ class TorchLayout(nn.Module):
         return loss / BATCH
 
 
-def export(model, args, names, path):
-    torch.onnx.export(model, args, path, opset_version=13, training=torch.onnx.TrainingMode.TRAINING,
+def export(model, args, names, path, opset=13):
+    torch.onnx.export(model, args, path, opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=names)
     return sorted({n.op_type for n in onnx.load(path).graph.node})
 
@@ -214,9 +215,9 @@ def main():
         m = TorchReduce()
         x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
         path = os.path.join(tmp, "torch_reduce.onnx")
-        ops = export(m, (torch.from_numpy(x),), ["x"], path)
+        ops = export(m, (torch.from_numpy(x),), ["x"], path, opset=14)
         print("torch_reduce: ONNX ops " + ", ".join(ops), flush=True)
-        for need in ("ReduceLogSumExp", "ReduceL2", "ReduceL1"):
+        for need in ("ReduceLogSumExp", "ReduceL2", "ReduceL1", "Trilu"):
             if need not in ops:
                 problems.append(f"torch_reduce: the export has no {need}")
         w = m.w.detach().numpy()
