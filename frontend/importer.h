@@ -148,6 +148,7 @@ void translate_resize(Importer &, const NodeCtx &);
 void translate_reduce_composite(Importer &, const NodeCtx &);  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum(Exp)
 void translate_lp_normalization(Importer &, const NodeCtx &);
 void translate_tile(Importer &, const NodeCtx &);
+void translate_einsum(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth
 // Kinds of their own (translate_index_ops.cpp):
 void translate_arg_extreme(Importer &, const NodeCtx &);       // ArgMax, ArgMin

@@ -3,11 +3,15 @@
 // get each right. ReduceSumSquare = ReduceSum(x*x), ReduceL2 = Sqrt of it, ReduceL1 = ReduceSum(Abs(x)), ReduceLogSum
 // = Log(ReduceSum(x)), ReduceLogSumExp = m + Log(ReduceSum(Exp(x - m))) with m = ReduceMax(x) (stable for large x),
 // LpNormalization = x / ReduceL2 (p 2) or x / ReduceL1 (p 1) along its axis, Tile = Reshape + Expand + Reshape
-// (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes).
+// (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes), Einsum =
+// pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "frontend/importer.h"
 #include "ir/error.h"
@@ -183,6 +187,150 @@ void translate_depth_space(Importer &im, const NodeCtx &n) {
   std::string v = c.reshape(n.in(0), mid, "blocks");
   std::string t = c.op(OpKind::Transpose, {v}, {{"perm", perm}}, "moved");
   c.reshape(t, out, "", n.out(0));
+}
+
+namespace {
+
+/** An operand of an Einsum: its tensor name and one label per dim. */
+struct Labelled {
+  std::string name;
+  std::string labels;
+  Shape shape;
+};
+
+/** The permutation that puts x's labels in the order `want` (a permutation of them). */
+std::vector<int64_t> perm_to(const std::string &have, const std::string &want) {
+  std::vector<int64_t> perm;
+  for (char l : want) perm.push_back(static_cast<int64_t>(have.find(l)));
+  return perm;
+}
+
+class EinsumLowering {
+ public:
+  EinsumLowering(Importer &im, const NodeCtx &n) : n_(n), c_(im, n) {}
+
+  /** x with its labels in the order `want` (no op when they already are). */
+  Labelled transpose(const Labelled &x, const std::string &want, const std::string &hint) {
+    if (x.labels == want) return x;
+    std::vector<int64_t> perm = perm_to(x.labels, want);
+    Shape shape;
+    for (int64_t p : perm) shape.push_back(x.shape[static_cast<size_t>(p)]);
+    return {c_.op(OpKind::Transpose, {x.name}, {{"perm", perm}}, hint), want, shape};
+  }
+
+  /** x summed over its labels outside `keep`. */
+  Labelled reduce(const Labelled &x, const std::set<char> &keep, const std::string &hint) {
+    std::vector<int64_t> axes;
+    Labelled y{"", "", {}};
+    for (size_t d = 0; d < x.labels.size(); ++d) {
+      if (keep.count(x.labels[d])) {
+        y.labels += x.labels[d];
+        y.shape.push_back(x.shape[d]);
+      } else {
+        axes.push_back(static_cast<int64_t>(d));
+      }
+    }
+    if (axes.empty()) return x;
+    y.name = c_.op(OpKind::ReduceSum, {x.name}, {{"axes", axes}, {"keepdims", int64_t{0}}}, hint);
+    return y;
+  }
+
+  /** The contraction of a and b keeping the labels in `keep`: batch labels (both, kept), a's and b's own kept labels,
+   *  and the summed labels (both, not kept) as [batch, a's, summed] x [batch, summed, b's] -> [batch, a's, b's]. */
+  Labelled contract(Labelled a, Labelled b, const std::set<char> &keep) {
+    std::set<char> a_keep = keep, b_keep = keep;
+    for (char l : b.labels) a_keep.insert(l);
+    for (char l : a.labels) b_keep.insert(l);
+    a = reduce(a, a_keep, "sum_a");
+    b = reduce(b, b_keep, "sum_b");
+    std::string batch, left, right, summed;
+    for (char l : a.labels) {
+      bool in_b = b.labels.find(l) != std::string::npos;
+      (in_b ? (keep.count(l) ? batch : summed) : left) += l;
+    }
+    for (char l : b.labels)
+      if (a.labels.find(l) == std::string::npos) right += l;
+    auto size = [&](const Labelled &x, char l) { return x.shape[x.labels.find(l)]; };
+    for (char l : batch + summed)
+      if (size(a, l) != size(b, l))
+        n_.fail("label '" + std::string(1, l) + "' has size " + std::to_string(size(a, l)) + " in one operand and " +
+                std::to_string(size(b, l)) + " in another");
+    auto prod = [&](const Labelled &x, const std::string &ls) {
+      int64_t p = 1;
+      for (char l : ls) p *= size(x, l);
+      return p;
+    };
+    int64_t nb = prod(a, batch), nl = prod(a, left), nk = prod(a, summed), nr = prod(b, right);
+    Labelled at = transpose(a, batch + left + summed, "a_t"), bt = transpose(b, batch + summed + right, "b_t");
+    std::string am = c_.reshape(at.name, {nb, nl, nk}, "a_3d"), bm = c_.reshape(bt.name, {nb, nk, nr}, "b_3d");
+    Labelled y{c_.op(OpKind::MatMul, {am, bm}, {}, "product"), batch + left + right, {}};
+    for (char l : batch + left) y.shape.push_back(size(a, l));
+    for (char l : right) y.shape.push_back(size(b, l));
+    y.name = c_.reshape(y.name, y.shape, "product_nd");
+    return y;
+  }
+
+  Chain &chain() { return c_; }
+
+ private:
+  const NodeCtx &n_;
+  Chain c_;
+};
+
+}  // namespace
+
+void translate_einsum(Importer &im, const NodeCtx &n) {
+  std::string eq;
+  for (char ch : n.attrs.get_string("equation", "")) if (ch != ' ') eq += ch;
+  if (eq.find("...") != std::string::npos) unsupported(n, "an equation with an ellipsis (\"...\") is not supported");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  std::vector<Labelled> ops;
+  for (size_t at = 0; at <= lhs.size();) {
+    size_t comma = std::min(lhs.find(',', at), lhs.size());
+    ops.push_back({"", lhs.substr(at, comma - at), {}});
+    at = comma + 1;
+  }
+  if (ops.size() != n.num_in()) n.fail("equation \"" + eq + "\" has " + std::to_string(ops.size()) + " operands, the node " +
+                                       std::to_string(n.num_in()) + " inputs");
+  if (ops.size() > 4) unsupported(n, "more than 4 operands are not supported");
+  std::map<char, int> count;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ops[i].name = n.in(i);
+    ops[i].shape = im.type_of(n.in(i), n).shape;
+    if (ops[i].labels.size() != ops[i].shape.size())
+      n.fail("operand " + std::to_string(i) + " \"" + ops[i].labels + "\" has " + std::to_string(ops[i].labels.size()) +
+             " labels for rank " + std::to_string(ops[i].shape.size()));
+    for (char l : ops[i].labels) {
+      if (!std::isalpha(static_cast<unsigned char>(l))) n.fail("equation \"" + eq + "\" has a label that is not a letter");
+      if (std::count(ops[i].labels.begin(), ops[i].labels.end(), l) > 1)
+        unsupported(n, "a label repeated within an operand (a diagonal) is not supported");
+      ++count[l];
+    }
+  }
+  if (arrow == std::string::npos) {  // implicit output: the labels seen once, in alphabetical order
+    for (const auto &[l, k] : count)
+      if (k == 1) out += l;
+  } else {
+    out = eq.substr(arrow + 2);
+    for (char l : out)
+      if (!count.count(l) || std::count(out.begin(), out.end(), l) > 1)
+        n.fail("output label '" + std::string(1, l) + "' is not one operand label, once");
+  }
+  EinsumLowering e(im, n);
+  // Left to right, each contraction keeping the labels the output or a later operand has.
+  Labelled acc = ops[0];
+  for (size_t i = 1; i <= ops.size(); ++i) {
+    std::set<char> keep(out.begin(), out.end());
+    for (size_t j = i + 1; j < ops.size(); ++j) keep.insert(ops[j].labels.begin(), ops[j].labels.end());
+    if (i == ops.size()) {
+      acc = e.reduce(acc, keep, "sum");
+      break;
+    }
+    acc = e.contract(acc, ops[i], keep);
+  }
+  acc = e.transpose(acc, out, "out");
+  e.chain().op(OpKind::Identity, {acc.name}, {}, "", n.out(0));
 }
 
 }  // namespace cleave

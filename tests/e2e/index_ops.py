@@ -1,12 +1,14 @@
 """The ops of issue 24 (ReduceL2, ReduceL1, ReduceLogSumExp, ReduceSumSquare, LpNormalization, Tile, DepthToSpace,
-SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot) train one step like torch, on 1 rank (`cleave eval`) and on 2
+SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot, Trilu, Einsum) train one step like torch, on 1 rank (`cleave eval`) and on 2
 (`cleave compile --planner data --devices 2` + `cleave run`).
 
-Three models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
+Four models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
   - torch_reduce: torch 1.13's export (opset 14, training mode, no constant folding) of logsumexp, norm p=2 and p=1
     (ReduceLogSumExp, ReduceL2, ReduceL1), and triu/tril of run-time values (Trilu, lowered to Where);
   - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, fmod (Mod fmod=1), argmax
     (ArgMax, cast to float: no gradient flows through it) and one_hot of an int64 input (OneHot with int64 values);
+  - torch_einsum: torch.einsum (Einsum) contracting batches (attention's bqd,bkd->bqk and bqk,bkd->bqd), a linear
+    map, a per-sample dot, an outer product, three operands, an implicit output and a transpose with a sum;
   - onnx_ops: the ops torch does not export, written with onnx.helper and computed in torch by their ONNX definition:
     ReduceSumSquare, LpNormalization p=1 and p=2, DepthToSpace DCR, SpaceToDepth, exclusive reverse CumSum, ArgMin with
     select_last_index, Mod fmod=0 (torch.remainder), and OneHot with negative indices and trainable float values.
@@ -78,6 +80,22 @@ class TorchLayout(nn.Module):
         loss = loss + (h.sum(dim=1) * top).sum() * 0.1
         hot = F.one_hot(y, self.CLASSES).float()                 # OneHot [B, 8, 5] of int64 y [B, 8]
         loss = loss + (hot * h.sum(dim=(2, 3)).unsqueeze(2)).sum()
+        return loss / BATCH
+
+
+class TorchEinsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x):
+        h = x * self.w                                                   # [B, 6, 5]
+        att = torch.einsum("bqd,bkd->bqk", h, x)                         # [B, 6, 6]
+        ctx = torch.einsum("bqk,bkd->bqd", torch.softmax(att, dim=2), h)  # [B, 6, 5]
+        loss = (ctx ** 2).sum() + torch.einsum("bqd,dk->bqk", h, self.w.t()).pow(2).sum() * 0.1
+        loss = loss + torch.einsum("bqd,bqd->b", h, x).sum() + torch.einsum("bi,bj->bij", h[:, 0], h[:, 1]).pow(2).sum()
+        loss = loss + torch.einsum("bqd,qe,be->b", h, self.w, x[:, 0]).sum() * 0.1
+        loss = loss + torch.einsum("bqd,qd", h, self.w).pow(2).sum() + torch.einsum("bqd->dq", h).pow(2).sum()
         return loss / BATCH
 
 
@@ -242,6 +260,20 @@ def main():
                                      {"w": w}, [x, y])
         problems += run_case(cleave, "torch_layout", path, save_data(tmp, "torch_layout", {"x": x, "y": y}), loss64,
                              g64, w32, tmp)
+
+        # torch_einsum
+        torch.manual_seed(2)
+        m = TorchEinsum()
+        x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
+        path = os.path.join(tmp, "torch_einsum.onnx")
+        ops = export(m, (torch.from_numpy(x),), ["x"], path)
+        print("torch_einsum: ONNX ops " + ", ".join(ops), flush=True)
+        if "Einsum" not in ops:
+            problems.append("torch_einsum: the export has no Einsum")
+        w = m.w.detach().numpy()
+        loss64, g64, w32 = reference(lambda p, xx: TorchEinsum.forward(SimpleNamespace(w=p["w"]), xx), {"w": w}, [x])
+        problems += run_case(cleave, "torch_einsum", path, save_data(tmp, "torch_einsum", {"x": x}), loss64, g64,
+                             w32, tmp)
 
         # onnx_ops
         w = rng.standard_normal((8, 4, 6)).astype(np.float32)
