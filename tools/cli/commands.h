@@ -64,8 +64,10 @@ std::string flag_value(const std::optional<T> &v) {
  *  schedule, gradient clipping, accumulation, epochs and shuffling (runtime/include/cleave/schedule.h). */
 struct KnobFlags {
   std::string lr_schedule, milestones;
-  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle;
+  std::optional<int64_t> warmup_steps, step_size, accumulate, epochs, shuffle, val_every;
   std::optional<double> min_lr, gamma, clip_grad_norm;
+  /** --val-data's NAME=FILE items (the command checks and passes on the files: rank_args() leaves them out). */
+  std::vector<std::string> val_data;
 
   /** Adds the flags; --epochs excludes `steps`. */
   void add_to(CLI::App &app, CLI::Option *steps);

@@ -125,6 +125,12 @@ void KnobFlags::add_to(CLI::App &app, CLI::Option *steps) {
       ->excludes(steps);
   app.add_option("--shuffle", shuffle, "read each epoch in a permutation drawn from SEED (the same for every plan)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--val-data", val_data,
+                 "validation samples from .npy files: NAME=FILE,... (every graph input; a classifier's loss)")
+      ->delimiter(',');
+  app.add_option("--val-every", val_every, "validate after every N steps (and after the last)")
+      ->check(kPositive)
+      ->needs("--val-data");
 }
 
 void push_flag(std::vector<std::string> &args, const char *flag, const std::string &value) {
@@ -145,6 +151,7 @@ std::vector<std::string> KnobFlags::rank_args() const {
   push_flag(out, "--accumulate", flag_value(accumulate));
   push_flag(out, "--epochs", flag_value(epochs));
   push_flag(out, "--shuffle", flag_value(shuffle));
+  push_flag(out, "--val-every", flag_value(val_every));
   return out;
 }
 

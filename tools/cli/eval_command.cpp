@@ -24,8 +24,7 @@ namespace {
 
 struct EvalArgs {
   std::string model;
-  std::vector<std::string> data, val_data;
-  int64_t val_every = 0;
+  std::vector<std::string> data;
   int64_t batch = 0;
   int64_t steps = 1;
   std::string save_model;
@@ -168,12 +167,6 @@ Command add_eval_command(CLI::App &app) {
   app.add_option("--save-model", args->save_model, "write the model with the trained initializers to this .onnx file");
   args->train_flags.add_to(app);
   args->knobs.add_to(app, steps);
-  app.add_option("--val-data", args->val_data,
-                 "validation samples from .npy files: NAME=FILE,... (every graph input; a classifier's loss)")
-      ->delimiter(',');
-  app.add_option("--val-every", args->val_every, "validate after every N steps (and after the last)")
-      ->check(kPositive)
-      ->needs("--val-data");
   return [args] {
     if (!args->save_model.empty() &&
         (args->model.size() < 5 || args->model.compare(args->model.size() - 5, 5, ".onnx") != 0))
@@ -182,13 +175,13 @@ Command add_eval_command(CLI::App &app) {
     Graph g = load_training_graph(args->model, args->batch, args->train_flags);
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
     std::vector<Feed> val_feeds;
-    if (!args->val_data.empty()) {
+    if (!args->knobs.val_data.empty()) {
       if (std::none_of(g.ops().begin(), g.ops().end(), [](const Op &op) {
             return op.kind == OpKind::SoftmaxCrossEntropyLoss || op.kind == OpKind::NegativeLogLikelihoodLoss;
           }))
         CLEAVE_USER_ERROR("--val-data: the model's loss is not a classifier's (SoftmaxCrossEntropyLoss or "
                           "NegativeLogLikelihoodLoss)");
-      val_feeds = bind_data(g, parse_data_flag(args->val_data, "--val-data"), args->batch, "--val-data");
+      val_feeds = bind_data(g, parse_data_flag(args->knobs.val_data, "--val-data"), args->batch, "--val-data");
     }
 
     interp::Values values = interp::initial_values(g);
@@ -256,7 +249,7 @@ Command add_eval_command(CLI::App &app) {
       std::printf("step %lld loss %.9g\n", static_cast<long long>(step), loss);
       std::fflush(stdout);
       interp::apply_assigns(g, values);
-      if (!val_feeds.empty() && ((args->val_every > 0 && step % args->val_every == 0) || step == steps))
+      if (!val_feeds.empty() && ((args->knobs.val_every && step % *args->knobs.val_every == 0) || step == steps))
         validate(g, val_feeds, args->batch, step, values);
     }
 

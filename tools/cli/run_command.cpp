@@ -38,8 +38,6 @@ struct RunArgs {
   std::optional<int64_t> checkpoint_every, keep;
   std::string log_json;
   KnobFlags knobs;
-  std::vector<std::string> val_data;
-  std::optional<int64_t> val_every;
 };
 
 /** The files of --data (or --val-data) by input name, as absolute paths: every input of the bundle once, each a
@@ -92,7 +90,6 @@ std::vector<std::string> rank_flags(const RunArgs &a) {
   push_flag(out, "--keep", flag_value(a.keep));
   for (std::string &flag : a.knobs.rank_args()) out.push_back(std::move(flag));
   push_flag(out, "--log-json", a.log_json.empty() ? "" : fs::absolute(a.log_json).string());
-  push_flag(out, "--val-every", flag_value(a.val_every));
   return out;
 }
 
@@ -145,12 +142,6 @@ Command add_run_command(CLI::App &app) {
   args->knobs.add_to(app, steps);
   app.add_option("--log-json", args->log_json,
                  "write one JSON line per step (step, loss, lr, grad_norm, seconds) to FILE");
-  app.add_option("--val-data", args->val_data,
-                 "validation samples from .npy files: NAME=FILE,... (every graph input; a classifier's loss)")
-      ->delimiter(',');
-  app.add_option("--val-every", args->val_every, "validate after every N steps (and after the last)")
-      ->check(kPositive)
-      ->needs("--val-data");
   return [args] {
     codegen::Bundle bundle = codegen::read_bundle(args->bundle);
     if (!args->knobs.epochs) args->knobs.schedule(args->steps);  // bad settings: before building
@@ -158,7 +149,7 @@ Command add_run_command(CLI::App &app) {
 
     std::map<std::string, std::string> files = data_files(bundle, args->data, "--data");
     std::map<std::string, std::string> val_files;
-    if (!args->val_data.empty()) val_files = data_files(bundle, args->val_data, "--val-data");
+    if (!args->knobs.val_data.empty()) val_files = data_files(bundle, args->knobs.val_data, "--val-data");
 
     codegen::BuildOptions build;
     build.runtime_dir = args->runtime_dir;
