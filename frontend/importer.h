@@ -146,6 +146,7 @@ void translate_reduce_composite(Importer &, const NodeCtx &);  // ReduceSumSquar
 void translate_lp_normalization(Importer &, const NodeCtx &);
 void translate_tile(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth
+void translate_einsum(Importer &, const NodeCtx &);            // one or two operands, no ellipsis or diagonal
 // Kinds of their own (translate_index_ops.cpp):
 void translate_arg_extreme(Importer &, const NodeCtx &);       // ArgMax, ArgMin
 void translate_cumsum(Importer &, const NodeCtx &);

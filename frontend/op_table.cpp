@@ -46,6 +46,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
       t[{"", op}] = translate_reduce_composite;
     t[{"", "LpNormalization"}] = translate_lp_normalization;
     t[{"", "Tile"}] = translate_tile;
+    t[{"", "Einsum"}] = translate_einsum;
     t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;
     t[{"", "ArgMax"}] = t[{"", "ArgMin"}] = translate_arg_extreme;
     t[{"", "CumSum"}] = translate_cumsum;

@@ -3,10 +3,14 @@
 // get each right. ReduceSumSquare = ReduceSum(x*x), ReduceL2 = Sqrt of it, ReduceL1 = ReduceSum(Abs(x)), ReduceLogSum
 // = Log(ReduceSum(x)), ReduceLogSumExp = m + Log(ReduceSum(Exp(x - m))) with m = ReduceMax(x) (stable for large x),
 // LpNormalization = x / ReduceL2 (p 2) or x / ReduceL1 (p 1) along its axis, Tile = Reshape + Expand + Reshape
-// (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes).
+// (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes), Einsum of one
+// or two operands = ReduceSum of the letters only one operand has + Transpose + Reshape + MatMul (batch letters kept
+// as MatMul's batch dims, contracted letters merged into K) + Reshape + Transpose.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <numeric>
 
 #include "frontend/importer.h"
@@ -183,6 +187,141 @@ void translate_depth_space(Importer &im, const NodeCtx &n) {
   std::string v = c.reshape(n.in(0), mid, "blocks");
   std::string t = c.op(OpKind::Transpose, {v}, {{"perm", perm}}, "moved");
   c.reshape(t, out, "", n.out(0));
+}
+
+namespace {
+
+/** An operand of Einsum while it is lowered: its tensor name, one letter per dim, the dims' sizes. */
+struct Labelled {
+  std::string name;
+  std::string letters;
+  Shape shape;
+};
+
+/** Sums `x` over its letters that `keep` lacks. */
+Labelled sum_letters_not_in(Chain &c, Labelled x, const std::string &keep, const std::string &hint) {
+  std::vector<int64_t> axes;
+  Labelled y{"", "", {}};
+  for (size_t d = 0; d < x.letters.size(); ++d) {
+    if (keep.find(x.letters[d]) == std::string::npos) {
+      axes.push_back(static_cast<int64_t>(d));
+    } else {
+      y.letters += x.letters[d];
+      y.shape.push_back(x.shape[d]);
+    }
+  }
+  if (axes.empty()) return x;
+  y.name = c.op(OpKind::ReduceSum, {x.name}, {{"axes", axes}, {"keepdims", int64_t{0}}}, hint);
+  return y;
+}
+
+/** `x` with its dims in the order of `letters` (a permutation of x's), written to `out` if given. */
+Labelled permute(Chain &c, Labelled x, const std::string &letters, const std::string &hint,
+                 const std::string &out = "") {
+  if (x.letters == letters && out.empty()) return x;
+  std::vector<int64_t> perm;
+  Shape shape;
+  for (char l : letters) {
+    auto d = static_cast<int64_t>(x.letters.find(l));
+    perm.push_back(d);
+    shape.push_back(x.shape[static_cast<size_t>(d)]);
+  }
+  std::string name = x.letters == letters ? c.op(OpKind::Identity, {x.name}, {}, hint, out)
+                                          : c.op(OpKind::Transpose, {x.name}, {{"perm", perm}}, hint, out);
+  return {name, letters, shape};
+}
+
+std::string letters_with(const std::string &from, const std::string &a, const std::string &b, bool in_a, bool in_b) {
+  std::string r;
+  for (char l : from)
+    if ((a.find(l) != std::string::npos) == in_a && (b.find(l) != std::string::npos) == in_b) r += l;
+  return r;
+}
+
+}  // namespace
+
+void translate_einsum(Importer &im, const NodeCtx &n) {
+  std::string eq;
+  for (char ch : n.attrs.get_string("equation", "")) if (ch != ' ') eq += ch;
+  if (eq.find("...") != std::string::npos) unsupported(n, "equation \"" + eq + "\" with an ellipsis is not supported");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {  // implicit output: the letters that occur once, in alphabetical (ASCII) order
+    for (char l : lhs)
+      if (std::isalpha(static_cast<unsigned char>(l)) && std::count(lhs.begin(), lhs.end(), l) == 1) out += l;
+    std::sort(out.begin(), out.end());
+  }
+  std::vector<std::string> terms;
+  for (size_t b = 0;;) {
+    size_t e = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  if (terms.size() != n.num_in() || terms.empty() || terms.size() > 2)
+    unsupported(n, "equation \"" + eq + "\": only one or two operands, one term each, are supported");
+  std::map<char, int64_t> size;
+  std::vector<Labelled> ops;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    Shape shape = im.type_of(n.in(i), n).shape;
+    const std::string &t = terms[i];
+    if (t.size() != shape.size())
+      n.fail("term \"" + t + "\" has " + std::to_string(t.size()) + " letters for input " + std::to_string(i) +
+             " of rank " + std::to_string(shape.size()));
+    for (size_t d = 0; d < t.size(); ++d) {
+      if (!std::isalpha(static_cast<unsigned char>(t[d]))) n.fail("equation \"" + eq + "\" is malformed");
+      if (t.find(t[d]) != d) unsupported(n, "term \"" + t + "\" repeats a letter (a diagonal): not supported");
+      auto [it, fresh] = size.emplace(t[d], shape[d]);
+      if (!fresh && it->second != shape[d])
+        n.fail("letter '" + std::string(1, t[d]) + "' has sizes " + std::to_string(it->second) + " and " +
+               std::to_string(shape[d]));
+    }
+    ops.push_back({n.in(i), t, shape});
+  }
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out.find(out[d]) != d || !size.count(out[d]))
+      n.fail("output \"" + out + "\" repeats a letter or has one no input has");
+  }
+  Chain c(im, n);
+  if (ops.size() == 1) {
+    permute(c, sum_letters_not_in(c, ops[0], out, "summed"), out, "", n.out(0));
+    return;
+  }
+  Labelled a = sum_letters_not_in(c, ops[0], out + ops[1].letters, "a_summed");
+  Labelled b = sum_letters_not_in(c, ops[1], out + a.letters, "b_summed");
+  std::string batch = letters_with(out, a.letters, b.letters, true, true);
+  std::string left = letters_with(out, a.letters, b.letters, true, false);
+  std::string right = letters_with(out, a.letters, b.letters, false, true);
+  std::string contracted = letters_with(a.letters, out, b.letters, false, true);
+  auto prod_of = [&](const std::string &ls) {
+    int64_t p = 1;
+    for (char l : ls) p *= size[l];
+    return p;
+  };
+  Shape bshape;
+  for (char l : batch) bshape.push_back(size[l]);
+  auto as_matrix = [&](Labelled x, const std::string &rows, const std::string &cols, const std::string &hint) {
+    x = permute(c, x, batch + rows + cols, hint + "_moved");
+    Shape m = bshape;
+    m.push_back(prod_of(rows));
+    m.push_back(prod_of(cols));
+    return m == x.shape ? x.name : c.reshape(x.name, m, hint + "_matrix");
+  };
+  std::string am = as_matrix(a, left, contracted, "a");
+  std::string bm = as_matrix(b, contracted, right, "b");
+  Shape full = bshape;
+  for (char l : left + right) full.push_back(size[l]);
+  Shape mm = bshape;
+  mm.push_back(prod_of(left));
+  mm.push_back(prod_of(right));
+  std::string natural = batch + left + right;
+  bool last = natural == out && mm == full;
+  std::string prod = c.op(OpKind::MatMul, {am, bm}, {}, "matmul", last ? n.out(0) : "");
+  if (last) return;
+  Labelled y{mm == full ? prod : c.reshape(prod, full, "unmerged", natural == out ? n.out(0) : ""), natural, full};
+  if (natural != out) permute(c, y, out, "", n.out(0));
 }
 
 }  // namespace cleave
