@@ -12,9 +12,12 @@ opset 13 without constant folding, and then:
   grads64  float64 end to end: the module exported in double, `cleave eval` (the interpreter runs float64) one step
            at lr 1, w0 - w1 against torch float64's gradient (norm epsilons rounded to float32 as ONNX stores them):
            the worst error relative to each parameter's largest gradient must be within issue 24's 1e-6;
-  data/tofu  `cleave compile --devices 2 --planner data|tofu` + `cleave run` (2 MPI ranks), 3 SGD steps (lr 1e-4):
-           losses and saved weights within 1e-5 of `cleave eval`'s 3 steps on the same data; torch float32's own
-           3-step loss difference from float64 is printed beside it for scale.
+  data/tofu  `cleave compile --devices 2 --planner data|tofu` + `cleave run` (2 MPI ranks): one step at lr 1e4, its
+           gradients against `cleave eval`'s (worst error relative to each parameter's largest gradient, within
+           max(1e-5, 2 x torch float32's own error)); and 3 SGD steps (lr 1e-4): losses and saved weights within
+           1e-5 of `cleave eval`'s 3 steps on the same data; torch float32's own 3-step loss difference from float64
+           is printed beside it for scale (random-init nets at batch 2 are chaotic: shufflenet_v2_x0_5's torch
+           float32 and float64 weights part by 69% of a parameter's update after 2 steps at lr 1e-2).
 Inputs are 64x64 (DEFAULT_SIDE says why not 32) unless SIDE below says otherwise; batch 2.
 Giants (GIANTS below: a CPU step of the interpreter takes minutes, or the export passes protobuf's 2 GB) are checked
 at import + plan (`cleave plan --planner data --devices 2`) + gradient only, unless --giants is given.
@@ -26,6 +29,7 @@ The table is printed as markdown on stdout, progress on stderr. --write-docs rep
 the machine, the date and the command) between the markers <!-- zoo_torchvision begin/end -->.
 """
 import argparse
+import copy
 import datetime
 import json
 import os
@@ -67,9 +71,9 @@ for _n in ("vit_b_16", "vit_l_16", "vit_b_32", "vit_l_32"):
     SIDE[_n] = (32, "image_size=32 (no BatchNorm)")
 SIDE["vit_h_14"] = (28, "image_size=28 (4 patches of 14)")
 
-# Past this many parameters the interpreter's step needs more memory than this machine shares (convnext_base, 88 M:
+# Past this many parameters the interpreter's step needs more memory than this shared machine spares (convnext_base, 88 M:
 # 7 GB, about 80 bytes a parameter) and minutes: import + plan only.
-GIANT_PARAMS = 80e6
+GIANT_PARAMS = 100e6
 # Builders whose CPU step takes minutes here: import + plan + gradient, no 2-rank runs.
 GIANTS = {
     "vgg11", "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn", "maxvit_t",
@@ -81,7 +85,15 @@ TOO_BIG = {"vit_h_14": "632 M parameters: the ONNX file would pass protobuf's 2 
            "regnet_y_128gf": "645 M parameters: the ONNX file would pass protobuf's 2 GB limit"}
 
 # Explanations of the misses, found by investigating each (the table's note column adds the error text).
-NOTES = {}
+_SWIN_V2 = ("torch 1.13 cannot export it: torchvision's shifted_window_attention (v2) zeroes the key bias in place "
+            "(`qkv_bias[length:2 * length].zero_()`), and aten::zero has no ONNX symbolic at any opset (13, 14, 16, "
+            "17 tried); nothing reaches Cleave")
+NOTES = {
+    "swin_v2_t": _SWIN_V2, "swin_v2_s": _SWIN_V2, "swin_v2_b": _SWIN_V2,
+    "mnasnet1_0": ("float32 loss 1.1e-5 from torch float64's where torch float32's is closer; the step is "
+                   "ill-conditioned (random init, BatchNorm over 8 values: torch float32's own gradients are off by "
+                   "6%), and float64 end to end agrees to 3e-7"),
+}
 
 
 def family_order(names):
@@ -155,6 +167,7 @@ class Case:
         self.x = rng.standard_normal((STEPS * BATCH, 3, self.side, self.side)).astype(np.float32)
         self.y = rng.integers(0, CLASSES, STEPS * BATCH).astype(np.int64)
         self.state = None
+        self.worst32 = 0.0  # torch float32's worst gradient error against float64 (gradients())
         self.data1 = self.data_files("1", 1)
         self.data3 = self.data_files("3", STEPS)
 
@@ -180,7 +193,7 @@ def export(case):
     import onnx
     import torch
     model = case.module()
-    case.state = {k: v.clone() for k, v in model.state_dict().items()}
+    case.state = copy.deepcopy(model.state_dict())  # with its _metadata: MNASNet's loader needs the version
     x, y = torch.from_numpy(case.x[:BATCH]), torch.from_numpy(case.y[:BATCH])
     torch.onnx.export(model, (x, y), case.path, opset_version=OPSET, training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False, input_names=["x", "y"])
@@ -220,6 +233,7 @@ def gradients(cleave, case, timeout):
         worst32 = max(worst32, np.abs(g32[pname].grad.double().numpy() - want).max() / scale)
         if err > worst:
             worst, worst_name = err, pname
+    case.worst32 = worst32
     loss_err = abs(loss - ref.item()) / abs(ref.item())
     if loss_err > max(LOSS_RTOL, 2 * abs(m32(x, y).item() - ref.item()) / abs(ref.item())):
         problems.append(f"loss {loss:.8g} vs torch float64 {ref.item():.8g} (rel {loss_err:.2g})")
@@ -302,10 +316,40 @@ def torch_condition(case):
     return max(abs(a - b) / abs(b) for a, b in zip(*runs))
 
 
+def recovered_gradients(w0_path, w1_path, lr):
+    """(w0 - w1) / lr of every float initializer but BatchNorm's statistics."""
+    import onnx
+    from onnx import numpy_helper
+    w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(w0_path).graph.initializer}
+    w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(w1_path).graph.initializer}
+    return {k: (w0[k] - w1[k]) / lr for k in w0
+            if np.issubdtype(w0[k].dtype, np.floating) and "running_" not in k and k in w1}
+
+
 def ranks(cleave, case, planner, ref, timeout):
-    """2 ranks under `planner` vs `cleave eval`: (worst loss rel diff, problems)."""
+    """2 ranks under `planner` vs `cleave eval`: one step's gradients (lr 1e4, recovered from the saved models) and
+    3 steps' losses and weights (lr RANK_LR). (worst gradient error relative to each parameter's largest, worst loss
+    rel diff over 3 steps, gradient problems, 3-step problems)."""
     sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
     from bundle_check import compare_run, losses, runtime_flags
+    grad_problems = []
+    bundle = os.path.join(case.tmp, f"{case.name}_{planner}_grad")
+    saved = os.path.join(case.tmp, f"{case.name}_{planner}_grad.onnx")
+    sh([cleave, "compile", case.path, "--planner", planner, "--devices", "2", "--batch", str(BATCH), "-o", bundle,
+        "--optimizer", "sgd", "--lr", repr(GRAD_LR)], timeout)
+    sh([cleave, "run", bundle, "--data", case.data1, "--steps", "1", "--save-model", saved] + runtime_flags(cleave),
+       timeout)
+    got = recovered_gradients(case.path, saved, GRAD_LR)
+    want = recovered_gradients(case.path, os.path.join(case.tmp, case.name + "_grad.onnx"), GRAD_LR)
+    floor = 1e-6 * max(np.abs(g).max() for g in want.values())
+    gworst, gname = 0.0, ""
+    for k, g in want.items():
+        err = np.abs(got[k] - g).max() / max(np.abs(g).max(), floor)
+        if err > gworst:
+            gworst, gname = err, k
+    if gworst > max(GRAD_FLOOR, 2 * case.worst32):
+        grad_problems.append(f"1-step gradient of {gname} off from eval's by {gworst:.3g} of its largest value "
+                             f"(torch float32 vs float64: {case.worst32:.3g})")
     bundle = os.path.join(case.tmp, f"{case.name}_{planner}")
     saved = os.path.join(case.tmp, f"{case.name}_{planner}.onnx")
     sh([cleave, "compile", case.path, "--planner", planner, "--devices", "2", "--batch", str(BATCH), "-o", bundle,
@@ -313,7 +357,7 @@ def ranks(cleave, case, planner, ref, timeout):
     out = sh([cleave, "run", bundle, "--data", case.data3, "--steps", str(STEPS), "--save-model", saved]
              + runtime_flags(cleave), timeout)
     problems, worst = compare_run(planner, losses(out), ref[0], saved, ref[1], STEPS, RANK_RTOL)
-    return worst, problems
+    return gworst, worst, grad_problems, problems
 
 
 def short(e):
@@ -321,7 +365,7 @@ def short(e):
     return s if len(s) <= 300 else s[:300] + "..."
 
 
-def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False):
+def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False, planners=("data", "tofu")):
     """The table row of one builder: a dict of column -> text, and 'ok' (no miss)."""
     row = {"name": name, "side": side_of(name), "export": "", "ir": "", "grad": "", "grad64": "", "data": "", "tofu": "",
            "notes": [], "ok": True, "secs": 0.0}
@@ -407,13 +451,22 @@ def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False)
     cond = torch_condition(case)
     log(f"{name}: torch float32 vs float64 over {STEPS} steps: worst loss rel {cond:.3g}")
     for planner in ("data", "tofu"):
+        if planner not in planners:
+            row[planner] = "skipped"
+            continue
         try:
-            worst, problems = ranks(cleave, case, planner, ref, timeout)
-            row[planner] = (f"{worst:.1g}" if not problems else f"MISS {worst:.2g}") + f" (torch f32 {cond:.1g})"
-            log(f"{name}: 2 ranks ({planner}) vs eval worst loss rel {worst:.3g}")
-            if problems:
+            gworst, worst, gproblems, problems = ranks(cleave, case, planner, ref, timeout)
+            row[planner] = (f"grads {gworst:.1g}{' MISS' if gproblems else ''}; 3 steps {worst:.1g}"
+                            f"{' MISS' if problems else ''} (torch f32 {cond:.1g})")
+            log(f"{name}: 2 ranks ({planner}) vs eval: 1-step gradients worst {gworst:.3g}, 3 steps worst loss rel "
+                f"{worst:.3g}")
+            if gproblems or problems:
                 row["ok"] = False
-                row["notes"] += [f"{planner}: {short(p)}" for p in problems[:2]]
+                row["notes"] += [short(p if p.startswith(planner + ":") else f"{planner}: {p}")
+                                 for p in (gproblems + problems)[:2]]
+                if not gproblems and problems and worst > RANK_RTOL:
+                    row["notes"].append(f"{planner}: its 1-step gradients match eval's as torch float32 matches "
+                                        f"float64; over 3 steps torch float32 itself drifts {cond:.2g} from float64")
         except Exception as e:
             miss(planner, "fails", e)
     return done()
@@ -453,7 +506,7 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-SRC = "."
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main(argv):
@@ -479,6 +532,8 @@ def main(argv):
         with open(args.from_results) as f:
             for line in f:
                 r = json.loads(line)
+                if r["name"] in NOTES and NOTES[r["name"]] not in r["notes"]:
+                    r["notes"].insert(0, NOTES[r["name"]])  # an explanation found after the row was run
                 latest[r["name"]] = r
         order = all_builders()
         rows = [latest[n] for n in order if n in latest] + [r for n, r in latest.items() if n not in order]
