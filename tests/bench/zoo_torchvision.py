@@ -517,6 +517,7 @@ def main(argv):
     ap.add_argument("src")
     ap.add_argument("builders", nargs="*")
     ap.add_argument("--skip-ranks", action="store_true", help="no 2-rank runs")
+    ap.add_argument("--planners", default="data,tofu", help="the planners of the 2-rank runs (default data,tofu)")
     ap.add_argument("--import-only", action="store_true", help="export and `cleave ir` only")
     ap.add_argument("--giants", action="store_true", help="run the giants' ranks too")
     ap.add_argument("--write-docs", metavar="FILE")
@@ -551,7 +552,7 @@ def main(argv):
         for name in names:
             try:
                 rows.append(run_builder(args.cleave, name, tmp, not args.skip_ranks, args.giants, args.timeout,
-                                        args.import_only))
+                                        args.import_only, tuple(args.planners.split(","))))
             except Exception as e:
                 traceback.print_exc()
                 rows.append({"name": name, "side": side_of(name), "export": "?", "ir": "?", "grad": "?", "grad64": "?",
