@@ -30,7 +30,7 @@ def main():
     sys.path.insert(0, os.path.join(src, "tests", "bench"))
     import zoo_torchvision as zoo
     zoo.SRC = src
-    zoo.SIDE["swin_t"] = (32, "32x32 here: no BatchNorm, and CI's time")  # 64x64 takes a minute
+    zoo.SIDE["swin_t"] = (32, "no BatchNorm; 64x64 takes a minute, too long for CI")
     warnings.filterwarnings("ignore")  # the exporter's per-node notes
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
