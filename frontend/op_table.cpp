@@ -37,6 +37,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Shape"}] = t[{"", "Size"}] = translate_shape;
     t[{"", "Range"}] = translate_range;
     t[{"", "Trilu"}] = translate_trilu;
+    t[{"", "ScatterND"}] = translate_scatter_nd;
     t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
     t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;

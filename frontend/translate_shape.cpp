@@ -387,6 +387,78 @@ void translate_trilu(Importer &im, const NodeCtx &n) {
   im.define_const(std::move(t));
 }
 
+namespace {
+/** out[indices[i]...] = (or op=) updates[i...]: ONNX ScatterND over one value type. */
+template <typename T>
+std::vector<T> scatter_nd(const NodeCtx &n, std::vector<T> out, const Shape &data, const std::vector<int64_t> &idx,
+                          const Shape &idx_shape, const std::vector<T> &upd, const std::string &reduction) {
+  auto k = static_cast<size_t>(idx_shape.back());
+  int64_t slice = 1;
+  for (size_t d = k; d < data.size(); ++d) slice *= data[d];
+  size_t tuples = 1;  // k == 0 (whole-data updates) still has one tuple per leading index
+  for (size_t d = 0; d + 1 < idx_shape.size(); ++d) tuples *= static_cast<size_t>(idx_shape[d]);
+  for (size_t t = 0; t < tuples; ++t) {
+    int64_t base = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t i = idx[t * k + d];
+      if (i < -data[d] || i >= data[d])
+        n.fail("index " + std::to_string(i) + " is out of range for dimension " + std::to_string(d) + " of size " +
+               std::to_string(data[d]));
+      base = base * data[d] + (i < 0 ? i + data[d] : i);
+    }
+    base *= slice;
+    for (int64_t e = 0; e < slice; ++e) {
+      T &o = out[static_cast<size_t>(base + e)];
+      T u = upd[t * static_cast<size_t>(slice) + static_cast<size_t>(e)];
+      if (reduction == "add") o += u;
+      else if (reduction == "mul") o *= u;
+      else if (reduction == "max") o = std::max(o, u);
+      else if (reduction == "min") o = std::min(o, u);
+      else o = u;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void translate_scatter_nd(Importer &im, const NodeCtx &n) {
+  // torch exports an in-place slice assignment of a tensor it built itself (Swin's shifted-window attention mask:
+  // `mask[h0:h1, w0:w1] = count` on new_zeros) as ScatterND of constants: fold it. Of run-time values it would need
+  // a kernel and a gradient of its own.
+  const_doubles(im, n, 0, "\"data\"");  // the standard errors when an input is not known at compile time
+  std::vector<int64_t> idx = const_ints(im, n, 1, "\"indices\"");
+  const_doubles(im, n, 2, "\"updates\"");
+  for (size_t i : {size_t{0}, size_t{2}})
+    if (!im.is_const(n.in(i)))
+      throw UserError(n.label + ": ScatterND of a trainable initializer is not supported (only of constants)", 2);
+  const Tensor &x = *im.known_value(n.in(0));
+  const Tensor &u = *im.known_value(n.in(2));
+  Shape idx_shape = im.known_value(n.in(1))->shape;
+  std::string reduction = n.attrs.get_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    n.fail("attribute \"reduction\" must be none, add, mul, max or min, got \"" + reduction + "\"");
+  if (idx_shape.empty()) n.fail("input \"indices\" must have rank >= 1");
+  int64_t k = idx_shape.back();
+  if (k < 0 || k > static_cast<int64_t>(x.shape.size()))
+    n.fail("indices' last dimension " + std::to_string(k) + " exceeds the data's rank " +
+           std::to_string(x.shape.size()));
+  Shape want(idx_shape.begin(), idx_shape.end() - 1);
+  want.insert(want.end(), x.shape.begin() + k, x.shape.end());
+  if (u.shape != want)
+    n.fail("updates have shape " + shape_str(u.shape) + ", expected " + shape_str(want) + " (indices " +
+           shape_str(idx_shape) + ", data " + shape_str(x.shape) + ")");
+  if (u.dtype != x.dtype) n.fail("updates and data have different types");
+  Tensor t = x;
+  t.name = n.out(0);
+  if (is_float(x.dtype))
+    t.data = encode_doubles(x.dtype, scatter_nd(n, data_as_doubles(x), x.shape, idx, idx_shape, data_as_doubles(u),
+                                                reduction));
+  else
+    t.data = encode_ints(x.dtype, scatter_nd(n, data_as_ints(x), x.shape, idx, idx_shape, data_as_ints(u), reduction));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
 void translate_cast(Importer &im, const NodeCtx &n) {
   // CastLike takes its target type from its second input.
   DType target;

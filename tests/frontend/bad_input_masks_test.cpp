@@ -105,6 +105,40 @@ TEST(BadInputMasks, TriluOfRuntimeValuesIsWhereButItsKMustBeConstant) {
   EXPECT_NE(code, 0);
 }
 
+TEST(BadInputMasks, ScatterNDOfRuntimeValuesOrParamsAndBadShapes) {
+  // Folded only (Swin's attention mask): of a graph input or a trainable initializer it names the node.
+  ModelBuilder mb;
+  mb.input("x", kF32, {4});
+  mb.init_i64("i", {1, 1}, {2});
+  mb.init_f("u", {1}, {5});
+  mb.node("ScatterND", {"x", "i", "u"}, {"y"}, "sc");
+  mb.output("y", 1);
+  std::string msg = import_error(mb, "scatternd").first;
+  EXPECT_HAS(msg, "node \"sc\" (ScatterND, opset 13)");
+  EXPECT_HAS(msg, "compile-time constant");
+  ModelBuilder pm;
+  pm.init_f("w", {4}, {1, 2, 3, 4});
+  pm.init_i64("i", {1, 1}, {2});
+  pm.init_f("u", {1}, {5});
+  pm.node("ScatterND", {"w", "i", "u"}, {"y"}, "sc2");
+  pm.output("y", 1);
+  auto [m2, code] = import_error(pm, "scatterndparam");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(m2, "trainable initializer");
+  // Of constants (ConstantOfShape zeros), an index past the end is an error naming the node.
+  ModelBuilder oob;
+  oob.init_i64("s4", {1}, {4});
+  oob.init_i64("s1", {1}, {1});
+  oob.init_i64("i", {1, 1}, {4});
+  oob.node("ConstantOfShape", {"s4"}, {"z"}, "zeros");
+  oob.node("ConstantOfShape", {"s1"}, {"u"}, "ones");
+  oob.node("ScatterND", {"z", "i", "u"}, {"y"}, "sc3");
+  oob.output("y", 1);
+  std::string m3 = import_error(oob, "scatterndoob").first;
+  EXPECT_HAS(m3, "node \"sc3\"");
+  EXPECT_HAS(m3, "index 4 is out of range for dimension 0 of size 4");
+}
+
 TEST(BadInputMasks, LayerNormStashTypeAndScaleShape) {
   ModelBuilder mb(17);
   mb.input("x", kF32, {2, 4});
