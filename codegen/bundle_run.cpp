@@ -53,8 +53,13 @@ Bundle read_bundle(const std::string &dir) {
     // ranks need one GPU each (local rank = GPU index).
     b.backend = m.value("backend", std::string("cpu"));
     b.model = m.at("model").get<std::string>();
-    for (const auto &[name, info] : m.at("inputs").items())
-      b.inputs.push_back({name, info.at("shape").get<std::vector<int64_t>>(), info.value("dtype", std::string())});
+    for (const auto &[name, info] : m.at("inputs").items()) {
+      BundleInput in{name, info.at("shape").get<std::vector<int64_t>>(), info.value("dtype", std::string()),
+                     info.value("sample_axis", 0)};
+      if (in.sample_axis < 0 || in.sample_axis >= std::max<int>(1, static_cast<int>(in.shape.size())))
+        CLEAVE_USER_ERROR(dir, ": manifest.json: input \"", name, "\" has no dim ", in.sample_axis);
+      b.inputs.push_back(std::move(in));
+    }
   } catch (const nlohmann::json::exception &e) {
     CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: ", e.what());
   }

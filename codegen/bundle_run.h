@@ -10,11 +10,13 @@
 
 namespace cleave::codegen {
 
-/** A graph input as the manifest describes it: its full shape (dim 0 = samples per step) and dtype (f32, i64...). */
+/** A graph input as the manifest describes it: its full shape (dim `sample_axis` = samples per step) and dtype (f32,
+ *  i64...). */
 struct BundleInput {
   std::string name;
   std::vector<int64_t> shape;
   std::string dtype;
+  int sample_axis = 0;
 };
 
 /** What a bundle's manifest.json says. */

@@ -355,15 +355,20 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   for (size_t i = 0; i < prog.persistent.size(); ++i)
     s += std::string(i ? ",\n            " : "") + shard_literal(g, prog, prog.persistent[i]);
   s += "});\n";
+  // A tensor whose sample axis is not dim 0 reads its samples laid out behind the dims before it (NpyFile::outer).
+  auto data_args = [&](const DataShard &d) {
+    const Tensor &t = g.tensor(d.tensor);
+    int64_t outer = num_elements(Shape(t.shape.begin(), t.shape.begin() + t.sample_axis));
+    return quoted(t.name) + (outer > 1 ? ", " + std::to_string(outer) : "");
+  };
   for (size_t i = 0; i < prog.data.size(); ++i)
-    s += "  npy_" + std::to_string(i) + " = run.data(" + quoted(g.tensor(prog.data[i].tensor).name) + ");\n";
+    s += "  npy_" + std::to_string(i) + " = run.data(" + data_args(prog.data[i]) + ");\n";
   if (prog.validation.empty()) {
-    s += "  if (run.validates()) rt::fail(\"--val-data: the model's loss is not a classifier's "
-         "(SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss)\");\n";
+    s += "  if (run.validates()) rt::fail(" + quoted(l.no_validation) + ");\n";
   } else {
     s += "  if (run.validates()) {\n";
     for (size_t i = 0; i < prog.data.size(); ++i)
-      s += "    val_npy_" + std::to_string(i) + " = run.val_data(" + quoted(g.tensor(prog.data[i].tensor).name) + ");\n";
+      s += "    val_npy_" + std::to_string(i) + " = run.val_data(" + data_args(prog.data[i]) + ");\n";
     s += "  }\n";
   }
   s += "  rt::profile_setup(" + std::string(num_sites > 0 ? "profile_sites" : "nullptr") + ", " +
@@ -470,8 +475,10 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   m["batch"] = l.batch;
   nlohmann::json inputs = nlohmann::json::object();
   for (const Tensor &t : g.tensors())
-    if (t.role == Role::input || t.role == Role::label)
+    if (is_data(t)) {
       inputs[t.name] = {{"shape", t.shape}, {"dtype", std::string(dtype_name(t.dtype))}};
+      if (t.sample_axis != 0) inputs[t.name]["sample_axis"] = t.sample_axis;
+    }
   m["inputs"] = inputs;
   if (predicted) {
     char step[32];

@@ -105,9 +105,9 @@ class Lowerer {
   Lowered run() {
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
       const Tensor &tensor = g_.tensor(t);
-      if (tensor.role == Role::input || tensor.role == Role::label) {
+      if (is_data(tensor)) {
         if (tensor.shape.empty()) CLEAVE_USER_ERROR("input \"", tensor.name, "\" is a scalar: it has no batch dim");
-        out_.batch = tensor.shape[0];
+        out_.batch = tensor.shape[static_cast<size_t>(tensor.sample_axis)];
       }
     }
     last_map_.resize(out_.ranks.size());
@@ -132,17 +132,18 @@ class Lowerer {
         int r = s.devices[i];
         Box box = plan::shard_region(tensor.shape, s, static_cast<int64_t>(i));
         RankProgram &prog = out_.ranks[r];
-        if (tensor.role == Role::input || tensor.role == Role::label) {
-          for (size_t d = 1; d < box.size(); ++d)
-            if (box[d].begin != 0 || box[d].end != tensor.shape[d])
-              CLEAVE_USER_ERROR("input \"", tensor.name, "\": codegen reads data split on the batch dim only, got ",
-                                plan::sharding_axes_str(s));
+        if (is_data(tensor)) {
+          size_t axis = static_cast<size_t>(tensor.sample_axis);
+          for (size_t d = 0; d < box.size(); ++d)
+            if (d != axis && (box[d].begin != 0 || box[d].end != tensor.shape[d]))
+              CLEAVE_USER_ERROR("input \"", tensor.name, "\": codegen reads data split on the sample axis (", axis,
+                                ") only, got ", plan::sharding_axes_str(s));
           int b = new_buffer(r, tensor.name, tensor.dtype, num_elements(box_shape(box)), false);
           tensor_buf_[r][t] = b;
-          prog.data.push_back({t, b, box[0].begin, box[0].size()});
+          prog.data.push_back({t, b, box[axis].begin, box[axis].size()});
           timing_ = {Timing::Kind::data, {}, "", num_elements(box_shape(box)) * dtype_size(tensor.dtype)};
-          std::string file = std::to_string(prog.data.size() - 1), shard = std::to_string(box[0].begin) + ", " +
-                                                                          std::to_string(box[0].size()) + ", " + ref(b);
+          std::string file = std::to_string(prog.data.size() - 1), shard = std::to_string(box[axis].begin) + ", " +
+                                                                          std::to_string(box[axis].size()) + ", " + ref(b);
           emit(r, "run.read_samples(npy_" + file + ", (pass - 1) * " + std::to_string(out_.batch) + " + " + shard + ");",
                {b});
           prog.step.back().val_code = "run.read_val_samples(val_npy_" + file + ", vb, " + shard + ");";
@@ -167,7 +168,8 @@ class Lowerer {
     }
     check_collective_order(out_);
     for (auto &prog : out_.ranks) plan_memory(prog);
-    if (validates()) 
+    out_.no_validation = validation_problem();
+    if (out_.no_validation.empty())
       for (auto &prog : out_.ranks) prog.validation = validation_pass(prog);
     return std::move(out_);
   }
@@ -513,13 +515,18 @@ class Lowerer {
   }
 
   /** Whether the validation metrics understand the graph's loss: a classifier's (rt::val). */
-  bool validates() const {
-    if (g_.loss == kNoTensor) return false;
-    for (OpId o = 0; o < g_.num_ops(); ++o) {
-      OpKind k = g_.op(o).kind;
-      if (k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss) return true;
-    }
-    return false;
+  /** Why validation cannot run on this graph, or "" when it can. */
+  std::string validation_problem() const {
+    for (const Tensor &t : g_.tensors())
+      if (is_data(t) && t.sample_axis != 0)  // the metrics count samples along dim 0 of the loss's scores
+        return "--val-data: validation needs sample-major inputs, and input \"" + t.name + "\" has its samples in dim " +
+               std::to_string(t.sample_axis);
+    if (g_.loss != kNoTensor)
+      for (OpId o = 0; o < g_.num_ops(); ++o) {
+        OpKind k = g_.op(o).kind;
+        if (k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss) return "";
+      }
+    return "--val-data: the model's loss is not a classifier's (SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss)";
   }
 
   /** RankProgram::validation: the data reads, and the statements of a pass that serve forward ops only. */

@@ -96,6 +96,8 @@ struct Lowered {
   /** Every communicator group used, in order of first use (creation order on every rank). */
   std::vector<std::vector<int>> groups;
   std::vector<RankProgram> ranks;
+  /** Why the ranks have no validation pass (RankProgram::validation empty), as --val-data's error says it. */
+  std::string no_validation;
 };
 
 /** Lowers `g` under `p` (which must pass validate_plan). Throws UserError for what codegen cannot lower yet:

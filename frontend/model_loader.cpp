@@ -181,9 +181,10 @@ void check_nodes_supported(const onnx::ModelProto &m, const std::string &path) {
   throw UserError(os.str(), 2);
 }
 
-void fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts) {
+std::map<std::string, int> fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts) {
   std::set<std::string> inits;
   for (const auto &t : m.graph().initializer()) inits.insert(t.name());
+  std::map<std::string, int> sample_axes;
   for (auto &in : *m.mutable_graph()->mutable_input()) {
     if (inits.count(in.name())) continue;
     std::string what = "input \"" + in.name() + "\"";
@@ -199,21 +200,32 @@ void fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts) {
       continue;
     }
     if (!tt->has_shape()) CLEAVE_USER_ERROR(what, ": has no shape; cleave needs static shapes");
-    for (int i = 0; i < tt->shape().dim_size(); ++i) {
+    int rank = tt->shape().dim_size();
+    std::optional<int> axis;
+    if (auto it = opts.batch_axes.find(in.name()); it != opts.batch_axes.end()) {
+      if (it->second < 0 || it->second >= std::max(rank, 1))
+        CLEAVE_USER_ERROR("--batch-axis: ", what, " has ", rank, " dims, no axis ", it->second);
+      axis = it->second;
+    }
+    for (int i = 0; i < rank; ++i) {
       auto *d = tt->mutable_shape()->mutable_dim(i);
       if (d->has_dim_value()) {
         if (d->dim_value() < 0) CLEAVE_USER_ERROR(what, ": dimension ", i, " is negative");
         continue;
       }
       std::string sym = d->has_dim_param() ? "(\"" + d->dim_param() + "\")" : "(unnamed)";
-      if (i == 0 && opts.batch) {
-        d->set_dim_value(*opts.batch);
-        continue;
-      }
-      if (i == 0) CLEAVE_USER_ERROR(what, ": dimension 0 is symbolic ", sym, "; pass --batch N");
-      CLEAVE_USER_ERROR(what, ": dimension ", i, " is symbolic ", sym, "; cleave needs static shapes except the batch");
+      if (axis && *axis != i)
+        CLEAVE_USER_ERROR(what, ": dimension ", i, " is symbolic ", sym, "; cleave needs static shapes except the ",
+                          "sample axis (", *axis, ")");
+      if (!opts.batch) CLEAVE_USER_ERROR(what, ": dimension ", i, " is symbolic ", sym, "; pass --batch N");
+      d->set_dim_value(*opts.batch);
+      axis = i;
     }
+    sample_axes[in.name()] = axis.value_or(0);
   }
+  for (const auto &[name, axis] : opts.batch_axes)
+    if (!sample_axes.count(name)) CLEAVE_USER_ERROR("--batch-axis: the model has no graph input ", quote_excerpt(name));
+  return sample_axes;
 }
 
 std::map<std::string, TensorType> infer_onnx_types(onnx::ModelProto &m) {

@@ -32,9 +32,10 @@ void run_onnx_checker(const onnx::ModelProto &m, const std::string &model_dir);
  *  translator. `node_names` gives the IR op name of each main-graph node. */
 void check_nodes_supported(const onnx::ModelProto &m, const std::string &path);
 
-/** Gives graph inputs static shapes: a symbolic first dimension becomes opts.batch; any other symbolic or missing
- *  dimension is an error naming the input. Modifies the model's input types in place (for shape inference). */
-void fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts);
+/** Gives graph inputs static shapes and returns each one's sample axis: its symbolic dimension (which becomes
+ *  opts.batch), or the axis opts.batch_axes names, else 0. A second symbolic dimension, or a missing one, is an error
+ *  naming the input. Modifies the model's input types in place (for shape inference). */
+std::map<std::string, int> fix_input_shapes(onnx::ModelProto &m, const ImportOptions &opts);
 
 /** Runs ONNX shape inference (strict) and returns the statically known types of every value it inferred. */
 std::map<std::string, TensorType> infer_onnx_types(onnx::ModelProto &m);

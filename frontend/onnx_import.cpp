@@ -124,7 +124,7 @@ void define_initializers(Importer &im, const onnx::GraphProto &g, const std::str
 }
 
 void define_inputs(Importer &im, const onnx::GraphProto &g, const ImportOptions &opts,
-                   const std::set<std::string> &labels) {
+                   const std::set<std::string> &labels, const std::map<std::string, int> &sample_axes) {
   for (const auto &in : g.input()) {
     if (im.defined(in.name())) continue;  // IR >= 4: an input named like an initializer is that initializer
     const auto &tt = in.type().tensor_type();
@@ -147,6 +147,7 @@ void define_inputs(Importer &im, const onnx::GraphProto &g, const ImportOptions 
     t.dtype = dt;
     for (const auto &d : tt.shape().dim()) t.shape.push_back(d.dim_value());
     t.role = labels.count(t.name) ? Role::label : Role::input;
+    t.sample_axis = sample_axes.at(t.name);
     im.define_source(std::move(t));
   }
 }
@@ -264,7 +265,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   check_attribute_values(m);
   check_initializer_data(m);
   run_onnx_checker(m, model_dir);
-  fix_input_shapes(m, opts);
+  std::map<std::string, int> sample_axes = fix_input_shapes(m, opts);
   std::map<std::string, TensorType> onnx_types = infer_onnx_types(m);
 
   // Reserve every name in the model so generated names never collide with one defined later.
@@ -285,7 +286,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
 
   const onnx::GraphProto &g = m.graph();
   define_initializers(im, g, model_dir, opts.load_data, opts.defer_external_data, /*as_constants=*/false);
-  define_inputs(im, g, opts, label_names(g));
+  define_inputs(im, g, opts, label_names(g), sample_axes);
   std::set<std::string> taken_ops;
   std::vector<std::string> names = op_names(g, taken_ops, "");
   translate_nodes(im, m, g, names, source_names(g), Phase::forward);

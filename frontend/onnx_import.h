@@ -11,8 +11,10 @@
 namespace cleave {
 
 struct ImportOptions {
-  /** Fixes a symbolic batch (first) dimension of graph inputs. */
+  /** Fixes the symbolic batch dimension of graph inputs (wherever it is: that dim becomes the sample axis). */
   std::optional<int64_t> batch;
+  /** --batch-axis NAME=K: graph input NAME's sample axis is K (else its symbolic dim, else 0). */
+  std::map<std::string, int> batch_axes;
   /** Load initializer data (false: shapes only, for planning huge models; external data is then referenced). */
   bool load_data = true;
   /** Reference the external data of float initializers (Tensor::external) instead of reading it: the stage that needs

@@ -7,6 +7,8 @@
 //  - Ops are in topological order: every input of op i is a source tensor (no producer) or an output of an op j < i.
 //  - Every tensor has at most one producer. Sources are tensors of role input, label, param, optimizer_state or
 //    constant; activations and grads always have a producer.
+//  - Graph data (roles input and label: `is_data`) is fed per step; `sample_axis` is the dim that indexes samples,
+//    0 <= sample_axis < rank (0 for every other tensor).
 //  - Every shape is static; constants carry their data (dtype-native little-endian bytes). A param whose values were
 //    not loaded may instead name where they are (`external`); its `data` is then empty (ir/tensor_data.h reads it).
 //  - `group` of a forward op is itself; backward ops name the forward op they differentiate; update ops themselves.
@@ -45,7 +47,20 @@ struct Tensor {
    *  a model with billions of params allocates nothing (Adam's moments of WResNet-152-10 would be 46 GB).
    *  tensor_bytes() gives the zeros when a consumer needs the bytes. */
   bool zero_init = false;
+  /** Graph data only: the dim of `shape` that indexes samples (ONNX's symbolic batch dim, or --batch-axis). Data
+   *  files are sample-major whatever it is; every planner splits data on this dim only. */
+  int sample_axis = 0;
 };
+
+/** Inputs and labels: the tensors read from data files every step. */
+inline bool is_data(const Tensor &t) { return t.role == Role::input || t.role == Role::label; }
+
+/** A data tensor's shape without its sample axis: one sample's shape, as data files hold it after dim 0. */
+inline Shape sample_shape(const Tensor &t) {
+  Shape s = t.shape;
+  if (!s.empty()) s.erase(s.begin() + t.sample_axis);
+  return s;
+}
 
 struct Op {
   std::string name;

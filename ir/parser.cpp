@@ -288,6 +288,15 @@ class GraphParser {
       if (t.role != Role::optimizer_state) p.fail("only optimizer state starts as zeros");
       t.zero_init = true;
     }
+    if (p.peek_token().kind == Token::word && p.peek_token().text == "samples") {
+      p.next();
+      if (!is_data(t)) p.fail("only inputs and labels have a sample axis");
+      p.expect("=");
+      auto axis = to_int(p.word("a sample axis"));
+      if (!axis || *axis < 0 || *axis >= static_cast<int64_t>(t.shape.size()))
+        p.fail("sample axis must be a dim of " + shape_str(t.shape));
+      t.sample_axis = static_cast<int>(*axis);
+    }
     if (g_.find_tensor(t.name)) p.fail("duplicate tensor \"" + t.name + "\"");
     g_.add_tensor(std::move(t));
   }

@@ -125,6 +125,7 @@ std::string print_graph(const Graph &g) {
       s += " external(" + print_attr(t.external->file) + ", " + std::to_string(t.external->offset) + ", " +
            std::to_string(t.external->length) + ")";
     if (t.zero_init) s += " zeros";
+    if (t.sample_axis != 0) s += " samples=" + std::to_string(t.sample_axis);
     s += "\n";
   }
   for (const Op &op : g.ops()) s += print_op(g, op) + "\n";

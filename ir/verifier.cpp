@@ -30,6 +30,9 @@ void check_tensors(const Graph &g, std::vector<std::string> &out) {
     } catch (const UserError &e) {
       out.push_back(e.what());
     }
+    if (t.sample_axis != 0 && (!is_data(t) || t.sample_axis < 0 || t.sample_axis >= static_cast<int>(t.shape.size())))
+      out.push_back(tensor_label(t) + " (" + std::string(role_name(t.role)) + "): sample axis " +
+                    std::to_string(t.sample_axis) + " is not a dim of " + shape_str(t.shape));
     if (t.producer == kNoOp && !is_source_role(t.role))
       out.push_back(tensor_label(t) + " (" + std::string(role_name(t.role)) + ") has no producer");
     if (t.producer != kNoOp && (t.role == Role::input || t.role == Role::label || t.role == Role::constant))

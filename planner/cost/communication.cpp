@@ -98,14 +98,15 @@ class Replay {
       place(t, CommPiece::At::data, -1, -1);
       const Sharding &s = *sharding_[t];
       const Tensor &tensor = g_.tensor(t);
-      bool data = tensor.role == Role::input || tensor.role == Role::label;
+      bool data = is_data(tensor);
       for (size_t i = 0; i < s.devices.size(); ++i) {
         Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
         size_t buf = data ? buffer(s.devices[i], bytes(t, std::max<int64_t>(box_volume(box), 1))) : kNone;
         owned_[t].push_back({s.devices[i], box, buf});
         if (data)
           emit({LocalStatement::Kind::data, s.devices[i], kNoOp, false,
-                bytes(t, std::max<int64_t>(box_volume(box), 1)), box.empty() ? 1 : box[0].size()});
+                bytes(t, std::max<int64_t>(box_volume(box), 1)),
+                box.empty() ? 1 : box[static_cast<size_t>(tensor.sample_axis)].size()});
       }
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) op(o);

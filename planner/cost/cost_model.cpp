@@ -437,7 +437,7 @@ class Estimator {
     };
     for (const auto &te : p_.tensors) {
       const Tensor &tensor = g_.tensor(*g_.find_tensor(te.name));
-      if (tensor.producer != kNoOp || tensor.role == Role::input || tensor.role == Role::label) continue;
+      if (tensor.producer != kNoOp || is_data(tensor)) continue;
       for (size_t i = 0; i < te.sharding.devices.size(); ++i) {
         int r = te.sharding.devices[i];
         int64_t b = std::max<int64_t>(box_volume(shard_region(tensor.shape, te.sharding, static_cast<int64_t>(i))), 1) *

@@ -36,7 +36,7 @@ std::vector<int> iota(int n) {
   return r;
 }
 
-bool is_batch_source(const Tensor &t) { return (t.role == Role::input || t.role == Role::label) && !t.shape.empty(); }
+bool is_batch_source(const Tensor &t) { return is_data(t) && !t.shape.empty(); }
 
 /** Plans every op with `choose(op, descs)` and every source with `source(tensor id)`; produced tensors get the
  *  shardings their producers imply. */
@@ -70,9 +70,10 @@ Plan single_plan(const Graph &g, int devices) {
 
 Plan data_plan(const Graph &g, int devices) {
   for (const Tensor &t : g.tensors())
-    if (is_batch_source(t) && t.shape[0] % devices != 0)
-      CLEAVE_USER_ERROR("data planner: batch ", t.shape[0], " of ", role_name(t.role), " \"", t.name,
-                        "\" is not divisible by ", devices, " devices");
+    if (is_batch_source(t) && t.shape[static_cast<size_t>(t.sample_axis)] % devices != 0)
+      CLEAVE_USER_ERROR("data planner: batch ", t.shape[static_cast<size_t>(t.sample_axis)], " of ", role_name(t.role),
+                        " \"", t.name, "\"", t.sample_axis ? " (dim " + std::to_string(t.sample_axis) + ")" : "",
+                        " is not divisible by ", devices, " devices");
   std::vector<int> batch = batch_dims(g);
   std::vector<int> all = iota(devices);
   const std::vector<int64_t> mesh{devices};
@@ -88,7 +89,7 @@ Plan data_plan(const Graph &g, int devices) {
   };
   auto source = [&](TensorId t) {
     Sharding s{all, mesh, {AxisSharding{}}};
-    if (is_batch_source(g.tensor(t))) s.axes[0] = {AxisSharding::Kind::split, 0};
+    if (is_batch_source(g.tensor(t))) s.axes[0] = {AxisSharding::Kind::split, g.tensor(t).sample_axis};
     return s;
   };
   return assemble(g, devices, choose, source);
@@ -115,7 +116,7 @@ int batch_var(const Op &op, const Description &d, const std::vector<int> &batch)
 std::vector<int> batch_dims(const Graph &g) {
   std::vector<int> batch(static_cast<size_t>(g.num_tensors()), -1);
   for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (is_batch_source(g.tensor(t))) batch[static_cast<size_t>(t)] = 0;
+    if (is_batch_source(g.tensor(t))) batch[static_cast<size_t>(t)] = g.tensor(t).sample_axis;
   for (const Op &op : g.ops()) {
     std::vector<Description> descs = describe::describe(g, op);
     const Description &d = descs[primary_output(op)];

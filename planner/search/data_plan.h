@@ -9,7 +9,7 @@
 
 namespace cleave::plan {
 
-/** Per tensor, the dim that carries the batch, or -1: dim 0 of every input and label, propagated through the ops in
+/** Per tensor, the dim that carries the batch, or -1: the sample axis of every input and label, propagated through the ops in
  *  order (an op's batch var is a var indexing a batch dim of an operand exactly; the output dims it indexes carry the
  *  batch). */
 std::vector<int> batch_dims(const Graph &g);
@@ -22,7 +22,7 @@ int batch_var(const Op &op, const describe::Description &d, const std::vector<in
 Plan single_plan(const Graph &g, int devices);
 
 /** Data parallelism: each op's batch var split over all `devices` where the op allows it, else replicated; inputs and
- *  labels split on their batch dim. Throws UserError when a batch is not divisible by `devices`. */
+ *  labels split on their sample axis. Throws UserError when a batch is not divisible by `devices`. */
 Plan data_plan(const Graph &g, int devices);
 
 }  // namespace cleave::plan

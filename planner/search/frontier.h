@@ -18,7 +18,7 @@
 // device).
 // Tensors have owners (as in tofu_step.h): a produced tensor its producer, a param or optimizer state bound by an
 // assign the producer of its new value (it takes that value's sharding, partial axes replicated), another source its
-// first reader (split where that reader's boxes are exactly a sharding's blocks, graph data on dim 0 only, else
+// first reader (split where that reader's boxes are exactly a sharding's blocks, graph data on its sample axis only, else
 // replicated). Every other read of a tensor is an edge owner -> reader whose time for a pair of configs is the
 // re-split as estimate_cost prices what codegen emits for it (cost_model.h): a partial tensor read by one op is
 // reduce-scattered where the reader's boxes tile each group's shard, else all-reduced; then the boxes a device lacks

@@ -372,17 +372,17 @@ class FrontierGraphBuilder::Impl {
   }
 
   /** A source first read by op `o` under config `oc`: the sharding whose blocks are exactly what o's devices read
-   *  (graph data split on dim 0 only), else replicated. */
+   *  (graph data split on its sample axis only), else replicated. */
   Sharding source_sharding(TensorId t, OpId o, int oc) {
     const Tensor &tensor = g_.tensor(t);
     const ParallelConfig &cfg = config(o, oc);
     const Op &op = g_.op(o);
     size_t slot = static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
     const Needs &need = needs(o, oc, slot);
-    bool data = tensor.role == Role::input || tensor.role == Role::label;
     std::vector<AxisSharding> choices;
-    for (size_t d = 0; d < tensor.shape.size() && !(data && d > 0); ++d)
-      choices.push_back({AxisSharding::Kind::split, static_cast<int>(d)});
+    for (size_t d = 0; d < tensor.shape.size(); ++d)
+      if (!is_data(tensor) || static_cast<int>(d) == tensor.sample_axis)
+        choices.push_back({AxisSharding::Kind::split, static_cast<int>(d)});
     choices.push_back(AxisSharding{});
     size_t axes = cfg.mesh.size();
     std::vector<size_t> pick(axes, 0);
@@ -494,13 +494,13 @@ class FrontierGraphBuilder::Impl {
    *  (cost_model.h LocalStatement::Kind::data), its statement's gap included; 0 for other tensors. */
   double data_read_seconds(TensorId t, const Sharding &s) const {
     const Tensor &tensor = g_.tensor(t);
-    if (tensor.role != Role::input && tensor.role != Role::label) return 0;
+    if (!is_data(tensor)) return 0;
     double worst = 0;
     for (size_t i = 0; i < s.devices.size(); ++i) {
       Box box = shard_region(tensor.shape, s, static_cast<int64_t>(i));
       LocalStatement read{LocalStatement::Kind::data, s.devices[i], kNoOp, false,
                           std::max<int64_t>(box_volume(box), 1) * dtype_size(tensor.dtype),
-                          box.empty() ? 1 : box[0].size()};
+                          box.empty() ? 1 : box[static_cast<size_t>(tensor.sample_axis)].size()};
       worst = std::max(worst, local_seconds(read, t_, profile_));
     }
     return worst + gap_;

@@ -105,13 +105,12 @@ ParallelConfig draw_config(Rng &rng, const Graph &g, const Op &op, const std::ve
   return legal[rng.below(legal.size())];
 }
 
-/** A random sharding of source `t`: per axis replicate or split(a dim), split(0) only for graph data. */
+/** A random sharding of source `t`: per axis replicate or split(a dim), graph data on its sample axis only. */
 Sharding draw_source(Rng &rng, const Tensor &t, int devices) {
   auto [group, mesh] = draw_group(rng, devices, false);
   std::vector<AxisSharding> choices{AxisSharding{}};
-  bool data = t.role == Role::input || t.role == Role::label;
-  for (size_t d = 0; d < t.shape.size() && !(data && d > 0); ++d)
-    choices.push_back({AxisSharding::Kind::split, static_cast<int>(d)});
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (!is_data(t) || static_cast<int>(d) == t.sample_axis) choices.push_back({AxisSharding::Kind::split, static_cast<int>(d)});
   std::vector<Sharding> legal;
   for (const std::vector<size_t> &tuple : tuples(choices.size(), mesh.size())) {
     Sharding s{group, mesh, {}};

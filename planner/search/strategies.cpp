@@ -151,9 +151,10 @@ bool codegen_supports(const Graph &g, const Op &op, const std::vector<Descriptio
 }
 
 bool source_sharding_supported(const Tensor &t, const Sharding &s) {
-  if (t.role != Role::input && t.role != Role::label) return true;
+  if (!is_data(t)) return true;
   for (const AxisSharding &a : s.axes)
-    if (a.kind == AxisSharding::Kind::partial || (a.kind == AxisSharding::Kind::split && a.dim != 0)) return false;
+    if (a.kind == AxisSharding::Kind::partial || (a.kind == AxisSharding::Kind::split && a.dim != t.sample_axis))
+      return false;
   return true;
 }
 

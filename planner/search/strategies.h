@@ -51,7 +51,7 @@ std::vector<Strategy> discover_strategies(const Graph &g, const Op &op, int ways
 bool codegen_supports(const Graph &g, const Op &op, const std::vector<describe::Description> &descs,
                       const ParallelConfig &config);
 
-/** Whether codegen accepts `s` for source tensor `t`: graph inputs and labels are read split on dim 0 only. */
+/** Whether codegen accepts `s` for source tensor `t`: graph inputs and labels are read split on their sample axis only. */
 bool source_sharding_supported(const Tensor &t, const Sharding &s);
 
 /** Bytes one training step of plan `p` moves between devices, as codegen derives it (codegen/lower.cpp): a tensor

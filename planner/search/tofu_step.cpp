@@ -227,8 +227,8 @@ Sharding StepModel::owned_sharding(TensorId t, int oc) {
   Sharding s{devices_, mesh_, pp_.source_axes[static_cast<size_t>(t)]};
   s.axes.push_back(AxisSharding{});
   size_t slot = static_cast<size_t>(std::find(op.inputs.begin(), op.inputs.end(), t) - op.inputs.begin());
-  bool data = tensor.role == Role::input || tensor.role == Role::label;
-  for (size_t d = 0; d < tensor.shape.size() && !(data && d > 0); ++d) {
+  for (size_t d = 0; d < tensor.shape.size(); ++d) {
+    if (is_data(tensor) && static_cast<int>(d) != tensor.sample_axis) continue;
     Sharding cand = s;
     cand.axes.back() = {AxisSharding::Kind::split, static_cast<int>(d)};
     int64_t n = 1;

@@ -16,7 +16,7 @@
 // Every op-input pair is an edge from the tensor's owner to the consumer: the owner of a produced tensor is its
 // producer; of a source bound by an assign (a param, optimizer state) the producer of the assigned value, since
 // codegen needs both on the same boxes; of any other source its first consumer, whose read box decides the source's
-// sharding on the new axis (graph inputs and labels split on dim 0 only, as codegen reads them).
+// sharding on the new axis (graph inputs and labels split on their sample axis only, as codegen reads them).
 #include <cstdint>
 #include <map>
 #include <optional>

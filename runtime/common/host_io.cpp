@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 #include <utility>
 #include <vector>
 
@@ -60,7 +61,10 @@ void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst) {
   std::string why = npy::feed_problem(h, std::is_integral_v<T>);
   if (!why.empty()) fail(why);
   try {
-    npy::read_samples(h, first, count, dst);
+    if (f.outer == 1) return npy::read_samples(h, first, count, dst);
+    std::vector<T> file_order(static_cast<size_t>(count * f.sample_elems));
+    npy::read_samples(h, first, count, file_order.data());
+    npy::to_sample_axis(file_order.data(), count, f.outer, f.sample_elems / f.outer, dst);
   } catch (const npy::Error &e) {
     fail(e.what());
   }

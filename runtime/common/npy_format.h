@@ -43,4 +43,13 @@ std::string feed_problem(const Header &h, bool integer);
 template <typename T>
 void read_samples(const Header &h, int64_t first, int64_t count, T *dst);
 
+/** Lays `count` samples read sample-major (src: [count, outer, inner]) out as a tensor whose sample axis has `outer`
+ *  elements of the dims before it (dst: [outer, count, inner]). */
+template <typename T>
+void to_sample_axis(const T *src, int64_t count, int64_t outer, int64_t inner, T *dst) {
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) dst[(o * count + s) * inner + i] = src[(s * outer + o) * inner + i];
+}
+
 }  // namespace cleave::rt::npy

@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <type_traits>
 
 #include "cleave/rt.h"
 #include "common/checkpoint_format.h"
 #include "common/host_io.h"
+#include "common/npy_format.h"
 #include "common/process.h"
 #include "common/run_status.h"
 
@@ -202,10 +204,11 @@ void TrainingRun::load(std::vector<NamedBuffer> state) {
   last_progress_ = started_;
 }
 
-NpyFile TrainingRun::data(const std::string &name) {
+NpyFile TrainingRun::data(const std::string &name, int64_t outer) {
   for (const auto &[n, p] : data_) {
     if (n != name) continue;
     NpyFile f = npy_open(p);
+    f.outer = outer;
     int64_t count = f.shape.empty() ? 0 : f.shape[0];
     if (samples_ > 0 && count != samples_)
       fail(p + ": " + std::to_string(count) + " samples, another input has " + std::to_string(samples_));
@@ -223,10 +226,11 @@ bool TrainingRun::validation_due(int64_t step) const {
   return !val_data_.empty() && ((val_every_ > 0 && step % val_every_ == 0) || step == last_step_);
 }
 
-NpyFile TrainingRun::val_data(const std::string &name) {
+NpyFile TrainingRun::val_data(const std::string &name, int64_t outer) {
   for (const auto &[n, p] : val_data_) {
     if (n != name) continue;
     NpyFile f = npy_open(p);
+    f.outer = outer;
     int64_t count = f.shape.empty() ? 0 : f.shape[0];
     if (count == 0) fail("--val-data " + p + ": no samples");
     if (val_samples_ > 0 && count != val_samples_)
@@ -284,7 +288,23 @@ void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, 
   if (!order_.shuffled()) return npy_read_samples(f, first, count, dst);
   int64_t n = f.shape.empty() ? 0 : f.shape[0];
   if (n <= 0) fail(f.path + ": no samples");
-  for (int64_t i = 0; i < count; ++i) npy_read_samples(f, order_.sample(first + i, n), 1, dst + i * f.sample_elems);
+  // Each sample of the permutation is read on the host in file order, then laid out and copied once.
+  NpyFile one = f;
+  one.outer = 1;
+  size_t elems = static_cast<size_t>(count * f.sample_elems);
+  std::vector<T> *held;
+  if constexpr (std::is_same_v<T, float>) held = &staged_f32_;
+  else held = &staged_i64_;
+  std::vector<T> &staged = *held;
+  if (staged.size() < 2 * elems) staged.resize(2 * elems);
+  for (int64_t i = 0; i < count; ++i)
+    host::read_samples(one, order_.sample(first + i, n), 1, staged.data() + i * f.sample_elems);
+  const T *laid = staged.data();
+  if (f.outer > 1) {
+    rt::npy::to_sample_axis(staged.data(), count, f.outer, f.sample_elems / f.outer, staged.data() + elems);
+    laid += elems;
+  }
+  copy_from_host(dst, laid, static_cast<int64_t>(elems * sizeof(T)));
 }
 
 void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {

@@ -18,6 +18,10 @@ void copy_to_host(void *dst, const void *src, int64_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
 }
 
+void copy_from_host(void *dst, const void *src, int64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+
 void checkpoint_save(const std::string &path, const std::vector<NamedBuffer> &buffers) {
   host::checkpoint_save(path, buffers, [](void *dst, const void *src, size_t n) { std::memcpy(dst, src, n); });
 }

@@ -29,6 +29,13 @@ void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *d
   read_samples(f, first, count, dst);
 }
 
+void copy_from_host(void *dst, const void *src, int64_t bytes) {
+  if (bytes <= 0) return;
+  // The compute stream may still read dst's previous contents: the copy is ordered after it.
+  CLEAVE_CUDA(cudaMemcpyAsync, dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, compute_stream());
+  detail::sync_compute();
+}
+
 void copy_to_host(void *dst, const void *src, int64_t bytes) {
   if (bytes <= 0) return;
   detail::sync_compute();  // src's last writes

@@ -59,6 +59,11 @@ expect lpnorm_p3 2 'node "norm3" (LpNormalization, opset 15): p 3 is not support
 expect depth_to_space_mode 2 'node "d2s" (DepthToSpace, opset 15): mode "XYZ" is not supported (DCR, CRD)' -- eval "$m/depth_to_space_mode.onnx" $data
 expect gru_clip 2 'node "gru" (GRU, opset 15): attribute "clip" is not supported' -- eval "$m/gru_clip.onnx" $data
 # Flags and data files.
+expect batch_axis_range 1 '--batch-axis: input "x" has 2 dims, no axis 2' -- eval "$m/good.onnx" $data --batch-axis x=2
+expect batch_axis_name 1 '--batch-axis: the model has no graph input "q"' -- eval "$m/good.onnx" $data --batch-axis q=0
+expect batch_axis_form 1 '--batch-axis: expected NAME=AXIS (a dim number), got "x=-1"' -- plan "$m/good.onnx" --batch-axis x=-1
+expect batch_axis_twice 1 '--batch-axis: input "x" given twice' -- plan "$m/good.onnx" --batch-axis x=0,x=1
+expect batch_axis_ir 1 'has no input or label "net.0.weight"' -- plan "$src/tests/fuzz/seeds/ir/mlp.ir" --batch-axis net.0.weight=0
 expect bad_data_flag '*' "--data" -- eval "$m/good.onnx" --data "x" --batch 2 --save-model "$work/out.onnx"
 expect missing_data '*' '"y"' -- eval "$m/good.onnx" --data "x=$work/x.npy" --batch 2 --save-model "$work/out.onnx"
 expect unknown_data '*' '"z"' -- eval "$m/good.onnx" --data "x=$work/x.npy,y=$work/y.npy,z=$work/x.npy" --batch 2 --save-model "$work/out.onnx"

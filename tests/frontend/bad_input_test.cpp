@@ -72,14 +72,50 @@ TEST(BadInput, SymbolicBatchNeedsFlag) {
   EXPECT_HAS(msg, "input \"x\"");
   EXPECT_HAS(msg, "\"batch\"");
   EXPECT_HAS(msg, "--batch");
-  ModelBuilder inner;
-  inner.input("x", kF32, {2, test::kSym});
-  inner.node("Relu", {"x"}, {"y"});
-  inner.output("y", 2);
+  // One symbolic dim is the sample axis, wherever it is; a second one cannot be fixed.
+  ModelBuilder two;
+  two.input("x", kF32, {test::kSym, test::kSym});
+  two.node("Relu", {"x"}, {"y"});
+  two.output("y", 2);
   ImportOptions opts;
   opts.batch = 4;
-  msg = import_error(inner, "innersym", opts).first;
-  EXPECT_HAS(msg, "input \"x\": dimension 1 is symbolic");
+  msg = import_error(two, "twosym", opts).first;
+  EXPECT_HAS(msg, "input \"x\": dimension 1 is symbolic (\"batch\"); cleave needs static shapes except the sample axis (0)");
+}
+
+TEST(BadInput, SampleAxisFromSymbolicDimOrFlag) {
+  // A time-major [T, B] input: its symbolic dim 1 is the sample axis, fixed by --batch.
+  test::TempDir dir("sampleaxis");
+  ModelBuilder mb;
+  mb.input("x", kF32, {5, test::kSym});
+  mb.node("Relu", {"x"}, {"y"});
+  mb.output("y", 2);
+  std::string path = mb.save(dir / "model.onnx");
+  ImportOptions opts;
+  opts.batch = 4;
+  Graph g = import_onnx(path, opts);
+  const Tensor &x = g.tensor(*g.find_tensor("x"));
+  EXPECT_EQ(x.shape, (Shape{5, 4}));
+  EXPECT_EQ(x.sample_axis, 1);
+  // A static model: --batch-axis names it; a wrong name or axis is one error naming the flag.
+  ModelBuilder st;
+  st.input("x", kF32, {5, 4});
+  st.node("Relu", {"x"}, {"y"});
+  st.output("y", 2);
+  path = st.save(dir / "static.onnx");
+  EXPECT_EQ(import_onnx(path).tensor(0).sample_axis, 0);
+  opts = {};
+  opts.batch_axes = {{"x", 1}};
+  EXPECT_EQ(import_onnx(path, opts).tensor(0).sample_axis, 1);
+  opts.batch_axes = {{"x", 2}};
+  EXPECT_HAS(import_error(st, "axis2", opts).first, "--batch-axis: input \"x\" has 2 dims, no axis 2");
+  opts.batch_axes = {{"z", 0}};
+  EXPECT_HAS(import_error(st, "axisz", opts).first, "--batch-axis: the model has no graph input \"z\"");
+  // --batch-axis against the symbolic dim: the symbolic one cannot be fixed.
+  opts.batch = 4;
+  opts.batch_axes = {{"x", 0}};
+  EXPECT_HAS(import_error(mb, "axis0", opts).first, "dimension 1 is symbolic (\"batch\"); cleave needs static shapes "
+                                                    "except the sample axis (0)");
 }
 
 TEST(BadInput, CycleIsRejected) {

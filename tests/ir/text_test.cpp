@@ -141,6 +141,21 @@ tensor w.velocity f32[2,3] optimizer_state zeros
   EXPECT_FALSE(g.tensor(0).zero_init);
 }
 
+TEST(IrText, SampleAxisRoundTrips) {
+  // A time-major input [T, B, F] and its labels [T, B]: the sample axis is printed where it is not dim 0.
+  const char *text = R"(graph g
+tensor x f32[5,4,3] input samples=1
+tensor y i64[5,4] label samples=1
+tensor z f32[4,3] input
+)";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(print_graph(g), text);
+  EXPECT_EQ(g.tensor(0).sample_axis, 1);
+  EXPECT_EQ(g.tensor(1).sample_axis, 1);
+  EXPECT_EQ(g.tensor(2).sample_axis, 0);
+  EXPECT_EQ(sample_shape(g.tensor(0)), (Shape{5, 3}));
+}
+
 void expect_parse_error(const std::string &text, const std::string &fragment) {
   try {
     parse_graph(text, "t.ir");
@@ -172,6 +187,8 @@ TEST(IrText, ErrorsNameLineAndProblem) {
                      "op a Relu forward unroll=r step=1 (x) -> (y)\n",
                      "t.ir:4: expected 't=' after the unroll scope");
   expect_parse_error("graph g\ntensor w f32[1] param zeros\n", "t.ir:2: only optimizer state starts as zeros");
+  expect_parse_error("graph g\ntensor w f32[2,3] param samples=1\n", "t.ir:2: only inputs and labels have a sample axis");
+  expect_parse_error("graph g\ntensor x f32[2,3] input samples=2\n", "t.ir:2: sample axis must be a dim of [2,3]");
 }
 
 // all_consumers() is consumers() of every tensor; an op reading one tensor twice is listed once.

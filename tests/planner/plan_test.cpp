@@ -17,6 +17,7 @@
 #include "ir/verifier.h"
 #include "planner/search/data_plan.h"
 #include "planner/search/make_plan.h"
+#include "planner/search/strategies.h"
 #include "planner/plan/validate.h"
 
 namespace cleave::plan {
@@ -408,6 +409,53 @@ TEST(Planners, BatchDimsPropagate) {
   for (const char *t : {"net.0.weight", "net.0.weight.grad", "net.1.weight.grad", "loss",
                         "/net/net.1/BatchNormalization_output_0.saved_mean"})
     EXPECT_EQ(batch[static_cast<size_t>(*g.find_tensor(t))], -1) << t;
+}
+
+TEST(Planners, TimeMajorDataSplitsItsSampleAxis) {
+  // An RNN-style graph whose input and labels are time-major ([T, B, F], [T, B]): data splits dim 1, the batch follows
+  // it through the ops, and every planner keeps graph data split on the sample axis only.
+  Graph g = parse_graph(R"(graph g
+tensor x f32[3,8,4] input samples=1
+tensor y f32[3,8,2] label samples=1
+tensor w f32[4,2] param
+tensor h f32[3,8,2] activation
+tensor d f32[3,8,2] activation
+tensor sq f32[3,8,2] activation
+tensor loss f32[] activation
+op mm MatMul forward (x, w) -> (h)
+op sub Sub forward (h, y) -> (d)
+op sq Mul forward (d, d) -> (sq)
+op l ReduceSum forward (sq) -> (loss) {axes=[0,1,2], keepdims=0}
+loss loss
+)");
+  std::vector<int> batch = batch_dims(g);
+  for (const char *t : {"x", "y", "h", "d"}) EXPECT_EQ(batch[static_cast<size_t>(*g.find_tensor(t))], 1) << t;
+  EXPECT_EQ(batch[static_cast<size_t>(*g.find_tensor("w"))], -1);
+  Plan p = data_plan(g, 2);
+  EXPECT_EQ(plan_problems(g, p), std::vector<std::string>{});
+  auto sharding = [&](const std::string &name) {
+    for (const TensorEntry &e : p.tensors)
+      if (e.name == name) return sharding_axes_str(e.sharding);
+    return std::string("?");
+  };
+  EXPECT_EQ(sharding("x"), "[split(1)]");
+  EXPECT_EQ(sharding("y"), "[split(1)]");
+  EXPECT_EQ(sharding("h"), "[split(1)]");
+  for (const char *planner : {"tofu", "random", "frontier"}) {
+    Plan q = make_plan(g, planner, 2);
+    for (const TensorEntry &e : q.tensors) {
+      const Tensor &t = g.tensor(*g.find_tensor(e.name));
+      if (is_data(t)) EXPECT_TRUE(source_sharding_supported(t, e.sharding)) << planner << " " << e.name;
+    }
+  }
+  g.tensor(*g.find_tensor("x")).shape[1] = 7;
+  g.tensor(*g.find_tensor("y")).shape[1] = 7;
+  try {
+    data_plan(g, 2);
+    FAIL() << "no error for a batch of 7 on 2 devices";
+  } catch (const UserError &e) {
+    EXPECT_EQ(std::string(e.what()), "data planner: batch 7 of input \"x\" (dim 1) is not divisible by 2 devices");
+  }
 }
 
 }  // namespace

@@ -58,6 +58,14 @@ TEST(RuntimeFiles, NpyReadsOnlyTheRequestedSamplesWrappingAround) {
   std::vector<float> dv(2);
   npy_read_samples(d, 3, 1, dv.data());
   EXPECT_EQ(dv, (std::vector<float>{6, 7}));
+  // Fed to a tensor whose sample axis is dim 1 ([2, count, 3], outer 2): element [o, s, j] is sample s's [o, j].
+  x.outer = 2;
+  npy_read_samples(x, 5, 4, buf.data());
+  for (int o = 0; o < 2; ++o)
+    for (int s = 0; s < 4; ++s)
+      for (int j = 0; j < 3; ++j)
+        EXPECT_EQ(buf[static_cast<size_t>((o * 4 + s) * 3 + j)], (expect_samples[s] * 6 + o * 3 + j) / 4.0f)
+            << o << "," << s << "," << j;
 }
 
 TEST(RuntimeFiles, CheckpointRoundTripsNamedBuffers) {

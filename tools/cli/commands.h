@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -43,10 +44,18 @@ struct TrainFlags {
   bool nesterov = false;
   std::vector<std::string> freeze;
   std::string loss;
+  /** --batch-axis NAME=K items (parse_batch_axes). */
+  std::vector<std::string> batch_axis;
 
   void add_to(CLI::App &app);
   TrainOptions options() const;
 };
+
+/** --batch-axis NAME=K,...: the sample axis of graph input NAME, for models whose batch dim is static or not dim 0
+ *  (ImportOptions::batch_axes; IR text: Tensor::sample_axis). */
+void add_batch_axis_flag(CLI::App &app, std::vector<std::string> &items);
+/** The --batch-axis items as a map; UserError naming the flag for a malformed item or a name given twice. */
+std::map<std::string, int> parse_batch_axes(const std::vector<std::string> &items);
 
 /** Appends `flag value` to `args` unless `value` is empty (flags passed on to rank programs). */
 void push_flag(std::vector<std::string> &args, const char *flag, const std::string &value);
@@ -85,7 +94,8 @@ enum class Weights {
 };
 
 /** Loads a model: `.onnx` through the frontend, anything else as IR text (parsed and verified). */
-Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights = Weights::load);
+Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights = Weights::load,
+                 const std::map<std::string, int> &batch_axes = {});
 
 /** Loads a model and makes it a training graph: a forward model gets autodiff and the optimizer of `flags`; a model
  *  that already describes its training (ONNX TrainingInfoProto: update ops and assigns) is used as it is. */

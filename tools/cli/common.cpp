@@ -24,6 +24,29 @@ void TrainFlags::add_to(CLI::App &app) {
   app.add_option("--weight-decay", weight_decay, "weight decay (default 0; adamw 0.01)");
   app.add_option("--freeze", freeze, "initializers not to train, comma-separated")->delimiter(',');
   app.add_option("--loss", loss, "the loss output (default: the model's only scalar float output)");
+  add_batch_axis_flag(app, batch_axis);
+}
+
+void add_batch_axis_flag(CLI::App &app, std::vector<std::string> &items) {
+  app.add_option("--batch-axis", items,
+                 "NAME=K,...: graph input NAME's sample axis (default: its symbolic dim, else 0); data files stay "
+                 "sample-major")
+      ->delimiter(',');
+}
+
+std::map<std::string, int> parse_batch_axes(const std::vector<std::string> &items) {
+  std::map<std::string, int> out;
+  for (const std::string &item : items) {
+    size_t eq = item.find('=');
+    int axis = -1;
+    if (eq != std::string::npos && eq > 0 && eq + 1 < item.size() && item.size() - eq <= 4 &&
+        std::all_of(item.begin() + static_cast<long>(eq) + 1, item.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      axis = std::stoi(item.substr(eq + 1));
+    if (axis < 0) CLEAVE_USER_ERROR("--batch-axis: expected NAME=AXIS (a dim number), got ", quote_excerpt(item));
+    if (!out.emplace(item.substr(0, eq), axis).second)
+      CLEAVE_USER_ERROR("--batch-axis: input ", quote_excerpt(item.substr(0, eq)), " given twice");
+  }
+  return out;
 }
 
 TrainOptions TrainFlags::options() const {
@@ -41,10 +64,12 @@ TrainOptions TrainFlags::options() const {
   return o;
 }
 
-Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights) {
+Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights weights,
+                 const std::map<std::string, int> &batch_axes) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) {
     ImportOptions opts;
     opts.batch = batch;
+    opts.batch_axes = batch_axes;
     opts.load_data = weights != Weights::shapes_only;
     opts.defer_external_data = weights == Weights::defer_external;
     return import_onnx(path, opts);
@@ -54,6 +79,14 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
   std::stringstream ss;
   ss << in.rdbuf();
   Graph g = parse_graph(ss.str(), path);
+  for (const auto &[name, axis] : batch_axes) {
+    std::optional<TensorId> t = g.find_tensor(name);
+    if (!t || !is_data(g.tensor(*t)))
+      CLEAVE_USER_ERROR("--batch-axis: ", path, " has no input or label ", quote_excerpt(name));
+    if (axis >= static_cast<int>(g.tensor(*t).shape.size()))
+      CLEAVE_USER_ERROR("--batch-axis: input \"", name, "\" has ", g.tensor(*t).shape.size(), " dims, no axis ", axis);
+    g.tensor(*t).sample_axis = axis;
+  }
   verify(g);
   if (weights == Weights::load) load_external_data(g);
   return g;
@@ -61,7 +94,7 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
 
 Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
                           Weights weights) {
-  Graph g = load_model(path, batch, weights);
+  Graph g = load_model(path, batch, weights, parse_batch_axes(flags.batch_axis));
   bool has_update = false;
   for (const Op &op : g.ops()) has_update = has_update || op.phase == Phase::update;
   if (!has_update) {

@@ -15,6 +15,7 @@
 #include "ir/interp/interpreter.h"
 #include "ir/tensor_data.h"
 #include "ir/verifier.h"
+#include "runtime/common/npy_format.h"
 #include "runtime/include/cleave/validation.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/npy.h"
@@ -67,7 +68,7 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
   std::vector<std::string> missing;
   for (TensorId t = 0; t < g.num_tensors(); ++t) {
     const Tensor &tensor = g.tensor(t);
-    if (tensor.role != Role::input && tensor.role != Role::label) continue;
+    if (!is_data(tensor)) continue;
     auto it = files.find(tensor.name);
     if (it == files.end()) {
       missing.push_back("\"" + tensor.name + "\"");
@@ -77,10 +78,10 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
     check_npy_feeds(header, it->second, !is_float(tensor.dtype));
     Feed f{t, read_npy(it->second), 0};
     const Shape &want = tensor.shape;
-    if (want.empty() || want[0] != batch)
-      CLEAVE_USER_ERROR("input \"", tensor.name, "\" has shape ", shape_str(want), ", whose first dimension is not the batch ",
-                        batch);
-    Shape sample(want.begin() + 1, want.end());
+    if (want.empty() || want[static_cast<size_t>(tensor.sample_axis)] != batch)
+      CLEAVE_USER_ERROR("input \"", tensor.name, "\" has shape ", shape_str(want), ", whose sample axis (",
+                        tensor.sample_axis, ") is not the batch ", batch);
+    Shape sample = sample_shape(tensor);
     Shape have(f.array.shape.begin() + (f.array.shape.empty() ? 0 : 1), f.array.shape.end());
     if (f.array.shape.empty() || f.array.shape[0] == 0 || have != sample)
       CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(f.array.shape), " cannot feed input \"", tensor.name,
@@ -95,7 +96,7 @@ std::vector<Feed> bind_data(const Graph &g, const std::map<std::string, std::str
   }
   for (const auto &[name, path] : files) {
     auto id = g.find_tensor(name);
-    if (!id || (g.tensor(*id).role != Role::input && g.tensor(*id).role != Role::label))
+    if (!id || !is_data(g.tensor(*id)))
       CLEAVE_USER_ERROR(flag, ": the model has no input \"", name, "\"");
   }
   for (const Feed &f : feeds)
@@ -118,6 +119,11 @@ interp::Value batch_value(const Tensor &t, const Feed &f, int64_t step, int64_t 
     int64_t at = (step - 1) * batch + i;
     int64_t s = order ? order->sample(at, samples) : at % samples;
     std::copy_n(f.array.data.begin() + s * f.sample_size, f.sample_size, v.data.begin() + i * f.sample_size);
+  }
+  if (int64_t outer = num_elements(Shape(t.shape.begin(), t.shape.begin() + t.sample_axis)); outer > 1) {
+    std::vector<double> file_order = std::move(v.data);
+    v.data.resize(file_order.size());
+    rt::npy::to_sample_axis(file_order.data(), batch, outer, f.sample_size / outer, v.data.data());
   }
   if (t.dtype == DType::f32)
     for (double &x : v.data) x = static_cast<float>(x);
@@ -176,6 +182,10 @@ Command add_eval_command(CLI::App &app) {
     std::vector<Feed> feeds = bind_data(g, parse_data_flag(args->data), args->batch);
     std::vector<Feed> val_feeds;
     if (!args->knobs.val_data.empty()) {
+      for (const Tensor &t : g.tensors())
+        if (is_data(t) && t.sample_axis != 0)  // the metrics count samples along dim 0 of the loss's scores
+          CLEAVE_USER_ERROR("--val-data: validation needs sample-major inputs, and input \"", t.name,
+                            "\" has its samples in dim ", t.sample_axis);
       if (std::none_of(g.ops().begin(), g.ops().end(), [](const Op &op) {
             return op.kind == OpKind::SoftmaxCrossEntropyLoss || op.kind == OpKind::NegativeLogLikelihoodLoss;
           }))
@@ -271,8 +281,9 @@ Command add_test_command(CLI::App &app) {
   auto args = std::make_shared<EvalArgs>();
   app.add_option("model", args->model, "model file (.onnx, e.g. one written by --save-model)")->required();
   add_data_flags(app, *args, "samples per forward pass (also fixes a symbolic batch dimension)");
+  add_batch_axis_flag(app, args->train_flags.batch_axis);
   return [args] {
-    Graph g = load_model(args->model, args->batch);
+    Graph g = load_model(args->model, args->batch, Weights::load, parse_batch_axes(args->train_flags.batch_axis));
     // The classifier's scores are what its loss op reads: input 0 of the (only) SCE or NLL loss.
     TensorId scores = kNoTensor, labels = kNoTensor;
     for (const Op &op : g.ops()) {

@@ -24,7 +24,7 @@ Command add_ir_command(CLI::App &app) {
   args->train_flags.add_to(app);
   return [args] {
     Graph g = args->train ? load_training_graph(args->model, args->batch, args->train_flags)
-                          : load_model(args->model, args->batch);
+                          : load_model(args->model, args->batch, Weights::load, parse_batch_axes(args->train_flags.batch_axis));
     verify(g);
     std::cout << print_graph(g);
     return 0;

@@ -130,7 +130,10 @@ PreparedPlan prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan 
     if (in.dtype != "f32" && in.dtype != "i64")
       CLEAVE_USER_ERROR("input \"", in.name, "\" has dtype ", in.dtype,
                         ": cleave profile synthesises f32 and i64 inputs only");
-    write_npy(file, in.shape, in.dtype == "i64", seed++);
+    std::vector<int64_t> sample_major = in.shape;  // files hold samples first, whatever the sample axis
+    if (!sample_major.empty()) std::rotate(sample_major.begin(), sample_major.begin() + in.sample_axis,
+                                           sample_major.begin() + in.sample_axis + 1);
+    write_npy(file, sample_major, in.dtype == "i64", seed++);
     out.data[in.name] = file.string();
   }
   out.build_dir = codegen::build_bundle(out.bundle, {a.runtime_dir, a.build_type});

@@ -67,7 +67,8 @@ std::map<std::string, std::string> data_files(const codegen::Bundle &bundle, con
     std::optional<DType> dt = parse_dtype(input.dtype);
     if (!dt) CLEAVE_USER_ERROR(bundle.dir, ": manifest.json: input \"", name, "\" has an unknown dtype");
     check_npy_feeds(a, it->second, !is_float(*dt));
-    std::vector<int64_t> sample(input.shape.begin() + 1, input.shape.end());
+    std::vector<int64_t> sample = input.shape;
+    if (!sample.empty()) sample.erase(sample.begin() + input.sample_axis);
     std::vector<int64_t> have(a.shape.begin() + (a.shape.empty() ? 0 : 1), a.shape.end());
     if (a.shape.empty() || a.shape[0] == 0 || have != sample)
       CLEAVE_USER_ERROR(it->second, ": array of shape ", shape_str(a.shape), " cannot feed input \"", name, "\"");

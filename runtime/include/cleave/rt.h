@@ -597,13 +597,18 @@ struct NpyFile {
   Dims shape;
   int64_t data_offset = 0;  // byte offset of the data in the file
   int64_t sample_elems = 1;  // elements per sample
+  /** Elements of the fed tensor's dims before its sample axis: `count` samples are laid out [outer, count,
+   *  sample_elems / outer] (1: sample-major, as in the file). */
+  int64_t outer = 1;
 };
 /** Copies `bytes` of a backend buffer (device memory under CUDA) into host memory, finished when it returns. */
 void copy_to_host(void *dst, const void *src, int64_t bytes);
+/** Copies `bytes` of host memory into a backend buffer, finished when it returns. */
+void copy_from_host(void *dst, const void *src, int64_t bytes);
 /** Parses the header; fail()s naming the file on anything else than the formats above. */
 NpyFile npy_open(const std::string &path);
-/** Reads samples (first + i) mod shape[0] for i in [0, count) into dst (count * sample_elems values), converting to
- *  float. Only those samples are read from disk. */
+/** Reads samples (first + i) mod shape[0] for i in [0, count) into dst (count * sample_elems values, laid out as
+ *  f.outer says), converting to float. Only those samples are read from disk. */
 void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
 /** As above, converting integer files to int64 (labels). */
 void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
@@ -670,8 +675,9 @@ class TrainingRun {
   /** Loads `state` (every persistent buffer, with layouts) from the checkpoint --resume names, else --weights, and
    *  keeps it for the checkpoints. */
   void load(std::vector<NamedBuffer> state);
-  /** The .npy file given for graph input `name`; fail()s when none was. */
-  NpyFile data(const std::string &name);
+  /** The .npy file given for graph input `name`, whose tensor has `outer` elements before its sample axis
+   *  (NpyFile::outer); fail()s when none was given. */
+  NpyFile data(const std::string &name, int64_t outer = 1);
   /** Passes per step (--accumulate). */
   int64_t accumulation() const { return accumulate_; }
   /** The pass number (from 1) of pass `micro` of step `step`: the data position and Dropout's key. */
@@ -707,8 +713,8 @@ class TrainingRun {
   bool validates() const { return !val_data_.empty(); }
   /** Whether a validation pass follows step `step` (--val-data, --val-every). */
   bool validation_due(int64_t step) const;
-  /** The validation file of graph input `name`; fail()s when --val-data gave none. */
-  NpyFile val_data(const std::string &name);
+  /** The validation file of graph input `name` (`outer` as for data()); fail()s when --val-data gave none. */
+  NpyFile val_data(const std::string &name, int64_t outer = 1);
   /** Batches of a validation pass (the samples over the batch, rounded up). */
   int64_t val_batches() const { return (val_samples_ + batch_ - 1) / batch_; }
   /** Reads samples [first, first + count) of validation batch `vb` (from 0), in file order, wrapping around. */
@@ -734,6 +740,9 @@ class TrainingRun {
   Arena sums_;  // --accumulate: the gradients' and the loss's sums
   template <typename T>
   void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
+  // --shuffle's samples, gathered on the host and copied to the rank's buffer at once (kept between steps).
+  std::vector<float> staged_f32_;
+  std::vector<int64_t> staged_i64_;
   std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
   std::vector<std::pair<std::string, std::string>> data_;
   // Validation.
