@@ -14,7 +14,6 @@ with SGD:
      against torch in 1.) within relative 1e-5.
 Usage: tiny_recurrent.py CLEAVE SOURCE_DIR"""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -27,7 +26,7 @@ from onnx import numpy_helper
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
-from bundle_check import losses, runtime_flags, weights  # noqa: E402
+from bundle_check import check_output as sh, losses, run_partitioned, weights  # noqa: E402
 
 VOCAB, EMBED, HIDDEN, SEQ, BATCH, LR = 32, 8, 16, 5, 4, 0.1
 # (name, cell, layers, batch_first, learned initial states, bidirectional, opset, steps)
@@ -69,13 +68,6 @@ class TinyLM(nn.Module):
             out = out.transpose(0, 1)
         logits = self.fc(out)  # [B, SEQ, VOCAB]
         return F.cross_entropy(logits.transpose(1, 2), y)
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"exit {r.returncode}: {' '.join(cmd)}\n{r.stderr.strip()[-2000:]}")
-    return r.stdout
 
 
 def make_case(tmp, name, cell, layers, batch_first, learned_state, bidirectional, opset, steps):
@@ -157,13 +149,9 @@ def main():
             path, data, ref, ref_w, steps = evaluated[name]
             ref_w = {k: v.astype(np.float64) for k, v in ref_w.items() if np.issubdtype(v.dtype, np.floating)}
             where = f"{name} {planner} plan on {devices} rank(s) vs eval"
-            bundle = os.path.join(tmp, f"{name}_{planner}{devices}")
-            saved = bundle + "_trained.onnx"
             try:
-                sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(devices), "-o", bundle]
-                   + flags)
-                got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
-                                 saved] + runtime_flags(CLEAVE)))
+                got, saved = run_partitioned(CLEAVE, path, os.path.join(tmp, f"{name}_{planner}{devices}"),
+                                             ["--planner", planner, "--devices", str(devices)] + flags, data, steps)
             except RuntimeError as e:
                 problems.append(f"{where}: {e}")
                 continue
