@@ -101,11 +101,12 @@ def function_reference(fn, params, inputs):
 
 
 def worst_error(got, want, floor):
-    """(max over want's names of max|got - want| / max(max|want|, floor), that name); (0, "") for none."""
+    """(max over want's names of max|got - want| / max(max|want|, floor), that name); (0, "") for none. A NaN
+    error is the worst."""
     worst = (0.0, "")
     for name, w in want.items():
         err = float(np.abs(got[name] - w).max()) / max(float(np.abs(w).max()), floor)
-        if err > worst[0]:
+        if err > worst[0] or (np.isnan(err) and not np.isnan(worst[0])):
             worst = (err, name)
     return worst
 
