@@ -34,6 +34,16 @@ void check_pool_ranks(const PoolShape &s) {
     if (!v->empty() && v->size() != sp) fail("pool: a spatial block field has the wrong rank");
 }
 
+void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) fail("gather: axis out of range");
+  outer = inner = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) < axis) outer *= shape[d];
+    if (static_cast<int64_t>(d) > axis) inner *= shape[d];
+  }
+  dim = shape[static_cast<size_t>(axis)];
+}
+
 int64_t slice_len(int64_t start, int64_t end, int64_t step) {
   if (step == 0) fail("slice: step 0");
   int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;

@@ -9,6 +9,8 @@ namespace cleave::rt::host {
 void check_conv_shape(const ConvShape &s);
 /** fail()s unless the pool's spatial ranks agree, spatial block fields included (empty = a whole op). */
 void check_pool_ranks(const PoolShape &s);
+/** Gather's data `shape` seen as [outer, dim, inner] around `axis`; fail()s on an axis out of range. */
+void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner);
 /** The number of elements slice() takes on one dim; fail()s on step 0. */
 int64_t slice_len(int64_t start, int64_t end, int64_t step);
 /** Slice geometry: output shape, input strides per output dim, and the flat input offset of the first element. */

@@ -1,46 +1,25 @@
 // ArgMax/ArgMin, CumSum and OneHot along one axis of [outer, len, inner] (rt.h), as the interpreter computes them
-// (ir/interp/index_ops.cpp); cuda/index_ops.cu runs the same loops one line per thread.
-#include <cmath>
+// (ir/interp/index_ops.cpp); the per-line and per-element bodies are common/index_kernels.h's, which
+// cuda/index_ops.cu runs one line (or element) per thread.
 #include <cstring>
 
 #include "cleave/rt.h"
+#include "common/index_kernels.h"
 
 namespace cleave::rt {
 
 void arg_extreme(int64_t outer, int64_t len, int64_t inner, const float *x, int64_t *y, bool min, bool last) {
   if (len < 1) fail("arg_extreme: empty axis");
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const float *row = x + o * len * inner + i;
-      int64_t best = 0;
-      float bv = row[0];
-      for (int64_t j = 1; j < len; ++j) {
-        float a = row[j * inner];
-        bool better = std::isnan(bv) ? last && std::isnan(a)
-                                     : std::isnan(a) || (min ? a < bv : a > bv) || (last && a == bv);
-        if (better) {
-          best = j;
-          bv = a;
-        }
-      }
-      y[o * inner + i] = best;
-    }
+    for (int64_t i = 0; i < inner; ++i)
+      y[o * inner + i] = hd::arg_extreme_line(x + o * len * inner + i, len, inner, min, last);
 }
 
 void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y, bool exclusive, bool reverse) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      double acc = 0;
-      for (int64_t s = 0; s < len; ++s) {
-        int64_t e = (o * len + (reverse ? len - 1 - s : s)) * inner + i;
-        if (exclusive) {
-          y[e] = static_cast<float>(acc);
-          acc += x[e];
-        } else {
-          acc += x[e];
-          y[e] = static_cast<float>(acc);
-        }
-      }
+      int64_t base = o * len * inner + i;
+      hd::cumsum_line(x + base, y + base, len, inner, exclusive, reverse);
     }
 }
 
@@ -48,13 +27,13 @@ void one_hot(int64_t outer, int64_t depth, int64_t inner, const int64_t *indices
              size_t elem_size) {
   const auto *v = static_cast<const char *>(values);
   auto *out = static_cast<char *>(y);
+  const auto size = static_cast<int64_t>(elem_size);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t at = indices[o * inner + i];
-      if (at < 0) at += depth;
       for (int64_t j = 0; j < depth; ++j)
-        std::memcpy(out + ((o * depth + j) * inner + i) * static_cast<int64_t>(elem_size),
-                    v + (j == at ? elem_size : 0), elem_size);
+        std::memcpy(out + ((o * depth + j) * inner + i) * size, v + hd::one_hot_value(at, depth, j) * size,
+                    elem_size);
     }
 }
 

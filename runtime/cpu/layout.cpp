@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "common/index_kernels.h"
 #include "common/shapes.h"
 
 namespace cleave::rt {
@@ -149,29 +150,18 @@ void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x,
 
 namespace {
 
-/** Calls f(local_row, j) for each index j whose row this shard holds (local_row in [0, dim)). */
+/** Calls f(local_row, j) for each index j: local_row in [0, dim) where this shard holds its row, else
+ *  hd::kGatherElsewhere (negative). */
 template <typename F>
 void for_each_local_index(const int64_t *indices, int64_t num_indices, int64_t dim, int64_t global_dim,
                           int64_t index_base, F f) {
   for (int64_t j = 0; j < num_indices; ++j) {
-    int64_t g = indices[j];
-    if (g < -global_dim || g >= global_dim)
-      fail("gather: index " + std::to_string(g) + " is out of range [" + std::to_string(-global_dim) + ", " +
+    int64_t row = hd::gather_local_row(indices[j], global_dim, index_base, dim);
+    if (row == hd::kGatherOutOfRange)
+      fail("gather: index " + std::to_string(indices[j]) + " is out of range [" + std::to_string(-global_dim) + ", " +
            std::to_string(global_dim) + ")");
-    if (g < 0) g += global_dim;
-    int64_t local = g - index_base;
-    f(local >= 0 && local < dim ? local : -1, j);
+    f(row, j);
   }
-}
-
-void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner) {
-  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) fail("gather: axis out of range");
-  outer = inner = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (static_cast<int64_t>(d) < axis) outer *= shape[d];
-    if (static_cast<int64_t>(d) > axis) inner *= shape[d];
-  }
-  dim = shape[static_cast<size_t>(axis)];
 }
 
 }  // namespace
@@ -179,7 +169,7 @@ void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, 
 void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
             float *y, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
-  gather_view(data_shape, axis, outer, dim, inner);
+  host::gather_view(data_shape, axis, outer, dim, inner);
   for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
     for (int64_t o = 0; o < outer; ++o) {
       float *dst = y + (o * num_indices + j) * inner;
@@ -192,7 +182,7 @@ void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_
 void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
                      const float *dy, float *ddata, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
-  gather_view(data_shape, axis, outer, dim, inner);
+  host::gather_view(data_shape, axis, outer, dim, inner);
   std::memset(ddata, 0, static_cast<size_t>(outer * dim * inner) * sizeof(float));
   for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
     if (row < 0) return;

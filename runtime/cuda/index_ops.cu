@@ -1,5 +1,7 @@
-// ArgMax/ArgMin, CumSum and OneHot with cpu/index_ops.cpp's semantics: one thread per line along the axis (lines are
-// short in the models these ops come from; the scan is sequential, accumulated in double, as on the CPU).
+// ArgMax/ArgMin, CumSum and OneHot with cpu/index_ops.cpp's bodies (common/index_kernels.h): one thread per line
+// along the axis (lines are short in the models these ops come from; the scan is sequential, accumulated in double,
+// as on the CPU), one-hot one thread per element.
+#include "common/index_kernels.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -8,20 +10,8 @@ namespace {
 __global__ void arg_extreme_kernel(int64_t lines, int64_t len, int64_t inner, const float *x, int64_t *y, bool min,
                                    bool last) {
   for (int64_t l = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; l < lines;
-       l += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    const float *row = x + (l / inner) * len * inner + l % inner;
-    int64_t best = 0;
-    float bv = row[0];
-    for (int64_t j = 1; j < len; ++j) {
-      float a = row[j * inner];
-      bool better = isnan(bv) ? last && isnan(a) : isnan(a) || (min ? a < bv : a > bv) || (last && a == bv);
-      if (better) {
-        best = j;
-        bv = a;
-      }
-    }
-    y[l] = best;
-  }
+       l += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    y[l] = hd::arg_extreme_line(x + (l / inner) * len * inner + l % inner, len, inner, min, last);
 }
 
 __global__ void cumsum_kernel(int64_t lines, int64_t len, int64_t inner, const float *x, float *y, bool exclusive,
@@ -29,17 +19,7 @@ __global__ void cumsum_kernel(int64_t lines, int64_t len, int64_t inner, const f
   for (int64_t l = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; l < lines;
        l += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     int64_t base = (l / inner) * len * inner + l % inner;
-    double acc = 0;
-    for (int64_t s = 0; s < len; ++s) {
-      int64_t e = base + (reverse ? len - 1 - s : s) * inner;
-      if (exclusive) {
-        y[e] = static_cast<float>(acc);
-        acc += x[e];
-      } else {
-        acc += x[e];
-        y[e] = static_cast<float>(acc);
-      }
-    }
+    hd::cumsum_line(x + base, y + base, len, inner, exclusive, reverse);
   }
 }
 
@@ -49,9 +29,7 @@ __global__ void one_hot_kernel(int64_t total, int64_t depth, int64_t inner, cons
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     int64_t i = e % inner, j = (e / inner) % depth, o = e / (inner * depth);
-    int64_t at = indices[o * inner + i];
-    if (at < 0) at += depth;
-    y[e] = values[j == at ? 1 : 0];
+    y[e] = values[hd::one_hot_value(indices[o * inner + i], depth, j)];
   }
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/index_kernels.h"
 #include "common/shapes.h"
 #include "cuda/internal.cuh"
 
@@ -209,15 +210,9 @@ __global__ void gather_kernel(int64_t outer, int64_t num, int64_t inner, int64_t
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     int64_t i = e % inner, j = e / inner % num, o = e / inner / num;
-    int64_t g = indices[j];
-    if (g < -global_dim || g >= global_dim) {
-      *error = 1;
-      y[e] = 0.0f;
-      continue;
-    }
-    if (g < 0) g += global_dim;
-    int64_t row = g - index_base;
-    y[e] = row >= 0 && row < dim ? data[(o * dim + row) * inner + i] : 0.0f;
+    int64_t row = hd::gather_local_row(indices[j], global_dim, index_base, dim);
+    if (row == hd::kGatherOutOfRange) *error = 1;
+    y[e] = row >= 0 ? data[(o * dim + row) * inner + i] : 0.0f;
   }
 }
 
@@ -228,26 +223,11 @@ __global__ void gather_backward_kernel(int64_t outer, int64_t num, int64_t inner
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
        e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     int64_t i = e % inner, j = e / inner % num, o = e / inner / num;
-    int64_t g = indices[j];
-    if (g < -global_dim || g >= global_dim) {
-      *error = 1;
-      continue;
-    }
-    if (g < 0) g += global_dim;
-    int64_t row = g - index_base;
+    int64_t row = hd::gather_local_row(indices[j], global_dim, index_base, dim);
+    if (row == hd::kGatherOutOfRange) *error = 1;
     // Repeated indices accumulate: atomics make the order of those additions (not the set) vary between runs.
-    if (row >= 0 && row < dim) atomicAdd(&ddata[(o * dim + row) * inner + i], dy[e]);
+    if (row >= 0) atomicAdd(&ddata[(o * dim + row) * inner + i], dy[e]);
   }
-}
-
-void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner) {
-  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) fail("gather: axis out of range");
-  outer = inner = 1;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (static_cast<int64_t>(d) < axis) outer *= shape[d];
-    if (static_cast<int64_t>(d) > axis) inner *= shape[d];
-  }
-  dim = shape[static_cast<size_t>(axis)];
 }
 
 // Region copy: up to kBoxesPerLaunch boxes per launch, passed by value; thread e finds its box by the prefix sums.
@@ -431,7 +411,7 @@ void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x,
 void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
             float *y, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
-  gather_view(data_shape, axis, outer, dim, inner);
+  host::gather_view(data_shape, axis, outer, dim, inner);
   int64_t n = outer * num_indices * inner;
   if (n == 0) return;
   CLEAVE_LAUNCH(gather_kernel, detail::grid_for(n), detail::kThreads, outer, num_indices, inner, dim, indices, data,
@@ -443,7 +423,7 @@ void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_
 void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
                      const float *dy, float *ddata, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
-  gather_view(data_shape, axis, outer, dim, inner);
+  host::gather_view(data_shape, axis, outer, dim, inner);
   fill_bytes(ddata, 0, outer * dim * inner * 4);
   int64_t n = outer * num_indices * inner;
   if (n == 0) return;

@@ -9,7 +9,7 @@
 
 Models: mlp (784-2048-2048-10, batch 128), resnet18 (torchvision, 10 classes, 32x32, batch 32), transformer
 (nn.TransformerEncoder d=256, 4 heads, 4 layers, ff 1024, seq 64, batch 16, mean-pooled into a 10-way Linear).
-Each is wrapped in a cross-entropy loss, as models/zoo/generate.py's Classifier.
+Each is wrapped in a cross-entropy loss, models/zoo/generate.py's Classifier.
 """
 import os
 import statistics
@@ -19,19 +19,11 @@ import time
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "zoo"))
+from generate import Classifier  # noqa: E402
 
 CLASSES = 10
-
-
-class Classifier(nn.Module):
-    def __init__(self, net):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x, y):
-        return F.cross_entropy(self.net(x), y)
-
 
 class Encoder(nn.Module):
     def __init__(self, d=256, heads=4, layers=4):

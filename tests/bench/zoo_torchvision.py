@@ -1,14 +1,15 @@
 """torchvision 0.14's classification builders through Cleave: one table row per builder (issue 24).
 
 Each builder (num_classes 10, dropout and stochastic depth 0, torch.manual_seed(0) weights) is wrapped in a
-cross-entropy loss (tests/e2e/torchvision_mobilenet.py's Classifier), exported by torch 1.13 in training mode at
+cross-entropy loss (models/zoo/generate.py's Classifier), exported by torch 1.13 in training mode at
 opset 13 without constant folding, and then:
   exports  torch.onnx.export succeeds;
   imports  `cleave ir` reads it;
   grads    `cleave eval --steps 1` (SGD, lr 1e4) runs a step; each parameter's gradient, recovered from the saved
            model as (w0 - w1) / lr, is compared with torch float64's at the same float32 weights: the worst error
-           relative to that parameter's largest gradient, beside torch float32's own worst error for scale. Passes
-           when Cleave's is no worse than max(1e-5, 2 x torch float32's) and the loss is within 1e-5 of float64's;
+           relative to that parameter's largest gradient, beside torch float32's own worst error for scale
+           (tests/e2e/torch_compare.py's check_step). Passes when Cleave's is no worse than max(1e-5, 2 x torch
+           float32's) and the loss is within max(1e-5, 2 x torch float32's loss error) of float64's;
   grads64  float64 end to end: the module exported in double, `cleave eval` (the interpreter runs float64) one step
            at lr 1, w0 - w1 against torch float64's gradient (norm epsilons rounded to float32 as ONNX stores them):
            the worst error relative to each parameter's largest gradient must be within issue 24's 1e-6;
@@ -48,11 +49,10 @@ CLASSES = 10
 BATCH = 2
 STEPS = 3
 GRAD_LR = 1e4  # w1 = w0 - LR * g carries g to float32 precision: (w0 - w1) / LR is off by ~|w0| / LR ulp
+GRAD_SLACK = 2  # Cleave's gradient and loss errors may be this many times torch float32's own (at least 1e-5)
 RANK_LR = 1e-4  # resnet18 at 1e-3: 2-rank tofu and 1-rank float32 runs part by 4e-5 in step 3 from rounding alone (1-step gradients agree to 5e-5, as torch float32 with float64), at 1e-4 by 3e-7
-LOSS_RTOL = 1e-5
 RANK_RTOL = 1e-5
 GRAD64_RTOL = 1e-6  # issue 24's bound, checked float64 end to end
-GRAD_FLOOR = 1e-5  # an error this small (relative to the parameter's largest gradient) always passes
 OPSET = 13
 
 # Input side. 64 by default: at 32x32 a net that downsamples 32 times runs its last BatchNorms over 2 values
@@ -141,19 +141,16 @@ def build(name):
     return net
 
 
-def classifier(net):
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    class Classifier(nn.Module):
-        def __init__(self, net):
-            super().__init__()
-            self.net = net
-
-        def forward(self, x, y):
-            return F.cross_entropy(self.net(x), y)
-
-    return Classifier(net)
+def helpers():
+    """(tests/e2e/torch_compare.py, tests/codegen/bundle_check.py) of SRC, imported on first use: they load torch and
+    onnx."""
+    for folder in ("e2e", "codegen"):
+        path = os.path.join(SRC, "tests", folder)
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    import bundle_check
+    import torch_compare
+    return torch_compare, bundle_check
 
 
 class Case:
@@ -182,7 +179,7 @@ class Case:
     def module(self):
         import torch
         torch.manual_seed(0)
-        m = classifier(build(self.name))
+        m = helpers()[0].Classifier(build(self.name))
         if self.state is not None:
             m.load_state_dict(self.state)
         return m.train()
@@ -190,57 +187,25 @@ class Case:
 
 def export(case):
     """torch.onnx.export in training mode at opset 13; returns the sorted ONNX op types."""
-    import onnx
     import torch
     model = case.module()
     case.state = copy.deepcopy(model.state_dict())  # with its _metadata: MNASNet's loader needs the version
     x, y = torch.from_numpy(case.x[:BATCH]), torch.from_numpy(case.y[:BATCH])
-    torch.onnx.export(model, (x, y), case.path, opset_version=OPSET, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, input_names=["x", "y"])
-    return sorted({n.op_type for n in onnx.load(case.path, load_external_data=False).graph.node})
+    return helpers()[0].export(model, (x, y), case.path, OPSET)
 
 
 def gradients(cleave, case, timeout):
-    """(Cleave's worst gradient error, torch float32's, the parameter, loss rel error vs float64, problems)."""
-    import onnx
-    import torch
-    from onnx import numpy_helper
+    """(Cleave's worst gradient error, torch float32's, problems); logs both and the loss's error."""
+    tc = helpers()[0]
     saved = os.path.join(case.tmp, case.name + "_grad.onnx")
     out = sh([cleave, "eval", case.path, "--data", case.data1, "--batch", str(BATCH), "--steps", "1",
               "--optimizer", "sgd", "--lr", repr(GRAD_LR), "--save-model", saved], timeout)
-    loss = float([l for l in out.splitlines() if "loss" in l][0].split()[-1])
-    x, y = torch.from_numpy(case.x[:BATCH]), torch.from_numpy(case.y[:BATCH])
-    m64 = case.module().double()
-    ref = m64(x.double(), y)
-    ref.backward()
-    m32 = case.module()
-    m32(x, y).backward()
-    g32 = dict(m32.named_parameters())
-    w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(case.path).graph.initializer}
-    w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(saved).graph.initializer}
-    floor = 1e-6 * max(p.grad.abs().max().item() for p in m64.parameters() if p.grad is not None)
-    worst, worst_name, worst32, problems = 0.0, "", 0.0, []
-    for pname, p in m64.named_parameters():
-        if p.grad is None:
-            continue
-        if pname not in w0:
-            problems.append(f"parameter {pname} is not an initializer of the export")
-            continue
-        g = (w0[pname] - w1[pname]) / GRAD_LR
-        want = p.grad.numpy()
-        scale = max(np.abs(want).max(), floor)
-        err = np.abs(g - want).max() / scale
-        worst32 = max(worst32, np.abs(g32[pname].grad.double().numpy() - want).max() / scale)
-        if err > worst:
-            worst, worst_name = err, pname
-    case.worst32 = worst32
-    loss_err = abs(loss - ref.item()) / abs(ref.item())
-    if loss_err > max(LOSS_RTOL, 2 * abs(m32(x, y).item() - ref.item()) / abs(ref.item())):
-        problems.append(f"loss {loss:.8g} vs torch float64 {ref.item():.8g} (rel {loss_err:.2g})")
-    if worst > max(GRAD_FLOOR, 2 * worst32):
-        problems.append(f"gradient of {worst_name} off by {worst:.3g} of its largest value (torch float32 "
-                        f"{worst32:.3g})")
-    return worst, worst32, worst_name, loss_err, problems
+    ref = tc.module_reference(case.module, case.x[:BATCH], case.y[:BATCH])
+    problems, worst, _ = tc.check_step(
+        f"{case.name} grad", tc.step_loss(out), tc.recovered_gradients(case.path, saved, GRAD_LR), ref,
+        slack=GRAD_SLACK, loss_slack=GRAD_SLACK, skip_unused=True, file=sys.stderr)
+    err, _, case.worst32 = worst["all"]
+    return err, case.worst32, problems
 
 
 def gradients64(cleave, case, timeout):
@@ -249,13 +214,11 @@ def gradients64(cleave, case, timeout):
     gradient, the parameter, loss rel error)."""
     import onnx
     import torch
-    from onnx import numpy_helper
+    tc = helpers()[0]
     path = os.path.join(case.tmp, case.name + "_f64.onnx")
     saved = os.path.join(case.tmp, case.name + "_f64_step.onnx")
     x, y = torch.from_numpy(case.x[:BATCH]).double(), torch.from_numpy(case.y[:BATCH])
-    m64 = case.module().double()
-    torch.onnx.export(m64, (x, y), path, opset_version=OPSET, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, input_names=["x", "y"])
+    tc.export(case.module().double(), (x, y), path, OPSET)
     m64 = case.module().double()  # the export ran a training-mode forward (BatchNorm running statistics)
     # ONNX stores a norm's epsilon as a float32 attribute (1e-5 becomes 9.99999975e-06): where a BatchNorm sees 2
     # values its variance can be ~1e-7, and the two epsilons then move the gradient by ~1e-6.
@@ -267,34 +230,28 @@ def gradients64(cleave, case, timeout):
     data = f"x={xp},y={case.data1.split('y=')[1]}"
     out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--optimizer", "sgd",
               "--lr", "1", "--save-model", saved], timeout)
-    loss = float([l for l in out.splitlines() if "loss" in l][0].split()[-1])
+    loss = tc.step_loss(out)
     ref = m64(x, y)
     ref.backward()
-    w0 = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
-    w1 = {i.name: numpy_helper.to_array(i) for i in onnx.load(saved).graph.initializer}
+    got = tc.recovered_gradients(path, saved, 1.0)
+    want = {n: p.grad.numpy() for n, p in m64.named_parameters() if p.grad is not None and n in got}
+    for i in onnx.load(path).graph.initializer:
+        if i.name in want and i.data_type != onnx.TensorProto.DOUBLE:
+            raise RuntimeError(f"initializer {i.name} of the double export is "
+                               f"{onnx.TensorProto.DataType.Name(i.data_type)}")
     floor = 1e-9 * max(p.grad.abs().max().item() for p in m64.parameters() if p.grad is not None)
-    worst, worst_name = 0.0, ""
-    for pname, p in m64.named_parameters():
-        if p.grad is None or pname not in w0:
-            continue
-        if w0[pname].dtype != np.float64:
-            raise RuntimeError(f"initializer {pname} of the double export is {w0[pname].dtype}")
-        want = p.grad.numpy()
-        err = np.abs((w0[pname] - w1[pname]) - want).max() / max(np.abs(want).max(), floor)
-        if err > worst:
-            worst, worst_name = err, pname
+    worst, worst_name = tc.worst_error(got, want, floor)
     # The loss line prints 9 significant digits.
     return worst, worst_name, abs(loss - ref.item()) / abs(ref.item())
 
 
 def eval_steps(cleave, case, timeout):
     """`cleave eval` over STEPS steps: (losses, saved weights)."""
-    sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
-    from bundle_check import losses, weights
+    bc = helpers()[1]
     saved = os.path.join(case.tmp, case.name + "_eval3.onnx")
     out = sh([cleave, "eval", case.path, "--data", case.data3, "--batch", str(BATCH), "--steps", str(STEPS),
               "--optimizer", "sgd", "--lr", repr(RANK_LR), "--save-model", saved], timeout)
-    return losses(out), weights(saved)
+    return bc.losses(out), bc.weights(saved)
 
 
 def torch_condition(case):
@@ -316,47 +273,25 @@ def torch_condition(case):
     return max(abs(a - b) / abs(b) for a, b in zip(*runs))
 
 
-def recovered_gradients(w0_path, w1_path, lr):
-    """(w0 - w1) / lr of every float initializer but BatchNorm's statistics."""
-    import onnx
-    from onnx import numpy_helper
-    w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(w0_path).graph.initializer}
-    w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(w1_path).graph.initializer}
-    return {k: (w0[k] - w1[k]) / lr for k in w0
-            if np.issubdtype(w0[k].dtype, np.floating) and "running_" not in k and k in w1}
-
-
 def ranks(cleave, case, planner, ref, timeout):
     """2 ranks under `planner` vs `cleave eval`: one step's gradients (lr 1e4, recovered from the saved models) and
     3 steps' losses and weights (lr RANK_LR). (worst gradient error relative to each parameter's largest, worst loss
     rel diff over 3 steps, gradient problems, 3-step problems)."""
-    sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
-    from bundle_check import compare_run, losses, runtime_flags
+    tc, bc = helpers()
     grad_problems = []
-    bundle = os.path.join(case.tmp, f"{case.name}_{planner}_grad")
-    saved = os.path.join(case.tmp, f"{case.name}_{planner}_grad.onnx")
-    sh([cleave, "compile", case.path, "--planner", planner, "--devices", "2", "--batch", str(BATCH), "-o", bundle,
-        "--optimizer", "sgd", "--lr", repr(GRAD_LR)], timeout)
-    sh([cleave, "run", bundle, "--data", case.data1, "--steps", "1", "--save-model", saved] + runtime_flags(cleave),
-       timeout)
-    got = recovered_gradients(case.path, saved, GRAD_LR)
-    want = recovered_gradients(case.path, os.path.join(case.tmp, case.name + "_grad.onnx"), GRAD_LR)
+    how = ["--planner", planner, "--devices", "2", "--batch", str(BATCH), "--optimizer", "sgd"]
+    _, saved = bc.run_partitioned(cleave, case.path, os.path.join(case.tmp, f"{case.name}_{planner}_grad"),
+                                  how + ["--lr", repr(GRAD_LR)], case.data1, 1, sh=lambda cmd: sh(cmd, timeout))
+    got = tc.recovered_gradients(case.path, saved, GRAD_LR)
+    want = tc.recovered_gradients(case.path, os.path.join(case.tmp, case.name + "_grad.onnx"), GRAD_LR)
     floor = 1e-6 * max(np.abs(g).max() for g in want.values())
-    gworst, gname = 0.0, ""
-    for k, g in want.items():
-        err = np.abs(got[k] - g).max() / max(np.abs(g).max(), floor)
-        if err > gworst:
-            gworst, gname = err, k
-    if gworst > max(GRAD_FLOOR, 2 * case.worst32):
+    gworst, gname = tc.worst_error(got, want, floor)
+    if gworst > max(tc.GRAD_RTOL, GRAD_SLACK * case.worst32):
         grad_problems.append(f"1-step gradient of {gname} off from eval's by {gworst:.3g} of its largest value "
                              f"(torch float32 vs float64: {case.worst32:.3g})")
-    bundle = os.path.join(case.tmp, f"{case.name}_{planner}")
-    saved = os.path.join(case.tmp, f"{case.name}_{planner}.onnx")
-    sh([cleave, "compile", case.path, "--planner", planner, "--devices", "2", "--batch", str(BATCH), "-o", bundle,
-        "--optimizer", "sgd", "--lr", repr(RANK_LR)], timeout)
-    out = sh([cleave, "run", bundle, "--data", case.data3, "--steps", str(STEPS), "--save-model", saved]
-             + runtime_flags(cleave), timeout)
-    problems, worst = compare_run(planner, losses(out), ref[0], saved, ref[1], STEPS, RANK_RTOL)
+    got, saved = bc.run_partitioned(cleave, case.path, os.path.join(case.tmp, f"{case.name}_{planner}"),
+                                    how + ["--lr", repr(RANK_LR)], case.data3, STEPS, sh=lambda cmd: sh(cmd, timeout))
+    problems, worst = bc.compare_run(planner, got, ref[0], saved, ref[1], STEPS, RANK_RTOL)
     return gworst, worst, grad_problems, problems
 
 
@@ -421,12 +356,11 @@ def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False,
             row["notes"].append(f"{params / 1e6:.0f} M parameters: import + plan only")
             return done()
     try:
-        worst, worst32, pname, loss_err, problems = gradients(cleave, case, timeout)
+        worst, worst32, problems = gradients(cleave, case, timeout)
         row["grad"] = f"{worst:.2g} (f32 {worst32:.2g})" + ("" if not problems else " MISS")
-        log(f"{name}: gradients worst {worst:.3g} ({pname}), torch float32 {worst32:.3g}, loss rel {loss_err:.2g}")
         if problems:
             row["ok"] = False
-            row["notes"] += [f"grad: {p}" for p in problems]
+            row["notes"] += problems
     except Exception as e:
         miss("grad", "fails", e)
         return done()

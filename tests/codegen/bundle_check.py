@@ -1,5 +1,6 @@
-"""What the bundle tests share: the prebuilt runtime to link bundles against, and reading what `cleave eval` /
-`cleave run` produce (the `step <k> loss <v>` lines, a --save-model file's initializers)."""
+"""What the bundle tests share: the prebuilt runtime to link bundles against, compiling and running a bundle
+(run_partitioned), and reading what `cleave eval` / `cleave run` produce (the `step <k> loss <v>` lines, a
+--save-model file's initializers)."""
 import os
 import subprocess
 
@@ -16,11 +17,33 @@ def sh(cmd):
     return r.stdout
 
 
+def check_output(cmd, timeout=1200):
+    """Runs a command; its stdout, or RuntimeError naming the command, its exit status and the end of its stderr (for
+    tests that record the failure and go on with their other cases). A command still running after `timeout` seconds
+    raises subprocess.TimeoutExpired."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with {r.returncode}: {r.stderr.strip()[-2000:]}")
+    return r.stdout
+
+
 def runtime_flags(cleave):
     """`--runtime-dir` of the main build's runtime next to the cleave binary, so bundles compile only their rank
     sources; empty if it is not built (each bundle then builds its own runtime copy)."""
     runtime_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cleave))), "runtime")
     return ["--runtime-dir", runtime_dir] if os.path.exists(os.path.join(runtime_dir, "libcleave_rt_cpu.a")) else []
+
+
+def run_partitioned(cleave, model, bundle, how, data, steps, run_flags=(), sh=check_output):
+    """Compiles `model` into `bundle` (`how`: the rest of compile's arguments: the plan, e.g. ["--planner", "data",
+    "--devices", "2"] or ["--plan", FILE], batch and optimizer flags) and runs it `steps` steps on `data` (a --data
+    flag) against the prebuilt runtime, saving the trained model. `sh` runs each command (check_output by default).
+    Returns (its losses, the path of the saved model)."""
+    sh([cleave, "compile", model, "-o", bundle, *how])
+    saved = bundle + "_trained.onnx"
+    out = sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved, *run_flags]
+             + runtime_flags(cleave))
+    return losses(out), saved
 
 
 def losses(out):

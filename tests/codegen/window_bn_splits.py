@@ -12,7 +12,6 @@ its hand plan with channel-split BatchNormalization are not codegen errors but f
 (see models/zoo/generate.py `resolve`). These nets keep the splits covered in seconds.
 Usage (CTest): /usr/bin/python3 tests/codegen/window_bn_splits.py <cleave-binary> <source-dir>"""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -28,7 +27,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
 sys.path.insert(0, os.path.join(SRC, "tests", "codegen", "plans"))
 import export  # noqa: E402
 import family_plans  # noqa: E402
-from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
+from bundle_check import check_output as sh, compare_run, losses, run_partitioned, weights  # noqa: E402
 
 STEPS, BATCH, LR = 3, 8, 0.1
 
@@ -74,13 +73,6 @@ def write_model(make, side, path):
     onnx.save(model, path)
 
 
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd[:3])} ...` exited with {r.returncode}: {r.stderr.strip()[-800:]}")
-    return r.stdout
-
-
 def run_case(cleave, name, tmp):
     make, side, ranks, pattern = CASES[name]
     model = os.path.join(tmp, f"{name}.onnx")
@@ -98,8 +90,7 @@ def run_case(cleave, name, tmp):
     ref = losses(sh([cleave, "eval", model, "--data", data, "--batch", str(BATCH), "--steps", str(STEPS),
                      "--save-model", ref_model] + train))
     ref_w = {k: v.astype(np.float64) for k, v in weights(ref_model).items() if np.issubdtype(v.dtype, np.floating)}
-    bundle = os.path.join(tmp, name)
-    flags = ["--devices", str(ranks), "--batch", str(BATCH), "-o", bundle] + train
+    flags = ["--devices", str(ranks), "--batch", str(BATCH)] + train
     if pattern:
         family_plans.FAMILIES[name] = (pattern, None)
         plan, chosen = family_plans.hand_plan(cleave, model, name, ranks, BATCH, train)
@@ -108,12 +99,11 @@ def run_case(cleave, name, tmp):
         plan_path = os.path.join(tmp, f"{name}.plan")
         with open(plan_path, "w") as f:
             f.write(plan)
-        sh([cleave, "compile", model, "--plan", plan_path] + flags)
+        how = ["--plan", plan_path]
     else:
-        sh([cleave, "compile", model, "--planner", "data"] + flags)
-    saved = bundle + "_trained.onnx"
-    got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved,
-                     "--build-type", "Debug"] + runtime_flags(cleave)))
+        how = ["--planner", "data"]
+    got, saved = run_partitioned(cleave, model, os.path.join(tmp, name), how + flags, data, STEPS,
+                                 run_flags=["--build-type", "Debug"])
     where = f"{name} ({'hand' if pattern else 'data'} plan, {ranks} ranks) vs eval"
     problems, worst = compare_run(where, got, ref, saved, ref_w, STEPS)
     got_w = weights(saved)

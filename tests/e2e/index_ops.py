@@ -18,7 +18,6 @@ torch float32's own, and at most max(1e-5, that); the 2-rank bundle likewise.
 Usage (CTest): /usr/bin/python3 tests/e2e/index_ops.py <cleave-binary> <source-dir>
 """
 import os
-import subprocess
 import sys
 import tempfile
 from types import SimpleNamespace
@@ -30,23 +29,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(sys.argv[2] if len(sys.argv) > 2 else ".", "tests", "codegen"))
-from bundle_check import runtime_flags  # noqa: E402
+SRC = sys.argv[2] if len(sys.argv) > 2 else "."
+sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
+sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
+import torch_compare as tc  # noqa: E402
+from bundle_check import check_output as sh, run_partitioned  # noqa: E402
 
 BATCH = 4
-LR = 1e4  # w1 = w0 - LR * g carries g to float32 precision
-LOSS_RTOL = 1e-5
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-    if r.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` exited with {r.returncode}: {r.stderr.strip()[-800:]}")
-    return r.stdout
-
-
-def step_loss(out):
-    return float([l for l in out.splitlines() if "loss" in l][0].split()[-1])
 
 
 # ---- torch-exported models ----
@@ -97,12 +86,6 @@ class TorchEinsum(nn.Module):
         loss = loss + torch.einsum("bqd,qe,be->b", h, self.w, x[:, 0]).sum() * 0.1
         loss = loss + torch.einsum("bqd,qd", h, self.w).pow(2).sum() + torch.einsum("bqd->dq", h).pow(2).sum()
         return loss / BATCH
-
-
-def export(model, args, names, path, opset=13):
-    torch.onnx.export(model, args, path, opset_version=opset, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False, input_names=names)
-    return sorted({n.op_type for n in onnx.load(path).graph.node})
 
 
 # ---- the helper-built model: ONNX ops torch does not export, and torch's computation of each ----
@@ -162,65 +145,18 @@ def onnx_ops_torch(p, x, y):
 
 # ---- comparison ----
 
-def worst_error(grads, ref):
-    worst = (0.0, "")
-    for name, want in ref.items():
-        err = np.abs(grads[name] - want).max() / max(np.abs(want).max(), 1e-30)
-        if err > worst[0]:
-            worst = (err, name)
-    return worst
-
-
-def run_case(cleave, name, path, data, loss64, grads64, worst32, tmp):
-    problems = []
-    w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(path).graph.initializer}
-    sgd = ["--optimizer", "sgd", "--lr", str(LR)]
-    for where in ("eval", "2 ranks"):
-        saved = os.path.join(tmp, f"{name}_{where.replace(' ', '')}.onnx")
-        if where == "eval":
-            out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--save-model",
-                      saved] + sgd)
-        else:
-            bundle = os.path.join(tmp, name + "_data2")
-            sh([cleave, "compile", path, "--planner", "data", "--devices", "2", "--batch", str(BATCH), "-o", bundle]
-               + sgd)
-            out = sh([cleave, "run", bundle, "--data", data, "--steps", "1", "--save-model", saved]
-                     + runtime_flags(cleave))
-        loss = step_loss(out)
-        w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(saved).graph.initializer}
-        worst = worst_error({k: (w0[k] - w1[k]) / LR for k in grads64}, grads64)
-        rel = abs(loss - loss64) / abs(loss64)
-        print(f"{name} {where}: loss {loss:.8g} vs torch f64 {loss64:.8g} (rel {rel:.2g}); worst gradient error "
-              f"relative to the parameter's largest: {worst[0]:.3g} ({worst[1]}); torch float32's {worst32[0]:.3g}",
-              flush=True)
-        if rel > LOSS_RTOL:
-            problems.append(f"{name} {where}: loss rel diff {rel:.3g} > {LOSS_RTOL:g}")
-        if worst[0] > max(1e-5, worst32[0]):
-            problems.append(f"{name} {where}: gradient of {worst[1]} off by {worst[0]:.3g}, worse than max(1e-5, torch "
-                            f"float32's {worst32[0]:.3g})")
-    return problems
-
-
-def reference(fn, params, inputs):
-    """Loss and gradients of fn in float64, and float32's worst gradient error against them."""
-    out = {}
-    for dt in (torch.float64, torch.float32):
-        p = {k: torch.tensor(v, dtype=dt, requires_grad=True) for k, v in params.items()}
-        ins = [torch.tensor(a, dtype=dt) if a.dtype.kind == "f" else torch.tensor(a) for a in inputs]
-        loss = fn(p, *ins)
-        loss.backward()
-        out[dt] = (loss.item(), {k: t.grad.double().numpy() for k, t in p.items()})
-    loss64, g64 = out[torch.float64]
-    return loss64, g64, worst_error(out[torch.float32][1], g64)
-
-
-def save_data(tmp, name, arrays):
-    files = []
-    for k, a in arrays.items():
-        f = os.path.join(tmp, f"{name}_{k}.npy")
-        np.save(f, a)
-        files.append(f"{k}={f}")
-    return ",".join(files)
+def run_case(cleave, name, path, data, ref, tmp):
+    """One step of `cleave eval` and of the data plan on 2 ranks against torch (tests/e2e/torch_compare.py): the
+    gradients have no floor (no parameter's is zero)."""
+    sgd = ["--optimizer", "sgd", "--lr", str(tc.LR)]
+    saved = os.path.join(tmp, f"{name}_eval.onnx")
+    out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--save-model", saved] + sgd)
+    problems = tc.check_step(f"{name} eval", tc.step_loss(out), tc.recovered_gradients(path, saved), ref, floor=0)[0]
+    got, saved = run_partitioned(cleave, path, os.path.join(tmp, name + "_data2"),
+                                 ["--planner", "data", "--devices", "2", "--batch", str(BATCH)] + sgd, data, 1)
+    if len(got) != 1:
+        return problems + [f"{name} 2 ranks: {len(got)} loss lines, want 1"]
+    return problems + tc.check_step(f"{name} 2 ranks", got[0], tc.recovered_gradients(path, saved), ref, floor=0)[0]
 
 
 def main():
@@ -233,16 +169,14 @@ def main():
         m = TorchReduce()
         x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
         path = os.path.join(tmp, "torch_reduce.onnx")
-        ops = export(m, (torch.from_numpy(x),), ["x"], path, opset=14)
+        ops = tc.export(m, (torch.from_numpy(x),), path, 14, ["x"])
         print("torch_reduce: ONNX ops " + ", ".join(ops), flush=True)
         for need in ("ReduceLogSumExp", "ReduceL2", "ReduceL1", "Trilu"):
             if need not in ops:
                 problems.append(f"torch_reduce: the export has no {need}")
         w = m.w.detach().numpy()
-        loss64, g64, w32 = reference(lambda p, xx: TorchReduce.forward(SimpleNamespace(w=p["w"]), xx),
-                                     {"w": w}, [x])
-        problems += run_case(cleave, "torch_reduce", path, save_data(tmp, "torch_reduce", {"x": x}), loss64, g64,
-                             w32, tmp)
+        ref = tc.function_reference(lambda p, xx: TorchReduce.forward(SimpleNamespace(w=p["w"]), xx), {"w": w}, [x])
+        problems += run_case(cleave, "torch_reduce", path, tc.save_data(tmp, "torch_reduce", {"x": x}), ref, tmp)
 
         # torch_layout
         torch.manual_seed(1)
@@ -250,30 +184,29 @@ def main():
         x = rng.standard_normal((BATCH, 8, 2, 3)).astype(np.float32)
         y = rng.integers(0, TorchLayout.CLASSES, (BATCH, 8)).astype(np.int64)
         path = os.path.join(tmp, "torch_layout.onnx")
-        ops = export(m, (torch.from_numpy(x), torch.from_numpy(y)), ["x", "y"], path)
+        ops = tc.export(m, (torch.from_numpy(x), torch.from_numpy(y)), path)
         print("torch_layout: ONNX ops " + ", ".join(ops), flush=True)
         for need in ("DepthToSpace", "Tile", "CumSum", "Mod", "ArgMax", "OneHot"):
             if need not in ops:
                 problems.append(f"torch_layout: the export has no {need}")
         w = m.w.detach().numpy()
-        loss64, g64, w32 = reference(lambda p, xx, yy: TorchLayout.forward(SimpleNamespace(w=p["w"], CLASSES=5), xx, yy),
-                                     {"w": w}, [x, y])
-        problems += run_case(cleave, "torch_layout", path, save_data(tmp, "torch_layout", {"x": x, "y": y}), loss64,
-                             g64, w32, tmp)
+        ref = tc.function_reference(
+            lambda p, xx, yy: TorchLayout.forward(SimpleNamespace(w=p["w"], CLASSES=5), xx, yy), {"w": w}, [x, y])
+        problems += run_case(cleave, "torch_layout", path, tc.save_data(tmp, "torch_layout", {"x": x, "y": y}), ref,
+                             tmp)
 
         # torch_einsum
         torch.manual_seed(2)
         m = TorchEinsum()
         x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
         path = os.path.join(tmp, "torch_einsum.onnx")
-        ops = export(m, (torch.from_numpy(x),), ["x"], path)
+        ops = tc.export(m, (torch.from_numpy(x),), path, names=["x"])
         print("torch_einsum: ONNX ops " + ", ".join(ops), flush=True)
         if "Einsum" not in ops:
             problems.append("torch_einsum: the export has no Einsum")
         w = m.w.detach().numpy()
-        loss64, g64, w32 = reference(lambda p, xx: TorchEinsum.forward(SimpleNamespace(w=p["w"]), xx), {"w": w}, [x])
-        problems += run_case(cleave, "torch_einsum", path, save_data(tmp, "torch_einsum", {"x": x}), loss64, g64,
-                             w32, tmp)
+        ref = tc.function_reference(lambda p, xx: TorchEinsum.forward(SimpleNamespace(w=p["w"]), xx), {"w": w}, [x])
+        problems += run_case(cleave, "torch_einsum", path, tc.save_data(tmp, "torch_einsum", {"x": x}), ref, tmp)
 
         # onnx_ops
         w = rng.standard_normal((8, 4, 6)).astype(np.float32)
@@ -282,9 +215,8 @@ def main():
         y = rng.integers(-6, 6, (BATCH, 8)).astype(np.int64)
         path = os.path.join(tmp, "onnx_ops.onnx")
         onnx_ops_model(path, w, v)
-        loss64, g64, w32 = reference(onnx_ops_torch, {"w": w, "v": v}, [x, y])
-        problems += run_case(cleave, "onnx_ops", path, save_data(tmp, "onnx_ops", {"x": x, "y": y}), loss64, g64,
-                             w32, tmp)
+        ref = tc.function_reference(onnx_ops_torch, {"w": w, "v": v}, [x, y])
+        problems += run_case(cleave, "onnx_ops", path, tc.save_data(tmp, "onnx_ops", {"x": x, "y": y}), ref, tmp)
     for p in problems:
         print("FAIL " + p)
     sys.exit(1 if problems else 0)

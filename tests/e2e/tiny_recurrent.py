@@ -12,11 +12,11 @@ with SGD:
      time-major with static shapes and `--batch-axis x=1,y=1`; RNN tanh 2 layers, RNN relu bidirectional (3 steps
      each). Data files are sample-major ([samples, SEQ]) whatever the model's layout;
   2. the first case of each cell compiled with `--planner data --devices 2` (the GRU's and the time-major LSTM's also
-     with `--planner tofu`; the time-major ones split their inputs on dim 1) and run under mpirun (`cleave run`) gives the losses and saved weights of the 1-rank run (`cleave eval`, checked
-     against torch in 1.) within relative 1e-5.
+     with `--planner tofu`, and with `--shuffle 3` against `cleave eval --shuffle 3`; the time-major ones split their
+     inputs on dim 1) and run under mpirun (`cleave run`) gives the losses and saved weights of the 1-rank run
+     (`cleave eval`, checked against torch in 1.) within relative 1e-5.
 Usage: tiny_recurrent.py CLEAVE SOURCE_DIR"""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -29,7 +29,7 @@ from onnx import numpy_helper
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
-from bundle_check import losses, runtime_flags, weights  # noqa: E402
+from bundle_check import check_output as sh, losses, run_partitioned, weights  # noqa: E402
 
 VOCAB, EMBED, HIDDEN, SEQ, BATCH, LR = 32, 8, 16, 5, 4, 0.1
 # Layouts: BF = batch_first; SF = seq-first inside the model (the graph's inputs stay [B, SEQ]); TM = time-major
@@ -43,9 +43,10 @@ CASES = [("lstm2_bf", "lstm", 2, BF, False, False, 15, 5), ("lstm1_seq_first", "
          ("gru2_bf", "gru", 2, BF, False, False, 15, 3), ("gru1_seq_first", "gru", 1, SF, False, False, 13, 3),
          ("gru1_bidir", "gru", 1, BF, False, True, 14, 3), ("gru1_time_major", "gru", 1, TM_STATIC, False, False, 15, 3),
          ("rnn2_tanh", "rnn_tanh", 2, BF, False, False, 15, 3), ("rnn1_relu_bidir", "rnn_relu", 1, BF, False, True, 15, 3)]
-# Partitioned runs: (case, planner, devices).
-PLANS = [("lstm2_bf", "data", 2), ("gru2_bf", "data", 2), ("gru2_bf", "tofu", 2), ("rnn2_tanh", "data", 2),
-         ("lstm2_time_major", "data", 2), ("lstm2_time_major", "tofu", 2), ("gru1_time_major", "data", 2)]
+# Partitioned runs: (case, planner, devices, run knobs: the reference is then `cleave eval` with them too).
+PLANS = [("lstm2_bf", "data", 2, []), ("gru2_bf", "data", 2, []), ("gru2_bf", "tofu", 2, []),
+         ("rnn2_tanh", "data", 2, []), ("lstm2_time_major", "data", 2, []), ("lstm2_time_major", "tofu", 2, []),
+         ("lstm2_time_major", "data", 2, ["--shuffle", "3"]), ("gru1_time_major", "data", 2, [])]
 
 
 class TinyLM(nn.Module):
@@ -82,13 +83,6 @@ class TinyLM(nn.Module):
             out = out.transpose(0, 1)
         logits = self.fc(out)  # [B, SEQ, VOCAB]
         return F.cross_entropy(logits.transpose(1, 2), y)
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"exit {r.returncode}: {' '.join(cmd)}\n{r.stderr.strip()[-2000:]}")
-    return r.stdout
 
 
 def make_case(tmp, name, cell, layers, layout, learned_state, bidirectional, opset, steps):
@@ -168,19 +162,21 @@ def main():
             print(f"{name} (opset {opset}): eval vs torch: worst loss rel diff {wl:.3g}, worst weight diff {ww:.3g} "
                   f"x max|w|, losses {got}", flush=True)
             evaluated[name] = (path, data, got, weights(saved), steps, axes)
-        for name, planner, devices in PLANS:
+        for name, planner, devices, knobs in PLANS:
             if name not in evaluated:
                 continue
             path, data, ref, ref_w, steps, axes = evaluated[name]
-            ref_w = {k: v.astype(np.float64) for k, v in ref_w.items() if np.issubdtype(v.dtype, np.floating)}
-            where = f"{name} {planner} plan on {devices} rank(s) vs eval"
-            bundle = os.path.join(tmp, f"{name}_{planner}{devices}")
-            saved = bundle + "_trained.onnx"
+            where = f"{name} {planner} plan on {devices} rank(s) {' '.join(knobs)} vs eval".replace("  ", " ")
             try:
-                sh([CLEAVE, "compile", path, "--planner", planner, "--devices", str(devices), "-o", bundle]
-                   + flags + axes)
-                got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(steps), "--save-model",
-                                 saved] + runtime_flags(CLEAVE)))
+                if knobs:
+                    saved = os.path.join(tmp, f"{name}_eval_knobs.onnx")
+                    ref = losses(sh([CLEAVE, "eval", path, "--data", data, "--steps", str(steps), "--save-model",
+                                     saved] + flags + axes + knobs))
+                    ref_w = weights(saved)
+                ref_w = {k: v.astype(np.float64) for k, v in ref_w.items() if np.issubdtype(v.dtype, np.floating)}
+                got, saved = run_partitioned(CLEAVE, path, os.path.join(tmp, f"{name}_{planner}{devices}{len(knobs)}"),
+                                             ["--planner", planner, "--devices", str(devices)] + flags + axes, data,
+                                             steps, knobs)
             except RuntimeError as e:
                 problems.append(f"{where}: {e}")
                 continue

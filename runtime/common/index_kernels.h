@@ -1,0 +1,72 @@
+#pragma once
+// The per-element bodies of the index ops (ArgMax/ArgMin, CumSum, OneHot, Gather): cpu/ runs them in loops, cuda/
+// one line or element per thread, so both backends compute the same thing (not part of the API). Header-only and
+// CLEAVE_HD (cleave/rng.h): __host__ __device__ under nvcc.
+#include <cmath>
+#include <cstdint>
+
+#include "cleave/rng.h"  // CLEAVE_HD
+
+namespace cleave::rt::hd {
+
+CLEAVE_HD inline bool is_nan(float a) {
+#if defined(__CUDA_ARCH__)
+  return isnan(a);
+#else
+  return std::isnan(a);
+#endif
+}
+
+/** ArgMax (ArgMin with `min`) of row[0], row[stride], ..., row[(len - 1) * stride], len >= 1: the first NaN wins
+ *  (the last with `last`), else the first extreme (the last with `last`), as the interpreter picks. */
+CLEAVE_HD inline int64_t arg_extreme_line(const float *row, int64_t len, int64_t stride, bool min, bool last) {
+  int64_t best = 0;
+  float bv = row[0];
+  for (int64_t j = 1; j < len; ++j) {
+    float a = row[j * stride];
+    bool better = is_nan(bv) ? last && is_nan(a) : is_nan(a) || (min ? a < bv : a > bv) || (last && a == bv);
+    if (better) {
+      best = j;
+      bv = a;
+    }
+  }
+  return best;
+}
+
+/** CumSum of the line x[0], x[stride], ..., x[(len - 1) * stride] into y's same positions, accumulated in double;
+ *  `exclusive` leaves out each element's own value, `reverse` sums from the end. */
+CLEAVE_HD inline void cumsum_line(const float *x, float *y, int64_t len, int64_t stride, bool exclusive,
+                                  bool reverse) {
+  double acc = 0;
+  for (int64_t s = 0; s < len; ++s) {
+    int64_t e = (reverse ? len - 1 - s : s) * stride;
+    if (exclusive) {
+      y[e] = static_cast<float>(acc);
+      acc += x[e];
+    } else {
+      acc += x[e];
+      y[e] = static_cast<float>(acc);
+    }
+  }
+}
+
+/** Which of OneHot's two values (0: off, 1: on) position j of an axis of `depth` takes for index `at` (negative
+ *  counts from the end; out of range: every position is off). */
+CLEAVE_HD inline int one_hot_value(int64_t at, int64_t depth, int64_t j) {
+  if (at < 0) at += depth;
+  return j == at ? 1 : 0;
+}
+
+/** Gather's index g of an axis of global_dim, of which this shard holds rows [index_base, index_base + dim):
+ *  the local row, kGatherElsewhere where another shard holds it, kGatherOutOfRange where g lies outside
+ *  [-global_dim, global_dim). */
+constexpr int64_t kGatherElsewhere = -1;
+constexpr int64_t kGatherOutOfRange = -2;
+CLEAVE_HD inline int64_t gather_local_row(int64_t g, int64_t global_dim, int64_t index_base, int64_t dim) {
+  if (g < -global_dim || g >= global_dim) return kGatherOutOfRange;
+  if (g < 0) g += global_dim;
+  int64_t row = g - index_base;
+  return row >= 0 && row < dim ? row : kGatherElsewhere;
+}
+
+}  // namespace cleave::rt::hd
