@@ -20,7 +20,7 @@ sys.argv = [sys.argv[0], "unused-cleave", SRC]  # tiny_recurrent reads its argum
 import tiny_recurrent  # noqa: E402
 
 torch.manual_seed(0)
-path, _, _, _ = tiny_recurrent.make_case(OUT, "lstm", "lstm", 2, True, False, False, 15, 3)
+path = tiny_recurrent.make_case(OUT, "lstm", "lstm", 2, tiny_recurrent.BF, False, False, 15, 3)[0]
 os.replace(path, os.path.join(OUT, "lstm.onnx"))
 
 subprocess.run(["/usr/bin/python3", os.path.join(SRC, "models", "zoo", "generate.py"), "--family", "transformer",
