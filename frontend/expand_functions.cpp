@@ -3,6 +3,7 @@
 #include <onnx/defs/schema.h>
 
 #include <optional>
+#include <utility>
 #include <set>
 #include <vector>
 
@@ -13,7 +14,10 @@ namespace cleave {
 namespace {
 
 constexpr int kMaxDepth = 8;
-const std::string kTooDeep = "its function bodies nest deeper than ";
+/** Body nodes all expansions of one model may look at: bodies calling a function several times nest exponentially. */
+constexpr int64_t kMaxNodes = 100000;
+/** The start of the reasons that concern the whole nest of bodies (reported as they are, not once per level). */
+const std::string kLimit = "its function bodies ";
 
 bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 std::string norm_domain(const std::string &d) { return is_onnx_domain(d) ? "" : d; }
@@ -54,7 +58,7 @@ std::string opset_problem(const onnx::NodeProto &n, int64_t body, int64_t model)
 
 class Expander {
  public:
-  explicit Expander(const onnx::ModelProto &m) : m_(m), model_opsets_(opsets_of(m.opset_import())) {
+  explicit Expander(const onnx::ModelProto &m) : model_opsets_(opsets_of(m.opset_import())) {
     const onnx::GraphProto &g = m.graph();
     auto declare = [&](const onnx::ValueInfoProto &vi) {
       tensor_names_.insert(vi.name());
@@ -71,6 +75,7 @@ class Expander {
       for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
       types_.emplace(t.name(), std::move(type));
     }
+    for (const auto &f : m.functions()) local_functions_.emplace(std::make_pair(norm_domain(f.domain()), f.name()), &f);
     for (const auto &n : g.node()) {
       for (const auto &s : n.input()) tensor_names_.insert(s);
       for (const auto &s : n.output()) tensor_names_.insert(s);
@@ -88,7 +93,7 @@ class Expander {
     const onnx::OpSchema *schema = nullptr;
     std::optional<onnx::FunctionProto> f = function_of(n, opsets, schema);
     if (!f) return build_problem_.empty() ? std::string() : build_problem_;
-    if (depth >= kMaxDepth) return kTooDeep + std::to_string(kMaxDepth);
+    if (depth >= kMaxDepth) return kLimit + "nest deeper than " + std::to_string(kMaxDepth);
     Opsets body_opsets = opsets_of(f->opset_import(), opsets);
 
     std::map<std::string, std::string> rename;
@@ -110,6 +115,7 @@ class Expander {
       problems.push_back(p);
     };
     for (int j = 0; j < f->node_size(); ++j) {
+      if (++visited_ > kMaxNodes) return kLimit + "expand to more than " + std::to_string(kMaxNodes) + " nodes";
       const onnx::NodeProto &b = f->node(j);
       onnx::NodeProto c = b;
       for (auto &s : *c.mutable_input()) s = renamed(s);
@@ -132,8 +138,8 @@ class Expander {
       std::string op = escape_control(c.op_type());
       if (inner->empty())
         note("its function body needs " + op);
-      else if (inner->rfind(kTooDeep, 0) == 0)
-        note(*inner);  // not wrapped once per level
+      else if (inner->rfind(kLimit, 0) == 0)
+        return inner;
       else
         note("its function body needs " + op + " (" + *inner + ")");
     }
@@ -152,9 +158,8 @@ class Expander {
 
  private:
   const onnx::FunctionProto *local_function(const onnx::NodeProto &n) const {
-    for (const auto &f : m_.functions())
-      if (f.name() == n.op_type() && norm_domain(f.domain()) == norm_domain(n.domain())) return &f;
-    return nullptr;
+    auto it = local_functions_.find({norm_domain(n.domain()), n.op_type()});
+    return it == local_functions_.end() ? nullptr : it->second;
   }
 
   /** The function body of `n` at `opsets` (`schema` set when it is a schema's), or nullopt; then build_problem_
@@ -213,11 +218,13 @@ class Expander {
     c.mutable_attribute()->Swap(&attrs);
   }
 
-  const onnx::ModelProto &m_;
   Opsets model_opsets_;
+  /** ModelProto.functions by (domain, name) (the first, if one is defined twice). */
+  std::map<std::pair<std::string, std::string>, const onnx::FunctionProto *> local_functions_;
   std::set<std::string> tensor_names_, node_names_;
   std::map<std::string, onnx::TypeProto> types_;
   std::string build_problem_;
+  int64_t visited_ = 0;  // body nodes looked at, by all expansions
 };
 
 /** The IR op names the importer gives the nodes of `g` (onnx_import.cpp's op_names): the node's name when set and

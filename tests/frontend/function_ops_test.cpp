@@ -168,6 +168,24 @@ TEST(FunctionOps, UnexpandableBodiesAreListedWithWhy) {
   EXPECT_HAS(msg, "\"loopy\" (Loopy, com.x, opset 1; its function bodies nest deeper than 8)");
 }
 
+TEST(FunctionOps, ExponentialNestingIsCutOff) {
+  // W0 calls W1 16 times, ..., W7 calls Relu 16 times: 16^8 nodes, within the depth limit.
+  ModelBuilder mb(13);
+  mb.add_opset("com.x", 1);
+  for (int level = 0; level < 8; ++level) {
+    onnx::FunctionProto *f = local_function(mb, "W" + std::to_string(level), {"x0"}, {"x16"});
+    for (int i = 0; i < 16; ++i)
+      body_node(f, level == 7 ? "Relu" : "W" + std::to_string(level + 1), {"x" + std::to_string(i)},
+                {"x" + std::to_string(i + 1)}, level == 7 ? "" : "com.x");
+  }
+  mb.input("x", kF32, {2, 3});
+  mb.node("W0", {"x"}, {"y"}, "wide", "com.x");
+  mb.output("y", 2);
+  auto [msg, code] = import_error(mb, "wide");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, "\"wide\" (W0, com.x, opset 1; its function bodies expand to more than 100000 nodes)");
+}
+
 TEST(FunctionOps, BodyForAnotherMeaningOfAnOpIsNotExpanded) {
   // A body written for ai.onnx opset 11 whose ReduceSum takes axes as an attribute, in an opset-13 model where
   // ReduceSum takes them as an input.
