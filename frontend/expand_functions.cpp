@@ -3,8 +3,8 @@
 #include <onnx/defs/schema.h>
 
 #include <optional>
-#include <utility>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "frontend/importer.h"
@@ -253,27 +253,25 @@ UnexpandedNodes expand_functions(onnx::ModelProto &m) {
   for (const auto &n : names) ex.node_names().insert(n);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   UnexpandedNodes unexpanded;
-  bool any = false;
   size_t next = 0;
   for (int i = 0; i < g->node_size(); ++i) {
-    const onnx::NodeProto &n = g->node(i);
+    onnx::NodeProto &n = *g->mutable_node(i);
     if (next < todo.size() && todo[next] == i) {
       ++next;
       std::vector<onnx::NodeProto> body;
       std::optional<std::string> why = ex.expand(n, names[static_cast<size_t>(i)], ex.model_opsets(), 0, body);
       if (!why) {
-        any = true;
         for (auto &b : body) *nodes.Add() = std::move(b);
         continue;
       }
       if (!why->empty()) unexpanded[nodes.size()] = *why;
     }
-    // Named as the importer names it, before bodies move the indices its generated name is made of.
-    onnx::NodeProto *kept = nodes.Add();
-    *kept = n;
-    kept->set_name(names[static_cast<size_t>(i)]);
+    // Named as the importer names it (the same name it would get anyway), before bodies move the indices its
+    // generated name is made of.
+    n.set_name(names[static_cast<size_t>(i)]);
+    *nodes.Add() = std::move(n);
   }
-  if (any) g->mutable_node()->Swap(&nodes);
+  g->mutable_node()->Swap(&nodes);
   return unexpanded;
 }
 

@@ -22,14 +22,16 @@ using UnexpandedNodes = std::map<int, std::string>;
  *  the node does not ask for gets a fresh name); every other tensor and every body node is named
  *  `<node>/<name in the body>`, made unique against all names of the model, so IR ops trace back to the node.
  *  Attributes referring to the node's (ref_attr_name) take its value, else the schema's default, else are
- *  dropped. Body nodes without a translator are expanded in turn, at the body's opsets, at most 8 deep.
+ *  dropped. Body nodes without a translator are expanded in turn, at the body's opsets, at most 8 deep and 100000
+ *  body nodes per model.
  *
  *  A node is expanded entirely or not at all. It is left as it is, with a reason, when a body node (after nested
  *  expansion) has no translator, uses a domain the model does not import, or was written for an opset at which
  *  its op means something else than at the model's opset (body nodes are translated at the model's opset, like
  *  every node; within ai.onnx 13..17 ops only gained types and attributes whose defaults keep the old meaning,
- *  except BatchNormalization and RoiAlign). Once a node is expanded, every unnamed node of the graph gets the name
- *  the importer would have given it (`<OpType>_<index before expansion>`), so their IR names do not shift. */
+ *  except BatchNormalization and RoiAlign). When any node lacks a translator, every node of the graph gets the name
+ *  the importer would have given it (an unnamed one `<OpType>_<index before expansion>`), so IR names do not shift.
+ *  Nodes of training algorithms are not expanded. */
 UnexpandedNodes expand_functions(onnx::ModelProto &m);
 
 }  // namespace cleave
