@@ -160,20 +160,23 @@ void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_di
   }
 }
 
-void check_nodes_supported(const onnx::ModelProto &m, const std::string &path) {
+void check_nodes_supported(const onnx::ModelProto &m, const std::string &path,
+                           const std::map<int, std::string> &unexpanded) {
   std::vector<std::string> bad;
-  auto scan = [&](const onnx::GraphProto &g) {
+  auto scan = [&](const onnx::GraphProto &g, const std::map<int, std::string> &why) {
     for (int i = 0; i < g.node_size(); ++i) {
       const onnx::NodeProto &n = g.node(i);
       if (find_translator(n.domain(), n.op_type())) continue;
       std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
       std::string domain = is_onnx_domain(n.domain()) ? "ai.onnx" : n.domain();
+      auto reason = why.find(i);
       bad.push_back(quote_excerpt(name, 200) + " (" + escape_control(n.op_type()) + ", " + escape_control(domain) + ", opset " +
-                    std::to_string(model_opset(m, n.domain())) + ")");
+                    std::to_string(model_opset(m, n.domain())) +
+                    (reason == why.end() ? "" : "; " + reason->second) + ")");
     }
   };
-  scan(m.graph());
-  for (const auto &ti : m.training_info()) scan(ti.algorithm());
+  scan(m.graph(), unexpanded);
+  for (const auto &ti : m.training_info()) scan(ti.algorithm(), {});
   if (bad.empty()) return;
   std::ostringstream os;
   os << path << ": " << bad.size() << " unsupported node" << (bad.size() == 1 ? "" : "s") << ": ";

@@ -29,8 +29,9 @@ void check_node_attributes(const onnx::ModelProto &m);
 void run_onnx_checker(const onnx::ModelProto &m, const std::string &model_dir);
 
 /** Throws one UserError (exit code 2) listing every node, in the main graph and in training algorithms, that has no
- *  translator. `node_names` gives the IR op name of each main-graph node. */
-void check_nodes_supported(const onnx::ModelProto &m, const std::string &path);
+ *  translator; `unexpanded` (expand_functions) says why a main-graph node's function body did not replace it. */
+void check_nodes_supported(const onnx::ModelProto &m, const std::string &path,
+                           const std::map<int, std::string> &unexpanded = {});
 
 /** Gives graph inputs static shapes and returns each one's sample axis: its symbolic dimension (which becomes
  *  opts.batch), or the axis opts.batch_axes names, else 0. A second symbolic dimension, or a missing one, is an error

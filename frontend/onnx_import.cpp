@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 
+#include "frontend/expand_functions.h"
 #include "frontend/importer.h"
 #include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
@@ -258,7 +259,10 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   // malformed models instead of reporting them (model_checks.h).
   check_opset_imports(m);
   check_opsets(m);
-  check_nodes_supported(m, path);
+  // Function ops are expanded before every other check, so the checks, ONNX's checker and shape inference see the
+  // nodes that are translated; the support check then lists what is left, with why a body did not expand.
+  UnexpandedNodes unexpanded = expand_functions(m);
+  check_nodes_supported(m, path, unexpanded);
   check_names(m);
   check_node_order(m);
   check_node_attributes(m);

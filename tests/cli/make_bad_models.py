@@ -48,6 +48,13 @@ m.graph.node.insert(1, helper.make_node("Hardmax", ["logits"], ["hm_out"], name=
 m.opset_import.append(helper.make_opsetid("com.example", 1))
 save(m, "unknown_op.onnx")
 
+# Bernoulli has a function body (built from its input's type), but the body needs RandomUniformLike, which Cleave
+# cannot translate: the node stays and is listed, with why, beside an op that has no body at all.
+m = base()
+m.graph.node.insert(1, helper.make_node("Bernoulli", ["x"], ["coin"], name="coin"))
+m.graph.node.insert(1, helper.make_node("Hardmax", ["logits"], ["hm_out"], name="hard"))
+save(m, "unexpandable_function.onnx")
+
 m = base()
 m.graph.node[0].attribute[0].CopyFrom(helper.make_attribute("transB", 1.0))
 save(m, "wrong_attr_type.onnx")

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/expand_functions.h"
 #include "frontend/importer.h"
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"
@@ -360,6 +361,7 @@ bool ops_supported(const std::string &root, const std::string &name) {
   } catch (const std::exception &) {
     return false;
   }
+  expand_functions(model);  // an op with a function body of supported ops is supported
   for (const auto &node : model.graph().node()) {
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     if (node.op_type() == "Constant" && domain.empty()) continue;

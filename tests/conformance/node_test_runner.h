@@ -40,8 +40,8 @@ std::vector<std::string> list_cases(const std::string &root);
  *  for those the RNG-independent semantics are still checked and a violation is a failure). */
 CaseResult run_case(const std::string &root, const std::string &name);
 
-/** Whether the importer has a translator for every node of the case's model (its ops are ones Cleave supports, so
- *  a skip of it counts against the conformance rate). */
+/** Whether the importer has a translator for every node of the case's model after function expansion (its ops are
+ *  ones Cleave supports, so a skip of it counts against the conformance rate). */
 bool ops_supported(const std::string &root, const std::string &name);
 
 }  // namespace cleave::conformance
