@@ -5,7 +5,8 @@
 //   kernels_window.cpp  Conv, pools and their gradients (spatial splits with halos)
 //   kernels_norm.cpp    BatchNormalization, softmax and the losses (splits that need statistics from other ranks)
 //   kernels_image.cpp   InstanceNormalization, Resize (whole planes: batch and channel splits)
-//   kernels_index.cpp   ArgMax/ArgMin, CumSum, OneHot (whole lines along their axis)
+//   kernels_index.cpp   ArgMax/ArgMin, CumSum, OneHot (whole lines along their axis), GatherElements,
+//                       ScatterElements, GatherND(Grad) (the indexed dims whole)
 #include <functional>
 #include <optional>
 #include <string>
@@ -76,7 +77,8 @@ void check_norm_split(const KernelCall &call);
 bool is_image_kind(OpKind kind);
 std::string image_kernel_code(const KernelCall &call);
 
-/** Index family (kernels_index.cpp): the axis is never split, so every split runs on local lines. */
+/** Index family (kernels_index.cpp): the axis (the dims indices address) is never split, so every split runs on
+ *  local lines. */
 bool is_index_kind(OpKind kind);
 std::string index_kernel_code(const KernelCall &call);
 

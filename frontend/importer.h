@@ -156,5 +156,8 @@ void translate_arg_extreme(Importer &, const NodeCtx &);       // ArgMax, ArgMin
 void translate_cumsum(Importer &, const NodeCtx &);
 void translate_mod(Importer &, const NodeCtx &);
 void translate_onehot(Importer &, const NodeCtx &);
+void translate_gather_elements(Importer &, const NodeCtx &);
+void translate_scatter_elements(Importer &, const NodeCtx &);
+void translate_gather_nd(Importer &, const NodeCtx &);
 
 }  // namespace cleave

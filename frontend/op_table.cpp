@@ -54,6 +54,9 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "CumSum"}] = translate_cumsum;
     t[{"", "Mod"}] = translate_mod;
     t[{"", "OneHot"}] = translate_onehot;
+    t[{"", "GatherElements"}] = translate_gather_elements;
+    t[{"", "ScatterElements"}] = translate_scatter_elements;
+    t[{"", "GatherND"}] = translate_gather_nd;
     t[{"", "MaxPool"}] = t[{"", "AveragePool"}] = t[{"", "GlobalAveragePool"}] = translate_pool;
     for (const char *op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"}) t[{"", op}] = translate_reduce;
     t[{"", "LayerNormalization"}] = translate_layer_norm;

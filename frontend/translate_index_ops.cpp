@@ -1,8 +1,10 @@
-// ArgMax, ArgMin, CumSum, Mod and OneHot: IR kinds of their own (ir/interp/index_ops.cpp). Axes are normalised, every
-// attribute gets its ONNX default, and the inputs that fix a shape or an axis (CumSum's axis, OneHot's depth) must be
-// compile-time constants and become attributes.
+// ArgMax, ArgMin, CumSum, Mod, OneHot, GatherElements, ScatterElements and GatherND: IR kinds of their own
+// (ir/interp/index_ops.cpp, ir/interp/gather_ops.cpp). Axes are normalised, every attribute gets its ONNX default, and
+// the inputs that fix a shape or an axis (CumSum's axis, OneHot's depth) must be compile-time constants and become
+// attributes.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "frontend/importer.h"
@@ -56,6 +58,39 @@ void translate_onehot(Importer &im, const NodeCtx &n) {
   s.outputs = {n.out(0)};
   s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", -1), rank + 1);
   s.attrs["depth"] = d;
+  im.emit(s, n.name, n);
+}
+
+void translate_gather_elements(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  if (rank == 0) n.fail("data must have rank >= 1");
+  OpSpec s = same_operands(n, OpKind::GatherElements);
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", 0), rank);
+  im.emit(s, n.name, n);
+}
+
+void translate_scatter_elements(Importer &im, const NodeCtx &n) {
+  auto rank = static_cast<int64_t>(im.type_of(n.in(0), n).shape.size());
+  if (rank == 0) n.fail("data must have rank >= 1");
+  // ONNX has the attribute from opset 16 (none, add, mul; max and min from 18); before, updates overwrite.
+  std::string reduction = n.attrs.get_string("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    throw UserError(n.label + ": reduction \"" + reduction + "\" is not supported (none, add)", 2);
+  OpSpec s = same_operands(n, OpKind::ScatterElements);
+  s.attrs["axis"] = norm_axis(n, n.attrs.get_int("axis", 0), rank);
+  s.attrs["reduction"] = reduction;
+  im.emit(s, n.name, n);
+}
+
+void translate_gather_nd(Importer &im, const NodeCtx &n) {
+  const Shape data = im.type_of(n.in(0), n).shape, ind = im.type_of(n.in(1), n).shape;
+  int64_t b = n.attrs.get_int("batch_dims", 0);
+  auto lim = static_cast<int64_t>(std::min(data.size(), ind.size()));
+  if (b < 0 || b >= lim)
+    n.fail("batch_dims " + std::to_string(b) + " is out of range for data " + shape_str(data) + " and indices " +
+           shape_str(ind));
+  OpSpec s = same_operands(n, OpKind::GatherND);
+  s.attrs["batch_dims"] = b;
   im.emit(s, n.name, n);
 }
 

@@ -717,6 +717,68 @@ Types rule_OneHot(const RuleArgs &r) {
   return {{values.dtype, y}};
 }
 
+// ---- element-wise and N-d indexing: GatherElements, ScatterElements, GatherND ----
+
+/** indices (an integer tensor of data's rank) fits data off `axis`: indices.shape[d] <= data.shape[d]. */
+void need_elementwise_indices(const RuleArgs &r, const TensorType &data, const TensorType &ind, int64_t axis) {
+  r.need_int(ind, "indices");
+  if (data.shape.empty()) r.fail("data must have rank >= 1");
+  if (ind.shape.size() != data.shape.size())
+    r.fail(detail::concat("indices ", shape_str(ind.shape), " and data ", shape_str(data.shape), " differ in rank"));
+  for (size_t d = 0; d < data.shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && ind.shape[d] > data.shape[d])
+      r.fail(detail::concat("indices ", shape_str(ind.shape), " exceed data ", shape_str(data.shape), " on dim ", d));
+}
+
+Types rule_GatherElements(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType data = r.type(0, "data"), ind = r.type(1, "indices");
+  int64_t axis = r.axis("axis", std::max<size_t>(data.shape.size(), 1));
+  need_elementwise_indices(r, data, ind, axis);
+  return {{data.dtype, ind.shape}};
+}
+
+Types rule_ScatterElements(const RuleArgs &r) {
+  r.need_inputs(3, 3);
+  TensorType data = r.type(0, "data"), ind = r.type(1, "indices"), upd = r.type(2, "updates");
+  int64_t axis = r.axis("axis", std::max<size_t>(data.shape.size(), 1));
+  need_elementwise_indices(r, data, ind, axis);
+  r.need_same_shape(ind, "indices", upd, "updates");
+  if (upd.dtype != data.dtype)
+    r.fail(detail::concat("updates of dtype ", dtype_name(upd.dtype), " differ from data's ", dtype_name(data.dtype)));
+  std::string red = r.op.has_attr("reduction") ? r.op.attr_string("reduction") : "none";
+  if (red != "none" && red != "add") r.fail("reduction \"" + red + "\" is not supported (none, add)");
+  return {data};
+}
+
+/** GatherND's output shape: indices[:-1] + data[batch_dims + indices[-1]:]. */
+Shape gathered_nd_shape(const RuleArgs &r, const Shape &data, const Shape &ind) {
+  int64_t b = r.op.attr_int("batch_dims", 0);
+  auto q = static_cast<int64_t>(ind.size()), rank = static_cast<int64_t>(data.size());
+  if (q < 1 || rank < 1)
+    r.fail(detail::concat("data ", shape_str(data), " and indices ", shape_str(ind), " must have rank >= 1"));
+  if (b < 0 || b >= std::min(q, rank))
+    r.fail(detail::concat("batch_dims ", b, " out of range for data ", shape_str(data), " and indices ",
+                          shape_str(ind)));
+  for (int64_t d = 0; d < b; ++d)
+    if (data[static_cast<size_t>(d)] != ind[static_cast<size_t>(d)])
+      r.fail(detail::concat("batch dim ", d, " of data ", shape_str(data), " and indices ", shape_str(ind), " differ"));
+  int64_t k = ind.back();
+  if (k < 1 || k > rank - b)
+    r.fail(detail::concat("indices ", shape_str(ind), " index ", k, " dims of data ", shape_str(data),
+                          " (1 to ", rank - b, " after ", b, " batch dims)"));
+  Shape y(ind.begin(), ind.end() - 1);
+  y.insert(y.end(), data.begin() + b + k, data.end());
+  return y;
+}
+
+Types rule_GatherND(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType data = r.type(0, "data"), ind = r.type(1, "indices");
+  r.need_int(ind, "indices");
+  return {{data.dtype, gathered_nd_shape(r, data.shape, ind.shape)}};
+}
+
 // ---- activations and rounding ----
 
 /** PRelu's slope must broadcast to X (unidirectionally): the output has X's shape. */
@@ -886,6 +948,18 @@ Types rule_GatherGrad(const RuleArgs &r) {
   Shape y = gathered_shape(r, dd.shape, i.shape);
   if (y != dy.shape)
     r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the gather ", shape_str(y), " of ddata ",
+                          shape_str(dd.shape), " by indices ", shape_str(i.shape)));
+  return {{dy.dtype, dd.shape}};
+}
+
+Types rule_GatherNDGrad(const RuleArgs &r) {
+  r.need_inputs(2, 2);
+  TensorType dy = r.type(0, "dY"), i = r.type(1, "indices");
+  r.need_int(i, "indices");
+  const Tensor &dd = r.declared(0, "ddata");
+  Shape y = gathered_nd_shape(r, dd.shape, i.shape);
+  if (y != dy.shape)
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the GatherND ", shape_str(y), " of ddata ",
                           shape_str(dd.shape), " by indices ", shape_str(i.shape)));
   return {{dy.dtype, dd.shape}};
 }

@@ -521,6 +521,45 @@ void grad_OneHot(GradContext &c, Dx &dx) {
                  c.grad_name(1));
 }
 
+// ---- element-wise and N-d indexing ----
+
+/** Zeros of `shape` (a scalar constant expanded: no data of the full size in the graph). */
+TensorId zeros(GradContext &c, DType dt, const Shape &shape) { return c.expand(c.constant(0.0, dt), shape); }
+
+void grad_GatherElements(GradContext &c, Dx &dx) {
+  // ddata = zeros with dY scatter-added where the gather read (repeated indices accumulate).
+  TensorId data = c.in(0);
+  AttrMap attrs = copy_attrs(c.fwd(), {"axis"});
+  attrs["reduction"] = std::string("add");
+  dx[0] = c.emit(OpKind::ScatterElements, {zeros(c, c.dtype(data), c.shape(data)), c.in(1), c.dy(0)}, attrs,
+                 c.dtype(data), c.shape(data), c.grad_name(0));
+}
+
+void grad_ScatterElements(GradContext &c, Dx &dx) {
+  // dupdates = dY gathered at the targets; ddata = dY, with the overwritten targets zeroed unless updates are added
+  // (torch's scatter/scatter_add backward).
+  TensorId dy = c.dy(0), ind = c.in(1);
+  bool add = c.fwd().has_attr("reduction") && c.fwd().attr_string("reduction") == "add";
+  AttrMap axis = copy_attrs(c.fwd(), {"axis"});
+  if (c.need(0)) {
+    if (add) {
+      dx[0] = c.unary(OpKind::Identity, dy, c.grad_name(0));
+    } else {
+      AttrMap attrs = axis;
+      attrs["reduction"] = std::string("none");
+      TensorId z = zeros(c, c.dtype(dy), c.shape(c.in(2)));
+      dx[0] = c.emit(OpKind::ScatterElements, {dy, ind, z}, attrs, c.dtype(dy), c.shape(dy), c.grad_name(0));
+    }
+  }
+  if (c.need(2))
+    dx[2] = c.emit(OpKind::GatherElements, {dy, ind}, axis, c.dtype(dy), c.shape(c.in(2)), c.grad_name(2));
+}
+
+void grad_GatherND(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::GatherNDGrad, {c.dy(0), c.in(1)}, copy_attrs(c.fwd(), {"batch_dims"}), c.dtype(c.in(0)),
+                 c.shape(c.in(0)), c.grad_name(0));
+}
+
 // ---- activations and rounding ----
 
 /** dX = Kind(dY, X) carrying the forward's attributes (alpha, min/max, ...). */
@@ -635,6 +674,9 @@ constexpr GradRule kRule_ArgMin = kNonDifferentiable;
 constexpr GradRule kRule_CumSum = rule(grad_CumSum);
 constexpr GradRule kRule_Mod = rule(grad_Mod);
 constexpr GradRule kRule_OneHot = rule(grad_OneHot);
+constexpr GradRule kRule_GatherElements = rule(grad_GatherElements);
+constexpr GradRule kRule_ScatterElements = rule(grad_ScatterElements);
+constexpr GradRule kRule_GatherND = rule(grad_GatherND);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -655,6 +697,7 @@ constexpr GradRule kRule_BatchNormalizationGrad = kNoRule;
 constexpr GradRule kRule_DropoutGrad = kNoRule;
 constexpr GradRule kRule_SliceGrad = kNoRule;
 constexpr GradRule kRule_GatherGrad = kNoRule;
+constexpr GradRule kRule_GatherNDGrad = kNoRule;
 constexpr GradRule kRule_LayerNormalizationGrad = kNoRule;
 constexpr GradRule kRule_InstanceNormalizationGrad = kNoRule;
 constexpr GradRule kRule_ResizeGrad = kNoRule;
@@ -682,7 +725,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 116, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 120, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

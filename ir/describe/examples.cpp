@@ -200,6 +200,15 @@ Graph example_op(OpKind kind) {
     case K::OneHot:
       return Example(kind).in("indices", {4, 3}, DType::i64).in("values", {2}).attr("axis", int64_t{1})
           .attr("depth", int64_t{5}).out("Y").build(fwd);
+    case K::GatherElements:
+      return Example(kind).in("data", {4, 6}).in("indices", {3, 6}, DType::i64).attr("axis", int64_t{1})
+          .out("Y").build(fwd);
+    case K::ScatterElements:
+      return Example(kind).in("data", {4, 6}).in("indices", {3, 2}, DType::i64).in("updates", {3, 2})
+          .attr("axis", int64_t{1}).attr("reduction", std::string("add")).out("Y").build(fwd);
+    case K::GatherND:
+      return Example(kind).in("data", {2, 5, 4}).in("indices", {2, 3, 1}, DType::i64)
+          .attr("batch_dims", int64_t{1}).out("Y").build(fwd);
     case K::Clip: case K::ClipGrad: return activation(kind).attr("min", -0.5).attr("max", 0.5).build(phase_of(kind));
     case K::HardSigmoid: case K::HardSigmoidGrad:
       return activation(kind).attr("alpha", 0.2).attr("beta", 0.5).build(phase_of(kind));
@@ -247,6 +256,9 @@ Graph example_op(OpKind kind) {
     case K::GatherGrad:
       return Example(kind).in("dY", {2, 3, 4}).in("indices", {2, 3}, DType::i64).attr("axis", int64_t{0})
           .out("ddata", {10, 4}).build(bwd);
+    case K::GatherNDGrad:
+      return Example(kind).in("dY", {2, 3, 4}).in("indices", {2, 3, 1}, DType::i64).attr("batch_dims", int64_t{1})
+          .out("ddata", {2, 5, 4}).build(bwd);
     case K::SGDUpdate:
       return Example(kind).in("param", m2, DType::f32, Role::param).in("grad", m2).attr("lr", 0.1)
           .attr("weight_decay", 0.0).out("param'").build(upd);

@@ -408,6 +408,7 @@ bool partial_ok(OpKind kind) {
     case OpKind::NegativeLogLikelihoodLoss:
     case OpKind::LayerNormalizationGrad:  // dscale/dB are sums over the rows; dX is never partial (rows are outputs)
     case OpKind::GatherGrad:  // a split over the indices sums each rank's scatter
+    case OpKind::GatherNDGrad:  // so does a split over GatherND's index tuples
     case OpKind::InstanceNormalizationGrad:  // dscale/dB are sums over the batch; dX is never partial
       return true;
     default:

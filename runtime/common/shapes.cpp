@@ -122,4 +122,32 @@ std::vector<ResizeTaps> resize_taps(const ResizeShape &s) {
   return taps;
 }
 
+void check_elementwise_indices(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const char *what) {
+  if (ind_shape.size() != data_shape.size() || data_shape.empty())
+    fail(std::string(what) + ": indices and data differ in rank");
+  if (axis < 0 || axis >= static_cast<int64_t>(data_shape.size())) fail(std::string(what) + ": axis out of range");
+  for (size_t d = 0; d < data_shape.size(); ++d)
+    if (static_cast<int64_t>(d) != axis && ind_shape[d] > data_shape[d])
+      fail(std::string(what) + ": indices exceed data on dim " + std::to_string(d));
+}
+
+GatherNdView gather_nd_view(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims) {
+  GatherNdView v;
+  size_t b = static_cast<size_t>(batch_dims), q = ind_shape.size();
+  if (batch_dims < 0 || q == 0 || b >= q || b >= data_shape.size()) fail("gather_nd: batch_dims out of range");
+  v.depth = ind_shape[q - 1];
+  if (v.depth < 1 || b + static_cast<size_t>(v.depth) > data_shape.size()) fail("gather_nd: index tuples too long");
+  for (size_t d = 0; d < b; ++d) {
+    if (data_shape[d] != ind_shape[d]) fail("gather_nd: batch dims of data and indices differ");
+    v.batches *= data_shape[d];
+  }
+  for (size_t d = b; d + 1 < q; ++d) v.tuples *= ind_shape[d];
+  for (size_t d = b; d < data_shape.size(); ++d) {
+    v.per_batch *= data_shape[d];
+    if (d < b + static_cast<size_t>(v.depth)) v.index_dims.push_back(data_shape[d]);
+    else v.slice *= data_shape[d];
+  }
+  return v;
+}
+
 }  // namespace cleave::rt::host

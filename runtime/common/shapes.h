@@ -26,4 +26,17 @@ struct ResizeTaps {
 /** The taps of every spatial dim of `s` (rt.h's ResizeShape); fail()s on inconsistent ranks or sizes. */
 std::vector<ResizeTaps> resize_taps(const ResizeShape &s);
 
+/** fail()s (naming `what`) unless ind_shape has data_shape's rank, axis is a dim of it and ind_shape is no larger off
+ *  the axis (gather_elements, scatter_elements). */
+void check_elementwise_indices(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const char *what);
+
+/** gather_nd's geometry: `batches` walked together, `tuples` index tuples of `depth` coordinates per batch, each
+ *  addressing a slice of `slice` elements among `per_batch` (data's elements per batch); index_dims = the `depth` dims
+ *  the tuples index. fail()s on inconsistent shapes. */
+struct GatherNdView {
+  int64_t batches = 1, tuples = 1, depth = 0, slice = 1, per_batch = 1;
+  Dims index_dims;
+};
+GatherNdView gather_nd_view(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims);
+
 }  // namespace cleave::rt::host

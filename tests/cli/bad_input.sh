@@ -59,6 +59,7 @@ expect overflow '*' "overflows int64" -- eval "$m/huge.onnx" $data
 expect lpnorm_p3 2 'node "norm3" (LpNormalization, opset 15): p 3 is not supported (only 1 and 2)' -- eval "$m/lpnorm_p3.onnx" $data
 expect depth_to_space_mode 2 'node "d2s" (DepthToSpace, opset 15): mode "XYZ" is not supported (DCR, CRD)' -- eval "$m/depth_to_space_mode.onnx" $data
 expect gru_clip 2 'node "gru" (GRU, opset 15): attribute "clip" is not supported' -- eval "$m/gru_clip.onnx" $data
+expect gather_elements_axis 1 'node "gath" (GatherElements, opset 15): axis 5 is out of range for rank 2' -- eval "$m/gather_elements_axis.onnx" $data
 # Flags and data files.
 expect batch_axis_range 1 '--batch-axis: input "x" has 2 dims, no axis 2' -- eval "$m/good.onnx" $data --batch-axis x=2
 expect batch_axis_name 1 '--batch-axis: the model has no graph input "q"' -- eval "$m/good.onnx" $data --batch-axis q=0

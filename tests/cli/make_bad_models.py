@@ -134,3 +134,9 @@ for name, node in (("lpnorm_p3", helper.make_node("LpNormalization", ["logits"],
                                     numpy_helper.from_array(np.zeros((1, 6, 2), np.float32), "gru_r")])
     m.graph.node.insert(len(m.graph.node) - 1, node)
     save(m, name + ".onnx")
+
+# A malformed attribute of a supported op: exit 1, one line naming the node.
+m = base()
+m.graph.node.insert(1, helper.make_node("GatherElements", ["logits", "gidx"], ["gathered"], name="gath", axis=5))
+m.graph.initializer.append(numpy_helper.from_array(np.zeros((2, 3), np.int64), "gidx"))
+save(m, "gather_elements_axis.onnx")

@@ -42,6 +42,31 @@ Graph one_op(OpKind kind, const std::vector<In> &ins, const AttrMap &attrs, cons
   return g;
 }
 
+/** Index `flat` of the indices of GatherElements, ScatterElements, GatherND or GatherNDGrad: in range of the dim it
+ *  addresses, negative about half the time. ScatterElements' targets are distinct along each line of its axis (ONNX
+ *  wants them so without a reduction): position j of a line hits (j + line) mod dim. */
+template <typename Integer>
+double element_index(const Graph &g, const Op &op, int64_t flat, Integer integer) {
+  const Shape &is = g.tensor(op.inputs[1]).shape;
+  int64_t dim = 0, at = 0;
+  if (op.kind == OpKind::GatherND || op.kind == OpKind::GatherNDGrad) {
+    const Shape &ds = g.tensor(op.kind == OpKind::GatherND ? op.inputs[0] : op.outputs[0]).shape;
+    dim = ds[static_cast<size_t>(op.attr_int("batch_dims", 0) + flat % is.back())];
+    at = static_cast<int64_t>(integer(0, dim - 1));
+  } else {
+    auto axis = static_cast<size_t>(op.attr_int("axis", 0));
+    dim = g.tensor(op.inputs[0]).shape[axis];
+    at = static_cast<int64_t>(integer(0, dim - 1));
+    if (op.kind == OpKind::ScatterElements) {
+      int64_t inner = 1;
+      for (size_t d = axis + 1; d < is.size(); ++d) inner *= is[d];
+      int64_t j = flat / inner % is[axis], line = flat / (inner * is[axis]) * inner + flat % inner;
+      at = (j + line) % dim;
+    }
+  }
+  return static_cast<double>(integer(0, 1) != 0 ? at - dim : at);
+}
+
 /** Inputs valid for the op: class labels and gather indices in range (negative ones where ONNX allows them),
  *  positive values where a function needs them (Log, Sqrt, Pow), step T = 3. */
 interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt19937 &rng) {
@@ -58,6 +83,9 @@ interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt199
         int64_t dim = op.kind == OpKind::Gather ? g.tensor(op.inputs[0]).shape[static_cast<size_t>(axis)]
                                                 : g.tensor(op.outputs[0]).shape[static_cast<size_t>(axis)];
         x = integer(-dim, dim - 1);
+      } else if (op.kind == OpKind::GatherElements || op.kind == OpKind::ScatterElements ||
+                 op.kind == OpKind::GatherND || op.kind == OpKind::GatherNDGrad) {
+        x = element_index(g, op, static_cast<int64_t>(&x - v.data.data()), integer);
       } else if (op.kind == OpKind::OneHot) {
         int64_t depth = op.attr_int("depth");
         x = integer(-depth - 1, depth);  // negative ones count from the end; -depth - 1 and depth are out of range
@@ -132,7 +160,7 @@ TEST(DescriptionVsInterpreter, EveryEvaluableExample) {
     if (check_op(example_op(kind)) > 0) ++kinds;
   }
   // Kinds with no evaluable output: Softmax, LogSoftmax, their gradients, MaxPoolGrad and Dropout (training).
-  EXPECT_GE(kinds, 71);
+  EXPECT_GE(kinds, 75);
 }
 
 using V = std::vector<int64_t>;
@@ -201,6 +229,41 @@ TEST(DescriptionVsInterpreter, LayoutVariants) {
                             {{"axis", int64_t{1}}}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Split, {{"X", {7, 2}}}, {{"axis", int64_t{0}}, {"split", V{2, 4, 1}}},
                             {{"Y0"}, {"Y1"}, {"Y2"}})), 3);
+}
+
+TEST(DescriptionVsInterpreter, GatherScatterVariants) {
+  const DType i64 = DType::i64;
+  EXPECT_EQ(check_op(one_op(OpKind::GatherElements, {{"data", {3, 5, 2}}, {"indices", {2, 7, 2}, i64}},
+                            {{"axis", int64_t{1}}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::GatherElements, {{"data", {4, 3}}, {"indices", {4, 3}, i64}},
+                            {{"axis", int64_t{0}}}, {{"Y"}})), 1);
+  for (const char *reduction : {"none", "add"}) {
+    SCOPED_TRACE(reduction);
+    // updates smaller than data off the axis, and (axis 0) fewer of them than the dim holds.
+    EXPECT_EQ(check_op(one_op(OpKind::ScatterElements,
+                              {{"data", {3, 5, 4}}, {"indices", {2, 4, 3}, i64}, {"updates", {2, 4, 3}}},
+                              {{"axis", int64_t{1}}, {"reduction", std::string(reduction)}}, {{"Y"}})), 1);
+    EXPECT_EQ(check_op(one_op(OpKind::ScatterElements, {{"data", {5, 3}}, {"indices", {3, 3}, i64}, {"updates", {3, 3}}},
+                              {{"axis", int64_t{0}}, {"reduction", std::string(reduction)}}, {{"Y"}})), 1);
+  }
+  // GatherND: batch_dims 0 with pairs and singles, batch_dims 1 and 2, one full-depth tuple per batch; its gradient.
+  struct Nd {
+    Shape data, indices;
+    int64_t b;
+  };
+  for (const Nd &c : std::vector<Nd>{{{5, 4, 3}, {6, 2}, 0},
+                                     {{5, 4}, {2, 3, 1}, 0},
+                                     {{2, 5, 4}, {2, 3, 1}, 1},
+                                     {{2, 3, 5, 4}, {2, 3, 2}, 2},
+                                     {{2, 6, 4}, {2, 2}, 1}}) {
+    SCOPED_TRACE(shape_str(c.data) + " " + shape_str(c.indices));
+    Graph fwd = one_op(OpKind::GatherND, {{"data", c.data}, {"indices", c.indices, i64}}, {{"batch_dims", c.b}},
+                       {{"Y"}});
+    EXPECT_EQ(check_op(fwd), 1);
+    Shape ys = fwd.tensor(fwd.op(0).outputs[0]).shape;
+    EXPECT_EQ(check_op(one_op(OpKind::GatherNDGrad, {{"dY", ys}, {"indices", c.indices, i64}}, {{"batch_dims", c.b}},
+                              {{"ddata", c.data}})), 1);
+  }
 }
 
 TEST(DescriptionVsInterpreter, LossAndNormVariants) {

@@ -1,8 +1,8 @@
 """The ops of issue 24 (ReduceL2, ReduceL1, ReduceLogSumExp, ReduceSumSquare, LpNormalization, Tile, DepthToSpace,
-SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot, Trilu, Einsum) train one step like torch, on 1 rank (`cleave eval`) and on 2
-(`cleave compile --planner data --devices 2` + `cleave run`).
+SpaceToDepth, ArgMax, ArgMin, CumSum, Mod, OneHot, Trilu, Einsum) and GatherElements, ScatterElements and GatherND train
+one step like torch, on 1 rank (`cleave eval`) and on 2 (`cleave compile --planner data --devices 2` + `cleave run`).
 
-Four models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
+Six models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
   - torch_reduce: torch 1.13's export (opset 14, training mode, no constant folding) of logsumexp, norm p=2 and p=1
     (ReduceLogSumExp, ReduceL2, ReduceL1), and triu/tril of run-time values (Trilu, lowered to Where);
   - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, fmod (Mod fmod=1), argmax
@@ -11,7 +11,13 @@ Four models, each a trainable weight w times an input x, the ops under test on t
     map, a per-sample dot, an outer product, three operands, an implicit output and a transpose with a sum;
   - onnx_ops: the ops torch does not export, written with onnx.helper and computed in torch by their ONNX definition:
     ReduceSumSquare, LpNormalization p=1 and p=2, DepthToSpace DCR, SpaceToDepth, exclusive reverse CumSum, ArgMin with
-    select_last_index, Mod fmod=0 (torch.remainder), and OneHot with negative indices and trainable float values.
+    select_last_index, Mod fmod=0 (torch.remainder), and OneHot with negative indices and trainable float values;
+  - torch_gather: torch's export (opset 16) of gather (GatherElements, indices smaller than the data), scatter
+    (ScatterElements, distinct targets, a gradient for both the data and the updates) and scatter_add (ScatterElements
+    reduction add, repeated targets), the indices int64 inputs split with the batch;
+  - onnx_gathernd: GatherND written with onnx.helper, batch_dims 1 on the activations (row tuples, and full-depth
+    tuples of one element), batch_dims 0 on the weight itself (its gradient a scatter-add of both ranks' samples), with
+    negative indices; torch computes it by advanced indexing.
 Checks, as image_layers.py: the loss within relative 1e-5 of torch float64's; each parameter's gradient, recovered from
 the saved model as (w0 - w1) / lr, no further from torch float64's (relative to the parameter's largest gradient) than
 torch float32's own, and at most max(1e-5, that); the 2-rank bundle likewise.
@@ -143,6 +149,60 @@ def onnx_ops_torch(p, x, y):
     return total / b
 
 
+# ---- gathers and scatters: torch's export of gather/scatter/scatter_add, and GatherND by onnx.helper ----
+
+class TorchGather(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5))
+
+    def forward(self, x, gi, si):
+        h = x * self.w                                           # [B, 6, 5]
+        g = torch.gather(h, 2, gi)                               # GatherElements [B, 4, 3]
+        loss = (g ** 2).sum()
+        s = h.scatter(1, si, h[:, 2:4, :] * 2.0)                 # ScatterElements none, si [B, 2, 5] distinct
+        loss = loss + (s ** 3).sum() * 0.1
+        a = h.scatter_add(2, gi, g)                              # ScatterElements add, repeated targets
+        return (loss + (a ** 2).sum()) / BATCH
+
+
+def gathernd_model(path, w):
+    i64 = TensorProto.INT64
+    n = helper.make_node
+    nodes = [
+        n("Mul", ["x", "w"], ["h"]),                                      # [B, 6, 5]
+        n("GatherND", ["h", "i1"], ["g1"], batch_dims=1),                 # rows: [B, 3, 5]
+        n("GatherND", ["w", "i2"], ["g2"]),                               # elements of w: [B]
+        n("GatherND", ["h", "i3"], ["g3"], batch_dims=1),                 # elements: [B, 2]
+        n("Mul", ["g1", "g1"], ["g1_sq"]), n("ReduceSum", ["g1_sq"], ["s1"], keepdims=0),
+        n("Mul", ["g2", "g2"], ["g2_sq"]), n("Mul", ["g2_sq", "g2"], ["g2_cu"]),
+        n("ReduceSum", ["g2_cu"], ["s2"], keepdims=0),
+        n("Mul", ["g3", "g3"], ["g3_sq"]), n("ReduceSum", ["g3_sq"], ["s3"], keepdims=0),
+        n("Sum", ["s1", "s2", "s3"], ["total"]),
+        n("Div", ["total", "batch"], ["loss"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "onnx_gathernd",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, 6, 5]),
+         helper.make_tensor_value_info("i1", i64, [BATCH, 3, 1]),
+         helper.make_tensor_value_info("i2", i64, [BATCH, 2]),
+         helper.make_tensor_value_info("i3", i64, [BATCH, 2, 2])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.float32(BATCH), "batch")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def gathernd_torch(p, x, i1, i2, i3):
+    h = x * p["w"]
+    b = torch.arange(h.shape[0]).unsqueeze(1)
+    g1 = h[b, i1[..., 0]]                                        # negative indices count from the end, as in ONNX
+    g2 = p["w"][i2[:, 0], i2[:, 1]]
+    g3 = h[b, i3[..., 0], i3[..., 1]]
+    return ((g1 ** 2).sum() + (g2 ** 3).sum() + (g3 ** 2).sum()) / h.shape[0]
+
+
 # ---- comparison ----
 
 def run_case(cleave, name, path, data, ref, tmp):
@@ -217,6 +277,40 @@ def main():
         onnx_ops_model(path, w, v)
         ref = tc.function_reference(onnx_ops_torch, {"w": w, "v": v}, [x, y])
         problems += run_case(cleave, "onnx_ops", path, tc.save_data(tmp, "onnx_ops", {"x": x, "y": y}), ref, tmp)
+        # torch_gather
+        torch.manual_seed(3)
+        m = TorchGather()
+        x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
+        gi = rng.integers(0, 5, (BATCH, 4, 3)).astype(np.int64)
+        si = np.argsort(rng.random((BATCH, 6, 5)), axis=1)[:, :2, :].astype(np.int64)
+        path = os.path.join(tmp, "torch_gather.onnx")
+        ops = export(m, tuple(torch.from_numpy(a) for a in (x, gi, si)), ["x", "gi", "si"], path, opset=16)
+        print("torch_gather: ONNX ops " + ", ".join(ops), flush=True)
+        for need in ("GatherElements", "ScatterElements"):
+            if need not in ops:
+                problems.append(f"torch_gather: the export has no {need}")
+        reductions = sorted({a.s.decode() for nd in onnx.load(path).graph.node if nd.op_type == "ScatterElements"
+                             for a in nd.attribute if a.name == "reduction"})
+        if "add" not in reductions:
+            problems.append(f"torch_gather: no ScatterElements with reduction add (reductions {reductions})")
+        w = m.w.detach().numpy()
+        ref = tc.function_reference(lambda p, *a: TorchGather.forward(SimpleNamespace(w=p["w"]), *a), {"w": w},
+                                    [x, gi, si])
+        problems += run_case(cleave, "torch_gather", path,
+                             tc.save_data(tmp, "torch_gather", {"x": x, "gi": gi, "si": si}), ref, tmp)
+
+        # onnx_gathernd
+        w = rng.standard_normal((6, 5)).astype(np.float32)
+        x = rng.standard_normal((BATCH, 6, 5)).astype(np.float32)
+        i1 = rng.integers(-6, 6, (BATCH, 3, 1)).astype(np.int64)
+        i2 = np.stack([rng.integers(-6, 6, BATCH), rng.integers(-5, 5, BATCH)], axis=1).astype(np.int64)
+        i2[2] = i2[0]  # the same element of w from both ranks' samples
+        i3 = np.stack([rng.integers(-6, 6, (BATCH, 2)), rng.integers(-5, 5, (BATCH, 2))], axis=2).astype(np.int64)
+        path = os.path.join(tmp, "onnx_gathernd.onnx")
+        gathernd_model(path, w)
+        ref = tc.function_reference(gathernd_torch, {"w": w}, [x, i1, i2, i3])
+        problems += run_case(cleave, "onnx_gathernd", path,
+                             tc.save_data(tmp, "onnx_gathernd", {"x": x, "i1": i1, "i2": i2, "i3": i3}), ref, tmp)
     for p in problems:
         print("FAIL " + p)
     sys.exit(1 if problems else 0)

@@ -4,7 +4,7 @@
 // rt::checkpoint_save to argv[1] and compare_checkpoints.py checks the two files against each other.
 // Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
 // blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer/instance norm, conv transpose, resize,
-// argmax/argmin, cumsum, one-hot,
+// argmax/argmin, cumsum, one-hot, gather/scatter elements and gather_nd (negative indices, atomics of repeated targets),
 // losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
 // bit), optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
 // kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
@@ -266,6 +266,32 @@ void index_cases() {
   rt::one_hot(outer, depth, inner, ind, values, output("one_hot", outer * depth * inner), sizeof(float));
 }
 
+void gather_scatter_cases() {
+  // GatherElements and ScatterElements along axis 1 of [6, 37, 5], indices [4, 30, 5] (every third one negative).
+  rt::Dims data{6, 37, 5}, ind{4, 30, 5};
+  int64_t nd = prod(data), ni = prod(ind);
+  float *x = input(nd, 71), *u = input(ni, 73);
+  int64_t *gi = labels(ni, 37, 72);
+  rt::map_index(ni, [=] CLEAVE_HD(int64_t i) { gi[i] -= i % 3 == 0 ? 37 : 0; });
+  rt::gather_elements(data, ind, 1, gi, x, output("gather_elements", ni));
+  rt::scatter_elements(data, ind, 1, gi, x, u, output("scatter_elements_add", nd), true);
+  // Without a reduction the targets of a line are distinct: position j of line l hits (7 j + l) mod 37.
+  auto *di = static_cast<int64_t *>(alloc_bytes(ni * 8));
+  rt::map_index(ni, [=] CLEAVE_HD(int64_t i) {
+    int64_t j = i / 5 % 30, line = i / 150 * 5 + i % 5;
+    di[i] = (7 * j + line) % 37 - (i % 2 != 0 ? 37 : 0);
+  });
+  rt::scatter_elements(data, ind, 1, di, x, u, output("scatter_elements", nd), false);
+  // GatherND: batch_dims 1 with rows ([6, 20, 1] into [6, 37, 5]); batch_dims 0 with [row, col] pairs.
+  int64_t *ti = labels(6 * 20, 37, 74);
+  rt::gather_nd(data, {6, 20, 1}, 1, ti, x, output("gather_nd", 6 * 20 * 5));
+  rt::gather_nd_backward(data, {6, 20, 1}, 1, ti, input(6 * 20 * 5, 75), output("gather_nd_backward", nd));
+  auto *pi = static_cast<int64_t *>(alloc_bytes(25 * 2 * 8));
+  rt::map_index(50, [=] CLEAVE_HD(int64_t i) { pi[i] = i % 2 == 0 ? i * 5 % 6 - 6 * (i % 4 == 0) : i * 11 % 37; });
+  rt::gather_nd(data, {25, 2}, 0, pi, x, output("gather_nd_pairs", 25 * 5));
+  rt::gather_nd_backward(data, {25, 2}, 0, pi, input(25 * 5, 76), output("gather_nd_pairs_backward", nd));
+}
+
 void loss_cases() {
   for (int log = 0; log < 2; ++log) {
     std::string tag = log ? "logsoftmax" : "softmax";
@@ -348,6 +374,7 @@ int main(int argc, char **argv) {
     norm_cases();
     image_cases();
     index_cases();
+    gather_scatter_cases();
     loss_cases();
     layout_cases();
     optim_dropout_cases();

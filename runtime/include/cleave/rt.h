@@ -263,6 +263,27 @@ void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y,
 void one_hot(int64_t outer, int64_t depth, int64_t inner, const int64_t *indices, const void *values, void *y,
              size_t elem_size);
 
+// ---------------------------------------------------------------- element-wise and N-d indexing (gather_ops.cpp)
+// A negative index counts from the end of its dim; one outside [-dim, dim) fail()s, as in gather(). The dims indexed
+// are whole on every rank (their description vars are opaque or read whole), so indices are global = local there.
+
+/** GatherElements: y (ind_shape) [p] = data[p with p[axis] = indices[p]]; data (data_shape) has indices' rank and is
+ *  no smaller off the axis. */
+void gather_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
+                     const float *data, float *y);
+/** ScatterElements: y (data_shape) = data, then y[p with p[axis] = indices[p]] = updates[p] (or += with `add`) for
+ *  every p of ind_shape (updates' shape too). Repeated targets without `add`: the last update wins on the CPU, any one
+ *  of them on the GPU (ONNX leaves it undefined). */
+void scatter_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
+                      const float *data, const float *updates, float *y, bool add);
+/** GatherND: y [indices[:-1] + data[batch_dims + k:]] = the slices of data (data_shape) at the k-tuples of indices
+ *  (ind_shape, k = its last dim), the first batch_dims dims of both walked together. */
+void gather_nd(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
+               const float *data, float *y);
+/** The adjoint: ddata (data_shape, zeroed first) += dy scattered to the slices gather_nd read; repeats accumulate. */
+void gather_nd_backward(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
+                        const float *dy, float *ddata);
+
 // ---------------------------------------------------------------- layer normalisation (layer_norm.cpp)
 
 /** LayerNormalization of X viewed as [outer, inner] over each row (inner = the normalised trailing dims), biased
