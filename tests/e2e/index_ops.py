@@ -284,7 +284,7 @@ def main():
         gi = rng.integers(0, 5, (BATCH, 4, 3)).astype(np.int64)
         si = np.argsort(rng.random((BATCH, 6, 5)), axis=1)[:, :2, :].astype(np.int64)
         path = os.path.join(tmp, "torch_gather.onnx")
-        ops = export(m, tuple(torch.from_numpy(a) for a in (x, gi, si)), ["x", "gi", "si"], path, opset=16)
+        ops = tc.export(m, tuple(torch.from_numpy(a) for a in (x, gi, si)), path, 16, ["x", "gi", "si"])
         print("torch_gather: ONNX ops " + ", ".join(ops), flush=True)
         for need in ("GatherElements", "ScatterElements"):
             if need not in ops:
