@@ -38,7 +38,9 @@ void kernel_SGDUpdate(const KernelArgs &k) {
   same_shapes(k, {1}, {0}, 0);
   double lr = k.ctx.rate(k.op.attr_float("lr")), wd = k.op.attr_float("weight_decay", 0.0);
   const Value &p = k.in(0), &g = k.in(1);
-  for (size_t i = 0; i < p.data.size(); ++i) k.out(0).data[i] = p.data[i] - lr * (g.data[i] + wd * p.data[i]);
+  // As torch: the decay term only when weight_decay != 0 (0 * an infinite parameter, a mask, would be NaN).
+  for (size_t i = 0; i < p.data.size(); ++i)
+    k.out(0).data[i] = p.data[i] - lr * (wd != 0 ? g.data[i] + wd * p.data[i] : g.data[i]);
 }
 
 void kernel_MomentumUpdate(const KernelArgs &k) {
@@ -49,7 +51,7 @@ void kernel_MomentumUpdate(const KernelArgs &k) {
   bool nesterov = k.op.attr_int("nesterov", 0) != 0;
   const Value &p = k.in(0), &g = k.in(1), &b = k.in(2);
   for (size_t i = 0; i < p.data.size(); ++i) {
-    double gi = g.data[i] + wd * p.data[i];
+    double gi = wd != 0 ? g.data[i] + wd * p.data[i] : g.data[i];
     double bi = mu * b.data[i] + gi;
     double step = nesterov ? gi + mu * bi : bi;
     k.out(0).data[i] = p.data[i] - lr * step;
@@ -70,7 +72,7 @@ void kernel_AdamUpdate(const KernelArgs &k) {
   for (size_t i = 0; i < p.data.size(); ++i) {
     double pi = p.data[i], gi = g.data[i];
     if (decoupled) pi *= 1 - lr * wd;  // AdamW: decay the parameter, not the gradient
-    else gi += wd * pi;
+    else if (wd != 0) gi += wd * pi;
     double mi = b1 * m.data[i] + (1 - b1) * gi;
     double vi = b2 * v.data[i] + (1 - b2) * gi * gi;
     // torch: denom = sqrt(v) / sqrt(bc2) + eps; p -= (lr / bc1) * m / denom

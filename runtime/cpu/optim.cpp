@@ -23,14 +23,14 @@ void add_in_place(float *y, const float *x, int64_t n) {
 
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {
   double l = lr, wd = weight_decay;
-  for (int64_t i = 0; i < n; ++i) p_out[i] = static_cast<float>(p[i] - l * (g[i] + wd * p[i]));
+  for (int64_t i = 0; i < n; ++i) p_out[i] = static_cast<float>(p[i] - l * (wd != 0 ? g[i] + wd * p[i] : g[i]));
 }
 
 void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
                    float weight_decay, bool nesterov, float *p_out, float *b_out) {
   double l = lr, mu = momentum, wd = weight_decay;
   for (int64_t i = 0; i < n; ++i) {
-    double gi = g[i] + wd * p[i];
+    double gi = wd != 0 ? g[i] + wd * p[i] : g[i];  // as torch: 0 * an infinite mask would be NaN
     double bi = mu * b[i] + gi;
     double step = nesterov ? gi + mu * bi : bi;
     float pn = static_cast<float>(p[i] - l * step);
@@ -48,7 +48,7 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
   for (int64_t i = 0; i < n; ++i) {
     double pi = p[i], gi = g[i];
     if (decoupled) pi *= 1 - l * wd;  // AdamW decays the parameter, Adam the gradient
-    else gi += wd * pi;
+    else if (wd != 0) gi += wd * pi;
     double mi = b1 * m[i] + (1 - b1) * gi;
     double vi = b2 * v[i] + (1 - b2) * gi * gi;
     // torch: denom = sqrt(v) / sqrt(bc2) + eps; p -= (lr / bc1) * m / denom

@@ -30,13 +30,13 @@ __global__ void scale_kernel(int64_t n, float *x, float s) { CLEAVE_FOR_EACH(i, 
 __global__ void add_kernel(int64_t n, float *y, const float *x) { CLEAVE_FOR_EACH(i, n) y[i] += x[i]; }
 
 __global__ void sgd_kernel(int64_t n, const float *p, const float *g, double l, double wd, float *p_out) {
-  CLEAVE_FOR_EACH(i, n) p_out[i] = static_cast<float>(p[i] - l * (g[i] + wd * p[i]));
+  CLEAVE_FOR_EACH(i, n) p_out[i] = static_cast<float>(p[i] - l * (wd != 0 ? g[i] + wd * p[i] : g[i]));
 }
 
 __global__ void momentum_kernel(int64_t n, const float *p, const float *g, const float *b, double l, double mu,
                                 double wd, bool nesterov, float *p_out, float *b_out) {
   CLEAVE_FOR_EACH(i, n) {
-    double gi = g[i] + wd * p[i];
+    double gi = wd != 0 ? g[i] + wd * p[i] : g[i];  // as torch: 0 * an infinite mask would be NaN
     double bi = mu * b[i] + gi;
     double step = nesterov ? gi + mu * bi : bi;
     float pn = static_cast<float>(p[i] - l * step);
@@ -51,7 +51,7 @@ __global__ void adam_kernel(int64_t n, const float *p, const float *g, const flo
   CLEAVE_FOR_EACH(i, n) {
     double pi = p[i], gi = g[i];
     if (decoupled) pi *= 1 - l * wd;
-    else gi += wd * pi;
+    else if (wd != 0) gi += wd * pi;
     double mi = b1 * m[i] + (1 - b1) * gi;
     double vi = b2 * v[i] + (1 - b2) * gi * gi;
     float pn = static_cast<float>(pi - (l / bc1) * mi / (sqrt(vi) / sqrt(bc2) + e));

@@ -1,5 +1,7 @@
 // Layout ops (broadcast, transpose, slice, concat, split, region copy), optimizer steps and Dropout against the
 // reference interpreter.
+#include <limits>
+
 #include "tests/runtime/one_op.h"
 
 namespace cleave::rt::testing {
@@ -142,6 +144,32 @@ TEST(RuntimeKernels, Optimizers) {
                       {"decoupled", int64_t{1}}},
                      7, "ADAMW(lr=0.02,wd=0.05,step=7)"),
   });
+}
+
+TEST(RuntimeKernels, OptimizersLeaveAnInfiniteParameterWithoutDecayInfinite) {
+  // torch.optim adds the decay term only when weight_decay != 0: a -inf mask entry trained by mistake (a buffer
+  // exported as an initializer) with a zero gradient stays -inf, in the interpreter and in the kernels, not NaN.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (OpKind kind : {OpKind::SGDUpdate, OpKind::MomentumUpdate, OpKind::AdamUpdate}) {
+    int states = kind == OpKind::SGDUpdate ? 0 : kind == OpKind::MomentumUpdate ? 1 : 2;
+    AttrMap attrs{{"lr", 0.1}, {"weight_decay", 0.0}, {"momentum", 0.9}, {"beta1", 0.9}, {"beta2", 0.999},
+                  {"eps", 1e-8}};
+    OneOp f;
+    f.in({2}, {-inf, 1.0});
+    f.in({2}, {0.0, 0.5});
+    for (int i = 0; i < states; ++i) f.in({2}, {0.0, 0.0});
+    for (int i = 0; i < 1 + states; ++i) f.out({2});
+    auto ref = f.run(kind, attrs, 1);
+    EXPECT_EQ(ref[0][0], -inf) << op_kind_name(kind);
+    std::vector<float> p{-std::numeric_limits<float>::infinity(), 1.0f}, g{0.0f, 0.5f}, m{0, 0}, v{0, 0};
+    if (kind == OpKind::SGDUpdate) sgd_step(2, p.data(), g.data(), 0.1f, 0.0f, p.data());
+    if (kind == OpKind::MomentumUpdate) momentum_step(2, p.data(), g.data(), m.data(), 0.1f, 0.9f, 0.0f, false, p.data(), m.data());
+    if (kind == OpKind::AdamUpdate)
+      adam_step(2, p.data(), g.data(), m.data(), v.data(), 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, false, 1, p.data(), m.data(),
+                v.data());
+    EXPECT_EQ(p[0], -std::numeric_limits<float>::infinity()) << op_kind_name(kind);
+    EXPECT_NEAR(p[1], ref[0][1], 1e-6) << op_kind_name(kind);
+  }
 }
 
 /** ai.onnx.preview.training ops with one tensor: (R, T, X, G, states...) -> (X', states'...). */
