@@ -6,31 +6,16 @@
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
 
 namespace cleave {
 namespace {
 
 using test::kF32;
+using test::import;
+using test::import_error;
 using test::ModelBuilder;
-
-Graph import(const ModelBuilder &mb, const std::string &tag) {
-  test::TempDir dir(tag);
-  return import_onnx(mb.save(dir / "model.onnx"));
-}
-
-/** The UserError of importing `mb` (message, exit code); fails the test if the import succeeds. */
-std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag) {
-  try {
-    import(mb, tag);
-  } catch (const UserError &e) {
-    return {e.what(), e.exit_code()};
-  }
-  ADD_FAILURE() << "import of " << tag << " succeeded";
-  return {"", 0};
-}
-
-#define EXPECT_HAS(msg, sub) EXPECT_NE((msg).find(sub), std::string::npos) << "message: " << (msg)
 
 std::vector<std::string> op_names(const Graph &g) {
   std::vector<std::string> names;

@@ -7,6 +7,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
+#include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
 
 namespace cleave {
@@ -14,21 +15,9 @@ namespace {
 
 using test::kF32;
 using test::kI64;
+using test::import;
+using test::import_error;
 using test::ModelBuilder;
-
-std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag, ImportOptions opts = {}) {
-  test::TempDir dir(tag);
-  std::string path = mb.save(dir / "model.onnx");
-  try {
-    import_onnx(path, opts);
-  } catch (const UserError &e) {
-    std::string msg = e.what();
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
-    return {msg, e.exit_code()};
-  }
-  ADD_FAILURE() << "import of " << tag << " succeeded";
-  return {"", 0};
-}
 
 #define EXPECT_ERROR(mb, tag, fragment)                                  \
   do {                                                                   \

@@ -13,12 +13,15 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/tensor_data.h"
+#include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
 
 namespace cleave {
 namespace {
 
 using test::kF32;
+using test::import;
+using test::import_error;
 using test::ModelBuilder;
 
 constexpr int64_t kB = 3, kI = 2, kH = 4;
@@ -54,11 +57,6 @@ ModelBuilder lstm_model(int64_t seq, const std::vector<int32_t> *lens = nullptr)
   mb.output("Y_h", 3);
   mb.output("Y_c", 3);
   return mb;
-}
-
-Graph import(const ModelBuilder &mb, const std::string &tag) {
-  test::TempDir dir(tag);
-  return import_onnx(mb.save(dir / "model.onnx"));
 }
 
 /** Runs the graph on X; returns the values of Y, Y_h, Y_c. */
@@ -138,18 +136,6 @@ TEST(ImportLstm, ReverseIsForwardOnTimeReversedInput) {
   for (size_t o = 1; o <= 2; ++o)
     for (size_t i = 0; i < r[o].size(); ++i) EXPECT_NEAR(r[o][i], f[o][i], 1e-6) << (o == 1 ? "Y_h" : "Y_c");
 }
-
-std::pair<std::string, int> import_error(const ModelBuilder &mb, const std::string &tag) {
-  try {
-    import(mb, tag);
-  } catch (const UserError &e) {
-    return {e.what(), e.exit_code()};
-  }
-  ADD_FAILURE() << "import of " << tag << " succeeded";
-  return {"", 0};
-}
-
-#define EXPECT_HAS(msg, sub) EXPECT_NE((msg).find(sub), std::string::npos) << "message: " << (msg)
 
 TEST(ImportLstm, UnsupportedFeaturesAreListedWithExitCode2) {
   ModelBuilder mb = lstm_model(2);

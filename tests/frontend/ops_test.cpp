@@ -5,6 +5,7 @@
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
+#include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
 
 namespace cleave {
@@ -12,12 +13,9 @@ namespace {
 
 using test::kF32;
 using test::kI64;
+using test::import;
+using test::import_error;
 using test::ModelBuilder;
-
-Graph import(const ModelBuilder &mb, const std::string &tag, ImportOptions opts = {}) {
-  test::TempDir dir(tag);
-  return import_onnx(mb.save(dir / "model.onnx"), opts);
-}
 
 const Op &only_op(const Graph &g, OpKind k) {
   const Op *found = nullptr;
