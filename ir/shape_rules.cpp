@@ -940,29 +940,24 @@ Types rule_SliceGrad(const RuleArgs &r) {
   return {{dy.dtype, dx.shape}};
 }
 
-Types rule_GatherGrad(const RuleArgs &r) {
+/** (dY, indices) -> ddata of a gather's backward: ddata is declared, and `gathered(ddata, indices)` must be dY's shape
+ *  (`what` names the gather in the message). */
+template <typename Gathered>
+Types scatter_back_rule(const RuleArgs &r, const Gathered &gathered, const char *what) {
   r.need_inputs(2, 2);
   TensorType dy = r.type(0, "dY"), i = r.type(1, "indices");
   r.need_int(i, "indices");
   const Tensor &dd = r.declared(0, "ddata");
-  Shape y = gathered_shape(r, dd.shape, i.shape);
+  Shape y = gathered(r, dd.shape, i.shape);
   if (y != dy.shape)
-    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the gather ", shape_str(y), " of ddata ",
+    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the ", what, " ", shape_str(y), " of ddata ",
                           shape_str(dd.shape), " by indices ", shape_str(i.shape)));
   return {{dy.dtype, dd.shape}};
 }
 
-Types rule_GatherNDGrad(const RuleArgs &r) {
-  r.need_inputs(2, 2);
-  TensorType dy = r.type(0, "dY"), i = r.type(1, "indices");
-  r.need_int(i, "indices");
-  const Tensor &dd = r.declared(0, "ddata");
-  Shape y = gathered_nd_shape(r, dd.shape, i.shape);
-  if (y != dy.shape)
-    r.fail(detail::concat("dY ", shape_str(dy.shape), " is not the GatherND ", shape_str(y), " of ddata ",
-                          shape_str(dd.shape), " by indices ", shape_str(i.shape)));
-  return {{dy.dtype, dd.shape}};
-}
+Types rule_GatherGrad(const RuleArgs &r) { return scatter_back_rule(r, gathered_shape, "gather"); }
+
+Types rule_GatherNDGrad(const RuleArgs &r) { return scatter_back_rule(r, gathered_nd_shape, "GatherND"); }
 
 /** (param, grad, state...) -> (param', state'...): every operand has param's shape. */
 Types param_update(const RuleArgs &r, size_t n_in) {
