@@ -651,9 +651,17 @@ std::string kernel_code(const KernelCall &call) {
       return "rt::dropout_backward(" + num(prod(out_shapes[0])) + ", " + float_literal(op.attr_float("ratio", 0.5)) +
              ", " + in(0) + ", " + in(1) + ", " + out(0) + ");";
     case OpKind::ReduceSum:
-    case OpKind::ReduceMean:
       return "rt::reduce(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +
-             ", " + out(0) + ", " + (op.kind == OpKind::ReduceMean ? "true" : "false") + ");";
+             ", " + out(0) + ", false);";
+    case OpKind::ReduceMean: {
+      // Divided by the whole tensor's reduced count, not the shard's: split along a reduced dim, each rank's output
+      // is its share of the global mean (a partial output, plan::partial_ok), and the all-reduce sums the shares.
+      const Shape &xs = g.tensor(op.inputs[0]).shape;
+      int64_t count = 1;
+      for (int64_t a : op.attr_ints("axes")) count *= xs[static_cast<size_t>(a)];
+      return "rt::reduce_mean(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " +
+             num(count) + ", " + in(0) + ", " + out(0) + ");";
+    }
     case OpKind::SGDUpdate:
       return "rt::sgd_step(" + num(prod(out_shapes[0])) + ", " + in(0) + ", " + in(1) + ", " +
              scheduled_lr(op) + ", " + float_literal(op.attr_float("weight_decay", 0.0)) + ", " + out(0) + ");";

@@ -399,6 +399,7 @@ bool partial_ok(OpKind kind) {
     case OpKind::Gemm:
     case OpKind::MatMul:
     case OpKind::ReduceSum:
+    case OpKind::ReduceMean:  // its kernel divides by the whole reduced count: each shard's share of the mean
     case OpKind::Conv:
     case OpKind::ConvGradData:
     case OpKind::ConvGradFilter:

@@ -4,6 +4,7 @@
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/plan/validate.h"
+#include "planner/search/strategies.h"
 
 namespace cleave::plan {
 namespace {
@@ -84,8 +85,9 @@ Plan data_plan(const Graph &g, int devices) {
     if (v < 0) return c;
     ParallelConfig split{all, mesh, {d.vars[static_cast<size_t>(v)].name}};
     // Synced batch vars (BatchNorm, weighted-mean losses) split like any other, their kernels all-reducing the
-    // statistics; opaque or max-reduced ones, and splits the outputs' shardings cannot state, stay replicated.
-    return config_problems(g, op, descs, split, devices).empty() ? split : c;
+    // statistics; opaque or max-reduced ones, splits the outputs' shardings cannot state, and splits codegen cannot
+    // lower (codegen_supports, as every planner checks) stay replicated.
+    return config_problems(g, op, descs, split, devices).empty() && codegen_supports(g, op, descs, split) ? split : c;
   };
   auto source = [&](TensorId t) {
     Sharding s{all, mesh, {AxisSharding{}}};

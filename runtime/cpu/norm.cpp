@@ -194,4 +194,12 @@ void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, boo
   for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
 }
 
+void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y) {
+  detail::ReductionWalk walk(x_shape, axes, "reduce_mean");
+  std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
+  walk.each([&](int64_t f, int64_t o) { acc[static_cast<size_t>(o)] += x[f]; });
+  double div = count > 0 ? static_cast<double>(count) : 1.0;
+  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
+}
+
 }  // namespace cleave::rt

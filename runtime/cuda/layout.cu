@@ -308,6 +308,11 @@ void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, boo
   launch_reduce(p, x, y, mean && p.nred > 0 ? static_cast<double>(p.nred) : 1.0, "reduce");
 }
 
+void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y) {
+  ReductionPlan p = plan_reduction(x_shape, axes_mask(x_shape, axes, "reduce_mean"));
+  launch_reduce(p, x, y, count > 0 ? static_cast<double>(count) : 1.0, "reduce_mean");
+}
+
 void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min) {
   ReductionPlan p = plan_reduction(x_shape, axes_mask(x_shape, axes, "reduce_max"));
   if (p.ny == 0) return;

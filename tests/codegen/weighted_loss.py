@@ -7,6 +7,14 @@ Two small models built here with onnx.helper, Linear(64,10) then
 trained with SGD on the digits data (batch 16, so each step ignores the batch's 3s), `cleave run` of the `data`
 plan on 2 and 4 ranks == `cleave eval` (the reference interpreter): per-step losses within relative 1e-5 and the
 saved weights within 1e-5 * max|w|. Also checks the plan splits the loss and its gradient on the batch.
+Batch means: a ReduceMean over the batch axis split on it leaves each rank its share of the whole mean (its partial
+sum divided by the global count), all-reduced where it is read. Four small models, x [4,3,2,2] -> Tanh(x * w) -> t:
+  mvn  MeanVarianceNormalization(t) (imported as its function body: ReduceMean over [0,2,3], keepdims 1, twice)
+  k1   t - ReduceMean(t, axes [0,2,3], keepdims 1)
+  k0   t * ReduceMean(t, axes [0], keepdims 0)
+  max  t * ReduceMax(t, axes [0,2,3], keepdims 1)  (a max does not split: the planners replicate it)
+each with loss ReduceSum(y * k), compiled with the data and tofu planners on 2 ranks and checked against `cleave eval`
+the same way; the data plans must split every ReduceMean on the batch.
 Usage: weighted_loss.py CLEAVE SOURCE_DIR."""
 import os
 import subprocess
@@ -56,6 +64,59 @@ def make_model(kind, path):
     onnx.save(model, path)
 
 
+def make_batch_mean_model(kind, path):
+    w = numpy_helper.from_array(np.linspace(0.5, 1.5, 3, dtype=np.float32).reshape(1, 3, 1, 1), "w")
+    k = numpy_helper.from_array(np.linspace(-1.0, 1.3, 12, dtype=np.float32).reshape(1, 3, 2, 2), "k")
+    nodes = [helper.make_node("Constant", [], ["k"], value=k), helper.make_node("Mul", ["x", "w"], ["xw"]),
+             helper.make_node("Tanh", ["xw"], ["t"])]
+    if kind == "mvn":
+        nodes.append(helper.make_node("MeanVarianceNormalization", ["t"], ["y"], name="mvn_default"))
+    else:
+        reduce = "ReduceMax" if kind == "max" else "ReduceMean"
+        axes, keep = ([0], 0) if kind == "k0" else ([0, 2, 3], 1)
+        nodes.append(helper.make_node(reduce, ["t"], ["m"], axes=axes, keepdims=keep))
+        nodes.append(helper.make_node("Sub" if kind == "k1" else "Mul", ["t", "m"], ["y"]))
+    nodes += [helper.make_node("Mul", ["y", "k"], ["yk"]), helper.make_node("ReduceSum", ["yk"], ["loss"], keepdims=0)]
+    graph = helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 2, 2])],
+                              [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def batch_means(tmp):
+    """The batch-mean models on 2 ranks (data and tofu plans) against `cleave eval`: (problems, bundles checked)."""
+    problems, checked, steps, batch = [], 0, 3, 4
+    x = os.path.join(tmp, "bm_x.npy")
+    np.save(x, np.random.default_rng(3).standard_normal((batch * steps, 3, 2, 2)).astype(np.float32))
+    for kind in ("mvn", "k1", "k0", "max"):
+        model = os.path.join(tmp, f"bm_{kind}.onnx")
+        make_batch_mean_model(kind, model)
+        flags = ["--devices", "2", "--batch", str(batch)] + OPT
+        if kind != "max":
+            plan = sh([CLEAVE, "plan", model, "--planner", "data"] + flags)
+            means = [l for l in plan.splitlines() if l.startswith("op ") and "ReduceMean" in l and ".grad" not in l]
+            if not means or not all(l.endswith("[i]") for l in means):
+                problems.append(f"{kind}: the data plan does not split every ReduceMean on the batch: {means}")
+        ref_model = os.path.join(tmp, f"bm_{kind}_eval.onnx")
+        ref = losses(sh([CLEAVE, "eval", model, "--data", f"x={x}", "--batch", str(batch), "--steps", str(steps),
+                         "--save-model", ref_model] + OPT))
+        for planner in ("data", "tofu"):
+            bundle = os.path.join(tmp, f"bm_{kind}_{planner}")
+            sh([CLEAVE, "compile", model, "--planner", planner, "-o", bundle] + flags)
+            saved = bundle + "_trained.onnx"
+            got = losses(sh([CLEAVE, "run", bundle, "--data", f"x={x}", "--steps", str(steps), "--save-model", saved]
+                            + RUNTIME_FLAGS))
+            where = f"{kind} {planner} on 2 ranks"
+            found, worst = compare_run(where, got, ref, saved, weights(ref_model), steps)
+            problems += found
+            if not found:
+                print(f"{where}: worst loss rel diff {worst:.3g}", flush=True)
+                checked += 1
+    return problems, checked
+
+
 def main():
     x = os.path.join(SRC, "models/data/digits_flat_train_x.npy")
     y = os.path.join(SRC, "models/data/digits_train_y.npy")
@@ -102,10 +163,13 @@ def main():
                 continue
             print(f"{where}: worst loss rel diff {worst:.3g}, losses {got[0]:.9g} .. {got[-1]:.9g}", flush=True)
             checked += 1
+        found, n = batch_means(tmp)
+        problems += found
+        checked += n
     if problems:
         print("\n".join(problems))
         return 1
-    print(f"ok: {checked} weighted-loss bundles match cleave eval")
+    print(f"ok: {checked} weighted-loss and batch-mean bundles match cleave eval")
     return 0
 
 

@@ -339,6 +339,37 @@ op plainmean NegativeLogLikelihoodLoss forward (s, y) -> (plain) {reduction="mea
             AxisSharding::Kind::partial);
 }
 
+TEST(Planners, DataSplitsBatchMeansAndOnlyWhatCodegenLowers) {
+  // A mean over the batch splits like a sum: each rank's output is its share of the global mean (codegen divides by
+  // the whole reduced count), partial until all-reduced. A max over it does not split; nor does a MaxPool with
+  // Indices, which config_problems accepts on the batch but codegen refuses: the data planner consults
+  // codegen_supports as every planner does, so it replicates the op.
+  Graph g = parse_graph(R"(graph bm
+tensor x f32[4,3,2,2] input
+tensor m f32[1,3,1,1] activation
+tensor m0 f32[3,2,2] activation
+tensor mx f32[1,3,1,1] activation
+tensor p f32[4,3,1,1] activation
+tensor pi i64[4,3,1,1] activation
+op mean ReduceMean forward (x) -> (m) {axes=[0,2,3], keepdims=1}
+op mean0 ReduceMean forward (x) -> (m0) {axes=[0], keepdims=0}
+op max ReduceMax forward (x) -> (mx) {axes=[0,2,3], keepdims=1}
+op pool MaxPool forward (x) -> (p, pi) {ceil_mode=0, dilations=[1,1], kernel_shape=[2,2], pads=[0,0,0,0], storage_order=0, strides=[2,2]}
+)");
+  verify(g);
+  Plan p = make_plan(g, "data", 2);
+  for (const char *op : {"mean", "mean0"}) {
+    EXPECT_EQ(data_var(g, p, op), "i") << op;
+    const Op &o = g.op(*g.find_op(op));
+    EXPECT_TRUE(codegen_supports(g, o, describe::describe(g, o), ParallelConfig{{0, 1}, {2}, {"i"}})) << op;
+  }
+  EXPECT_EQ(p.tensors[static_cast<size_t>(*g.find_tensor("m"))].sharding.axes[0].kind, AxisSharding::Kind::partial);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(*g.find_tensor("m0"))].sharding.axes[0].kind, AxisSharding::Kind::partial);
+  EXPECT_EQ(data_var(g, p, "max"), "");
+  EXPECT_EQ(data_var(g, p, "pool"), "");
+  EXPECT_EQ(plan_problems(g, p), std::vector<std::string>{});
+}
+
 TEST(PlanValidate, SyncedVarsSplitButOpaqueOnesDoNot) {
   Graph g = describe::example_op(OpKind::BatchNormalization);
   const Op &op = g.op(0);

@@ -244,6 +244,10 @@ void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t
 /** Y = sum (or mean) of X over `axes` (sorted, distinct); Y holds the kept dims in order (keepdims does not change
  *  the data layout). */
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean);
+/** Y = sum of X over `axes` divided by `count`, laid out as reduce(). `count` is the whole tensor's number of reduced
+ *  elements: when X is one shard of the reduced dims (a ReduceMean split along them), each rank's Y is its share of
+ *  the global mean, and the partial all-reduce sums the shares to it. */
+void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y);
 
 /** Y = max (or min) of X over `axes` (sorted, distinct), laid out as reduce(); NaN propagates. */
 void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min);
