@@ -4,14 +4,14 @@ schema's default axes [0, 2, 3] (substituted for the body's ref_attr_name) and o
 differentiated by Cleave, written with onnx.helper and computed in torch by its ONNX definition
 ((X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9)).
 
-Checks, as index_ops.py: the graph imports as the body's ops (named after the node) and no MeanVarianceNormalization
-remains; `cleave eval` one SGD step: the loss within relative 1e-5 of torch float64's; each parameter's gradient,
-recovered from the saved model as (w0 - w1) / lr, no further from torch float64's (relative to the parameter's largest
-gradient) than torch float32's own, and at most max(1e-5, that).
+Checks, as index_ops.py (tests/e2e/torch_compare.py): the graph imports as the body's ops (named after the node) and
+no MeanVarianceNormalization remains; one SGD step of `cleave eval` and of the data plan on 2 ranks (the default axes
+reduce over the batch: each rank's ReduceMean is a share of the global mean, all-reduced): the loss within relative
+1e-5 of torch float64's; each parameter's gradient, recovered from the saved model as (w0 - w1) / lr, no further from
+torch float64's (relative to the parameter's largest gradient) than max(1e-5, torch float32's own).
 Usage (CTest): /usr/bin/python3 tests/e2e/function_ops.py <cleave-binary> <source-dir>
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -20,16 +20,12 @@ import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "codegen"))
+import torch_compare as tc  # noqa: E402
+from bundle_check import check_output as sh, run_partitioned  # noqa: E402
+
 BATCH = 4
-LR = 1e4  # w1 = w0 - LR * g carries g to float32 precision
-LOSS_RTOL = 1e-5
-
-
-def sh(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-    if r.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd)}` exited with {r.returncode}: {r.stderr.strip()[-800:]}")
-    return r.stdout
 
 
 def model(path, w, v):
@@ -70,14 +66,6 @@ def loss_torch(p, x, t):
     return ((a * a).sum() + (mvn(h, (1,)) * t).sum()) / BATCH
 
 
-def worst_error(grads, ref):
-    worst = (0.0, "")
-    for name, want in ref.items():
-        err = np.abs(grads[name] - want).max() / max(np.abs(want).max(), 1e-30)
-        if err > worst[0]:
-            worst = (err, name)
-    return worst
-
 
 def main():
     cleave = sys.argv[1]
@@ -98,33 +86,21 @@ def main():
             if f"{node}/ReduceMean" not in ir:
                 problems.append(f"the IR has no op {node}/ReduceMean*: {node} was not expanded")
 
-        out = {}
-        for dt in (torch.float64, torch.float32):
-            p = {"w": torch.tensor(w, dtype=dt, requires_grad=True), "v": torch.tensor(v, dtype=dt, requires_grad=True)}
-            loss = loss_torch(p, torch.tensor(x, dtype=dt), torch.tensor(t, dtype=dt))
-            loss.backward()
-            out[dt] = (loss.item(), {k: q.grad.double().numpy() for k, q in p.items()})
-        loss64, g64 = out[torch.float64]
-        worst32 = worst_error(out[torch.float32][1], g64)
-
-        np.save(os.path.join(tmp, "x.npy"), x)
-        np.save(os.path.join(tmp, "t.npy"), t)
+        ref = tc.function_reference(loss_torch, {"w": w, "v": v}, [x, t])
+        data = tc.save_data(tmp, "function_ops", {"x": x, "t": t})
+        sgd = ["--optimizer", "sgd", "--lr", str(tc.LR)]
         saved = os.path.join(tmp, "saved.onnx")
-        log = sh([cleave, "eval", path, "--data", f"x={tmp}/x.npy,t={tmp}/t.npy", "--batch", str(BATCH), "--steps",
-                  "1", "--save-model", saved, "--optimizer", "sgd", "--lr", str(LR)])
-        loss = float([line for line in log.splitlines() if "loss" in line][0].split()[-1])
-        w0 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(path).graph.initializer}
-        w1 = {i.name: numpy_helper.to_array(i).astype(np.float64) for i in onnx.load(saved).graph.initializer}
-        worst = worst_error({k: (w0[k] - w1[k]) / LR for k in g64}, g64)
-        rel = abs(loss - loss64) / abs(loss64)
-        print(f"function_ops eval: loss {loss:.8g} vs torch f64 {loss64:.8g} (rel {rel:.2g}); worst gradient error "
-              f"relative to the parameter's largest: {worst[0]:.3g} ({worst[1]}); torch float32's {worst32[0]:.3g}",
-              flush=True)
-        if rel > LOSS_RTOL:
-            problems.append(f"loss rel diff {rel:.3g} > {LOSS_RTOL:g}")
-        if worst[0] > max(1e-5, worst32[0]):
-            problems.append(f"gradient of {worst[1]} off by {worst[0]:.3g}, worse than max(1e-5, torch float32's "
-                            f"{worst32[0]:.3g})")
+        out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--save-model", saved]
+                 + sgd)
+        problems += tc.check_step("function_ops eval", tc.step_loss(out), tc.recovered_gradients(path, saved), ref,
+                                  floor=0)[0]
+        got, saved = run_partitioned(cleave, path, os.path.join(tmp, "data2"),
+                                     ["--planner", "data", "--devices", "2", "--batch", str(BATCH)] + sgd, data, 1)
+        if len(got) != 1:
+            problems.append(f"function_ops 2 ranks: {len(got)} loss lines, want 1")
+        else:
+            problems += tc.check_step("function_ops 2 ranks", got[0], tc.recovered_gradients(path, saved), ref,
+                                      floor=0)[0]
     for p in problems:
         print("FAIL " + p)
     sys.exit(1 if problems else 0)
