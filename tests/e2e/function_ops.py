@@ -17,7 +17,6 @@ import tempfile
 
 import numpy as np
 import onnx
-import torch
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

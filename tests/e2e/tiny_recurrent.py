@@ -25,7 +25,6 @@ import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from onnx import numpy_helper
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
