@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -39,9 +40,11 @@ std::map<std::string, int> parse_batch_axes(const std::vector<std::string> &item
   for (const std::string &item : items) {
     size_t eq = item.find('=');
     int axis = -1;
-    if (eq != std::string::npos && eq > 0 && eq + 1 < item.size() && item.size() - eq <= 4 &&
-        std::all_of(item.begin() + static_cast<long>(eq) + 1, item.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      axis = std::stoi(item.substr(eq + 1));
+    const char *end = item.data() + item.size();
+    if (eq != std::string::npos && eq > 0) {
+      auto [stop, ec] = std::from_chars(item.data() + eq + 1, end, axis);
+      if (ec != std::errc() || stop != end || eq + 1 == item.size()) axis = -1;
+    }
     if (axis < 0) CLEAVE_USER_ERROR("--batch-axis: expected NAME=AXIS (a dim number), got ", quote_excerpt(item));
     if (!out.emplace(item.substr(0, eq), axis).second)
       CLEAVE_USER_ERROR("--batch-axis: input ", quote_excerpt(item.substr(0, eq)), " given twice");
