@@ -254,8 +254,11 @@ void TrainingRun::add_validation(const val::LossKind &kind, int64_t vb, int64_t 
                                  int64_t d, const float *scores, const int64_t *labels, const float *weights,
                                  bool counted) {
   if (!counted) return;
-  std::vector<float> s(static_cast<size_t>(n * c * d)), w(weights ? static_cast<size_t>(c) : 0);
-  std::vector<int64_t> y(static_cast<size_t>(n * d));
+  std::vector<float> &s = val_scores_, &w = val_weights_;
+  std::vector<int64_t> &y = val_labels_;
+  s.resize(static_cast<size_t>(n * c * d));
+  w.resize(weights ? static_cast<size_t>(c) : 0);
+  y.resize(static_cast<size_t>(n * d));
   copy_to_host(s.data(), scores, static_cast<int64_t>(s.size() * sizeof(float)));
   copy_to_host(y.data(), labels, static_cast<int64_t>(y.size() * sizeof(int64_t)));
   if (weights) copy_to_host(w.data(), weights, static_cast<int64_t>(w.size() * sizeof(float)));

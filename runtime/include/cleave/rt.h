@@ -774,6 +774,9 @@ class TrainingRun {
   std::vector<std::pair<std::string, std::string>> val_data_;
   int64_t val_every_ = 0, val_samples_ = 0;
   val::Sums val_sums_;
+  // A validation batch's scores, labels and class weights on the host (kept between batches).
+  std::vector<float> val_scores_, val_weights_;
+  std::vector<int64_t> val_labels_;
   std::vector<NamedBuffer> state_;
   sched::LrSchedule schedule_;
   // Reporting.
