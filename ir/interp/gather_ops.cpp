@@ -5,13 +5,6 @@
 namespace cleave::interp {
 namespace {
 
-/** The index `raw` into a dim of `dim` elements, made non-negative; UserError if out of range. */
-int64_t wrapped_index(const KernelArgs &k, double raw, int64_t dim) {
-  int64_t i = as_index(raw);
-  if (i < -dim || i >= dim) CLEAVE_USER_ERROR(k.label(), ": index ", i, " is out of range [", -dim, ", ", dim, ")");
-  return i < 0 ? i + dim : i;
-}
-
 /** Calls f(data_flat, indices_flat) for every element of indices (of data's rank, no larger off `axis`): the element
  *  of data at the indices element's position with its coordinate on `axis` replaced by its value. */
 template <typename F>

@@ -72,6 +72,13 @@ void unary_grad(const KernelArgs &k, F f) {
 }
 /** Class index of a label as an integer (labels are stored as doubles; exact below 2^53). */
 inline int64_t as_index(double v) { return static_cast<int64_t>(v); }
+/** An index `raw` into a dim of `dim` elements (Gather, GatherElements, ScatterElements, GatherND), made non-negative
+ *  as ONNX counts negative ones from the end; UserError naming the op if out of [-dim, dim). */
+inline int64_t wrapped_index(const KernelArgs &k, double raw, int64_t dim) {
+  int64_t i = as_index(raw);
+  if (i < -dim || i >= dim) CLEAVE_USER_ERROR(k.label(), ": index ", i, " is out of range [", -dim, ", ", dim, ")");
+  return i < 0 ? i + dim : i;
+}
 
 // ---- kernels, one per op kind, grouped by family ----
 #define CLEAVE_OP(name) void kernel_##name(const KernelArgs &k);

@@ -59,13 +59,6 @@ std::vector<int64_t> slice_sources(const Shape &x, const SliceSpec &s) {
   return src;
 }
 
-/** Gather's index of element `f` of indices, made non-negative; UserError if out of range. */
-int64_t gather_index(const KernelArgs &k, double raw, int64_t dim) {
-  int64_t i = as_index(raw);
-  if (i < -dim || i >= dim) CLEAVE_USER_ERROR(k.label(), ": index ", i, " is out of range [", -dim, ", ", dim, ")");
-  return i < 0 ? i + dim : i;
-}
-
 /** Calls f(data_flat, out_flat) for Gather with data of shape `data`, indices `ind`, along `axis`. */
 template <typename F>
 void for_each_gather(const KernelArgs &k, const Shape &data, const Value &ind, int64_t axis, F f) {
@@ -75,7 +68,7 @@ void for_each_gather(const KernelArgs &k, const Shape &data, const Value &ind, i
   int64_t ni = static_cast<int64_t>(ind.data.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < ni; ++j) {
-      int64_t src = gather_index(k, ind.data[static_cast<size_t>(j)], dim);
+      int64_t src = wrapped_index(k, ind.data[static_cast<size_t>(j)], dim);
       for (int64_t i = 0; i < inner; ++i) f((o * dim + src) * inner + i, (o * ni + j) * inner + i);
     }
 }
