@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <regex>
 
 #include "codegen/fuse.h"
 #include "codegen/kernels.h"
 #include "codegen/lower.h"
 #include "ir/error.h"
+#include "ir/tensor_data.h"
 
 namespace cleave::codegen {
 
@@ -78,9 +80,41 @@ std::string unary(const KernelCall &call, const std::string &expr) {
   return map_code(spec);
 }
 
-/** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). */
+/** Input `i` as a float literal when it is a one-element, finite float32 constant of the model (an exponent, an
+ *  epsilon, a scale); "" otherwise. */
+std::string constant_literal(const KernelCall &call, size_t i) {
+  const Tensor &t = call.graph().tensor(call.node().inputs.at(i));
+  if (t.role != Role::constant || t.dtype != DType::f32 || prod(t.shape) != 1 || t.data.size() != sizeof(float))
+    return "";
+  double v = data_as_doubles(t)[0];
+  return std::isfinite(v) ? float_literal(v) : "";
+}
+
+/** `expr` over operands a, b with operand `k` replaced by `literal` and the other renamed to a. */
+std::string bind_operand(const std::string &expr, size_t k, const std::string &literal) {
+  static const std::regex operand(R"(\b[ab]\b)");
+  std::string out;
+  size_t last = 0;
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), operand); it != std::sregex_iterator(); ++it) {
+    size_t pos = static_cast<size_t>(it->position());
+    out += expr.substr(last, pos - last) + (static_cast<size_t>(expr[pos] - 'a') == k ? "(" + literal + ")" : "a");
+    last = pos + 1;
+  }
+  return out + expr.substr(last);
+}
+
+/** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). A
+ *  one-element constant operand is written into the functor instead, so the map reads one array and fuses. */
 std::string binary(const KernelCall &call, const std::string &expr) {
   const Shape &y = call.out_shapes[0];
+  for (size_t k = 0; k < 2; ++k) {
+    std::string literal = constant_literal(call, k);
+    if (!literal.empty() && call.in_shapes[1 - k] == y) {
+      MapSpec spec = elementwise(prod(y), bind_operand(expr, k, literal), {call.ins[1 - k]}, call.outs[0]);
+      call.map = spec;
+      return map_code(spec);
+    }
+  }
   if (call.in_shapes[0] == y && call.in_shapes[1] == y) {
     MapSpec spec = elementwise(prod(y), expr, {call.ins[0], call.ins[1]}, call.outs[0]);
     call.map = spec;
@@ -500,10 +534,20 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Sub: return binary(call, "a - b");
     case OpKind::Mul: return binary(call, "a * b");
     case OpKind::Div: return binary(call, "a / b");
-    case OpKind::Pow: return binary(call, "std::pow(a, b)");
+    case OpKind::Pow:
+      // x^2 (a variance, torch's LayerNorm export) as x * x: the same correctly rounded value without a libm call.
+      return binary(call, constant_literal(call, 1) == float_literal(2.0) ? "a * a" : "std::pow(a, b)");
     case OpKind::PowGrad: {
       // (dY, A, B) -> (dA?, dB?), both in the broadcast shape (autodiff sums them down to A's and B's shapes).
       bool da = !outs[0].empty(), db = outs.size() > 1 && !outs[1].empty();
+      std::string exponent = constant_literal(call, 2);
+      if (da && !db && !exponent.empty() && in_shapes[0] == out_shapes[0] && in_shapes[1] == out_shapes[0]) {
+        // A constant exponent c: dA = dY * (c * A^(c-1)), torch's order; A^1 is A.
+        std::string power = exponent == float_literal(2.0) ? "b" : "std::pow(b, " + exponent + " - 1.0f)";
+        MapSpec spec = elementwise(prod(out_shapes[0]), "a * (" + exponent + " * " + power + ")", {in(0), in(1)}, out(0));
+        call.map = spec;
+        return map_code(spec);
+      }
       std::string body;
       if (da) body += "y[i] = p0[i] * p2[i] * std::pow(p1[i], p2[i] - 1.0f); ";
       if (db) body += "y1[i] = p0[i] * std::pow(p1[i], p2[i]) * std::log(p1[i]); ";

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/expand_functions.h"
+#include "frontend/fuse_layer_norm.h"
 #include "frontend/importer.h"
 #include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
@@ -153,13 +154,45 @@ void define_inputs(Importer &im, const onnx::GraphProto &g, const ImportOptions 
   }
 }
 
+/** Whether layer norm chain c computes LayerNormalization: x is float32 and its last k dims are the scale's (the
+ *  chain's Mul does not broadcast). `first` names the chain's first node. */
+bool fits_layer_norm(const Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g, const LayerNormChain &c,
+                     const std::string &first) {
+  const onnx::NodeProto &mean = g.node(c.nodes[0]);
+  std::string label = node_label(first, mean.op_type(), mean.domain(), model_opset(m, mean.domain()));
+  NodeCtx ctx{mean, first, mean.op_type(), mean.domain(), model_opset(m, mean.domain()), label, NodeAttrs(mean, label),
+              Phase::forward};
+  if (!im.defined(c.x)) return false;
+  TensorType x = im.type_of(c.x, ctx);
+  size_t k = static_cast<size_t>(c.k);
+  return x.dtype == DType::f32 && x.shape.size() >= k &&
+         Shape(x.shape.end() - static_cast<long>(k), x.shape.end()) == c.normalized;
+}
+
 void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g,
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
+  std::map<int, LayerNormChain> layer_norms;
+  if (phase == Phase::forward) layer_norms = find_layer_norms(g);
+  std::set<int> fused;  // nodes of layer norms already translated as one op
   for (int i : topo_order(g, available, names)) {
-    const onnx::NodeProto &node = g.node(i);
+    if (fused.count(i)) continue;
+    const onnx::NodeProto *at = &g.node(i);
+    std::string name = names[i];
+    onnx::NodeProto layer_norm;
+    if (auto c = layer_norms.find(i); c != layer_norms.end() && fits_layer_norm(im, m, g, c->second, name)) {
+      // The chain becomes one LayerNormalization here, at its first node: x, scale and bias are defined, and the
+      // chain's other nodes feed only each other, so nothing reads their results.
+      layer_norm = layer_norm_node(c->second);
+      size_t slash = name.rfind('/');
+      name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + "LayerNorm");
+      layer_norm.set_name(name);
+      at = &layer_norm;
+      fused.insert(c->second.nodes.begin(), c->second.nodes.end());
+    }
+    const onnx::NodeProto &node = *at;
     int64_t opset = model_opset(m, node.domain());
-    std::string label = node_label(names[i], node.op_type(), node.domain(), opset);
-    NodeCtx ctx{node, names[i], node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
+    std::string label = node_label(name, node.op_type(), node.domain(), opset);
+    NodeCtx ctx{node, name, node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
     Translator t = find_translator(node.domain(), node.op_type());
     CLEAVE_CHECK(t != nullptr, label);  // check_nodes_supported ran first
     try {
@@ -167,7 +200,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     } catch (const UserError &e) {
       std::string msg = e.what();
       // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
-      std::string ir_prefix = "op \"" + names[i] + "\" (";
+      std::string ir_prefix = "op \"" + name + "\" (";
       if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
       if (msg.rfind("node \"", 0) != 0) msg = label + ": " + msg;
       throw UserError(msg, e.exit_code());

@@ -146,6 +146,23 @@ void grad_MatMul(GradContext &c, Dx &dx) {
   // product, sum the gradient over broadcast batch dims and drop the promoted dims again.
   TensorId a = c.in(0), b = c.in(1);
   const Shape sa = c.shape(a), sb = c.shape(b);
+  if (sa.size() >= 2 && sb.size() == 2) {
+    // A Linear layer: B is one matrix, so A's batch dims fold into its rows ([rows, k], a free reshape of a
+    // row-major tensor) and both gradients are single GEMMs: dA = dY B^T, dB = A^T dY. No transposed copy, and dB
+    // accumulates over all rows inside the GEMM instead of a per-batch product summed afterwards.
+    int64_t k = sa.back(), n = sb[1], rows = 1;
+    for (size_t d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
+    TensorId dy = c.reshape(c.dy(0), {rows, n});
+    auto gemm = [&](TensorId x, TensorId y, int64_t tx, int64_t ty, const Shape &shape, const std::string &hint) {
+      AttrMap attrs = {{"alpha", 1.0}, {"beta", 1.0}, {"transA", tx}, {"transB", ty}};
+      return c.emit(OpKind::Gemm, {x, y}, attrs, c.dtype(dy), shape, hint);
+    };
+    bool folded = sa.size() > 2;
+    if (c.need(0))
+      dx[0] = c.reshape(gemm(dy, b, 0, 1, {rows, k}, folded ? "" : c.grad_name(0)), sa, c.grad_name(0));
+    if (c.need(1)) dx[1] = gemm(c.reshape(a, {rows, k}), dy, 1, 0, sb, c.grad_name(1));
+    return;
+  }
   bool a1 = sa.size() == 1, b1 = sb.size() == 1;
   Shape pa = a1 ? Shape{1, sa[0]} : sa, pb = b1 ? Shape{sb[0], 1} : sb;
   Shape py = broadcast_shape(Shape(pa.begin(), pa.end() - 2), Shape(pb.begin(), pb.end() - 2));

@@ -1,4 +1,6 @@
 // Data movement: broadcast and its adjoint, transpose, slice, concat/split, and region copy (Tofu's MultiFetch).
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -32,22 +34,101 @@ std::vector<int64_t> broadcast_strides(const Dims &in_shape, const Dims &out_sha
   return st;
 }
 
-/** Calls f(out_flat, in_flat) over out_shape with input strides `st` (an odometer, no divisions). */
+/** out_shape and the input strides st with size-1 dims dropped and neighbours merged where the input walks them
+ *  contiguously too (st[d] == st[d + 1] * out[d + 1]): the same element order over fewer, longer dims. */
+void merge_dims(const Dims &out_shape, const std::vector<int64_t> &st, Dims &out, std::vector<int64_t> &ms) {
+  out.clear();
+  ms.clear();
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    if (out_shape[d] == 1) continue;
+    if (!out.empty() && ms.back() == st[d] * out_shape[d]) {
+      out.back() *= out_shape[d];
+      ms.back() = st[d];
+    } else {
+      out.push_back(out_shape[d]);
+      ms.push_back(st[d]);
+    }
+  }
+}
+
+/** Calls f(out_flat, in_flat) over out_shape with input strides `st`, in output order: an odometer over the outer
+ *  dims (no divisions) and a plain loop over the innermost merged dim, which the compiler vectorises for the
+ *  contiguous (stride 1) and repeated (stride 0) cases. */
 template <typename F>
 void walk(const Dims &out_shape, const std::vector<int64_t> &st, F f) {
-  size_t r = out_shape.size();
-  int64_t n = product(out_shape);
+  Dims out;
+  std::vector<int64_t> ms;
+  merge_dims(out_shape, st, out, ms);
+  int64_t n = product(out);
+  if (n == 0) return;
+  if (out.empty()) {
+    f(0, 0);
+    return;
+  }
+  size_t r = out.size();
+  const int64_t inner = out[r - 1], s = ms[r - 1];
   std::vector<int64_t> idx(r, 0);
   int64_t in = 0;
-  for (int64_t o = 0; o < n; ++o) {
-    f(o, in);
-    for (size_t d = r; d-- > 0;) {
-      in += st[d];
-      if (++idx[d] < out_shape[d]) break;
-      in -= st[d] * idx[d];
+  for (int64_t o = 0; o < n; o += inner) {
+    if (s == 1)
+      for (int64_t j = 0; j < inner; ++j) f(o + j, in + j);
+    else
+      for (int64_t j = 0; j < inner; ++j) f(o + j, in + j * s);
+    for (size_t d = r - 1; d-- > 0;) {
+      in += ms[d];
+      if (++idx[d] < out[d]) break;
+      in -= ms[d] * idx[d];
       idx[d] = 0;
     }
   }
+}
+
+/** y = x permuted, T-sized elements, for the walks where the input's innermost dim is not the output's: blocks of
+ *  kTile x kTile over the two dims that are innermost in the output (`a`, input stride sa) and in the input (`b`,
+ *  input stride 1), so both sides are read and written a cache line at a time. `out`/`ms` are merged (merge_dims). */
+template <typename T>
+void transpose_tiled(const Dims &out, const std::vector<int64_t> &ms, size_t b, const T *x, T *y) {
+  constexpr int64_t kTile = 32;
+  size_t r = out.size(), a = r - 1;
+  std::vector<int64_t> ost(r);
+  int64_t s = 1;
+  for (size_t d = r; d-- > 0;) {
+    ost[d] = s;
+    s *= out[d];
+  }
+  // The odometer runs over every dim but a and b.
+  std::vector<int64_t> idx(r, 0);
+  int64_t outer = product(out) / (out[a] * out[b]);
+  int64_t o0 = 0, i0 = 0;
+  for (int64_t it = 0; it < outer; ++it) {
+    for (int64_t bb = 0; bb < out[b]; bb += kTile)
+      for (int64_t aa = 0; aa < out[a]; aa += kTile) {
+        int64_t be = std::min(out[b], bb + kTile), ae = std::min(out[a], aa + kTile);
+        for (int64_t j = bb; j < be; ++j)
+          for (int64_t i = aa; i < ae; ++i) y[o0 + j * ost[b] + i] = x[i0 + i * ms[a] + j];
+      }
+    for (size_t d = r; d-- > 0;) {
+      if (d == a || d == b) continue;
+      o0 += ost[d];
+      i0 += ms[d];
+      if (++idx[d] < out[d]) break;
+      o0 -= ost[d] * idx[d];
+      i0 -= ms[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+void transpose_as(const Dims &out_shape, const std::vector<int64_t> &st, const T *x, T *y) {
+  Dims out;
+  std::vector<int64_t> ms;
+  merge_dims(out_shape, st, out, ms);
+  size_t r = out.size();
+  if (r >= 2 && ms[r - 1] != 1)
+    for (size_t d = 0; d + 1 < r; ++d)
+      if (ms[d] == 1) return transpose_tiled(out, ms, d, x, y);
+  walk(out_shape, st, [&](int64_t o, int64_t i) { y[o] = x[i]; });
 }
 
 }  // namespace
@@ -88,6 +169,12 @@ void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, si
     seen[static_cast<size_t>(perm[d])] = true;
     out[d] = shape[static_cast<size_t>(perm[d])];
     st[d] = in_st[static_cast<size_t>(perm[d])];
+  }
+  switch (elem_size) {
+    case 1: return transpose_as(out, st, reinterpret_cast<const uint8_t *>(x), reinterpret_cast<uint8_t *>(y));
+    case 2: return transpose_as(out, st, reinterpret_cast<const uint16_t *>(x), reinterpret_cast<uint16_t *>(y));
+    case 4: return transpose_as(out, st, reinterpret_cast<const uint32_t *>(x), reinterpret_cast<uint32_t *>(y));
+    case 8: return transpose_as(out, st, reinterpret_cast<const uint64_t *>(x), reinterpret_cast<uint64_t *>(y));
   }
   const char *src = reinterpret_cast<const char *>(x);
   char *dst = reinterpret_cast<char *>(y);

@@ -1,4 +1,4 @@
-// Convolutions, pools and batch norm on oneDNN (Debian's libdnnl 2.6, as torch 1.13 uses), for the shapes where it
+// Convolutions, pools, batch norm and softmax on oneDNN (Debian's libdnnl 2.6, as torch 1.13 uses), for the shapes where it
 // computes exactly what rt.h specifies; the callers in conv.cpp, pool.cpp and norm.cpp run their own loops otherwise.
 //
 // Layouts: our tensors are plain (row-major NC...). Convolutions let oneDNN pick its layouts (format `any`: blocked,
@@ -538,6 +538,69 @@ bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const
   return true;
 }
 
+// ---------------------------------------------------------------- softmax
+
+struct SoftmaxFwd {
+  dnnl::softmax_forward::primitive_desc pd;
+  dnnl::softmax_forward prim;
+  memory x, y;
+};
+
+struct SoftmaxBwd {
+  dnnl::softmax_backward prim;
+  memory y, dy, dx;
+};
+
+std::map<std::string, std::unique_ptr<SoftmaxFwd>> g_softmax_fwd;
+std::map<std::string, std::unique_ptr<SoftmaxBwd>> g_softmax_bwd;
+
+dnnl::softmax_forward::primitive_desc softmax_pd(const memory::dims &dims) {
+  dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_training, plain(dims), 1);
+  return dnnl::softmax_forward::primitive_desc(d, engine());
+}
+
+bool softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y) {
+  if (!g_enabled || outer <= 0 || dim <= 0 || inner <= 0) return false;
+  memory::dims dims{outer, dim, inner};
+  SoftmaxFwd *e = cached(g_softmax_fwd, key_of({&dims}, {}), [&] {
+    auto e = std::make_unique<SoftmaxFwd>();
+    e->pd = softmax_pd(dims);
+    e->prim = dnnl::softmax_forward(e->pd);
+    e->x = handle(e->pd.src_desc(), nullptr);
+    e->y = handle(e->pd.dst_desc(), nullptr);
+    return e;
+  });
+  if (!e) return false;
+  e->x.set_data_handle(const_cast<float *>(x));
+  e->y.set_data_handle(y);
+  e->prim.execute(stream(), {{DNNL_ARG_SRC, e->x}, {DNNL_ARG_DST, e->y}});
+  stream().wait();
+  return true;
+}
+
+bool softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx) {
+  if (!g_enabled || outer <= 0 || dim <= 0 || inner <= 0) return false;
+  memory::dims dims{outer, dim, inner};
+  SoftmaxBwd *e = cached(g_softmax_bwd, key_of({&dims}, {}), [&] {
+    Md data = plain(dims);
+    dnnl::softmax_backward::desc bd(data, data, 1);
+    dnnl::softmax_backward::primitive_desc pd(bd, engine(), softmax_pd(dims));
+    auto e = std::make_unique<SoftmaxBwd>();
+    e->prim = dnnl::softmax_backward(pd);
+    e->y = handle(pd.dst_desc(), nullptr);
+    e->dy = handle(pd.diff_dst_desc(), nullptr);
+    e->dx = handle(pd.diff_src_desc(), nullptr);
+    return e;
+  });
+  if (!e) return false;
+  e->y.set_data_handle(const_cast<float *>(y));
+  e->dy.set_data_handle(const_cast<float *>(dy));
+  e->dx.set_data_handle(dx);
+  e->prim.execute(stream(), {{DNNL_ARG_DST, e->y}, {DNNL_ARG_DIFF_DST, e->dy}, {DNNL_ARG_DIFF_SRC, e->dx}});
+  stream().wait();
+  return true;
+}
+
 }  // namespace cleave::rt::detail::onednn
 #else
 namespace cleave::rt::detail::onednn {
@@ -559,6 +622,8 @@ bool batch_norm_backward(int64_t, int64_t, int64_t, const float *, const float *
                          const float *, float *, float *, float *) {
   return false;
 }
+bool softmax_forward(int64_t, int64_t, int64_t, const float *, float *) { return false; }
+bool softmax_backward(int64_t, int64_t, int64_t, const float *, const float *, float *) { return false; }
 
 }  // namespace cleave::rt::detail::onednn
 #endif

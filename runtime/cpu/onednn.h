@@ -27,4 +27,8 @@ bool batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, c
 bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
                          const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
 
+/** Softmax (not log-softmax) of X viewed as [outer, dim, inner] along the middle axis, and its gradient from Y. */
+bool softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y);
+bool softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx);
+
 }  // namespace cleave::rt::detail::onednn

@@ -1,6 +1,7 @@
 // Optimizer steps with torch.optim semantics (the interpreter's SGDUpdate/MomentumUpdate/AdamUpdate), and Dropout
 // keyed by the global element index. Each element is computed in double and rounded once, like the interpreter.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cleave/rt.h"
@@ -110,6 +111,11 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
     n *= shape[d];
     g += global_offset[d] * global_strides[d];
   }
+  if (ratio == 0) {  // torch's dropout(p=0) in training mode: the identity, every element kept
+    if (y != x) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(float));
+    if (mask) std::memset(mask, 1, static_cast<size_t>(n));
+    return;
+  }
   double scale = 1.0 / (1.0 - static_cast<double>(ratio));
   std::vector<int64_t> idx(r, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -126,6 +132,10 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
 }
 
 void dropout_backward(int64_t n, float ratio, const float *dy, const uint8_t *mask, float *dx) {
+  if (ratio == 0) {
+    for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] : 0.0f;
+    return;
+  }
   double scale = 1.0 / (1.0 - static_cast<double>(ratio));
   for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? static_cast<float>(dy[i] * scale) : 0.0f;
 }

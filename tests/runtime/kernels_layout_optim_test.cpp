@@ -26,7 +26,8 @@ KernelCase unary_case(std::string name, OpKind kind, AttrMap attrs, Shape x, Sha
 
 TEST(RuntimeKernels, Layout) {
   std::vector<KernelCase> cases;
-  for (auto [in, out] : std::vector<std::pair<Shape, Shape>>{{{3, 1}, {2, 3, 4}}, {{4}, {3, 4}}, {{2, 1, 5}, {2, 3, 5}}})
+  for (auto [in, out] : std::vector<std::pair<Shape, Shape>>{{{3, 1}, {2, 3, 4}}, {{4}, {3, 4}}, {{2, 1, 5}, {2, 3, 5}},
+                                                             {{1, 1, 7}, {2, 3, 7}}, {{2, 1, 1}, {2, 3, 4}}, {{}, {2, 3}}})
     cases.push_back(unary_case("BROADCAST(in=" + dims_str(in) + ",out=" + dims_str(out) + ")", OpKind::Expand,
                                {{"shape", out}}, in, out,
                                [=](const float *x, float *y) { broadcast(in, out, x, y); }));
@@ -34,9 +35,14 @@ TEST(RuntimeKernels, Layout) {
   cases.push_back(unary_case("REDUCE_TO_SHAPE(in=[2,3,4],out=[3,1])", OpKind::ReduceSum,
                              {{"axes", Dims{0, 2}}, {"keepdims", int64_t{1}}}, {2, 3, 4}, {1, 3, 1},
                              [](const float *x, float *y) { reduce_to_shape({2, 3, 4}, {3, 1}, x, y); }));
-  for (Dims perm : {Dims{1, 0, 2}, Dims{2, 0, 1}, Dims{0, 2, 1}}) {
-    Shape x{2, 3, 4}, y{x[static_cast<size_t>(perm[0])], x[static_cast<size_t>(perm[1])], x[static_cast<size_t>(perm[2])]};
-    cases.push_back(unary_case("TRANSPOSE(x=[2,3,4],perm=" + dims_str(perm) + ")", OpKind::Transpose,
+  // Small shapes, and ones past a 32x32 tile with partial tiles and merged dims (the tiled and row-copy paths).
+  for (auto [x, perm] : std::vector<std::pair<Shape, Dims>>{{{2, 3, 4}, {1, 0, 2}}, {{2, 3, 4}, {2, 0, 1}},
+                                                          {{2, 3, 4}, {0, 2, 1}}, {{70, 45}, {1, 0}},
+                                                          {{3, 40, 33}, {0, 2, 1}}, {{5, 37, 3, 34}, {1, 3, 0, 2}},
+                                                          {{4, 1, 6, 35}, {0, 2, 1, 3}}, {{6, 5, 4, 3}, {2, 3, 0, 1}}}) {
+    Shape y;
+    for (int64_t p : perm) y.push_back(x[static_cast<size_t>(p)]);
+    cases.push_back(unary_case("TRANSPOSE(x=" + dims_str(x) + ",perm=" + dims_str(perm) + ")", OpKind::Transpose,
                                {{"perm", perm}}, x, y, [=](const float *a, float *b) { transpose(x, perm, a, b); }));
   }
   {

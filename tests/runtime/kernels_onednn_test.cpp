@@ -245,5 +245,36 @@ TEST(RuntimeOneDnn, BatchNorm) {
              batch_norm_case(32, 16, 256, 0, 1e-5), batch_norm_case(32, 16, 256, 3, 1e-5)});
 }
 
+/** Softmax forward and backward along the middle axis of [outer, dim, inner], oneDNN against our loops (a row of
+ *  -inf but one entry, NaN in a row: both must give what ours gives). */
+KernelCase softmax_case(int64_t outer, int64_t dim, int64_t inner, bool special) {
+  std::string name = "ONEDNN_SOFTMAX(x=" + dims_str({outer, dim, inner}) + (special ? ",inf_nan" : "") + ")";
+  return {name, 1e-6, [=] {
+            int64_t n = outer * dim * inner;
+            unsigned seed = static_cast<unsigned>(n + dim);
+            auto x = random_f32(seed, n, -8, 8), dy = random_f32(seed + 1, n);
+            if (special) {
+              for (int64_t a = 1; a < dim; ++a) x[static_cast<size_t>(a * inner)] = -INFINITY;  // row 0: one finite
+              x[static_cast<size_t>(dim * inner)] = NAN;                                   // row 1 of outer 1: NaN
+            }
+            std::vector<float> y(static_cast<size_t>(n)), dx(y.size()), y_ours(y.size()), dx_ours(y.size());
+            if (!dnn::softmax_forward(outer, dim, inner, x.data(), y.data()) ||
+                !dnn::softmax_backward(outer, dim, inner, dy.data(), y.data(), dx.data()))
+              return double{INFINITY};  // oneDNN declined
+            ours([&] {
+              softmax_forward(outer, dim, inner, x.data(), y_ours.data(), false);
+              softmax_backward(outer, dim, inner, dy.data(), y_ours.data(), dx_ours.data(), false);
+            });
+            // NaN where ours has NaN (max_error counts a NaN against a number as infinite error).
+            return std::max(compare(y, y_ours), compare(dx, dx_ours));
+          }};
+}
+
+TEST(RuntimeOneDnn, Softmax) {
+  if (!dnn::enabled()) GTEST_SKIP() << "the runtime is built without oneDNN (or CLEAVE_ONEDNN=0)";
+  run_cases({softmax_case(4096, 64, 1, false), softmax_case(3, 10, 7, false), softmax_case(2, 5, 3, true),
+             softmax_case(1, 1, 1, false)});
+}
+
 }  // namespace
 }  // namespace cleave::rt::testing
