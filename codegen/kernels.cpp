@@ -544,7 +544,8 @@ std::string kernel_code(const KernelCall &call) {
       if (da && !db && !exponent.empty() && in_shapes[0] == out_shapes[0] && in_shapes[1] == out_shapes[0]) {
         // A constant exponent c: dA = dY * (c * A^(c-1)), torch's order; A^1 is A.
         std::string power = exponent == float_literal(2.0) ? "b" : "std::pow(b, " + exponent + " - 1.0f)";
-        MapSpec spec = elementwise(prod(out_shapes[0]), "a * (" + exponent + " * " + power + ")", {in(0), in(1)}, out(0));
+        MapSpec spec =
+            elementwise(prod(out_shapes[0]), "a * (" + exponent + " * " + power + ")", {in(0), in(1)}, out(0));
         call.map = spec;
         return map_code(spec);
       }

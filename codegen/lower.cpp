@@ -114,9 +114,13 @@ class Lowerer {
     updates_.resize(out_.ranks.size());
     update_grads_.resize(out_.ranks.size());
     readers_.assign(static_cast<size_t>(g_.num_tensors()), 0);
+    updated_.assign(static_cast<size_t>(g_.num_tensors()), false);
     for (OpId o = 0; o < g_.num_ops(); ++o)
       for (TensorId t : g_.op(o).inputs)
-        if (t != kNoTensor) ++readers_[t];
+        if (t != kNoTensor) {
+          ++readers_[t];
+          if (is_optimizer_update(g_.op(o).kind)) updated_[t] = true;
+        }
     assigned_dst_.assign(static_cast<size_t>(g_.num_tensors()), false);
     assigned_src_.assign(static_cast<size_t>(g_.num_tensors()), false);
     for (const Assign &a : g_.assigns) {
@@ -485,6 +489,12 @@ class Lowerer {
               if (a.kind == plan::AxisSharding::Kind::partial && !plan::partial_ok(op.kind)) unsupported_split(op, config);
         check_kernel_split(call);
       }
+      if (aliases_input(r, op, call, w.in_bufs[0])) {
+        // No statement: the output's readers read the input's buffer (liveness then covers both tensors).
+        tensor_buf_[r][op.outputs[0]] = w.in_bufs[0];
+        last_map_[r].reset();
+        continue;
+      }
       call.scratch = [this, r, &used, &op](int64_t elems) {
         int b = new_buffer(r, op.name + " (scratch)", DType::f32, elems, false);
         used.push_back(b);
@@ -512,6 +522,26 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+  }
+
+  /** Whether a Reshape or Identity on rank r can pass its input's buffer on as its output instead of copying it: the
+   *  local input and output are the same elements in the same order (the kernel would copy the buffer whole; a
+   *  split is checked by check_kernel_split first), and nothing writes either tensor's memory in place later: not
+   *  persistent state or a data read, not assigned, not partial (all-reduced in place), not read by an optimizer
+   *  update (gradients are clipped, accumulated and all-reduced in place), not the loss or a graph output. */
+  bool aliases_input(int r, const Op &op, const KernelCall &call, int in_buf) const {
+    if ((op.kind != OpKind::Reshape && op.kind != OpKind::Identity) || op.outputs.size() != 1 || in_buf < 0)
+      return false;
+    const Buffer &b = out_.ranks[r].buffers[static_cast<size_t>(in_buf)];
+    if (b.persistent || b.elems != num_elements(call.out_shapes[0])) return false;
+    for (TensorId t : {op.inputs[0], op.outputs[0]}) {
+      const Tensor &tensor = g_.tensor(t);
+      if (is_data(tensor) || tensor.producer == kNoOp || assigned_dst_[t] || assigned_src_[t] || updated_[t] ||
+          is_partial(sharding(t)) || t == g_.loss || tensor.dtype != b.dtype ||
+          std::find(g_.outputs.begin(), g_.outputs.end(), t) != g_.outputs.end())
+        return false;
+    }
+    return true;
   }
 
   /** Whether the validation metrics understand the graph's loss: a classifier's (rt::val). */
@@ -715,6 +745,7 @@ class Lowerer {
   std::map<OpId, plan::ParallelConfig> config_;
   std::vector<std::vector<int>> tensor_buf_;  // [rank][tensor] -> buffer
   std::vector<bool> assigned_dst_, assigned_src_;
+  std::vector<bool> updated_;  // read by an optimizer update
   /** (rank, tensor, needed box) -> the buffer it was assembled into this step. */
   std::map<std::tuple<int, TensorId, std::string>, int> assembled_;
   /** The last map emitted on each rank, while it may still absorb the next op. */

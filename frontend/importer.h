@@ -64,6 +64,9 @@ class Importer {
   bool from_torch = false;
   /** ONNX's inferred types by name (static shapes only), used to cross-check the IR's shape rules. */
   std::map<std::string, TensorType> onnx_types;
+  /** Transposed weights not emitted (frontend/transposed_weights.h): WT -> (W, the Transpose node's name). A MatMul
+   *  whose right operand is one multiplies by W with Gemm's transB, or emits the Transpose first where it cannot. */
+  std::map<std::string, std::pair<std::string, std::string>> pending_transposes;
 
   bool defined(const std::string &name) const { return slots_.count(name) != 0; }
   /** A value known at compile time: a constant, or a param whose data was loaded. nullptr otherwise. */

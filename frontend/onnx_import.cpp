@@ -10,6 +10,7 @@
 
 #include "frontend/expand_functions.h"
 #include "frontend/fuse_layer_norm.h"
+#include "frontend/transposed_weights.h"
 #include "frontend/importer.h"
 #include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
@@ -172,10 +173,19 @@ bool fits_layer_norm(const Importer &im, const onnx::ModelProto &m, const onnx::
 void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g,
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
   std::map<int, LayerNormChain> layer_norms;
-  if (phase == Phase::forward) layer_norms = find_layer_norms(g);
+  std::map<int, std::string> transposed_weights;
+  if (phase == Phase::forward) {
+    layer_norms = find_layer_norms(g);
+    transposed_weights = find_transposed_weights(g);
+  }
   std::set<int> fused;  // nodes of layer norms already translated as one op
   for (int i : topo_order(g, available, names)) {
     if (fused.count(i)) continue;
+    if (auto w = transposed_weights.find(i);
+        w != transposed_weights.end() && im.defined(w->second) && !im.is_const(w->second)) {
+      im.pending_transposes[g.node(i).output(0)] = {w->second, names[i]};
+      continue;
+    }
     const onnx::NodeProto *at = &g.node(i);
     std::string name = names[i];
     onnx::NodeProto layer_norm;

@@ -11,8 +11,60 @@ void translate_elementwise(Importer &im, const NodeCtx &n) {
   im.emit(same_operands(n, *k), n.name, n);
 }
 
+namespace {
+
+/** X W^T for a MatMul of X [..., k] by a pending transposed weight: X's leading dims folded into rows (Reshape, free
+ *  in codegen), Gemm(X, W, transB), the rows unfolded. False (nothing emitted) where the shapes do not allow it. */
+bool matmul_by_transposed(Importer &im, const NodeCtx &n, const std::string &w) {
+  Shape x = im.type_of(n.in(0), n).shape, ws = im.type_of(w, n).shape;
+  if (x.size() < 2 || ws.size() != 2 || x.back() != ws[1]) return false;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
+  auto reshape = [&](const std::string &in, const std::string &out, const Shape &shape) {
+    OpSpec s;
+    s.kind = OpKind::Reshape;
+    s.phase = n.phase;
+    s.inputs = {in};
+    s.outputs = {out};
+    s.attrs["shape"] = std::vector<int64_t>(shape);
+    im.emit(s, im.fresh_op_name(n.name), n);
+  };
+  bool fold = x.size() > 2;
+  std::string x2 = fold ? im.fresh_tensor_name(n.out(0) + ".rows_in") : n.in(0);
+  std::string y2 = fold ? im.fresh_tensor_name(n.out(0) + ".rows") : n.out(0);
+  if (fold) reshape(n.in(0), x2, {rows, x.back()});
+  OpSpec g;
+  g.kind = OpKind::Gemm;
+  g.phase = n.phase;
+  g.inputs = {x2, w};
+  g.outputs = {y2};
+  g.attrs = {{"alpha", 1.0}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", int64_t{1}}};
+  im.emit(g, n.name, n);
+  if (fold) {
+    Shape y(x.begin(), x.end() - 1);
+    y.push_back(ws[0]);
+    reshape(y2, n.out(0), y);
+  }
+  return true;
+}
+
+}  // namespace
+
 void translate_matmul(Importer &im, const NodeCtx &n) {
   if (n.op_type == "MatMul") {
+    if (auto pt = im.pending_transposes.find(n.in(1)); pt != im.pending_transposes.end()) {
+      auto [w, transpose_name] = pt->second;
+      if (matmul_by_transposed(im, n, w)) return;
+      // Materialise the transpose after all; later readers find it defined.
+      im.pending_transposes.erase(pt);
+      OpSpec t;
+      t.kind = OpKind::Transpose;
+      t.phase = n.phase;
+      t.inputs = {w};
+      t.outputs = {n.in(1)};
+      t.attrs["perm"] = std::vector<int64_t>{1, 0};
+      im.emit(t, transpose_name, n);
+    }
     im.emit(same_operands(n, OpKind::MatMul), n.name, n);
     return;
   }

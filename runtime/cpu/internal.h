@@ -45,12 +45,65 @@ class ReductionWalk {
     }
   }
 
+  /** Calls row(f, o, n, s) for runs of n consecutive input elements from f whose output slots are o + j * s: s is 0
+   *  where the innermost dims are reduced (a row sum) and 1 where they are kept (a column sum). The same visit as
+   *  each(), with the innermost run of dims (merged where they are both reduced or both kept and contiguous) hoisted
+   *  into a loop the caller can vectorise. */
+  template <class Row>
+  void each_row(Row row) const {
+    if (nx == 0) return;
+    Dims dims;
+    std::vector<int64_t> os;
+    for (size_t d = 0; d < shape_.size(); ++d) {
+      if (shape_[d] == 1) continue;
+      if (!dims.empty() && os.back() == ostride_[d] * shape_[d]) {
+        dims.back() *= shape_[d];
+        os.back() = ostride_[d];
+      } else {
+        dims.push_back(shape_[d]);
+        os.push_back(ostride_[d]);
+      }
+    }
+    if (dims.empty()) {
+      row(0, 0, 1, 0);
+      return;
+    }
+    size_t r = dims.size();
+    const int64_t inner = dims[r - 1], s = os[r - 1];
+    std::vector<int64_t> idx(r, 0);
+    int64_t o = 0;
+    for (int64_t f = 0; f < nx; f += inner) {
+      row(f, o, inner, s);
+      for (size_t d = r - 1; d-- > 0;) {
+        o += os[d];
+        if (++idx[d] < dims[d]) break;
+        o -= os[d] * idx[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
   int64_t ny = 1, nx = 1;
 
  private:
   Dims shape_;
   std::vector<int64_t> ostride_;
 };
+
+/** acc[o + j * s] += x[j] for j in [0, n), in double: a row's sum (s == 0, four interleaved partial sums) or a
+ *  column update (s != 0). The reductions' inner loop (ReductionWalk::each_row). */
+inline void accumulate_row(const float *x, int64_t n, double *acc, int64_t s) {
+  if (s != 0) {
+    for (int64_t j = 0; j < n; ++j) acc[j * s] += x[j];
+    return;
+  }
+  double t[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (int k = 0; k < 4; ++k) t[k] += x[j + k];
+  for (; j < n; ++j) t[0] += x[j];
+  *acc += (t[0] + t[1]) + (t[2] + t[3]);
+}
 
 /** Creates the point-to-point communicator (mpi.cpp); called by init() on every rank. */
 void init_communication();

@@ -189,7 +189,9 @@ void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t
 void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {
   detail::ReductionWalk walk(x_shape, axes, "reduce");
   std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
-  walk.each([&](int64_t f, int64_t o) { acc[static_cast<size_t>(o)] += x[f]; });
+  walk.each_row([&](int64_t f, int64_t o, int64_t n, int64_t s) {
+    detail::accumulate_row(x + f, n, acc.data() + o, s);
+  });
   double div = mean && walk.ny > 0 ? static_cast<double>(walk.nx / walk.ny) : 1.0;
   for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
 }
@@ -197,7 +199,9 @@ void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, boo
 void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y) {
   detail::ReductionWalk walk(x_shape, axes, "reduce_mean");
   std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
-  walk.each([&](int64_t f, int64_t o) { acc[static_cast<size_t>(o)] += x[f]; });
+  walk.each_row([&](int64_t f, int64_t o, int64_t n, int64_t s) {
+    detail::accumulate_row(x + f, n, acc.data() + o, s);
+  });
   double div = count > 0 ? static_cast<double>(count) : 1.0;
   for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
 }

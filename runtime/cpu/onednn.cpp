@@ -1,4 +1,4 @@
-// Convolutions, pools, batch norm and softmax on oneDNN (Debian's libdnnl 2.6, as torch 1.13 uses), for the shapes where it
+// Convolutions, pools, batch and layer norm and softmax on oneDNN (Debian's libdnnl 2.6, as torch 1.13 uses), for the shapes where it
 // computes exactly what rt.h specifies; the callers in conv.cpp, pool.cpp and norm.cpp run their own loops otherwise.
 //
 // Layouts: our tensors are plain (row-major NC...). Convolutions let oneDNN pick its layouts (format `any`: blocked,
@@ -538,6 +538,113 @@ bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const
   return true;
 }
 
+// ---------------------------------------------------------------- layer norm
+
+// Rows of [outer, inner] on the plain layout, always with scale and shift (a zero shift stands in for no bias).
+// oneDNN saves the variance; the runtime's contract is mean and 1/sqrt(var + eps), so the forward converts, and the
+// backward hands oneDNN var' = 1/invstd^2 with epsilon 0, which gives back the same invstd (as batch norm does).
+// The backward computes dX only: oneDNN sums dscale and dbias over the rows in float, the runtime in double.
+struct LnFwd {
+  dnnl::layer_normalization_forward prim;
+  memory x, y, scale, shift, mean, var;
+  std::vector<float> zero_shift, mean_data, var_data;
+};
+
+struct LnBwd {
+  dnnl::layer_normalization_backward prim;
+  memory x, dy, dx, scale, mean, var;
+  std::vector<float> var_data;
+};
+
+std::map<std::string, std::unique_ptr<LnFwd>> g_ln_fwd;
+std::map<std::string, std::unique_ptr<LnBwd>> g_ln_bwd;
+
+dnnl::layer_normalization_forward::primitive_desc ln_forward_pd(const Md &data, float eps) {
+  dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, data, eps, kScaleShift);
+  return dnnl::layer_normalization_forward::primitive_desc(d, engine());
+}
+
+bool layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
+                        float *y, float *mean, float *invstd) {
+  if (!g_enabled || outer <= 0 || inner <= 0) return false;
+  memory::dims dims{outer, inner};
+  uint32_t eps_bits;
+  std::memcpy(&eps_bits, &eps, sizeof eps);
+  LnFwd *e = cached(g_ln_fwd, key_of({&dims}, {eps_bits}), [&] {
+    auto pd = ln_forward_pd(plain(dims), eps);
+    auto e = std::make_unique<LnFwd>();
+    e->prim = dnnl::layer_normalization_forward(pd);
+    e->zero_shift.assign(static_cast<size_t>(inner), 0.0f);
+    e->mean_data.resize(static_cast<size_t>(outer));
+    e->var_data.resize(static_cast<size_t>(outer));
+    e->x = handle(pd.src_desc(), nullptr);
+    e->y = handle(pd.dst_desc(), nullptr);
+    e->scale = handle(plain({inner}), nullptr);
+    e->shift = handle(plain({inner}), nullptr);
+    e->mean = handle(pd.mean_desc(), e->mean_data.data());
+    e->var = handle(pd.variance_desc(), e->var_data.data());
+    return e;
+  });
+  if (!e) return false;
+  e->x.set_data_handle(const_cast<float *>(x));
+  e->y.set_data_handle(y);
+  e->scale.set_data_handle(const_cast<float *>(scale));
+  e->shift.set_data_handle(const_cast<float *>(bias ? bias : e->zero_shift.data()));
+  e->prim.execute(stream(), {{DNNL_ARG_SRC, e->x},
+                             {DNNL_ARG_DST, e->y},
+                             {DNNL_ARG_SCALE, e->scale},
+                             {DNNL_ARG_SHIFT, e->shift},
+                             {DNNL_ARG_MEAN, e->mean},
+                             {DNNL_ARG_VARIANCE, e->var}});
+  stream().wait();
+  for (int64_t r = 0; r < outer; ++r) {
+    if (mean) mean[r] = e->mean_data[static_cast<size_t>(r)];
+    double var = e->var_data[static_cast<size_t>(r)];
+    if (invstd) invstd[r] = static_cast<float>(1.0 / std::sqrt(var + eps));
+  }
+  return true;
+}
+
+bool layer_norm_backward_data(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
+                              const float *mean, const float *invstd, float *dx) {
+  if (!g_enabled || outer <= 0 || inner <= 0) return false;
+  memory::dims dims{outer, inner};
+  LnBwd *e = cached(g_ln_bwd, key_of({&dims}, {}), [&] {
+    Md data = plain(dims);
+    dnnl::layer_normalization_backward::desc bd(dnnl::prop_kind::backward_data, data, data, 0.0f,
+                                                dnnl::normalization_flags::use_scale);
+    dnnl::layer_normalization_backward::primitive_desc pd(bd, engine(), ln_forward_pd(data, 0.0f));
+    auto e = std::make_unique<LnBwd>();
+    e->prim = dnnl::layer_normalization_backward(pd);
+    e->var_data.resize(static_cast<size_t>(outer));
+    e->x = handle(pd.src_desc(), nullptr);
+    e->dy = handle(pd.diff_dst_desc(), nullptr);
+    e->dx = handle(pd.diff_src_desc(), nullptr);
+    e->scale = handle(plain({inner}), nullptr);
+    e->mean = handle(pd.mean_desc(), nullptr);
+    e->var = handle(pd.variance_desc(), e->var_data.data());
+    return e;
+  });
+  if (!e) return false;
+  for (int64_t r = 0; r < outer; ++r) {
+    double is = invstd[r];
+    e->var_data[static_cast<size_t>(r)] = static_cast<float>(1.0 / (is * is));
+  }
+  e->x.set_data_handle(const_cast<float *>(x));
+  e->dy.set_data_handle(const_cast<float *>(dy));
+  e->dx.set_data_handle(dx);
+  e->scale.set_data_handle(const_cast<float *>(scale));
+  e->mean.set_data_handle(const_cast<float *>(mean));
+  e->prim.execute(stream(), {{DNNL_ARG_SRC, e->x},
+                             {DNNL_ARG_DIFF_DST, e->dy},
+                             {DNNL_ARG_DIFF_SRC, e->dx},
+                             {DNNL_ARG_SCALE, e->scale},
+                             {DNNL_ARG_MEAN, e->mean},
+                             {DNNL_ARG_VARIANCE, e->var}});
+  stream().wait();
+  return true;
+}
+
 // ---------------------------------------------------------------- softmax
 
 struct SoftmaxFwd {
@@ -620,6 +727,14 @@ bool batch_norm_train_forward(int64_t, int64_t, int64_t, const float *, const fl
 }
 bool batch_norm_backward(int64_t, int64_t, int64_t, const float *, const float *, const float *, const float *,
                          const float *, float *, float *, float *) {
+  return false;
+}
+bool layer_norm_forward(int64_t, int64_t, const float *, const float *, const float *, float, float *, float *,
+                        float *) {
+  return false;
+}
+bool layer_norm_backward_data(int64_t, int64_t, const float *, const float *, const float *, const float *,
+                              const float *, float *) {
   return false;
 }
 bool softmax_forward(int64_t, int64_t, int64_t, const float *, float *) { return false; }

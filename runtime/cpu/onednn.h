@@ -27,6 +27,13 @@ bool batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, c
 bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
                          const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
 
+/** Rows of [outer, inner]; bias may be null; mean and invstd [outer] (either may be null) as rt::layer_norm_forward
+ *  writes them. The backward writes dX only. */
+bool layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
+                        float *y, float *mean, float *invstd);
+bool layer_norm_backward_data(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
+                              const float *mean, const float *invstd, float *dx);
+
 /** Softmax (not log-softmax) of X viewed as [outer, dim, inner] along the middle axis, and its gradient from Y. */
 bool softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y);
 bool softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx);

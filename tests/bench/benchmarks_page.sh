@@ -23,7 +23,7 @@ default_set=(plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nm
 measured_set=(accuracy planners_profile batch_calibration cpu_vs_torch)
 all_sets=("${default_set[@]}" "${measured_set[@]}")
 knobs=(ZOO_MODELS PLANNERS DEVICES TOPOLOGY BATCH ITERATIONS SEED STEPS REPEATS ROUNDS PREDICTORS CASES MODELS MODEL
-       BASELINES PLAN_FLAGS RUNTIME_DIR BASELINE THREADS DP)
+       BASELINES PLAN_FLAGS RUNTIME_DIR BASELINE THREADS DP DP_MODELS)
 
 title() {
   case $1 in
@@ -37,7 +37,7 @@ title() {
     accuracy) echo "Accuracy of the cost model and simulator against measured steps on MPI ranks" ;;
     planners_profile) echo "Do the search planners find faster plans with a measured profile? (2 MPI ranks)" ;;
     batch_calibration) echo "Predicting an unmeasured batch from a profile (1 device)" ;;
-    cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and ResNet-18 on 1 and 2 ranks" ;;
+    cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and data-parallel scaling on 2 ranks" ;;
   esac
 }
 

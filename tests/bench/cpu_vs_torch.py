@@ -3,9 +3,10 @@
   cpu_vs_torch.py export MODEL DIR   writes DIR/MODEL.onnx (torch 1.13, training mode, opset 14, no constant folding,
                                      dropout 0) with the loss as its output, and DIR/MODEL_x.npy, DIR/MODEL_y.npy (one
                                      batch); prints the batch size
-  cpu_vs_torch.py torch MODEL STEPS  times STEPS SGD steps (lr 0.01, zero_grad + forward + loss + backward + step) of
-                                     the same model in torch at 1 thread; prints the median step in seconds after the
-                                     first (a warm-up)
+  cpu_vs_torch.py torch MODEL STEPS [THREADS]
+                                     times STEPS SGD steps (lr 0.01, zero_grad + forward + loss + backward + step) of
+                                     the same model in torch at THREADS threads (default 1); prints the median step in
+                                     seconds after the first (a warm-up)
 
 Models: mlp (784-2048-2048-10, batch 128), resnet18 (torchvision, 10 classes, 32x32, batch 32), transformer
 (nn.TransformerEncoder d=256, 4 heads, 4 layers, ff 1024, seq 64, batch 16, mean-pooled into a 10-way Linear).
@@ -71,8 +72,8 @@ def export(name, out):
     print(shape[0])
 
 
-def time_torch(name, steps):
-    torch.set_num_threads(1)
+def time_torch(name, steps, threads=1):
+    torch.set_num_threads(threads)
     model, shape = make(name)
     x, y = (torch.from_numpy(a) for a in data(shape))
     model.train()
@@ -91,6 +92,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "torch":
-        time_torch(sys.argv[2], int(sys.argv[3]))
+        time_torch(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
     else:
         raise SystemExit(__doc__)

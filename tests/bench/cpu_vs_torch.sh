@@ -2,8 +2,10 @@
 # The CPU backend against torch 1.13 (on demand, not in CI: ~15 min on 2 cores). Per model, the median SGD step
 # (forward, loss, backward, update) of a 1-rank bundle, with the runtime of this tree ("after") and with the runtime
 # of $BASELINE ("before": the same bundle, its runtime/ replaced by that revision's), next to torch 1.13 on the same
-# ONNX model, batch and optimizer (SGD, lr 0.01), everyone at $THREADS thread(s). Then ResNet-18's throughput on 1 rank
-# (all of the machine's cores: one rank alone owns them) and 2 data-parallel ranks (a core each), same global batch.
+# ONNX model, batch and optimizer (SGD, lr 0.01), everyone at $THREADS thread(s). Then, for ResNet-18 and the
+# Transformer, data-parallel scaling at the same global batch: 1 rank on 1 core, 1 rank on all of the machine's cores
+# (one rank alone owns them), 2 data-parallel ranks (`--planner data`, each owning half the cores), and torch on all
+# the cores.
 #
 # Models (tests/bench/cpu_vs_torch.py exports them in training mode with a cross-entropy loss, and times torch):
 # mlp 784-2048-2048-10 batch 128; torchvision resnet18 at 32x32 batch 32; nn.TransformerEncoder d=256, 4 heads,
@@ -14,8 +16,8 @@
 # `spread` is max/min - 1 over the rounds of the "after" runs.
 # Usage: tests/bench/cpu_vs_torch.sh CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
 # Environment: MODELS (default "mlp resnet18 transformer"), STEPS (default 8), ROUNDS (default 3), THREADS (default 1),
-# BASELINE (a git revision of SOURCE_DIR, default main; empty: no "before" column), DP (default 1: the ResNet-18
-# ranks table; 0: skip it).
+# BASELINE (a git revision of SOURCE_DIR, default main; empty: no "before" column), DP (default 1: the scaling
+# table; 0: skip it), DP_MODELS (default "resnet18 transformer").
 set -u
 cleave=$(readlink -f "$1")
 src=$(readlink -f "$2")
@@ -28,6 +30,8 @@ rounds=${ROUNDS:-3}
 threads=${THREADS:-1}
 baseline=${BASELINE-main}
 dp=${DP:-1}
+dp_models=${DP_MODELS:-"resnet18 transformer"}
+cores=$(nproc)
 helper=$src/tests/bench/cpu_vs_torch.py
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 log=$work/log
@@ -55,9 +59,15 @@ for m in $models; do
     rm -rf "$work/$m.before/runtime" "$work/$m.before/build" && cp -r "$work/baseline/runtime" "$work/$m.before/runtime"
   fi
 done
-if [ "$dp" = 1 ] && [ -n "${batch[resnet18]:-}" ]; then
-  "$cleave" compile "$work/resnet18.onnx" --devices 2 --planner data --batch "${batch[resnet18]}" --optimizer sgd \
-    --lr 0.01 -o "$work/resnet18.dp2" 2>>"$log" || { echo "skip the 2-rank run: cleave compile failed" >&2; dp=0; }
+# The 2-rank bundles of the scaling table: <model>.dp2.
+scaled=()
+if [ "$dp" = 1 ]; then
+  for m in $dp_models; do
+    [ -n "${batch[$m]:-}" ] || continue
+    "$cleave" compile "$work/$m.onnx" --devices 2 --planner data --batch "${batch[$m]}" --optimizer sgd \
+      --lr 0.01 -o "$work/$m.dp2" 2>>"$log" && scaled+=("$m") ||
+      echo "skip the 2-rank run of $m: cleave compile failed (see $log)" >&2
+  done
 fi
 
 # One run of a bundle: its rank-0 median step (seconds) after the warm-up step, or "nan".
@@ -80,11 +90,13 @@ for ((r = 0; r < rounds; r++)); do
     t[$m.after]+="$(run_bundle "$work/$m.after" "$m" "${one_thread[@]}") "
     t[$m.torch]+="$(OMP_NUM_THREADS=$threads /usr/bin/python3 "$helper" torch "$m" "$steps" 2>>"$log" || echo nan) "
   done
-  if [ "$dp" = 1 ] && [ -n "${batch[resnet18]:-}" ]; then
-    echo "round $((r + 1))/$rounds: resnet18 on 1 and 2 ranks" >&2
-    t[dp.1]+="$(run_bundle "$work/resnet18.after" resnet18) "
-    t[dp.2]+="$(run_bundle "$work/resnet18.dp2" resnet18) "
-  fi
+  for m in "${scaled[@]}"; do
+    echo "round $((r + 1))/$rounds: $m on 1 and 2 ranks" >&2
+    t[$m.dp1]+="$(run_bundle "$work/$m.after" "$m" "${one_thread[@]}") "
+    t[$m.dpall]+="$(run_bundle "$work/$m.after" "$m") "
+    t[$m.dp2]+="$(run_bundle "$work/$m.dp2" "$m") "
+    t[$m.torchall]+="$(/usr/bin/python3 "$helper" torch "$m" "$steps" "$cores" 2>>"$log" || echo nan) "
+  done
 done
 
 # median and spread of a list of seconds
@@ -110,17 +122,19 @@ for m in $models; do
   echo "| $m | ${batch[$m]} | $(ms "$before") | $(ms "$after") | $(ms "$torch") | $(ratio "$after" "$torch") |" \
     "$(ratio "$before" "$after") | ${spread}% |"
 done
-if [ "$dp" = 1 ] && [ -n "${batch[resnet18]:-}" ]; then
-  cores=$(nproc)
+if [ ${#scaled[@]} -gt 0 ]; then
   echo
-  echo "ResNet-18, global batch ${batch[resnet18]}, on $cores cores: 1 rank (all cores) against 2 data-parallel ranks"
+  echo "Data-parallel scaling on $cores cores, same global batch (ms per step; throughput relative to 1 rank on 1 core)"
   echo
-  echo "| ranks | threads per rank | step (ms) | samples/s | spread |"
-  echo "|---|---|---|---|---|"
-  read -r s1 p1 <<<"$(stats ${t[dp.1]})"
-  read -r s2 p2 <<<"$(stats ${t[dp.2]})"
-  echo "| 1 | $cores | $(ms "$s1") |" \
-    "$(awk -v s="$s1" -v b="${batch[resnet18]}" 'BEGIN { printf "%.0f", b / s }') | ${p1}% |"
-  echo "| 2 | $(( cores / 2 > 0 ? cores / 2 : 1 )) | $(ms "$s2") |" \
-    "$(awk -v s="$s2" -v b="${batch[resnet18]}" 'BEGIN { printf "%.0f", b / s }') | ${p2}% |"
+  echo "| model | batch | 1 rank, 1 core | 1 rank, $cores cores | 2 ranks (data) | 2 ranks speed-up | torch, $cores threads |" \
+    "2 ranks/torch | spread (2 ranks) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  for m in "${scaled[@]}"; do
+    read -r s1 _ <<<"$(stats ${t[$m.dp1]})"
+    read -r sa _ <<<"$(stats ${t[$m.dpall]})"
+    read -r s2 p2 <<<"$(stats ${t[$m.dp2]})"
+    read -r st _ <<<"$(stats ${t[$m.torchall]})"
+    echo "| $m | ${batch[$m]} | $(ms "$s1") | $(ms "$sa") | $(ms "$s2") | $(ratio "$s1" "$s2")x | $(ms "$st") |" \
+      "$(ratio "$s2" "$st") | ${p2}% |"
+  done
 fi

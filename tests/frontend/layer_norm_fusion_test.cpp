@@ -105,7 +105,8 @@ TEST(LayerNormFusion, TorchChainIsOneOpThatComputesTheChain) {
       std::vector<float> x = random_floats(24, 3);
       std::vector<double> a = run_y(fused, x), b = run_y(chain, x);
       ASSERT_EQ(a.size(), b.size());
-      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << "k " << k << " i " << i;
+      for (size_t i = 0; i < a.size(); ++i)
+        EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << "k " << k << " i " << i;
     }
   }
 }

@@ -1,8 +1,8 @@
 // The oneDNN paths of the CPU backend (runtime/cpu/onednn.cpp) against the runtime's own kernels (themselves tested
 // against the interpreter in kernels_dense_test and kernels_window_block_test) on the same inputs: convolutions with
 // groups, strides, dilations, asymmetric and negative pads in 1-3 d, pools with ceil-mode outputs, count_include_pad
-// and tied maxima, batch norm. Each case also checks that oneDNN took the shape (or, for the cases listed as ours,
-// that it declined it). Skipped when the runtime was built without oneDNN.
+// and tied maxima, batch norm, layer norm, softmax. Each case also checks that oneDNN took the shape (or, for the
+// cases listed as ours, that it declined it). Skipped when the runtime was built without oneDNN.
 #include "runtime/cpu/onednn.h"
 #include "tests/runtime/one_op.h"
 
@@ -268,6 +268,47 @@ KernelCase softmax_case(int64_t outer, int64_t dim, int64_t inner, bool special)
             // NaN where ours has NaN (max_error counts a NaN against a number as infinite error).
             return std::max(compare(y, y_ours), compare(dx, dx_ours));
           }};
+}
+
+/** LayerNormalization forward and backward over rows of [outer, inner], oneDNN against our loops (with and without
+ *  bias; the statistics rt.h promises: mean and 1/sqrt(var + eps)). */
+KernelCase layer_norm_case(int64_t outer, int64_t inner, bool bias, double offset) {
+  std::string name = "ONEDNN_LAYER_NORM(x=" + dims_str({outer, inner}) + (bias ? ",bias" : "") +
+                     ",offset=" + std::to_string(offset) + ")";
+  return {name, 1e-5, [=] {
+            int64_t n = outer * inner;
+            unsigned seed = static_cast<unsigned>(n + inner);
+            auto x = random_f32(seed, n, offset - 1, offset + 1), dy = random_f32(seed + 1, n);
+            auto scale = random_f32(seed + 2, inner, 0.5, 1.5), b = random_f32(seed + 3, inner);
+            const float *bp = bias ? b.data() : nullptr;
+            auto run = [&](std::vector<float> &y, std::vector<float> &mean, std::vector<float> &invstd,
+                           std::vector<float> &dx, std::vector<float> &ds, std::vector<float> &db) {
+              y.resize(static_cast<size_t>(n));
+              dx.resize(y.size());
+              mean.resize(static_cast<size_t>(outer));
+              invstd.resize(mean.size());
+              ds.resize(static_cast<size_t>(inner));
+              db.resize(ds.size());
+              layer_norm_forward(outer, inner, x.data(), scale.data(), bp, 1e-5f, y.data(), mean.data(), invstd.data());
+              layer_norm_backward(outer, inner, dy.data(), x.data(), scale.data(), mean.data(), invstd.data(),
+                                  dx.data(), ds.data(), db.data());
+            };
+            std::vector<float> y, mean, invstd, dx, ds, db, y0, mean0, invstd0, dx0, ds0, db0;
+            std::vector<float> probe(static_cast<size_t>(n));
+            if (!dnn::layer_norm_forward(outer, inner, x.data(), scale.data(), bp, 1e-5f, probe.data(), nullptr,
+                                         nullptr))
+              return double{INFINITY};  // oneDNN declined
+            run(y, mean, invstd, dx, ds, db);
+            ours([&] { run(y0, mean0, invstd0, dx0, ds0, db0); });
+            return std::max({compare(y, y0), compare(mean, mean0), compare(invstd, invstd0), compare(dx, dx0),
+                             compare(ds, ds0), compare(db, db0)});
+          }};
+}
+
+TEST(RuntimeOneDnn, LayerNorm) {
+  if (!dnn::enabled()) GTEST_SKIP() << "the runtime is built without oneDNN (or CLEAVE_ONEDNN=0)";
+  run_cases({layer_norm_case(1024, 256, true, 0), layer_norm_case(7, 5, false, 0), layer_norm_case(64, 48, true, 3),
+             layer_norm_case(1, 1, true, 0)});
 }
 
 TEST(RuntimeOneDnn, Softmax) {
