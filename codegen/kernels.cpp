@@ -448,43 +448,10 @@ void check_kernel_split(const KernelCall &call) {
     }
     if (total != out[axis].size()) unsupported_split(call);
   }
-  if (op.kind == OpKind::Reshape) {
-    // A block of rows stays a block of rows only when both boxes are the same contiguous element range.
-    auto range = [](const plan::Box &b, const Shape &shape, int64_t &lo, int64_t &hi) {
-      int64_t stride = 1;
-      lo = 0;
-      hi = 0;
-      bool inner_full = true;
-      for (size_t d = shape.size(); d-- > 0;) {
-        if (!inner_full && b[d].size() != 1) return false;
-        lo += b[d].begin * stride;
-        hi += (b[d].end - 1) * stride;
-        if (b[d].begin != 0 || b[d].end != shape[d]) inner_full = false;
-        stride *= shape[d];
-      }
-      hi += 1;
-      return true;
-    };
-    // Or when the reshape only drops or inserts size-1 dims: the local boxes then hold the same elements in the same
-    // order (e.g. a Squeeze of a batch-split [T, 1, B, H]).
-    auto non_unit = [](const plan::Box &b, const Shape &shape, Shape &dims) {
-      plan::Box r;
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (shape[d] != 1) {
-          r.push_back(b[d]);
-          dims.push_back(shape[d]);
-        }
-      return r;
-    };
-    Shape in_dims, out_dims;
-    plan::Box in_box = non_unit(call.in_boxes[0], g.tensor(op.inputs[0]).shape, in_dims);
-    plan::Box out_box = non_unit(call.out_boxes[0], g.tensor(op.outputs[0]).shape, out_dims);
-    if (in_dims == out_dims && in_box == out_box) return;
-    int64_t a0, a1, b0, b1;
-    if (!range(call.in_boxes[0], g.tensor(op.inputs[0]).shape, a0, a1) ||
-        !range(call.out_boxes[0], g.tensor(op.outputs[0]).shape, b0, b1) || a0 != b0 || a1 != b1)
-      unsupported_split(call);
-  }
+  if (op.kind == OpKind::Reshape &&
+      !plan::reshape_boxes_ok(call.in_boxes[0], g.tensor(op.inputs[0]).shape, call.out_boxes[0],
+                              g.tensor(op.outputs[0]).shape))
+    unsupported_split(call);
 }
 
 std::string validation_kernel_code(const KernelCall &call) {

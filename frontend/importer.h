@@ -9,6 +9,7 @@
 
 #include "frontend/node_attrs.h"
 #include "frontend/onnx_import.h"
+#include "ir/describe/batch_dims.h"
 #include "ir/graph.h"
 #include "ir/shape_rules.h"
 
@@ -67,6 +68,9 @@ class Importer {
   /** Transposed weights not emitted (frontend/transposed_weights.h): WT -> (W, the Transpose node's name). A MatMul
    *  whose right operand is one multiplies by W with Gemm's transB, or emits the Transpose first where it cannot. */
   std::map<std::string, std::pair<std::string, std::string>> pending_transposes;
+  /** The batch dim of each tensor of `g` so far (ir/describe/batch_dims.h), brought up to date where a translation
+   *  needs it. */
+  describe::BatchDims batch_dims;
 
   bool defined(const std::string &name) const { return slots_.count(name) != 0; }
   /** A value known at compile time: a constant, or a param whose data was loaded. nullptr otherwise. */

@@ -14,10 +14,13 @@ void translate_elementwise(Importer &im, const NodeCtx &n) {
 namespace {
 
 /** X W^T for a MatMul of X [..., k] by a pending transposed weight: X's leading dims folded into rows (Reshape, free
- *  in codegen), Gemm(X, W, transB), the rows unfolded. False (nothing emitted) where the shapes do not allow it. */
+ *  in codegen), Gemm(X, W, transB), the rows unfolded. False (nothing emitted) where the shapes do not allow it, or
+ *  where X's batch is in a dim after the first: the rows would interleave samples, and data parallelism could not
+ *  split them (torch's attention projects time-major activations). */
 bool matmul_by_transposed(Importer &im, const NodeCtx &n, const std::string &w) {
   Shape x = im.type_of(n.in(0), n).shape, ws = im.type_of(w, n).shape;
   if (x.size() < 2 || ws.size() != 2 || x.back() != ws[1]) return false;
+  if (x.size() > 2 && im.batch_dims.update(im.g)[static_cast<size_t>(im.use(n.in(0), &n))] > 0) return false;
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
   auto reshape = [&](const std::string &in, const std::string &out, const Shape &shape) {

@@ -1,8 +1,32 @@
 // Descriptions of the data-movement kinds: Reshape, Transpose, Expand, Concat, Split, Slice, Gather and the
 // backward kinds that invert them (SliceGrad, GatherGrad).
+#include <algorithm>
+
 #include "ir/describe/ops_util.h"
 
 namespace cleave::describe {
+
+namespace {
+
+/** Whether dims xd[i0, i1) of xs and yd[j0, j1) of ys (equal products) factor into common pieces: walking both from
+ *  the outermost, the next piece is the smaller of what is left of the current dim on each side, and it must divide
+ *  the larger. */
+bool common_factors(const Shape &xs, const std::vector<size_t> &xd, size_t i0, size_t i1, const Shape &ys,
+                    const std::vector<size_t> &yd, size_t j0, size_t j1) {
+  size_t a = i0, c = j0;
+  int64_t rx = xs[xd[a]], ry = ys[yd[c]];
+  while (a < i1 && c < j1) {
+    int64_t f = std::min(rx, ry);
+    if (f <= 0 || std::max(rx, ry) % f != 0) return false;
+    rx /= f;
+    ry /= f;
+    if (rx == 1 && ++a < i1) rx = xs[xd[a]];
+    if (ry == 1 && ++c < j1) ry = ys[yd[c]];
+  }
+  return a == i1 && c == j1;
+}
+
+}  // namespace
 
 Descs describe_Reshape(const Graph &g, const Op &op) {
   Builder b(g, op, 0, "Y");
@@ -43,7 +67,25 @@ Descs describe_Reshape(const Graph &g, const Op &op) {
         flat = flat * ys[yd[t]] + Affine(v);
       }
       xi[xd[i0]] = Ix(flat);
-    } else {  // regrouping (e.g. [6,4] -> [4,6]): not affine, so opaque
+    } else if (common_factors(xs, xd, i0, i, ys, yd, j0, j)) {
+      // A regrouping whose dims factor into common pieces, e.g. [B, H*D] -> [B*H, D] = [B, (H, D)] -> [(B, H), D]:
+      // one var per piece, outermost first; each dim on either side is the row-major flattening of its pieces.
+      size_t a = i0, c = j0;
+      int64_t rx = xs[xd[a]], ry = ys[yd[c]];
+      std::vector<Affine> fx(i - i0, Affine(int64_t{0})), fy(j - j0, Affine(int64_t{0}));
+      while (a < i && c < j) {
+        int64_t f = std::min(rx, ry);
+        Var v = b.out(generic_name(names++), f);
+        fx[a - i0] = fx[a - i0] * f + Affine(v);
+        fy[c - j0] = fy[c - j0] * f + Affine(v);
+        rx /= f;
+        ry /= f;
+        if (rx == 1 && ++a < i) rx = xs[xd[a]];
+        if (ry == 1 && ++c < j) ry = ys[yd[c]];
+      }
+      for (size_t t = i0; t < i; ++t) xi[xd[t]] = Ix(fx[t - i0]);
+      for (size_t t = j0; t < j; ++t) yi[yd[t]] = fy[t - j0];
+    } else {  // regrouping without common pieces (e.g. [6,4] -> [4,6]): not affine, so opaque
       mixed = true;
       for (size_t t = j0; t < j; ++t) yi[yd[t]] = Affine(b.out(generic_name(names++), ys[yd[t]], true));
       for (size_t t = i0; t < i; ++t) xi[xd[t]] = Ix(b.internal(generic_name(names++), xs[xd[t]]));

@@ -321,6 +321,57 @@ bool box_contains(const Box &outer, const Box &inner) {
 
 namespace {
 
+/** The range [lo, hi) of the row-major flattening of dims `dims` (indices into shape and box) that box `b` covers,
+ *  or false when it is not one contiguous range (a dim partial while a dim inside it is not whole). */
+bool flat_range(const Box &b, const Shape &shape, const std::vector<size_t> &dims, int64_t &lo, int64_t &hi) {
+  int64_t stride = 1;
+  lo = hi = 0;
+  bool inner_full = true;
+  for (size_t k = dims.size(); k-- > 0;) {
+    size_t d = dims[k];
+    if (!inner_full && b[d].size() != 1) return false;
+    lo += b[d].begin * stride;
+    hi += (b[d].end - 1) * stride;
+    if (b[d].begin != 0 || b[d].end != shape[d]) inner_full = false;
+    stride *= shape[d];
+  }
+  hi += 1;
+  return true;
+}
+
+}  // namespace
+
+bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape) {
+  std::vector<size_t> xd, yd;
+  for (size_t d = 0; d < in_shape.size(); ++d)
+    if (in_shape[d] != 1) xd.push_back(d);
+  for (size_t d = 0; d < out_shape.size(); ++d)
+    if (out_shape[d] != 1) yd.push_back(d);
+  size_t i = 0, j = 0;
+  while (i < xd.size() || j < yd.size()) {
+    if (i == xd.size() || j == yd.size()) return false;
+    std::vector<size_t> gx{xd[i]}, gy{yd[j]};
+    int64_t px = in_shape[xd[i++]], py = out_shape[yd[j++]];
+    while (px != py) {
+      if (px < py && i < xd.size()) {
+        gx.push_back(xd[i]);
+        px *= in_shape[xd[i++]];
+      } else if (py < px && j < yd.size()) {
+        gy.push_back(yd[j]);
+        py *= out_shape[yd[j++]];
+      } else {
+        return false;
+      }
+    }
+    int64_t a0, a1, b0, b1;
+    if (!flat_range(in, in_shape, gx, a0, a1) || !flat_range(out, out_shape, gy, b0, b1) || a0 != b0 || a1 != b1)
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
 bool pairwise_disjoint(const std::vector<Box> &boxes) {
   for (size_t i = 0; i < boxes.size(); ++i)
     for (size_t j = i + 1; j < boxes.size(); ++j)

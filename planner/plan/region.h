@@ -47,6 +47,13 @@ Sharding without_partial(Sharding s);
 /** `outer` holds every element of `inner` (one rank). */
 bool box_contains(const Box &outer, const Box &inner);
 
+/** Whether the row-major buffer of box `in` of a tensor of `in_shape` holds, in order, the elements of box `out` of
+ *  its reshape to `out_shape`: then a shard of a Reshape is its input's buffer as it is (codegen's rule for a split
+ *  Reshape, which every planner checks). The non-unit dims of both shapes fall into groups of consecutive dims with
+ *  equal products; within each group both boxes must be one contiguous range of the group's row-major flattening,
+ *  the same range on both sides. E.g. [T, B, H*D] -> [T, B*H, D] split on B: each group's range is a block. */
+bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape);
+
 // Box predicates that recognise a collective in "who needs which box of whom" (DESIGN §4): the communication
 // derivation (planner/cost/communication.h) decides every all-gather, reduce-scatter and all-to-all by them.
 

@@ -1,6 +1,7 @@
 // The `single` and `data` planners, and the batch dims every data-parallel split follows (DESIGN §5).
 #include "planner/search/data_plan.h"
 
+#include "ir/describe/batch_dims.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/plan/validate.h"
@@ -10,26 +11,6 @@ namespace cleave::plan {
 namespace {
 
 using describe::Description;
-using describe::Expr;
-using describe::ExprPtr;
-using describe::VarRole;
-
-/** Accesses of `e` in tree order (args first to last, indirect indexes inside their access). */
-void collect_accesses(const ExprPtr &e, std::vector<const Expr *> &out) {
-  if (!e) return;
-  if (e->kind == Expr::Kind::access) out.push_back(e.get());
-  for (const ExprPtr &a : e->args) collect_accesses(a, out);
-  for (const describe::Index &i : e->index) collect_accesses(i.indirect, out);
-}
-
-/** The dim of output description `d` that var `name` indexes, or -1. */
-int output_dim_of(const Description &d, const std::string &name) {
-  int v = d.var(name);
-  if (v < 0 || d.vars[static_cast<size_t>(v)].role != VarRole::output) return -1;
-  for (size_t k = 0; k < d.output_index.size(); ++k)
-    if (d.output_index[k].coef(v) != 0) return static_cast<int>(k);
-  return -1;
-}
 
 std::vector<int> iota(int n) {
   std::vector<int> r;
@@ -95,40 +76,6 @@ Plan data_plan(const Graph &g, int devices) {
     return s;
   };
   return assemble(g, devices, choose, source);
-}
-
-int batch_var(const Op &op, const Description &d, const std::vector<int> &batch) {
-  std::vector<const Expr *> accesses;
-  collect_accesses(d.body, accesses);
-  collect_accesses(d.post, accesses);
-  for (const describe::OperandInfo &o : d.operands) {
-    int bd = batch[static_cast<size_t>(op.input(static_cast<size_t>(o.slot)))];
-    if (bd < 0) continue;
-    for (const Expr *a : accesses) {
-      if (a->slot != o.slot) continue;
-      const describe::Index &ix = a->index.at(static_cast<size_t>(bd));
-      if (!ix.indirect && ix.div == 1 && ix.affine.constant == 0 && ix.affine.terms.size() == 1 &&
-          ix.affine.terms[0].second == 1)
-        return ix.affine.terms[0].first;
-    }
-  }
-  return -1;
-}
-
-std::vector<int> batch_dims(const Graph &g) {
-  std::vector<int> batch(static_cast<size_t>(g.num_tensors()), -1);
-  for (TensorId t = 0; t < g.num_tensors(); ++t)
-    if (is_batch_source(g.tensor(t))) batch[static_cast<size_t>(t)] = g.tensor(t).sample_axis;
-  for (const Op &op : g.ops()) {
-    std::vector<Description> descs = describe::describe(g, op);
-    const Description &d = descs[primary_output(op)];
-    int v = batch_var(op, d, batch);
-    if (v < 0) continue;
-    const std::string &name = d.vars[static_cast<size_t>(v)].name;
-    for (size_t k = 0; k < op.outputs.size(); ++k)
-      if (op.outputs[k] != kNoTensor) batch[static_cast<size_t>(op.outputs[k])] = output_dim_of(descs[k], name);
-  }
-  return batch;
 }
 
 }  // namespace cleave::plan

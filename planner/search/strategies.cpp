@@ -25,37 +25,6 @@ bool splits_var(const ParallelConfig &c, const std::string &name) {
   return std::find(c.vars.begin(), c.vars.end(), name) != c.vars.end();
 }
 
-/** codegen/kernels.cpp's Reshape rule: both boxes are the same contiguous range of row-major elements, or hold the
- *  same non-unit dims in the same order. */
-bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape) {
-  auto non_unit = [](const Box &b, const Shape &shape, Shape &dims) {
-    Box r;
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] != 1) {
-        r.push_back(b[d]);
-        dims.push_back(shape[d]);
-      }
-    return r;
-  };
-  Shape in_dims, out_dims;
-  if (non_unit(in, in_shape, in_dims) == non_unit(out, out_shape, out_dims) && in_dims == out_dims) return true;
-  auto range = [](const Box &b, const Shape &shape, int64_t &lo, int64_t &hi) {
-    int64_t stride = 1;
-    lo = hi = 0;
-    bool inner_full = true;
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (!inner_full && b[d].size() != 1) return false;
-      lo += b[d].begin * stride;
-      hi += (b[d].end - 1) * stride;
-      if (b[d].begin != 0 || b[d].end != shape[d]) inner_full = false;
-      stride *= shape[d];
-    }
-    return true;
-  };
-  int64_t a0, a1, b0, b1;
-  return range(in, in_shape, a0, a1) && range(out, out_shape, b0, b1) && a0 == b0 && a1 == b1;
-}
-
 /** Concat, Split, Slice and SliceGrad: codegen derives the local geometry from the boxes only when the split dims
  *  are not the ones the op cuts or joins, i.e. the split var indexes a dim of the same extent in every operand and
  *  output. */

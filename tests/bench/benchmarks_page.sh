@@ -9,8 +9,8 @@
 #               (plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nmt frontier_profile;
 #               frontier_profile builds the target frontier_profile in BUILD_DIR when it is missing)
 #   --measured  also the benchmarks that build bundles and time them on MPI ranks of this machine (accuracy ~10-15
-#               min, planners_profile ~17 min, batch_calibration a few minutes, cpu_vs_torch ~15 min): left out by
-#               default for their time and because they need the cores to themselves
+#               min, planners_profile ~17 min, batch_calibration a few minutes, cpu_vs_torch ~20 min, bundle_build
+#               ~10 min): left out by default for their time and because they need the cores to themselves
 #   --cuda      batch_calibration on one GPU (backend cuda) instead of the CPU (with --measured or --only)
 #   --only      just these sections (names above); the other sections of the existing page are kept as they are
 #   -o PAGE     the page to write (default docs/benchmarks.md)
@@ -20,7 +20,7 @@
 set -uo pipefail
 
 default_set=(plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nmt frontier_profile)
-measured_set=(accuracy planners_profile batch_calibration cpu_vs_torch)
+measured_set=(accuracy planners_profile batch_calibration cpu_vs_torch bundle_build)
 all_sets=("${default_set[@]}" "${measured_set[@]}")
 knobs=(ZOO_MODELS PLANNERS DEVICES TOPOLOGY BATCH ITERATIONS SEED STEPS REPEATS ROUNDS PREDICTORS CASES MODELS MODEL
        BASELINES PLAN_FLAGS RUNTIME_DIR BASELINE THREADS DP DP_MODELS)
@@ -38,6 +38,7 @@ title() {
     planners_profile) echo "Do the search planners find faster plans with a measured profile? (2 MPI ranks)" ;;
     batch_calibration) echo "Predicting an unmeasured batch from a profile (1 device)" ;;
     cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and data-parallel scaling on 2 ranks" ;;
+    bundle_build) echo "From cleave compile to the first step: 2-rank bundles with the runtime cached" ;;
   esac
 }
 
@@ -152,7 +153,7 @@ mkdir -p "$(dirname "$page")"
   echo "minutes, so compare figures within one section rather than across sections."
   echo
   echo "Regenerate with \`tests/bench/benchmarks_page.sh [BUILD_DIR]\` (the planning benchmarks, about 10 minutes on 2"
-  echo "cores), \`--measured\` to add the benchmarks that time bundles on MPI ranks (about 35 minutes more), \`--only"
+  echo "cores), \`--measured\` to add the benchmarks that time bundles on MPI ranks (about an hour more), \`--only"
   echo "NAME,...\` to rerun some sections and keep the rest. What each benchmark does is in the header of its script."
   echo
   echo "| section | script | in the default run |"

@@ -211,6 +211,9 @@ TEST(DescriptionVsInterpreter, DenseVariants) {
 TEST(DescriptionVsInterpreter, LayoutVariants) {
   EXPECT_EQ(check_op(one_op(OpKind::Reshape, {{"X", {2, 12}}}, {{"shape", V{2, 3, 4}}}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Reshape, {{"X", {2, 3, 1, 4}}}, {{"shape", V{6, 4}}}, {{"Y"}})), 1);
+  // Regroupings with common pieces (attention's [T, B, H*D] <-> [T, B*H, D]) are affine over the pieces.
+  EXPECT_EQ(check_op(one_op(OpKind::Reshape, {{"X", {3, 4, 6}}}, {{"shape", V{3, 8, 3}}}, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::Reshape, {{"X", {2, 8, 3}}}, {{"shape", V{2, 4, 6}}}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Transpose, {{"X", {2, 3, 4}}}, {}, {{"Y"}})), 1);
   // IR slices are normalised by the importer: -1 ends a negative-step slice before the first element.
   AttrMap neg{{"starts", V{5, 1}}, {"ends", V{-1, 5}}, {"axes", V{1, 0}}, {"steps", V{-2, 3}}};

@@ -489,6 +489,39 @@ loss loss
   }
 }
 
+TEST(Planners, DataSplitsAttentionHeadsAndFlattenedRows) {
+  // torch's attention regroups [T, B, H*D] into [T, B*H, D] and back, and its Linear layers flatten [B, T, C] into
+  // rows and back: each is a block of samples on both sides, so the data planner splits every op (the regrouping is
+  // affine over its common pieces; the unflattening's batch var is the rows' outer factor).
+  Graph g = parse_graph(R"(graph g
+tensor x f32[4,3,8] input
+tensor t f32[3,4,8] activation
+tensor h f32[3,8,4] activation
+tensor r f32[3,8,4] activation
+tensor u f32[3,4,8] activation
+tensor v f32[4,3,8] activation
+tensor rows f32[12,8] activation
+tensor back f32[4,3,8] activation
+tensor loss f32[] activation
+op tr Transpose forward (x) -> (t) {perm=[1,0,2]}
+op heads Reshape forward (t) -> (h) {shape=[3,8,4]}
+op relu Relu forward (h) -> (r)
+op merge Reshape forward (r) -> (u) {shape=[3,4,8]}
+op tr2 Transpose forward (u) -> (v) {perm=[1,0,2]}
+op flat Reshape forward (v) -> (rows) {shape=[12,8]}
+op unflat Reshape forward (rows) -> (back) {shape=[4,3,8]}
+op l ReduceSum forward (back) -> (loss) {axes=[0,1,2], keepdims=0}
+loss loss
+)");
+  std::vector<int> batch = batch_dims(g);
+  for (auto [t, dim] : std::vector<std::pair<const char *, int>>{
+           {"x", 0}, {"t", 1}, {"h", 1}, {"u", 1}, {"v", 0}, {"rows", 0}, {"back", 0}})
+    EXPECT_EQ(batch[static_cast<size_t>(*g.find_tensor(t))], dim) << t;
+  Plan p = data_plan(g, 2);
+  EXPECT_EQ(plan_problems(g, p), std::vector<std::string>{});
+  for (const OpEntry &op : p.ops) EXPECT_NE(op.config.vars[0], "") << op.name << " is replicated";
+}
+
 }  // namespace
 }  // namespace cleave::plan
 

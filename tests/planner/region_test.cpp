@@ -203,6 +203,24 @@ op mm MatMul forward (x, t) -> (m)
   check_graph(g, 25, 11);
 }
 
+TEST(Region, ReshapeBoxesKeepTheirOrder) {
+  // [T, B, H*D] -> [T, B*H, D] (attention's heads): a block of B on both sides is one buffer; a block of H is not.
+  Shape x{4, 6, 12}, y{4, 18, 4};  // B 6, H 3, D 4
+  EXPECT_TRUE(reshape_boxes_ok({{0, 4}, {0, 3}, {0, 12}}, x, {{0, 4}, {0, 9}, {0, 4}}, y));
+  EXPECT_TRUE(reshape_boxes_ok({{0, 4}, {3, 6}, {0, 12}}, x, {{0, 4}, {9, 18}, {0, 4}}, y));
+  EXPECT_FALSE(reshape_boxes_ok({{0, 4}, {0, 3}, {0, 12}}, x, {{0, 4}, {0, 18}, {0, 2}}, y));
+  EXPECT_FALSE(reshape_boxes_ok({{0, 4}, {0, 6}, {0, 4}}, x, {{0, 4}, {0, 6}, {0, 4}}, y));  // H*D cut inside
+  // Flattening and unflattening rows: a block of rows; unit dims dropped or inserted; the whole tensor.
+  EXPECT_TRUE(reshape_boxes_ok({{2, 4}, {0, 6}, {0, 12}}, x, {{2, 4}, {0, 72}}, {4, 72}));
+  EXPECT_TRUE(reshape_boxes_ok({{0, 4}, {0, 3}, {0, 12}}, x, {{0, 4}, {0, 36}}, {4, 72}));
+  EXPECT_FALSE(reshape_boxes_ok({{0, 4}, {0, 3}, {0, 12}}, x, {{0, 4}, {36, 72}}, {4, 72}));
+  EXPECT_TRUE(reshape_boxes_ok({{0, 2}, {0, 1}, {0, 5}}, {4, 1, 5}, {{0, 2}, {0, 5}}, {4, 5}));
+  EXPECT_TRUE(reshape_boxes_ok(full_box(x), x, full_box(y), y));
+  // [B*T, C] -> [B, T, C] split on B: the rows of a block of samples.
+  EXPECT_TRUE(reshape_boxes_ok({{6, 12}, {0, 5}}, {12, 5}, {{2, 4}, {0, 3}, {0, 5}}, {4, 3, 5}));
+  EXPECT_FALSE(reshape_boxes_ok({{0, 6}, {0, 5}}, {12, 5}, {{2, 4}, {0, 3}, {0, 5}}, {4, 3, 5}));
+}
+
 TEST(Region, ShardRegionsTileTheTensor) {
   // Whatever the mesh, the split axes' blocks cover every element exactly once per replica.
   Shape shape{12, 6, 4};
