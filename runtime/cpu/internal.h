@@ -7,6 +7,55 @@
 
 namespace cleave::rt::detail {
 
+/** `dims` and the strides `st` of another buffer along them, size-1 dims dropped and neighbours merged where that
+ *  buffer walks them contiguously too (st[d] == st[d + 1] * dims[d + 1]): the same element order over fewer, longer
+ *  dims. */
+inline void merge_dims(const Dims &dims, const std::vector<int64_t> &st, Dims &out, std::vector<int64_t> &ms) {
+  out.clear();
+  ms.clear();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!out.empty() && ms.back() == st[d] * dims[d]) {
+      out.back() *= dims[d];
+      ms.back() = st[d];
+    } else {
+      out.push_back(dims[d]);
+      ms.push_back(st[d]);
+    }
+  }
+}
+
+/** Calls row(flat, at, n, s) for each run of the innermost merged dim (merge_dims) of the row-major `dims`: its n
+ *  elements from `flat` lie at at + j * s in the other buffer. An odometer over the outer dims (no divisions), the
+ *  run left to the caller's loop, which the compiler can vectorise. Nothing for an empty tensor; one run of one
+ *  element for a scalar. */
+template <class Row>
+void for_each_row(const Dims &dims, const std::vector<int64_t> &st, Row row) {
+  Dims md;
+  std::vector<int64_t> ms;
+  merge_dims(dims, st, md, ms);
+  int64_t n = 1;
+  for (int64_t v : md) n *= v;
+  if (n == 0) return;
+  if (md.empty()) {
+    row(0, 0, 1, 0);
+    return;
+  }
+  size_t r = md.size();
+  const int64_t inner = md[r - 1], s = ms[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  int64_t at = 0;
+  for (int64_t f = 0; f < n; f += inner) {
+    row(f, at, inner, s);
+    for (size_t d = r - 1; d-- > 0;) {
+      at += ms[d];
+      if (++idx[d] < md[d]) break;
+      at -= ms[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 /** A row-major tensor reduced over some axes: `ny` output slots (the kept dims, row-major) for `nx` input elements.
  *  fail()s naming `what` on an axis out of range. */
 class ReductionWalk {
@@ -51,36 +100,7 @@ class ReductionWalk {
    *  into a loop the caller can vectorise. */
   template <class Row>
   void each_row(Row row) const {
-    if (nx == 0) return;
-    Dims dims;
-    std::vector<int64_t> os;
-    for (size_t d = 0; d < shape_.size(); ++d) {
-      if (shape_[d] == 1) continue;
-      if (!dims.empty() && os.back() == ostride_[d] * shape_[d]) {
-        dims.back() *= shape_[d];
-        os.back() = ostride_[d];
-      } else {
-        dims.push_back(shape_[d]);
-        os.push_back(ostride_[d]);
-      }
-    }
-    if (dims.empty()) {
-      row(0, 0, 1, 0);
-      return;
-    }
-    size_t r = dims.size();
-    const int64_t inner = dims[r - 1], s = os[r - 1];
-    std::vector<int64_t> idx(r, 0);
-    int64_t o = 0;
-    for (int64_t f = 0; f < nx; f += inner) {
-      row(f, o, inner, s);
-      for (size_t d = r - 1; d-- > 0;) {
-        o += os[d];
-        if (++idx[d] < dims[d]) break;
-        o -= os[d] * idx[d];
-        idx[d] = 0;
-      }
-    }
+    for_each_row(shape_, ostride_, row);
   }
 
   int64_t ny = 1, nx = 1;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "cpu/internal.h"
 #include "common/index_kernels.h"
 #include "common/shapes.h"
 
@@ -34,53 +35,16 @@ std::vector<int64_t> broadcast_strides(const Dims &in_shape, const Dims &out_sha
   return st;
 }
 
-/** out_shape and the input strides st with size-1 dims dropped and neighbours merged where the input walks them
- *  contiguously too (st[d] == st[d + 1] * out[d + 1]): the same element order over fewer, longer dims. */
-void merge_dims(const Dims &out_shape, const std::vector<int64_t> &st, Dims &out, std::vector<int64_t> &ms) {
-  out.clear();
-  ms.clear();
-  for (size_t d = 0; d < out_shape.size(); ++d) {
-    if (out_shape[d] == 1) continue;
-    if (!out.empty() && ms.back() == st[d] * out_shape[d]) {
-      out.back() *= out_shape[d];
-      ms.back() = st[d];
-    } else {
-      out.push_back(out_shape[d]);
-      ms.push_back(st[d]);
-    }
-  }
-}
-
-/** Calls f(out_flat, in_flat) over out_shape with input strides `st`, in output order: an odometer over the outer
- *  dims (no divisions) and a plain loop over the innermost merged dim, which the compiler vectorises for the
- *  contiguous (stride 1) and repeated (stride 0) cases. */
+/** Calls f(out_flat, in_flat) over out_shape with input strides `st`, in output order; the inner loop is written for
+ *  the contiguous (stride 1) case apart, so the compiler vectorises it (and the repeated, stride 0, one). */
 template <typename F>
 void walk(const Dims &out_shape, const std::vector<int64_t> &st, F f) {
-  Dims out;
-  std::vector<int64_t> ms;
-  merge_dims(out_shape, st, out, ms);
-  int64_t n = product(out);
-  if (n == 0) return;
-  if (out.empty()) {
-    f(0, 0);
-    return;
-  }
-  size_t r = out.size();
-  const int64_t inner = out[r - 1], s = ms[r - 1];
-  std::vector<int64_t> idx(r, 0);
-  int64_t in = 0;
-  for (int64_t o = 0; o < n; o += inner) {
+  detail::for_each_row(out_shape, st, [&](int64_t o, int64_t in, int64_t n, int64_t s) {
     if (s == 1)
-      for (int64_t j = 0; j < inner; ++j) f(o + j, in + j);
+      for (int64_t j = 0; j < n; ++j) f(o + j, in + j);
     else
-      for (int64_t j = 0; j < inner; ++j) f(o + j, in + j * s);
-    for (size_t d = r - 1; d-- > 0;) {
-      in += ms[d];
-      if (++idx[d] < out[d]) break;
-      in -= ms[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
+      for (int64_t j = 0; j < n; ++j) f(o + j, in + j * s);
+  });
 }
 
 /** y = x permuted, T-sized elements, for the walks where the input's innermost dim is not the output's: blocks of
@@ -123,7 +87,7 @@ template <typename T>
 void transpose_as(const Dims &out_shape, const std::vector<int64_t> &st, const T *x, T *y) {
   Dims out;
   std::vector<int64_t> ms;
-  merge_dims(out_shape, st, out, ms);
+  detail::merge_dims(out_shape, st, out, ms);
   size_t r = out.size();
   if (r >= 2 && ms[r - 1] != 1)
     for (size_t d = 0; d + 1 < r; ++d)

@@ -349,6 +349,15 @@ dnnl::batch_normalization_forward::primitive_desc bn_forward_pd(const Md &data, 
 
 memory handle(const Md &md, const float *p) { return memory(md, engine(), const_cast<float *>(p)); }
 
+/** var[i] = 1 / invstd[i]^2: the variance oneDNN's backward normalisations, given epsilon 0, turn back into the
+ *  saved 1/sqrt(var + eps) (batch and layer norm save only that). */
+void variance_from_invstd(const float *invstd, std::vector<float> &var) {
+  for (size_t i = 0; i < var.size(); ++i) {
+    double is = invstd[i];
+    var[i] = static_cast<float>(1.0 / (is * is));
+  }
+}
+
 }  // namespace
 
 bool enabled() { return g_enabled; }
@@ -514,10 +523,7 @@ bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const
     return e;
   });
   if (!e) return false;
-  for (int64_t ch = 0; ch < c; ++ch) {
-    double invstd = saved_invstd[ch];
-    e->var_data[static_cast<size_t>(ch)] = static_cast<float>(1.0 / (invstd * invstd));
-  }
+  variance_from_invstd(saved_invstd, e->var_data);
   e->x.set_data_handle(const_cast<float *>(x));
   e->dy.set_data_handle(const_cast<float *>(dy));
   e->dx.set_data_handle(dx);
@@ -626,10 +632,7 @@ bool layer_norm_backward_data(int64_t outer, int64_t inner, const float *dy, con
     return e;
   });
   if (!e) return false;
-  for (int64_t r = 0; r < outer; ++r) {
-    double is = invstd[r];
-    e->var_data[static_cast<size_t>(r)] = static_cast<float>(1.0 / (is * is));
-  }
+  variance_from_invstd(invstd, e->var_data);
   e->x.set_data_handle(const_cast<float *>(x));
   e->dy.set_data_handle(const_cast<float *>(dy));
   e->dx.set_data_handle(dx);
