@@ -2,9 +2,6 @@
 // computes what the nine nodes compute; chains that are something else stay as they are.
 #include <gtest/gtest.h>
 
-#include <random>
-
-#include "ir/interp/interpreter.h"
 #include "ir/printer.h"
 #include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
@@ -15,14 +12,6 @@ namespace {
 using test::kF32;
 using test::import;
 using test::ModelBuilder;
-
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (float &x : v) x = u(rng);
-  return v;
-}
 
 struct Chain {
   Shape x{2, 3, 4};
@@ -39,8 +28,8 @@ ModelBuilder chain_model(const Chain &c) {
   mb.input("x", kF32, c.x);
   int64_t n = 1;
   for (int64_t d : c.scale) n *= d;
-  mb.init_f("ln.weight", c.scale, random_floats(static_cast<size_t>(n), 1));
-  mb.init_f("ln.bias", c.scale, random_floats(static_cast<size_t>(n), 2));
+  mb.init_f("ln.weight", c.scale, test::random_floats(static_cast<size_t>(n), 1, 2.0f));
+  mb.init_f("ln.bias", c.scale, test::random_floats(static_cast<size_t>(n), 2, 2.0f));
   auto constant = [&](const std::string &name, float v) {
     auto &node = mb.node("Constant", {}, {name}, "/ln/" + name);
     auto *a = node.add_attribute();
@@ -68,20 +57,6 @@ ModelBuilder chain_model(const Chain &c) {
   return mb;
 }
 
-int count(const Graph &g, OpKind kind) {
-  int n = 0;
-  for (const Op &op : g.ops()) n += op.kind == kind;
-  return n;
-}
-
-std::vector<double> run_y(const Graph &g, const std::vector<float> &x) {
-  interp::Values values = interp::initial_values(g);
-  values[static_cast<size_t>(*g.find_tensor("x"))] =
-      interp::Value{DType::f32, g.tensor(*g.find_tensor("x")).shape, {x.begin(), x.end()}};
-  interp::run_graph(g, values, interp::Context{});
-  return values[static_cast<size_t>(*g.find_tensor("y"))]->data;
-}
-
 TEST(LayerNormFusion, TorchChainIsOneOpThatComputesTheChain) {
   for (int k : {1, 2}) {
     for (bool bias : {true, false}) {
@@ -90,7 +65,7 @@ TEST(LayerNormFusion, TorchChainIsOneOpThatComputesTheChain) {
       c.bias = bias;
       c.scale = k == 1 ? Shape{4} : Shape{3, 4};
       Graph fused = import(chain_model(c), "ln_fused");
-      ASSERT_EQ(count(fused, OpKind::LayerNormalization), 1) << print_graph(fused);
+      ASSERT_EQ(test::count_ops(fused, OpKind::LayerNormalization), 1) << print_graph(fused);
       EXPECT_EQ(fused.num_ops(), 2) << print_graph(fused);  // Relu, LayerNormalization
       const Op &ln = fused.op(1);
       EXPECT_EQ(ln.name, "/ln/LayerNorm");
@@ -101,9 +76,9 @@ TEST(LayerNormFusion, TorchChainIsOneOpThatComputesTheChain) {
       // The same chain with d also a graph output is imported node by node: the oracle.
       c.sub_is_output = true;
       Graph chain = import(chain_model(c), "ln_chain");
-      ASSERT_EQ(count(chain, OpKind::LayerNormalization), 0) << print_graph(chain);
-      std::vector<float> x = random_floats(24, 3);
-      std::vector<double> a = run_y(fused, x), b = run_y(chain, x);
+      ASSERT_EQ(test::count_ops(chain, OpKind::LayerNormalization), 0) << print_graph(chain);
+      std::vector<float> x = test::random_floats(24, 3, 2.0f);
+      std::vector<double> a = test::run_forward(fused, "x", x, "y"), b = test::run_forward(chain, "x", x, "y");
       ASSERT_EQ(a.size(), b.size());
       for (size_t i = 0; i < a.size(); ++i)
         EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << "k " << k << " i " << i;
@@ -114,11 +89,11 @@ TEST(LayerNormFusion, TorchChainIsOneOpThatComputesTheChain) {
 TEST(LayerNormFusion, OtherChainsStayAsTheyAre) {
   Chain cube;
   cube.exponent = 3.0f;  // not a variance
-  EXPECT_EQ(count(import(chain_model(cube), "ln_cube"), OpKind::LayerNormalization), 0);
+  EXPECT_EQ(test::count_ops(import(chain_model(cube), "ln_cube"), OpKind::LayerNormalization), 0);
   Chain broadcast;  // the Mul broadcasts x's last dim 1 to the scale's 4: not a LayerNorm over x
   broadcast.x = {2, 3, 1};
   Graph g = import(chain_model(broadcast), "ln_broadcast");
-  EXPECT_EQ(count(g, OpKind::LayerNormalization), 0);
+  EXPECT_EQ(test::count_ops(g, OpKind::LayerNormalization), 0);
   EXPECT_EQ(g.tensor(*g.find_tensor("y")).shape, (Shape{2, 3, 4}));
 }
 

@@ -26,24 +26,16 @@ using test::ModelBuilder;
 
 constexpr int64_t kB = 3, kI = 2, kH = 4;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-0.8f, 0.8f);
-  std::vector<float> v(n);
-  for (float &x : v) x = u(rng);
-  return v;
-}
-
 /** An LSTM node "l" over X [seq, B, I] with fixed random W, R, B, initial states and peepholes; outputs Y, Y_h, Y_c. */
 ModelBuilder lstm_model(int64_t seq, const std::vector<int32_t> *lens = nullptr) {
   ModelBuilder mb(14);
   mb.input("X", kF32, {seq, kB, kI});
-  mb.init_f("W", {1, 4 * kH, kI}, random_floats(4 * kH * kI, 1));
-  mb.init_f("R", {1, 4 * kH, kH}, random_floats(4 * kH * kH, 2));
-  mb.init_f("B", {1, 8 * kH}, random_floats(8 * kH, 3));
-  mb.init_f("h0", {1, kB, kH}, random_floats(kB * kH, 4));
-  mb.init_f("c0", {1, kB, kH}, random_floats(kB * kH, 5));
-  mb.init_f("P", {1, 3 * kH}, random_floats(3 * kH, 6));
+  mb.init_f("W", {1, 4 * kH, kI}, test::random_floats(4 * kH * kI, 1, 0.8f));
+  mb.init_f("R", {1, 4 * kH, kH}, test::random_floats(4 * kH * kH, 2, 0.8f));
+  mb.init_f("B", {1, 8 * kH}, test::random_floats(8 * kH, 3, 0.8f));
+  mb.init_f("h0", {1, kB, kH}, test::random_floats(kB * kH, 4, 0.8f));
+  mb.init_f("c0", {1, kB, kH}, test::random_floats(kB * kH, 5, 0.8f));
+  mb.init_f("P", {1, 3 * kH}, test::random_floats(3 * kH, 6, 0.8f));
   if (lens) {
     auto *t = mb.g().add_initializer();
     t->set_name("lens");
@@ -100,7 +92,7 @@ TEST(ImportLstm, SequenceLensMatchRunningEachRowOnItsPrefix) {
   // Row b with length L: Y[t < L] and the final states are those of the same LSTM run on X[:L] alone; Y[t >= L] = 0.
   const int64_t seq = 4;
   std::vector<int32_t> lens{4, 2, 1};
-  std::vector<float> x = random_floats(seq * kB * kI, 7);
+  std::vector<float> x = test::random_floats(seq * kB * kI, 7, 0.8f);
   auto masked = run(import(lstm_model(seq, &lens), "lstm_lens"), x, {seq, kB, kI});
   for (int64_t b = 0; b < kB; ++b) {
     int64_t len = lens[static_cast<size_t>(b)];
@@ -122,7 +114,7 @@ TEST(ImportLstm, SequenceLensMatchRunningEachRowOnItsPrefix) {
 
 TEST(ImportLstm, ReverseIsForwardOnTimeReversedInput) {
   const int64_t seq = 3;
-  std::vector<float> x = random_floats(seq * kB * kI, 8), flipped;
+  std::vector<float> x = test::random_floats(seq * kB * kI, 8, 0.8f), flipped;
   for (int64_t t = seq; t-- > 0;) flipped.insert(flipped.end(), x.begin() + t * kB * kI, x.begin() + (t + 1) * kB * kI);
   ModelBuilder rev = lstm_model(seq);
   test::set_string(*rev.g().mutable_node(0), "direction", "reverse");

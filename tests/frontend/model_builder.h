@@ -7,10 +7,20 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
 namespace cleave::test {
+
+/** n floats uniform in [-bound, bound) from mt19937(seed): initializers and inputs of the test models. */
+inline std::vector<float> random_floats(size_t n, unsigned seed, float bound) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-bound, bound);
+  std::vector<float> v(n);
+  for (float &x : v) x = u(rng);
+  return v;
+}
 
 inline constexpr int kF32 = onnx::TensorProto::FLOAT;
 inline constexpr int kI64 = onnx::TensorProto::INT64;

@@ -2,9 +2,6 @@
 // Transpose (frontend/transposed_weights.h), and computes what the two nodes compute.
 #include <gtest/gtest.h>
 
-#include <random>
-
-#include "ir/interp/interpreter.h"
 #include "ir/printer.h"
 #include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
@@ -16,19 +13,11 @@ using test::kF32;
 using test::import;
 using test::ModelBuilder;
 
-std::vector<float> random_floats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v) x = u(rng);
-  return v;
-}
-
 /** x -> MatMul(x, Transpose(W [5, 4])) -> y, named as torch names a Linear; `wt_out` also outputs the transpose. */
 ModelBuilder linear_model(const Shape &x, bool wt_out) {
   ModelBuilder mb(14);
   mb.input("x", kF32, x);
-  mb.init_f("fc.weight", {5, 4}, random_floats(20, 1));
+  mb.init_f("fc.weight", {5, 4}, test::random_floats(20, 1, 1.0f));
   test::set_ints(mb.node("Transpose", {"fc.weight"}, {"wt"}, "/fc/Transpose"), "perm", {1, 0});
   mb.node("MatMul", {"x", "wt"}, {"y"}, "/fc/MatMul");
   mb.output("y", static_cast<int>(x.size()));
@@ -36,24 +25,10 @@ ModelBuilder linear_model(const Shape &x, bool wt_out) {
   return mb;
 }
 
-int count(const Graph &g, OpKind kind) {
-  int n = 0;
-  for (const Op &op : g.ops()) n += op.kind == kind;
-  return n;
-}
-
-std::vector<double> run_y(const Graph &g, const std::vector<float> &x) {
-  interp::Values values = interp::initial_values(g);
-  values[static_cast<size_t>(*g.find_tensor("x"))] =
-      interp::Value{DType::f32, g.tensor(*g.find_tensor("x")).shape, {x.begin(), x.end()}};
-  interp::run_graph(g, values, interp::Context{});
-  return values[static_cast<size_t>(*g.find_tensor("y"))]->data;
-}
-
 TEST(TransposedWeights, LinearOfABatchIsAGemmByTheWeight) {
   for (Shape x : {Shape{2, 3, 4}, Shape{6, 4}}) {
     Graph g = import(linear_model(x, false), "linear");
-    EXPECT_EQ(count(g, OpKind::Transpose), 0) << print_graph(g);
+    EXPECT_EQ(test::count_ops(g, OpKind::Transpose), 0) << print_graph(g);
     std::optional<OpId> gemm = g.find_op("/fc/MatMul");
     ASSERT_TRUE(gemm) << print_graph(g);
     EXPECT_EQ(g.op(*gemm).kind, OpKind::Gemm);
@@ -64,9 +39,9 @@ TEST(TransposedWeights, LinearOfABatchIsAGemmByTheWeight) {
     EXPECT_EQ(g.tensor(*g.find_tensor("y")).shape, y);
     // The oracle: the transpose also a graph output, so it is imported node by node.
     Graph plain = import(linear_model(x, true), "linear_plain");
-    ASSERT_EQ(count(plain, OpKind::Transpose), 1);
-    std::vector<float> xv = random_floats(24, 2);  // both shapes hold 24 elements
-    std::vector<double> a = run_y(g, xv), b = run_y(plain, xv);
+    ASSERT_EQ(test::count_ops(plain, OpKind::Transpose), 1);
+    std::vector<float> xv = test::random_floats(24, 2, 1.0f);  // both shapes hold 24 elements
+    std::vector<double> a = test::run_forward(g, "x", xv, "y"), b = test::run_forward(plain, "x", xv, "y");
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * (1 + std::abs(b[i]))) << i;
   }
@@ -74,7 +49,7 @@ TEST(TransposedWeights, LinearOfABatchIsAGemmByTheWeight) {
 
 TEST(TransposedWeights, AVectorTimesTheTransposeStillTransposes) {
   Graph g = import(linear_model({4}, false), "linear_vector");
-  EXPECT_EQ(count(g, OpKind::Transpose), 1) << print_graph(g);
+  EXPECT_EQ(test::count_ops(g, OpKind::Transpose), 1) << print_graph(g);
   ASSERT_TRUE(g.find_op("/fc/Transpose"));
   EXPECT_EQ(g.op(*g.find_op("/fc/MatMul")).kind, OpKind::MatMul);
   EXPECT_EQ(g.tensor(*g.find_tensor("y")).shape, (Shape{5}));
