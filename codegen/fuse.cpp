@@ -7,9 +7,6 @@
 
 namespace cleave::codegen {
 
-namespace {
-
-/** Renames whole-word identifiers of `expr` by `rename` (x3 -> x5, v0 -> v2, a -> x0, ...). */
 std::string rename_words(const std::string &expr, const std::function<std::string(const std::string &)> &rename) {
   static const std::regex word(R"(\b[A-Za-z_][A-Za-z_0-9]*\b)");
   std::string out;
@@ -26,7 +23,6 @@ std::string rename_words(const std::string &expr, const std::function<std::strin
   return out + expr.substr(last);
 }
 
-}  // namespace
 
 MapSpec elementwise(int64_t n, const std::string &expr, const std::vector<std::string> &ins, const std::string &out) {
   MapSpec s;

@@ -3,6 +3,7 @@
 // CLEAVE_HD, launched once by rt::map, so the intermediate tensors are never written to memory and both backends
 // run the same body.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct MapSpec {
   std::string out;               // pointer expression
   std::vector<std::string> lets;
 };
+
+/** `expr` with each whole-word identifier w replaced by rename(w) (x3 -> x5, v0 -> v2, a -> x0, ...); qualified
+ *  names (std::exp) and float suffixes are left alone. */
+std::string rename_words(const std::string &expr, const std::function<std::string(const std::string &)> &rename);
 
 /** One elementwise op: `expr` is written over a, b, c (the op's operands in order). */
 MapSpec elementwise(int64_t n, const std::string &expr, const std::vector<std::string> &ins, const std::string &out);

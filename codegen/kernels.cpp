@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <regex>
 
 #include "codegen/fuse.h"
 #include "codegen/kernels.h"
@@ -92,15 +91,10 @@ std::string constant_literal(const KernelCall &call, size_t i) {
 
 /** `expr` over operands a, b with operand `k` replaced by `literal` and the other renamed to a. */
 std::string bind_operand(const std::string &expr, size_t k, const std::string &literal) {
-  static const std::regex operand(R"(\b[ab]\b)");
-  std::string out;
-  size_t last = 0;
-  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), operand); it != std::sregex_iterator(); ++it) {
-    size_t pos = static_cast<size_t>(it->position());
-    out += expr.substr(last, pos - last) + (static_cast<size_t>(expr[pos] - 'a') == k ? "(" + literal + ")" : "a");
-    last = pos + 1;
-  }
-  return out + expr.substr(last);
+  return rename_words(expr, [&](const std::string &w) -> std::string {
+    if (w != "a" && w != "b") return w;
+    return static_cast<size_t>(w[0] - 'a') == k ? "(" + literal + ")" : "a";
+  });
 }
 
 /** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). A

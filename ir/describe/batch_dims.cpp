@@ -70,7 +70,7 @@ const std::vector<int> &BatchDims::update(const Graph &g) {
   batch_.resize(static_cast<size_t>(g.num_tensors()), -1);
   for (TensorId t = tensors_seen_; t < g.num_tensors(); ++t) {
     const Tensor &tensor = g.tensor(t);
-    if (is_data(tensor) && !tensor.shape.empty()) batch_[static_cast<size_t>(t)] = tensor.sample_axis;
+    if (is_batch_source(tensor)) batch_[static_cast<size_t>(t)] = tensor.sample_axis;
   }
   tensors_seen_ = g.num_tensors();
   for (OpId o = ops_seen_; o < g.num_ops(); ++o) {

@@ -9,6 +9,9 @@
 
 namespace cleave::describe {
 
+/** Graph data with a sample axis: where batch dims start. */
+inline bool is_batch_source(const Tensor &t) { return is_data(t) && !t.shape.empty(); }
+
 /** The batch var of `op` (whose primary description is `d`) given `batch` = batch_dims(g): the var indexing a batch dim
  *  of an operand exactly (coefficient 1, no offset, no division, not indirect), operands in slot order; else the
  *  outermost factor of a batch dim an operand reads flattened (`b * T + t`, the other terms spanning less than the

@@ -11,14 +11,13 @@ namespace cleave::plan {
 namespace {
 
 using describe::Description;
+using describe::is_batch_source;
 
 std::vector<int> iota(int n) {
   std::vector<int> r;
   for (int i = 0; i < n; ++i) r.push_back(i);
   return r;
 }
-
-bool is_batch_source(const Tensor &t) { return is_data(t) && !t.shape.empty(); }
 
 /** Plans every op with `choose(op, descs)` and every source with `source(tensor id)`; produced tensors get the
  *  shardings their producers imply. */
