@@ -324,6 +324,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
   s += "\n}  // namespace\n\n";
 
   s += "int main(int argc, char **argv) {\n";
+  if (l.precision == "tf32") s += "  rt::set_math(rt::Math::tf32);  // cleave compile --precision tf32\n";
   s += "  const rt::Context &ctx = rt::init(&argc, &argv);\n";
   s += "  if (ctx.world != " + std::to_string(l.devices) + ") rt::fail(\"this bundle needs " +
        std::to_string(l.devices) + " ranks, got \" + std::to_string(ctx.world));\n";
@@ -375,16 +376,19 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r) {
        std::to_string(num_sites) + ", " + (num_site_ops > 0 ? "profile_ops" : "nullptr") + ");\n";
   s += "  for (int64_t step = run.first_step(); step <= run.last_step(); ++step) {\n";
   s += "    rt::profile_step_begin();\n";
-  // A pass (data, forward, backward) per accumulated batch, then the updates once (RankProgram::passes_end).
-  s += "    for (int64_t micro = 0; micro < run.accumulation(); ++micro) {\n";
-  s += "      const int64_t pass = run.pass(step, micro);  // the data position and Dropout's key\n";
+  // A pass (data, forward, backward) per accumulated batch, then the updates once (RankProgram::passes_end); under
+  // CUDA the whole step may be replayed as a graph (TrainingRun::run_step).
+  s += "    run.run_step(step, [&] {\n";
+  s += "      for (int64_t micro = 0; micro < run.accumulation(); ++micro) {\n";
+  s += "        const int64_t pass = run.pass(step, micro);  // the data position and Dropout's key\n";
   for (size_t p = 0; p < parts.size(); ++p) {
     bool in_pass = parts[p].first < passes_end;
-    if (!in_pass && (p == 0 || parts[p - 1].first < passes_end)) s += "    }\n";
-    s += std::string(in_pass ? "      " : "    ") + "step_" + std::to_string(p) + "(run, step, " +
+    if (!in_pass && (p == 0 || parts[p - 1].first < passes_end)) s += "      }\n";
+    s += std::string(in_pass ? "        " : "      ") + "step_" + std::to_string(p) + "(run, step, " +
          (in_pass ? "micro, pass" : "0, 0") + ");\n";
   }
-  if (parts.empty() || parts.back().first < passes_end) s += "    }\n";
+  if (parts.empty() || parts.back().first < passes_end) s += "      }\n";
+  s += "    });\n";
   s += "    rt::profile_step_end();\n";
   if (val_parts > 0) {
     s += "    if (run.validation_due(step)) {\n";
@@ -471,6 +475,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   m["ranks"] = l.devices;
   m["devices"] = l.devices;
   m["backend"] = backend;
+  m["precision"] = l.precision;
   m["model"] = model_path;
   m["batch"] = l.batch;
   nlohmann::json inputs = nlohmann::json::object();

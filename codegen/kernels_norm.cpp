@@ -71,8 +71,7 @@ std::string loss_prologue(const KernelCall &call, const Shape &local_scores, con
   int64_t count = num_elements(call.graph().tensor(op.input(label_slot)).shape);
   std::string code = "{\n" + loss_shape(op, local_scores, count);
   if (!comm.empty())
-    code += "ls.mean_divisor = rt::loss_weight_total_synced(" + comm + ", ls, " + labels + ", " + or_null(weights) +
-            ");\n";
+    code += "rt::sync_loss_divisor(" + comm + ", ls, " + labels + ", " + or_null(weights) + ");\n";
   return code;
 }
 

@@ -98,6 +98,8 @@ struct Lowered {
   std::vector<RankProgram> ranks;
   /** Why the ranks have no validation pass (RankProgram::validation empty), as --val-data's error says it. */
   std::string no_validation;
+  /** The GEMMs' and convolutions' arithmetic (cleave compile --precision): "fp32", or "tf32" (rt::Math::tf32). */
+  std::string precision = "fp32";
 };
 
 /** Lowers `g` under `p` (which must pass validate_plan). Throws UserError for what codegen cannot lower yet:

@@ -10,7 +10,8 @@ Families and variants (`tiny` everywhere: a few-KB model of the same structure f
   inception3   full                                  299x299
   rnn          L-H, e.g. 10-8K (K = 1024)            20 steps (nets_seq.py)
   rnntc, rnnlm, nmt   full                           FlexFlow's RNN models
-  transformer  tensoropt                             BERT-style encoder
+  transformer  tensoropt, bert-base                  BERT-style encoder (bert-base: 12 layers, width 768, 128
+                                                     tokens, no dropout: tests/gpu/bench_vs_torch.sh)
 
 The model is forward(inputs..., y) -> scalar cross-entropy `loss`, exported with training=TrainingMode.TRAINING and
 do_constant_folding=False (opset 15; 17 for the transformer, whose LayerNorm then exports as LayerNormalization).
@@ -103,7 +104,8 @@ def resolve(family, variant):
         cfg = (2, 8, 16) if tiny else (2, 1024, 32000)
         return tokens(lambda: nets_seq.Seq2Seq(*cfg), 20 if not tiny else 6, names=("src", "tgt"))
     if family == "transformer":
-        cfg = (2, 16, 2, 32, 8, 32, 0.0) if tiny else (24, 1024, 16, 4096, 512, 30522, 0.1)
+        cfg = {"tiny": (2, 16, 2, 32, 8, 32, 0.0), "tensoropt": (24, 1024, 16, 4096, 512, 30522, 0.1),
+               "bert-base": (12, 768, 12, 3072, 128, 30522, 0.0)}[variant]
         make, ins, _ = tokens(lambda: nets_seq.Encoder(*cfg), cfg[4])
         return make, ins, 17
     raise ValueError(f"unknown family {family!r}")
@@ -112,10 +114,10 @@ def resolve(family, variant):
 def check_variant(family, variant):
     if variant == "tiny":
         return
-    fixed = {"alexnet": "full", "vgg16": "full", "inception3": "full", "rnntc": "full", "rnnlm": "full",
-             "nmt": "full", "transformer": "tensoropt"}
-    if family in fixed and variant != fixed[family]:
-        raise ValueError(f"{family} variant {variant!r}: expected {fixed[family]} or tiny")
+    fixed = {"alexnet": ["full"], "vgg16": ["full"], "inception3": ["full"], "rnntc": ["full"], "rnnlm": ["full"],
+             "nmt": ["full"], "transformer": ["tensoropt", "bert-base"]}
+    if family in fixed and variant not in fixed[family]:
+        raise ValueError(f"{family} variant {variant!r}: expected {' or '.join(fixed[family])} or tiny")
 
 
 def generate(family, variant, out, batch=None, weights=None, seed=0, opset=None):

@@ -189,3 +189,13 @@ void log_info(const std::string &msg) {
 }
 
 }  // namespace cleave::rt
+
+namespace cleave::rt {
+namespace {
+Math g_math = Math::fp32;
+}  // namespace
+
+void set_math(Math m) { g_math = m; }
+Math math() { return g_math; }
+
+}  // namespace cleave::rt

@@ -85,6 +85,7 @@ namespace detail {
 
 void profile_mark(int site, bool end) {
   if (site < 0 || site >= g.count) fail("profile site " + std::to_string(site) + " out of range");
+  if (graph_capturing()) return;  // a captured step's statements are not timed one by one (rt.h)
   host::clock_mark(2 * site + (end ? 1 : 0));
   if (end) g.marked[static_cast<size_t>(site)] = 1;
 }

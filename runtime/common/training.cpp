@@ -82,6 +82,7 @@ std::string format_seconds(double s) {
 }  // namespace
 
 TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
+  if (const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS")) cuda_graphs_ = std::string(graphs) != "0";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool has_value = i + 1 < argc;
@@ -97,6 +98,11 @@ TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
     else if (a == "--keep") keep_ = parse_count(a, value(), 0);
     else if (a == "--resume") resume_ = value();
     else if (a == "--log-json") log_json_ = value();
+    else if (a == "--cuda-graphs") {
+      std::string v = value();
+      if (v != "on" && v != "off") fail("--cuda-graphs: expected on or off, got \"" + v + "\"");
+      cuda_graphs_ = v == "on";
+    }
     else if (a == "--accumulate") accumulate_ = parse_count(a, value(), 1);
     else if (a == "--epochs") epochs_ = parse_count(a, value(), 1);
     else if (a == "--shuffle") order_ = sched::SampleOrder(true, static_cast<uint64_t>(parse_count(a, value(), 0)));
@@ -286,12 +292,13 @@ void TrainingRun::end_validation(int64_t step) {
     }
 }
 
+/** The samples of a shuffled stream, gathered on the host and laid out as the fed tensor wants them (held in
+ *  staged_ until the next call). */
 template <typename T>
-void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst) {
-  if (!order_.shuffled()) return npy_read_samples(f, first, count, dst);
+const T *TrainingRun::gather_shuffled(const NpyFile &f, int64_t first, int64_t count) {
   int64_t n = f.shape.empty() ? 0 : f.shape[0];
   if (n <= 0) fail(f.path + ": no samples");
-  // Each sample of the permutation is read on the host in file order, then laid out and copied once.
+  // Each sample of the permutation is read on the host in file order, then laid out.
   NpyFile one = f;
   one.outer = 1;
   size_t elems = static_cast<size_t>(count * f.sample_elems);
@@ -302,12 +309,34 @@ void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, 
   if (staged.size() < 2 * elems) staged.resize(2 * elems);
   for (int64_t i = 0; i < count; ++i)
     host::read_samples(one, order_.sample(first + i, n), 1, staged.data() + i * f.sample_elems);
-  const T *laid = staged.data();
-  if (f.outer > 1) {
-    rt::npy::to_sample_axis(staged.data(), count, f.outer, f.sample_elems / f.outer, staged.data() + elems);
-    laid += elems;
+  if (f.outer == 1) return staged.data();
+  rt::npy::to_sample_axis(staged.data(), count, f.outer, f.sample_elems / f.outer, staged.data() + elems);
+  return staged.data() + elems;
+}
+
+template <typename T>
+void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst) {
+  int64_t bytes = count * f.sample_elems * static_cast<int64_t>(sizeof(T));
+  if (detail::graph_capturing()) {
+    detail::graph_feed(first, bytes, dst, [this, f, count](int64_t at, void *host) {
+      read_samples_to_host(f, at, count, static_cast<T *>(host));
+    });
+    return;
   }
-  copy_from_host(dst, laid, static_cast<int64_t>(elems * sizeof(T)));
+  if (!order_.shuffled()) return npy_read_samples(f, first, count, dst);
+  copy_from_host(dst, gather_shuffled<T>(f, first, count), bytes);
+}
+
+void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host) {
+  if (!order_.shuffled()) return host::read_samples(f, first, count, host);
+  const float *laid = gather_shuffled<float>(f, first, count);
+  std::copy(laid, laid + count * f.sample_elems, host);
+}
+
+void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, int64_t *host) {
+  if (!order_.shuffled()) return host::read_samples(f, first, count, host);
+  const int64_t *laid = gather_shuffled<int64_t>(f, first, count);
+  std::copy(laid, laid + count * f.sample_elems, host);
 }
 
 void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
@@ -341,7 +370,18 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
 
 float TrainingRun::lr(float base, int64_t step) {
   last_lr_ = schedule_.lr(base, step);
+  if (detail::graph_capturing()) detail::graph_note_lr(base, static_cast<float>(last_lr_));
   return static_cast<float>(last_lr_);
+}
+
+void TrainingRun::run_step(int64_t step, const std::function<void()> &body) { detail::run_step(*this, step, body); }
+
+std::string TrainingRun::graph_obstacle() const {
+  if (!cuda_graphs_) return "--cuda-graphs off";
+  if (accumulate_ > 1) return "--accumulate runs different work in each pass";
+  if (clip_norm_ > 0) return "--clip-grad-norm reads the gradient norm on the host";
+  if (!log_json_.empty()) return "--log-json reads the gradient norm on the host";
+  return "";
 }
 
 void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {

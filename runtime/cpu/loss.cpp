@@ -96,6 +96,10 @@ double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t
   return total;
 }
 
+void sync_loss_divisor(const Comm &g, LossShape &s, const int64_t *labels, const float *weights) {
+  s.mean_divisor = loss_weight_total_synced(g, s, labels, weights);
+}
+
 void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
                                    const float *weights, float *loss, float *log_prob) {
   std::vector<float> own;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "common/process.h"
 #include "common/run_status.h"
@@ -18,6 +19,8 @@ bool g_initialised = false;
 cudaStream_t g_compute = nullptr;
 cublasHandle_t g_cublas = nullptr;
 cudnnHandle_t g_cudnn = nullptr;
+void *g_cublas_workspace = nullptr;
+constexpr size_t kCublasWorkspace = size_t{32} << 20;  // what cuBLAS asks for on Hopper
 
 struct ScratchBlock {
   void *ptr = nullptr;
@@ -26,10 +29,16 @@ struct ScratchBlock {
 ScratchBlock g_scratch[2];
 int *g_error_flag = nullptr;
 
+std::vector<void *> g_retired;  // scratch blocks outgrown while capturing: the graph may still use them
+
 void *grow(ScratchBlock &b, size_t bytes) {
   if (bytes <= b.bytes) return b.ptr;
-  detail::sync_compute();  // kernels queued before may still read the old block
-  if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
+  if (detail::graph_capturing()) {
+    g_retired.push_back(b.ptr);
+  } else {
+    detail::sync_compute();  // kernels queued before may still read the old block
+    if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
+  }
   b.bytes = bytes + bytes / 4;
   CLEAVE_CUDA(cudaMalloc, &b.ptr, b.bytes);
   return b.ptr;
@@ -41,8 +50,9 @@ const Context &init(int *argc, char ***argv) {
   if (g_initialised) return g_context;
   host::init_process(argc, argv, g_context);
   // fp32 GEMMs and convolutions without TF32 (cuBLAS and cuDNN read this when they start), so GPU runs equal CPU
-  // runs within fp32 tolerance; a user's own setting wins.
-  setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
+  // runs within fp32 tolerance, unless the bundle was compiled with --precision tf32; a user's own setting wins.
+  bool tf32 = math() == Math::tf32;
+  if (!tf32) setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
   int devices = 0;
   CLEAVE_CUDA(cudaGetDeviceCount, &devices);
   int local = host::local_rank(g_context.rank);
@@ -54,8 +64,12 @@ const Context &init(int *argc, char ***argv) {
   CLEAVE_CUDA(cudaStreamCreateWithFlags, &g_compute, cudaStreamNonBlocking);
   CLEAVE_CUBLAS(cublasCreate, &g_cublas);
   CLEAVE_CUBLAS(cublasSetStream, g_cublas, g_compute);
-  // Full fp32 GEMMs (no TF32), so GPU runs equal CPU runs within fp32 tolerance.
-  CLEAVE_CUBLAS(cublasSetMathMode, g_cublas, CUBLAS_PEDANTIC_MATH);
+  // Full fp32 GEMMs (no TF32), so GPU runs equal CPU runs within fp32 tolerance; or TF32 tensor cores.
+  CLEAVE_CUBLAS(cublasSetMathMode, g_cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH);
+  if (tf32) log_info("--precision tf32: cuBLAS and cuDNN may use TF32 tensor cores");
+  // A workspace of our own: cuBLAS then allocates nothing while a step is captured as a CUDA graph (graph.cu).
+  CLEAVE_CUDA(cudaMalloc, &g_cublas_workspace, kCublasWorkspace);
+  CLEAVE_CUBLAS(cublasSetWorkspace, g_cublas, g_cublas_workspace, kCublasWorkspace);
   CLEAVE_CUDNN(cudnnCreate, &g_cudnn);
   CLEAVE_CUDNN(cudnnSetStream, g_cudnn, g_compute);
   CLEAVE_CUDA(cudaMalloc, &g_error_flag, sizeof(int));
@@ -77,9 +91,14 @@ void finalize() {
   detail::sync_compute();
   host::flush_losses();
   host::status_finished();
+  detail::release_graph();
   detail::release_nccl();
   for (auto &b : g_scratch)
     if (b.ptr) CLEAVE_CUDA(cudaFree, b.ptr);
+  for (void *p : g_retired)
+    if (p) CLEAVE_CUDA(cudaFree, p);
+  g_retired.clear();
+  CLEAVE_CUDA(cudaFree, g_cublas_workspace);
   CLEAVE_CUDA(cudaFree, g_error_flag);
   CLEAVE_CUDNN(cudnnDestroy, g_cudnn);
   CLEAVE_CUBLAS(cublasDestroy, g_cublas);
@@ -113,6 +132,7 @@ cudaStream_t compute_stream() {
 }
 
 void log_loss(int64_t step, const float *loss) {
+  if (detail::graph_defer_loss(loss)) return;  // printed after each replay of the captured step
   if (host::message_rank() > 0) return;
   float value = 0;
   CLEAVE_CUDA(cudaMemcpyAsync, &value, loss, sizeof value, cudaMemcpyDeviceToHost, compute_stream());
@@ -171,7 +191,10 @@ cudnnHandle_t cudnn() {
 void *scratch(size_t bytes) { return grow(g_scratch[0], bytes); }
 void *scratch2(size_t bytes) { return grow(g_scratch[1], bytes); }
 
-void sync_compute() { CLEAVE_CUDA(cudaStreamSynchronize, compute_stream()); }
+void sync_compute() {
+  if (graph_capturing()) fail("internal: a host synchronisation while capturing a CUDA graph (run with --cuda-graphs off)");
+  CLEAVE_CUDA(cudaStreamSynchronize, compute_stream());
+}
 
 int64_t product(const Dims &d) {
   int64_t p = 1;
@@ -195,6 +218,7 @@ int *error_flag() {
 }
 
 void check_error_flag(const std::string &msg) {
+  if (graph_defer_check(msg)) return;  // checked after each replay of the captured step
   int flag = 0;
   CLEAVE_CUDA(cudaMemcpyAsync, &flag, error_flag(), sizeof flag, cudaMemcpyDeviceToHost, compute_stream());
   sync_compute();

@@ -165,8 +165,9 @@ struct CudnnConv {
     CLEAVE_CUDNN(cudnnSetConvolutionNdDescriptor, conv, nd - 2, pad.data(), stride.data(), dil.data(),
                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     CLEAVE_CUDNN(cudnnSetConvolutionGroupCount, conv, static_cast<int>(s.group));
-    // Plain fp32 arithmetic (no TF32 tensor cores), so GPU runs match CPU runs within fp32 tolerance.
-    CLEAVE_CUDNN(cudnnSetConvolutionMathType, conv, CUDNN_FMA_MATH);
+    // Plain fp32 arithmetic (no TF32 tensor cores), so GPU runs match CPU runs within fp32 tolerance; under
+    // --precision tf32, cuDNN's default math, which uses TF32 tensor cores on Ampere and later.
+    CLEAVE_CUDNN(cudnnSetConvolutionMathType, conv, math() == Math::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
     std::vector<int> out(static_cast<size_t>(nd));
     CLEAVE_CUDNN(cudnnGetConvolutionNdForwardOutputDim, conv, x, w, nd, out.data());
     if (out != yd) fail("conv: cuDNN's output shape differs from the caller's (internal error)");
@@ -182,7 +183,7 @@ struct CudnnConv {
   CudnnConv &operator=(const CudnnConv &) = delete;
 };
 
-/** The first usable heuristic result: no tensor-op math (TF32 for fp32 data), workspace within the cap,
+/** The first usable heuristic result: no tensor-op math (TF32 for fp32 data) unless --precision tf32, workspace within the cap,
  *  deterministic if any is; null if none (the caller then runs the direct kernels). DEFAULT_MATH may use TF32 on
  *  Ampere and later unless NVIDIA_TF32_OVERRIDE=0, which init() sets unless the user chose. */
 template <typename Perf>
@@ -191,7 +192,9 @@ const Perf *pick(const Perf *perf, int count) {
   const Perf *any = nullptr;
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[i];
-    bool fp32 = p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH;
+    bool fp32 = p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH ||
+                (math() == Math::tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH ||
+                                          p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
     if (p.status != CUDNN_STATUS_SUCCESS || !fp32 || p.memory > cap) continue;
     if (p.determinism == CUDNN_DETERMINISTIC) return &p;
     if (!any) any = &p;

@@ -59,6 +59,25 @@ bool cudnn_takes_batch_norm_forward(int64_t n, int64_t c, int64_t d, double eps)
 /** dx: dX is wanted; saved: the forward's saved mean and inverse std are given. */
 bool cudnn_takes_batch_norm_backward(int64_t n, int64_t c, int64_t d, bool dx, bool saved);
 
+// Step graphs (graph.cu).
+/** While the probe step runs: `why` names something of the step a CUDA graph cannot hold, so graphs stay off. While
+ *  capturing it fail()s (the probe step would have found it). */
+void graph_unsafe(const std::string &why);
+/** While capturing: records an error-flag check (its message) for after each replay and returns true. */
+bool graph_defer_check(const std::string &msg);
+/** While capturing: records the loss buffer log_loss prints after each replay and returns true. */
+bool graph_defer_loss(const float *loss);
+/** Frees the graph and its pinned sample buffers (finalize). */
+void release_graph();
+// Communication under graphs (nccl.cu).
+/** Whether the ranks communicate through MPI on host copies (ranks sharing a GPU): such steps cannot be graphs. */
+bool comm_staged();
+/** Around a capture: the watchdog leaves the events that the capture records alone, and after it they are recorded
+ *  again outside the capture so that it can query them. */
+void nccl_capture(bool begin);
+/** After a replay is launched: the watchdog waits for the replay's communication as for a collective's. */
+void nccl_graph_launched();
+
 /** Host-side checks shared with the CPU backend's messages. */
 int64_t product(const Dims &d);
 

@@ -19,6 +19,12 @@ __device__ double position_weight(LossShape s, const int64_t *labels, const floa
   return weights ? weights[l] : 1.0;
 }
 
+/** What a mean divides by: the group's total on the device (sync_loss_divisor), the given divisor, or the local
+ *  weight total. */
+__device__ double divisor(const LossShape &s, double local_total) {
+  return s.mean_divisor_at ? static_cast<double>(*s.mean_divisor_at) : s.mean_divisor > 0 ? s.mean_divisor : local_total;
+}
+
 /** One block: totals[0] = sum of the weighted terms -w * logp[label], totals[1] = sum of the weights; `loss` as the
  *  reduction asks (per position for none). */
 __global__ void loss_kernel(LossShape s, const float *logp, const int64_t *labels, const float *weights, float *loss,
@@ -37,7 +43,7 @@ __global__ void loss_kernel(LossShape s, const float *logp, const int64_t *label
   wsum = detail::block_sum(wsum, shared);
   if (threadIdx.x != 0) return;
   if (s.reduction == Reduction::sum) loss[0] = static_cast<float>(sum);
-  if (s.reduction == Reduction::mean) loss[0] = static_cast<float>(sum / (s.mean_divisor > 0 ? s.mean_divisor : wsum));
+  if (s.reduction == Reduction::mean) loss[0] = static_cast<float>(sum / divisor(s, wsum));
 }
 
 /** One block: *total = the sum of the position weights. */
@@ -56,7 +62,7 @@ __device__ double upstream(LossShape s, const float *dloss, const int64_t *label
   double w = position_weight(s, labels, weights, i, error);
   double up = s.reduction == Reduction::none ? dloss[i]
               : s.reduction == Reduction::sum ? dloss[0]
-                                              : dloss[0] / (s.mean_divisor > 0 ? s.mean_divisor : *wsum);
+                                              : dloss[0] / divisor(s, *wsum);
   return w * up;
 }
 
@@ -90,6 +96,8 @@ double *weight_total_on_device(const LossShape &s, const int64_t *labels, const 
   CLEAVE_LAUNCH(weight_total_kernel, 1, detail::kThreads, s, labels, weights, total, detail::error_flag());
   return total;
 }
+
+__global__ void to_float_kernel(const double *x, float *y) { *y = static_cast<float>(*x); }
 
 std::string label_message(const LossShape &s) {
   return "loss: a label is out of range [0, " + std::to_string(s.c) + ")";
@@ -133,6 +141,20 @@ double loss_weight_total(const LossShape &s, const int64_t *labels, const float 
   CLEAVE_CUDA(cudaMemcpyAsync, &host, total, sizeof host, cudaMemcpyDeviceToHost, compute_stream());
   detail::check_error_flag(label_message(s));  // synchronises: host is valid after it
   return host;
+}
+
+void sync_loss_divisor(const Comm &g, LossShape &s, const int64_t *labels, const float *weights) {
+  if (detail::comm_staged()) {
+    s.mean_divisor = loss_weight_total_synced(g, s, labels, weights);
+    return;
+  }
+  // As loss_weight_total_synced, a float sum over the group, but kept on the device: no host round trip in the step.
+  static float *slot = nullptr;
+  if (!slot) CLEAVE_CUDA(cudaMalloc, &slot, sizeof(float));
+  CLEAVE_LAUNCH(to_float_kernel, 1, 1, weight_total_on_device(s, labels, weights), slot);
+  detail::check_error_flag(label_message(s));
+  all_reduce_sum(g, slot, slot, 1);
+  s.mean_divisor_at = slot;
 }
 
 void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,

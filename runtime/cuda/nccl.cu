@@ -61,6 +61,8 @@ std::vector<ncclComm_t> g_watched;  // every communicator, for ncclCommGetAsyncE
 std::string g_last = "none";        // the last communication issued, for messages
 int64_t g_pending_since_ms = 0;     // 0 = nothing in flight
 bool g_host_blocking = false;       // a blocking host call (communicator creation, barrier) is in progress
+bool g_capturing = false;           // a step is being captured: its events cannot be queried (graph.cu)
+bool g_stopped = false;             // finalize has begun: the watchdog ends (the CUDA runtime unloads at exit)
 int g_rank = -1;
 int64_t g_timeout_s = 0;
 
@@ -121,6 +123,7 @@ void watch() {
     {
       // Under the lock: release_nccl() destroys communicators under it too.
       std::lock_guard<std::mutex> lock(g_watch_mutex);
+      if (g_stopped) return;
       // A long gap between beats means this process was stopped (SIGSTOP, a debugger): its peers did not keep it
       // waiting, so the gap does not count against the communication in flight.
       if (gap > host::kStaleMs && g_pending_since_ms != 0) g_pending_since_ms += gap;
@@ -134,13 +137,18 @@ void watch() {
     }
     if (failed != ncclSuccess) watchdog_abort(std::string("NCCL failed: ") + ncclGetErrorString(failed));
     if (since == 0) continue;
-    if (!host && CLEAVE_CUDA_QUERY(cudaEventQuery, g_comm_done) == cudaSuccess) {
+    {
+      // Under the lock: a capture (nccl_capture) cannot begin recording g_comm_done during the query.
       std::lock_guard<std::mutex> lock(g_watch_mutex);
-      if (!g_host_blocking) {
-        g_pending_since_ms = 0;  // everything issued so far has finished
-        host::status_comm_end();
+      if (g_stopped) return;
+      if (g_capturing) continue;
+      if (!host && CLEAVE_CUDA_QUERY(cudaEventQuery, g_comm_done) == cudaSuccess) {
+        if (!g_host_blocking) {
+          g_pending_since_ms = 0;  // everything issued so far has finished
+          host::status_comm_end();
+        }
+        continue;
       }
-      continue;
     }
     if (g_timeout_s > 0 && now_ms() - since >= g_timeout_s * 1000) {
       // Communication is asynchronous here, so the group is not known: the stall is looked for among all ranks.
@@ -267,6 +275,7 @@ void init_nccl(int rank, int world) {
 void release_nccl() {
   CLEAVE_CUDA(cudaStreamSynchronize, g_comm_stream);
   std::lock_guard<std::mutex> lock(g_watch_mutex);
+  g_stopped = true;  // the watchdog's next beat ends it: nothing is in flight any more
   for (auto &[ranks, comm] : comm_cache()) {
     auto *h = static_cast<Handles *>(comm->handle);
     if (h->nccl) CLEAVE_NCCL(ncclCommDestroy, h->nccl);
@@ -278,6 +287,24 @@ void release_nccl() {
   if (g_world) CLEAVE_NCCL(ncclCommDestroy, g_world);
   g_watched.clear();
   g_world = nullptr;
+}
+
+bool comm_staged() { return g_staged; }
+
+void nccl_capture(bool begin) {
+  std::lock_guard<std::mutex> lock(g_watch_mutex);
+  g_capturing = begin;
+  if (begin || !g_comm_stream) return;
+  // The capture recorded these events as graph edges; recorded again here, they are plain events the watchdog and
+  // later eager steps can use.
+  CLEAVE_CUDA(cudaEventRecord, g_compute_ready, compute_stream());
+  CLEAVE_CUDA(cudaEventRecord, g_comm_done, g_comm_stream);
+}
+
+void nccl_graph_launched() {
+  if (g_staged || !g_comm_stream) return;
+  mark_issued("the communication of a CUDA graph step", false);
+  CLEAVE_CUDA(cudaEventRecord, g_comm_done, compute_stream());
 }
 
 void start_watchdog(int rank, int device) {

@@ -122,6 +122,7 @@ __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy
   if ((n) > 0) CLEAVE_LAUNCH(kernel, detail::grid_for(n), detail::kThreads, n, __VA_ARGS__)
 
 double sum_of_squares(const float *x, int64_t n) {
+  detail::graph_unsafe("a gradient norm read on the host");
   if (n <= 0) return 0;
   double *sum = nullptr, host = 0;
   CLEAVE_CUDA(cudaMallocAsync, reinterpret_cast<void **>(&sum), sizeof(double), compute_stream());
@@ -155,6 +156,7 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out) {
   if (step < 1) fail("adam_step: step " + std::to_string(step) + " must be >= 1");
+  detail::graph_unsafe("Adam's bias correction takes the step number by value");
   double b1 = beta1, b2 = beta2, t = static_cast<double>(step);
   CLEAVE_ELEMENTWISE(adam_kernel, n, p, g, m, v, static_cast<double>(lr), b1, b2, static_cast<double>(eps),
                      static_cast<double>(weight_decay), decoupled, 1 - std::pow(b1, t), 1 - std::pow(b2, t), p_out,
@@ -163,6 +165,7 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
 
 void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *v, float lr, int64_t t, float alpha,
                         float beta, float norm_coefficient, bool nesterov, float *x_out, float *v_out) {
+  detail::graph_unsafe("the Momentum op takes its update count by value");
   CLEAVE_ELEMENTWISE(onnx_momentum_kernel, n, x, g, v, static_cast<double>(lr), static_cast<double>(alpha),
                      t > 0 ? static_cast<double>(beta) : 1.0, static_cast<double>(norm_coefficient), nesterov, x_out,
                      v_out);
@@ -171,6 +174,7 @@ void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *
 void onnx_adam_step(int64_t n, const float *x, const float *g, const float *v, const float *h, float lr, int64_t t,
                     float alpha, float beta, float epsilon, float norm_coefficient, float norm_coefficient_post,
                     float *x_out, float *v_out, float *h_out) {
+  detail::graph_unsafe("the Adam op takes its update count by value");
   double a = alpha, b = beta, td = static_cast<double>(t);
   double r = t > 0 ? lr * std::sqrt(1 - std::pow(b, td)) / (1 - std::pow(a, td)) : lr;
   CLEAVE_ELEMENTWISE(onnx_adam_kernel, n, x, g, v, h, r, a, b, static_cast<double>(epsilon),
@@ -180,6 +184,7 @@ void onnx_adam_step(int64_t n, const float *x, const float *g, const float *v, c
 
 void onnx_adagrad_step(int64_t n, const float *x, const float *g, const float *h, float lr, int64_t t,
                        float decay_factor, float epsilon, float norm_coefficient, float *x_out, float *h_out) {
+  detail::graph_unsafe("the Adagrad op takes its update count by value");
   double r = lr / (1 + static_cast<double>(t) * decay_factor);
   CLEAVE_ELEMENTWISE(onnx_adagrad_kernel, n, x, g, h, r, static_cast<double>(epsilon),
                      static_cast<double>(norm_coefficient), x_out, h_out);
@@ -187,6 +192,8 @@ void onnx_adagrad_step(int64_t n, const float *x, const float *g, const float *h
 
 void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
                      int64_t step, float ratio, const float *x, float *y, uint8_t *mask) {
+  // Every element is kept at ratio 0, whatever the pass: only a positive ratio makes the step differ by pass.
+  if (ratio > 0) detail::graph_unsafe("Dropout's mask takes the pass number by value");
   size_t r = shape.size();
   if (global_offset.size() != r || global_strides.size() != r) fail("dropout_forward: one offset/stride per dim");
   if (!(ratio >= 0 && ratio < 1)) fail("dropout_forward: ratio " + std::to_string(ratio) + " is not in [0, 1)");

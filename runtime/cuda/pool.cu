@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -272,13 +273,27 @@ void cudnn_forward(const PoolShape &s, cudnnPoolingMode_t mode, const float *x, 
 }
 
 /** dX = the average pooling gradient of dY (beta 0: every element written). cudnnPoolingBackward takes X and Y too;
- *  averaging reads neither, so scratch of their sizes stands in for them (the caller's API has neither). */
-void cudnn_avg_backward(const PoolShape &s, const float *dy, float *dx) {
+ *  averaging reads neither, so scratch of their sizes stands in for them (the caller's API has neither). False, with
+ *  nothing written, where cuDNN refuses the shape (cuDNN 9 answers NOT_SUPPORTED for ResNet-50's global pooling at
+ *  batch 64, 131072 rows of 49, while taking the forward): the caller runs the kernels then. */
+bool cudnn_avg_backward(const PoolShape &s, const float *dy, float *dx) {
+  // Refused shapes are remembered: later calls (a CUDA graph capture among them) go straight to the kernels.
+  static std::set<std::vector<int64_t>> refused;
+  std::vector<int64_t> key = {s.nc, s.count_include_pad};
+  for (const Dims *d : {&s.x, &s.y, &s.kernel, &s.strides, &s.pads}) key.insert(key.end(), d->begin(), d->end());
+  if (refused.count(key)) return false;
   CudnnPool d(s, avg_mode(s));
   const void *x = detail::scratch(static_cast<size_t>(s.nc * detail::product(s.x)) * sizeof(float));
   const void *y = detail::scratch2(static_cast<size_t>(s.nc * detail::product(s.y)) * sizeof(float));
   float one = 1.0f, zero = 0.0f;
-  CLEAVE_CUDNN(cudnnPoolingBackward, detail::cudnn(), d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx);
+  cudnnStatus_t status =
+      cudnnPoolingBackward(detail::cudnn(), d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx);
+  if (status == CUDNN_STATUS_NOT_SUPPORTED) {
+    refused.insert(std::move(key));
+    return false;
+  }
+  check_cudnn(status, "cudnnPoolingBackward", __FILE__, __LINE__);
+  return true;
 }
 
 /** Global average pooling of [nc, spatial] as one window over a 1-d op. */
@@ -375,7 +390,7 @@ void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
 
 void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
   PoolGeom g = make_geom(s);
-  if (g.nc * g.ny > 0 && detail::cudnn_takes_avg_pool(s)) return cudnn_avg_backward(s, dy, dx);
+  if (g.nc * g.ny > 0 && detail::cudnn_takes_avg_pool(s) && cudnn_avg_backward(s, dy, dx)) return;
   fill_bytes(dx, 0, s.nc * g.nx * 4);
   if (g.nc * g.ny == 0) return;
   CLEAVE_LAUNCH(avg_backward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, dy, dx);
@@ -391,8 +406,8 @@ void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float 
 
 void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor) {
   if (nc * spatial == 0) return;
-  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor))
-    return cudnn_avg_backward(global_shape(nc, spatial), dy, dx);
+  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor) && cudnn_avg_backward(global_shape(nc, spatial), dy, dx))
+    return;
   CLEAVE_LAUNCH(global_avg_backward_kernel, detail::grid_for(nc * spatial), detail::kThreads, nc, spatial, dy, dx,
                 static_cast<float>(divisor > 0 ? divisor : spatial));
 }

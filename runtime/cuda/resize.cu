@@ -37,6 +37,7 @@ DeviceTaps upload_taps(const ResizeShape &s) {
   auto *di1 = di0 + n;
   auto *dw1 = reinterpret_cast<double *>(di1 + n);
   if (n > 0) {
+    detail::graph_unsafe("Resize copies its host-computed taps each call");
     CLEAVE_CUDA(cudaMemcpyAsync, di0, i0.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice, compute_stream());
     CLEAVE_CUDA(cudaMemcpyAsync, di1, i1.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice, compute_stream());
     CLEAVE_CUDA(cudaMemcpyAsync, dw1, w1.data(), n * sizeof(double), cudaMemcpyHostToDevice, compute_stream());

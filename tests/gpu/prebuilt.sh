@@ -26,7 +26,7 @@ packages_needed() {
   } | xargs ldd 2>/dev/null | awk '/=> \//{print $3}' | sort -u | xargs readlink -f | sort -u |
     while read -r f; do dpkg -S "$f" 2>/dev/null || dpkg -S "${f#/usr}" 2>/dev/null; done | cut -d: -f1 | sort -u |
     grep -vxE 'libc6|libstdc\+\+6|libgcc-s1|zlib1g|libudev1|libuuid1|libcap2|libzstd1|liblzma5|libsystemd0' || true
-  printf '%s\n' openmpi-bin openmpi-common libopenmpi-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread
+  printf '%s\n' openmpi-bin openmpi-common libopenmpi-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libdnnl-dev
 }
 
 case $mode in
@@ -37,6 +37,11 @@ pack)
   src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")
   # The LSTM and Transformer run.sh times, exported by Debian's torch (the GPU machine's may differ or be missing).
   /usr/bin/python3 "$src/tests/cuda/export_models.py" "$src" "$build/gpu_models" > /dev/null 2>&1
+  # tests/gpu/bench_vs_torch.sh's real-size models, as graphs whose weights fill_weights.py writes where they run.
+  /usr/bin/python3 "$src/models/zoo/generate.py" --family resnet --variant 50 --batch 64 --weights none \
+    -o "$build/gpu_models/resnet50.onnx" > /dev/null 2>&1
+  /usr/bin/python3 "$src/models/zoo/generate.py" --family transformer --variant bert-base --batch 32 --weights none \
+    -o "$build/gpu_models/bert.onnx" > /dev/null 2>&1
   # The compiler's static libraries stay behind; the runtime's are what the bundle builds link.
   tar -C / -cf "$out/build.tar" --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
     --exclude='CMakeFiles/[0-9]*' "${build#/}"

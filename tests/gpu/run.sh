@@ -1,12 +1,15 @@
 #!/bin/bash
 # Where a GPU exists: builds the tree with the CUDA backend, runs the GPU tests (ctest -R '^gpu\.': kernels vs the
 # CPU backend, plan GPU runs vs CPU runs; with cuda.cudnn_paths: which kernel cases take cuDNN; cuda.run_cuda_bundle
-# and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one
-# training step of the MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks: on 2 GPUs
-# where 2 are visible, else sharing one): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU and on the CPUs.
+# and cuda.profile_cuda: cleave run and cleave profile --backend cuda on GPUs), then times one training step of the
+# MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks: on 2 GPUs where 2 are visible, else
+# sharing one): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU with CUDA graphs
+# (the default), on the GPU without them (--cuda-graphs off: the losses must be the same bits), and on the CPUs; the
+# CNN once more with --precision tf32 (its losses within 1e-2 of fp32's). Last, tests/gpu/bench_vs_torch.sh at real
+# sizes against torch eager (its bundles build while the tests run).
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
-# Cleave's build dependencies): no configure, no build, and the LSTM and Transformer models exported there are used.
+# Cleave's build dependencies): no configure, no build, and the models exported there are used.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 prebuilt=0
@@ -29,11 +32,6 @@ if [ $prebuilt -eq 0 ]; then
     "-DCMAKE_CUDA_ARCHITECTURES=$archs" > "$BUILD.configure.log"
   ninja -C "$BUILD" cleave cleave_rt_cpu cleave_rt_cuda kernel_cases_cpu kernel_cases_cuda cudnn_paths
 fi
-# The tests' verdict is the exit status; the step times below are printed whatever it is.
-status=0
-ctest --test-dir "$BUILD" -j4 -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure ||
-  status=1
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ $prebuilt -eq 1 ]; then
@@ -41,38 +39,105 @@ if [ $prebuilt -eq 1 ]; then
 else
   /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
 fi
+# The real-size bundles build on the CPUs while the tests run.
+BENCH_DIR=$tmp/bench CUDA_ARCHS=${archs%%;*} "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" build > "$tmp/bench_build.log" 2>&1 &
+bench_build=$!
+
+# The tests' verdict is the exit status; the step times below are printed whatever it is.
+status=0
+ctest --test-dir "$BUILD" -j4 -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure ||
+  status=1
 # 2 ranks: on their own GPUs (NCCL) where 2 are visible, else sharing one (MPI through host memory).
-rank_counts="1 2"
 # The step time the rank programs measure themselves (CLEAVE_PROFILE, rt.h: the median step after a warm-up one,
-# wall clock after a device synchronize), on the GPU and, for scale, on this machine's CPUs from the same bundle; the
-# whole run's wall time (process start, MPI, CUDA context, data) beside it.
+# wall clock after a device synchronize), on the GPU with and without CUDA graphs and, for scale, on this machine's
+# CPUs from the same bundle.
 step_ms() { sed -n 's/.*profile: step median \([0-9.e+-]*\) s.*/\1/p' "$1" | awk '{printf "%.3f", $1 * 1000}'; }
-printf '%-12s %5s %12s %12s %12s\n' model ranks "gpu ms/step" "cpu ms/step" "gpu run s"
-for model in mlp cnn lstm transformer; do
-  case $model in
-    mlp) onnx=$SRC/models/mlp.onnx; batch=16; data="x=$SRC/models/data/digits_flat_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
-    cnn) onnx=$SRC/models/cnn.onnx; batch=16; data="x=$SRC/models/data/digits_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
-    lstm) onnx=$tmp/lstm.onnx; batch=4; data="x=$tmp/lstm_x.npy y=$tmp/lstm_y.npy" ;;
-    transformer) onnx=$tmp/transformer.onnx; batch=8; data="x=$tmp/tf_x.npy y=$tmp/tf_y.npy" ;;
+cases="mlp 1 fp32
+mlp 2 fp32
+cnn 1 fp32
+cnn 2 fp32
+cnn 1 tf32
+lstm 1 fp32
+lstm 2 fp32
+transformer 1 fp32
+transformer 2 fp32"
+data_of() {
+  case $1 in
+    mlp) echo "x=$SRC/models/data/digits_flat_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
+    cnn) echo "x=$SRC/models/data/digits_train_x.npy y=$SRC/models/data/digits_train_y.npy" ;;
+    lstm) echo "x=$tmp/lstm_x.npy y=$tmp/lstm_y.npy" ;;
+    transformer) echo "x=$tmp/tf_x.npy y=$tmp/tf_y.npy" ;;
   esac
-  for ranks in $rank_counts; do
-    b=$tmp/${model}_$ranks
-    "$BUILD/tools/cleave" compile "$onnx" --devices "$ranks" --planner data --batch $batch --optimizer sgd --lr 0.1 \
-      --backend cuda -o "$b" 2> /dev/null
-    cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" \
-      "-DCMAKE_CUDA_ARCHITECTURES=$archs" > /dev/null
-    cmake -S "$b" -B "$b/build_cpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cpu \
-      -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" > /dev/null
-    ninja -C "$b/build" > /dev/null
-    ninja -C "$b/build_cpu" > /dev/null
-    t0=$(date +%s.%N)
-    # shellcheck disable=SC2086
-    CLEAVE_PROFILE=$b/gpu "$b/launch/mpirun.sh" "$b/build" --steps 21 $data > "$tmp/losses.txt" 2> "$b/gpu.err"
-    t1=$(date +%s.%N)
-    # shellcheck disable=SC2086
-    CLEAVE_PROFILE=$b/cpu "$b/launch/mpirun.sh" "$b/build_cpu" --steps 21 $data > /dev/null 2> "$b/cpu.err"
-    printf '%-12s %5d %12s %12s %12.2f   (last: %s)\n' "$model" "$ranks" "$(step_ms "$b/gpu.err")" \
-      "$(step_ms "$b/cpu.err")" "$(python3 -c "print($t1 - $t0)")" "$(tail -1 "$tmp/losses.txt")"
-  done
-done
+}
+build_case() {
+  local model=$1 ranks=$2 prec=$3 onnx batch
+  case $model in
+    mlp | cnn) onnx=$SRC/models/$model.onnx; batch=16 ;;
+    lstm) onnx=$tmp/lstm.onnx; batch=4 ;;
+    transformer) onnx=$tmp/transformer.onnx; batch=8 ;;
+  esac
+  local b=$tmp/${model}_${ranks}_$prec
+  "$BUILD/tools/cleave" compile "$onnx" --devices "$ranks" --planner data --batch $batch --optimizer sgd --lr 0.1 \
+    --backend cuda --precision "$prec" -o "$b" 2> /dev/null
+  cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" \
+    "-DCMAKE_CUDA_ARCHITECTURES=$archs" > /dev/null
+  cmake -S "$b" -B "$b/build_cpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cpu \
+    -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" > /dev/null
+  ninja -C "$b/build" > /dev/null
+  ninja -C "$b/build_cpu" > /dev/null
+}
+pids=()
+while read -r model ranks prec <&3; do
+  build_case "$model" "$ranks" "$prec" &
+  pids+=($!)
+done 3<<< "$cases"
+for p in "${pids[@]}"; do wait "$p" || { echo "FAIL: a small-model bundle did not build"; status=1; }; done
+printf '%-12s %5s %5s %12s %12s %12s %12s\n' model ranks prec "gpu ms/step" "no graphs" "cpu ms/step" "gpu run s"
+# (The cases come on descriptor 3: mpirun reads standard input.)
+while read -r model ranks prec <&3; do
+  b=$tmp/${model}_${ranks}_$prec
+  data=$(data_of "$model")
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  CLEAVE_PROFILE=$b/gpu "$b/launch/mpirun.sh" "$b/build" --steps 21 $data > "$b/losses.txt" 2> "$b/gpu.err" ||
+    { echo "FAIL: $model $ranks $prec: the GPU run failed"; grep -v '^ *$' "$b/gpu.err" | tail -4; status=1; }
+  t1=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  CLEAVE_PROFILE=$b/eager "$b/launch/mpirun.sh" "$b/build" --steps 21 --cuda-graphs off $data > "$b/losses_eager.txt" \
+    2> "$b/eager.err" || { echo "FAIL: $model $ranks $prec: the GPU run without graphs failed"; status=1; }
+  # shellcheck disable=SC2086
+  CLEAVE_PROFILE=$b/cpu "$b/launch/mpirun.sh" "$b/build_cpu" --steps 21 $data > "$b/losses_cpu.txt" 2> "$b/cpu.err"
+  printf '%-12s %5d %5s %12s %12s %12s %12.2f   (last: %s)\n' "$model" "$ranks" "$prec" "$(step_ms "$b/gpu.err")" \
+    "$(step_ms "$b/eager.err")" "$(step_ms "$b/cpu.err")" "$(python3 -c "print($t1 - $t0)")" "$(tail -1 "$b/losses.txt")"
+  grep -h "CUDA graphs" "$b/gpu.err" | head -1 | sed 's/^/    /' || true
+  cmp -s "$b/losses.txt" "$b/losses_eager.txt" ||
+    { echo "FAIL: $model $ranks $prec: losses with CUDA graphs differ from those without"; status=1; }
+done 3<<< "$cases"
+# Replays that feed shuffled samples, and a learning rate that steps (the step is captured again): the same bits as
+# running every step as it comes.
+b=$tmp/mlp_1_fp32
+knobs="--steps 7 --shuffle 3 --lr-schedule step --step-size 2 --gamma 0.5 $(data_of mlp)"
+# shellcheck disable=SC2086
+"$b/launch/mpirun.sh" "$b/build" $knobs > "$b/knobs.txt" 2> "$b/knobs.err" || status=1
+# shellcheck disable=SC2086
+"$b/launch/mpirun.sh" "$b/build" $knobs --cuda-graphs off > "$b/knobs_eager.txt" 2> /dev/null || status=1
+if cmp -s "$b/knobs.txt" "$b/knobs_eager.txt" && [ "$(grep -c '^step ' "$b/knobs.txt")" = 7 ]; then
+  echo "ok: mlp with --shuffle and a stepped lr: CUDA graph replays equal eager steps ($(tail -1 "$b/knobs.txt"))"
+else
+  echo "FAIL: mlp with --shuffle and a stepped lr: CUDA graph replays differ from eager steps"
+  tail -3 "$b/knobs.err"
+  status=1
+fi
+python3 - "$tmp/cnn_1_tf32/losses.txt" "$tmp/cnn_1_fp32/losses.txt" <<'PY' || { echo "FAIL: tf32 losses are not within 1e-2 of fp32's"; status=1; }
+import sys
+a = [float(l.split()[3]) for l in open(sys.argv[1]) if l.startswith("step ")]
+b = [float(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("step ")]
+worst = max(abs(p - q) / abs(q) for p, q in zip(a, b))
+print(f"cnn tf32 vs fp32 over {len(a)} steps: largest relative loss difference {worst:.2e}")
+assert len(a) == len(b) == 21 and worst <= 1e-2
+PY
+
+wait $bench_build || { echo "FAIL: the real-size bundles did not build"; cat "$tmp/bench_build.log"; status=1; }
+tail -1 "$tmp/bench_build.log"
+BENCH_DIR=$tmp/bench "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" run || status=1
 exit $status

@@ -64,7 +64,7 @@ std::string ints(const std::vector<int> &v) {
  *  and the forward loss one more: runtime/cpu/norm.cpp, loss.cpp), else only the lowering's calls. */
 std::vector<std::vector<std::string>> lowered_comm(const codegen::Lowered &l, bool kernels = false) {
   std::vector<std::vector<std::string>> out(l.ranks.size());
-  static const std::regex synced(R"(rt::(batch_norm_train_forward_synced|batch_norm_backward_synced|loss_weight_total_synced|all_reduce_sum)\(G(\d+), (?:\d+, \d+, (\d+)|[^\n]*, 1\);|))");
+  static const std::regex synced(R"(rt::(batch_norm_train_forward_synced|batch_norm_backward_synced|sync_loss_divisor|all_reduce_sum)\(G(\d+), (?:\d+, \d+, (\d+)|[^\n]*, 1\);|))");
   static const std::regex coll(R"(^rt::(all_reduce_sum|reduce_scatter_sum|all_gather|all_to_all)\(G(\d+), .*, (\d+)\);$)");
   static const std::regex transfer(R"(\{rt::Transfer::(send|recv), (\d+), [^,]*, (\d+)\})");
   // An all-reduce split into start and wait (codegen/overlap.h) counts where it completes: the cost model v1 prices

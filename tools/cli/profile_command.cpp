@@ -151,7 +151,8 @@ double profile_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, c
   codegen::RunOptions options;
   options.steps = a.steps;
   options.data = prepared.data;
-  options.env = {{"CLEAVE_PROFILE", prefix.string()}};
+  // Statements are timed one by one only in steps that run as they come, not replayed as CUDA graphs.
+  options.env = {{"CLEAVE_PROFILE", prefix.string()}, {"CLEAVE_CUDA_GRAPHS", "0"}};
   options.stdout_to_stderr = true;
   if (codegen::run_bundle(prepared.bundle, prepared.build_dir, options) != 0)
     CLEAVE_USER_ERROR("plan ", np.name, ": the profiling run failed (see above)");

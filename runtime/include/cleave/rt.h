@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct Context {
 /** Calls MPI_Init (once), makes MPI errors return codes (so CLEAVE_MPI can report them) and reads the launcher's
  *  variables for logging. Returns the process-wide context. */
 const Context &init(int *argc, char ***argv);
+/** The arithmetic of GEMMs and convolutions (cleave compile --precision): fp32 exactly, or TF32 tensor cores where
+ *  the backend has them (CUDA: cuBLAS and cuDNN on Ampere and later; the cpu backend computes fp32 either way).
+ *  Generated code calls set_math before init(). */
+enum class Math { fp32, tf32 };
+void set_math(Math m);
+Math math();
 /** The context; fail()s if init() was not called. */
 const Context &context();
 /** Frees cached communicators and calls MPI_Finalize. */
@@ -351,6 +358,9 @@ struct LossShape {
   /** For mean: the divisor when > 0 (the global weight total when the batch is split over ranks); else the local
    *  sum of the weights of non-ignored positions. */
   double mean_divisor = 0;
+  /** For mean, CUDA backend: the divisor in device memory when not null (sync_loss_divisor), read by the kernels
+   *  instead of mean_divisor, so that no host round trip sits inside the step. */
+  const float *mean_divisor_at = nullptr;
 };
 /** SoftmaxCrossEntropyLoss: loss ([n, d] for none, else a scalar); log_prob [n, c, d] may be null. weights [c] may
  *  be null. A label outside [0, c) that is not ignore_index fail()s. */
@@ -368,6 +378,10 @@ double loss_weight_total(const LossShape &s, const int64_t *labels, const float 
 /** loss_weight_total summed over the ranks of `g` (every member calls it): the mean_divisor of a weighted-mean loss
  *  whose positions are split over them. */
 double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights);
+/** Sets the divisor of a mean loss whose positions are split over the ranks of `g` (every member calls it) to
+ *  loss_weight_total_synced: in s.mean_divisor on the cpu backend; under CUDA on the device (s.mean_divisor_at,
+ *  summed by NCCL; staged ranks as the cpu backend). */
+void sync_loss_divisor(const Comm &g, LossShape &s, const int64_t *labels, const float *weights);
 
 // ---------------------------------------------------------------- layout ops (layout.cpp)
 
@@ -766,6 +780,21 @@ class TrainingRun {
   /** After a validation pass (every rank calls it): the sums over the world; rank 0 prints the line. */
   void end_validation(int64_t step);
 
+  /** Runs one step's work, `body` (its passes and updates). On the cpu backend it is called as it is. Under CUDA,
+   *  unless --cuda-graphs off (or CLEAVE_CUDA_GRAPHS=0): the first step runs as it comes and shows whether the step
+   *  can be a CUDA graph (cuda/graph.cu lists what cannot: host round trips such as --clip-grad-norm, step-numbered
+   *  kernels such as Adam's, ranks staging through MPI, --accumulate), the second is captured, and later steps replay
+   *  that graph after feeding it their samples; a learning rate that changed makes the step be captured again. */
+  void run_step(int64_t step, const std::function<void()> &body);
+  /** Samples per step. */
+  int64_t batch() const { return batch_; }
+  /** Why this run's steps cannot be CUDA graphs whatever they hold ("" when they can): --cuda-graphs off,
+   *  --accumulate, --clip-grad-norm or --log-json (host round trips between the passes and the updates). */
+  std::string graph_obstacle() const;
+  /** Reads samples [first, first + count) of the sample stream as read_samples lays them out, into host memory. */
+  void read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host);
+  void read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, int64_t *host);
+
   /** After the loop: --save's file, then finalize() and the exit code (0, or kStoppedForResume). */
   int finish(const std::vector<NamedBuffer> &saved);
 
@@ -778,6 +807,9 @@ class TrainingRun {
   Arena sums_;  // --accumulate: the gradients' and the loss's sums
   template <typename T>
   void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
+  template <typename T>
+  const T *gather_shuffled(const NpyFile &f, int64_t first, int64_t count);
+  bool cuda_graphs_ = true;
   // --shuffle's samples, gathered on the host and copied to the rank's buffer at once (kept between steps).
   std::vector<float> staged_f32_;
   std::vector<int64_t> staged_i64_;
@@ -798,5 +830,19 @@ class TrainingRun {
   int64_t last_checkpoint_ = 0;
   bool stopped_ = false;
 };
+
+namespace detail {
+// Step graphs (cuda/graph.cu; the cpu backend has none: cpu/graph.cpp).
+/** Runs a step for TrainingRun::run_step. */
+void run_step(TrainingRun &run, int64_t step, const std::function<void()> &body);
+/** True while a step is being captured: calls that touch host memory record what to do at each replay instead. */
+bool graph_capturing();
+/** While capturing: `bytes` of samples starting at `first` go to device buffer `dst`; `fill(first, host)` writes
+ *  them into host memory. Each replay calls fill with its step's first sample. */
+void graph_feed(int64_t first, int64_t bytes, void *dst, std::function<void(int64_t first, void *host)> fill);
+/** While capturing: the step's kernels take learning rate `value` = lr(base, step); a replay whose lr differs is
+ *  captured again. */
+void graph_note_lr(float base, float value);
+}  // namespace detail
 
 }  // namespace cleave::rt
