@@ -98,7 +98,8 @@ struct Lowered {
   std::vector<RankProgram> ranks;
   /** Why the ranks have no validation pass (RankProgram::validation empty), as --val-data's error says it. */
   std::string no_validation;
-  /** The GEMMs' and convolutions' arithmetic (cleave compile --precision): "fp32", or "tf32" (rt::Math::tf32). */
+  /** cleave compile --precision: "fp32", "tf32" (rank programs call rt::set_math(rt::Math::tf32)) or "bf16" (the
+   *  graph holds RoundToBf16 ops, ir/autocast.h; recorded in the manifest). */
   std::string precision = "fp32";
 };
 

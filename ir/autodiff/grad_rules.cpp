@@ -91,6 +91,9 @@ void grad_unary_kernel(GradContext &c, Dx &dx) {
 
 void grad_Neg(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Neg, c.dy(0), c.grad_name(0)); }
 void grad_Identity(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Identity, c.dy(0), c.grad_name(0)); }
+// A cast to bfloat16 and back, as torch.autocast's: the gradient reaching the bfloat16 value is itself a bfloat16
+// tensor, and the cast's backward hands it on as float.
+void grad_RoundToBf16(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::RoundToBf16, c.dy(0), c.grad_name(0)); }
 // exp' = exp: dX = dY * Y.
 void grad_Exp(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Mul, c.dy(0), c.out(0), c.grad_name(0)); }
 void grad_Log(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Div, c.dy(0), c.in(0), c.grad_name(0)); }
@@ -682,6 +685,7 @@ constexpr GradRule kRule_Sign = rule(grad_zero);
 constexpr GradRule kRule_Floor = rule(grad_zero);
 constexpr GradRule kRule_Ceil = rule(grad_zero);
 constexpr GradRule kRule_Round = rule(grad_zero);
+constexpr GradRule kRule_RoundToBf16 = rule(grad_RoundToBf16);
 constexpr GradRule kRule_InstanceNormalization = rule(grad_InstanceNormalization);
 constexpr GradRule kRule_ConvTranspose = rule(grad_ConvTranspose);
 constexpr GradRule kRule_Resize = rule(grad_Resize);
@@ -742,7 +746,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 120, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 121, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

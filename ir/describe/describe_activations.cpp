@@ -85,6 +85,9 @@ Descs describe_Sign(const Graph &g, const Op &op) { return unary(g, op, [](const
 Descs describe_Floor(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return floor(x); }); }
 Descs describe_Ceil(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return ceil(x); }); }
 Descs describe_Round(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return round(x); }); }
+Descs describe_RoundToBf16(const Graph &g, const Op &op) {
+  return unary(g, op, [](const E &x) { return round_bf16(x); });
+}
 
 Descs describe_ClipGrad(const Graph &g, const Op &op) {
   return grad(g, op, [&](const E &dy, const E &x) {

@@ -96,6 +96,7 @@ std::string fn_name(Fn f) {
     case Fn::ceil: return "ceil";
     case Fn::round: return "round";
     case Fn::sign: return "sign";
+    case Fn::round_bf16: return "round_bf16";
     case Fn::max: return "max";
     case Fn::min: return "min";
     case Fn::eq: return "eq";

@@ -60,6 +60,7 @@ enum class Fn : uint8_t {
   add, sub, mul, div, pow,                                  // binary arithmetic
   neg, exp, log, sqrt, erf, relu, sigmoid, tanh, step,      // unary; step(x) = x > 0 ? 1 : 0
   abs, floor, ceil, round, sign,                            // unary; round: halves to even; sign(NaN) = 0
+  round_bf16,                                               // unary: to the nearest bfloat16, ties to even
   max, min,                                                 // binary; NaN if either operand is NaN
   eq,                                                       // eq(a, b) = a == b ? 1 : 0
   where,                                                    // where(c, a, b) = c != 0 ? a : b
@@ -130,6 +131,7 @@ inline E floor(const E &a) { return call(Fn::floor, {a}); }
 inline E ceil(const E &a) { return call(Fn::ceil, {a}); }
 inline E round(const E &a) { return call(Fn::round, {a}); }
 inline E sign(const E &a) { return call(Fn::sign, {a}); }
+inline E round_bf16(const E &a) { return call(Fn::round_bf16, {a}); }
 inline E max(const E &a, const E &b) { return call(Fn::max, {a, b}); }
 inline E min(const E &a, const E &b) { return call(Fn::min, {a, b}); }
 inline E pow(const E &a, const E &b) { return call(Fn::pow, {a, b}); }

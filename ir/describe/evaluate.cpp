@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "ir/error.h"
+#include "ir/float16.h"
 
 namespace cleave::describe {
 namespace {
@@ -151,6 +152,7 @@ class Evaluator {
       case Fn::ceil: return std::ceil(a);
       case Fn::round: return std::nearbyint(a);
       case Fn::sign: return a > 0 ? 1 : a < 0 ? -1 : 0;
+      case Fn::round_bf16: return double_from_bf16_bits(bf16_bits_from_double(a));
       case Fn::max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
       case Fn::min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
       case Fn::eq: return a == b ? 1 : 0;

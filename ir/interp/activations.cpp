@@ -3,6 +3,7 @@
 // the gradients take torch's branch at the boundaries and at NaN.
 #include <cmath>
 
+#include "ir/float16.h"
 #include "ir/interp/kernels.h"
 
 namespace cleave::interp {
@@ -75,6 +76,9 @@ void kernel_Sign(const KernelArgs &k) { unary(k, [](double x) { return x > 0 ? 1
 void kernel_Floor(const KernelArgs &k) { unary(k, [](double x) { return std::floor(x); }); }
 void kernel_Ceil(const KernelArgs &k) { unary(k, [](double x) { return std::ceil(x); }); }
 void kernel_Round(const KernelArgs &k) { unary(k, [](double x) { return std::nearbyint(x); }); }
+void kernel_RoundToBf16(const KernelArgs &k) {
+  unary(k, [](double x) { return double_from_bf16_bits(bf16_bits_from_double(x)); });
+}
 
 void kernel_ClipGrad(const KernelArgs &k) {
   bool has_lo = k.op.has_attr("min"), has_hi = k.op.has_attr("max");

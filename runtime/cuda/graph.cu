@@ -79,9 +79,10 @@ void capture(int64_t step, const std::function<void()> &body) {
   bool updated = false;
   if (g.exec) {
     cudaGraphExecUpdateResultInfo info;
-    updated = cudaGraphExecUpdate(g.exec, graph, &info) == cudaSuccess;
+    // A refused update is an answer, not a failure: the graph is instantiated anew.
+    updated = cudaGraphExecUpdate(g.exec, graph, &info) == cudaSuccess;  // cleave-unchecked: see above
     if (!updated) {
-      (void)cudaGetLastError();  // the failed update's error is not the job's
+      (void)cudaGetLastError();  // cleave-unchecked: clears the refused update's error, which is not the job's
       CLEAVE_CUDA(cudaGraphExecDestroy, g.exec);
       g.exec = nullptr;
     }

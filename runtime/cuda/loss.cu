@@ -22,7 +22,8 @@ __device__ double position_weight(LossShape s, const int64_t *labels, const floa
 /** What a mean divides by: the group's total on the device (sync_loss_divisor), the given divisor, or the local
  *  weight total. */
 __device__ double divisor(const LossShape &s, double local_total) {
-  return s.mean_divisor_at ? static_cast<double>(*s.mean_divisor_at) : s.mean_divisor > 0 ? s.mean_divisor : local_total;
+  if (s.mean_divisor_at) return static_cast<double>(*s.mean_divisor_at);
+  return s.mean_divisor > 0 ? s.mean_divisor : local_total;
 }
 
 /** One block: totals[0] = sum of the weighted terms -w * logp[label], totals[1] = sum of the weights; `loss` as the

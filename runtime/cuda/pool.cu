@@ -286,8 +286,8 @@ bool cudnn_avg_backward(const PoolShape &s, const float *dy, float *dx) {
   const void *x = detail::scratch(static_cast<size_t>(s.nc * detail::product(s.x)) * sizeof(float));
   const void *y = detail::scratch2(static_cast<size_t>(s.nc * detail::product(s.y)) * sizeof(float));
   float one = 1.0f, zero = 0.0f;
-  cudnnStatus_t status =
-      cudnnPoolingBackward(detail::cudnn(), d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx);
+  cudnnStatus_t status = cudnnPoolingBackward(  // cleave-unchecked: checked below, NOT_SUPPORTED being an answer
+      detail::cudnn(), d.pool, &one, d.y, y, d.y, dy, d.x, x, &zero, d.x, dx);
   if (status == CUDNN_STATUS_NOT_SUPPORTED) {
     refused.insert(std::move(key));
     return false;
@@ -406,7 +406,8 @@ void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float 
 
 void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor) {
   if (nc * spatial == 0) return;
-  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor) && cudnn_avg_backward(global_shape(nc, spatial), dy, dx))
+  if (detail::cudnn_takes_global_avg_pool(nc, spatial, divisor) &&
+      cudnn_avg_backward(global_shape(nc, spatial), dy, dx))
     return;
   CLEAVE_LAUNCH(global_avg_backward_kernel, detail::grid_for(nc * spatial), detail::kThreads, nc, spatial, dy, dx,
                 static_cast<float>(divisor > 0 ? divisor : spatial));

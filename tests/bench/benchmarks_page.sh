@@ -12,6 +12,10 @@
 #               min, planners_profile ~17 min, batch_calibration a few minutes, cpu_vs_torch ~20 min, bundle_build
 #               ~10 min): left out by default for their time and because they need the cores to themselves
 #   --cuda      batch_calibration on one GPU (backend cuda) instead of the CPU (with --measured or --only)
+#   gpu_run     (--only gpu_run) tests/gpu/run.sh: the GPU tests, the small models' GPU steps with and without CUDA
+#               graphs, and tests/gpu/bench_vs_torch.sh at real sizes; needs a GPU. On a machine lent without this
+#               tree's build dependencies, run it there (tests/gpu/prebuilt.sh) and bring its output back:
+#               GPU_RUN_LOG=FILE GPU_MACHINE='...' GPU_DATE='...' puts that log in the section instead
 #   --only      just these sections (names above); the other sections of the existing page are kept as they are
 #   -o PAGE     the page to write (default docs/benchmarks.md)
 # Sections not run this time keep their previous text (each carries its own machine, date and command), so a page
@@ -21,7 +25,8 @@ set -uo pipefail
 
 default_set=(plan_zoo explain_zoo search_zoo oracle_zoo frontier_zoo flexflow_nmt frontier_profile)
 measured_set=(accuracy planners_profile batch_calibration cpu_vs_torch bundle_build)
-all_sets=("${default_set[@]}" "${measured_set[@]}")
+gpu_set=(gpu_run)
+all_sets=("${default_set[@]}" "${measured_set[@]}" "${gpu_set[@]}")
 knobs=(ZOO_MODELS PLANNERS DEVICES TOPOLOGY BATCH ITERATIONS SEED STEPS REPEATS ROUNDS PREDICTORS CASES MODELS MODEL
        BASELINES PLAN_FLAGS RUNTIME_DIR BASELINE THREADS DP DP_MODELS)
 
@@ -39,6 +44,7 @@ title() {
     batch_calibration) echo "Predicting an unmeasured batch from a profile (1 device)" ;;
     cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and data-parallel scaling on 2 ranks" ;;
     bundle_build) echo "From cleave compile to the first step: 2-rank bundles with the runtime cached" ;;
+    gpu_run) echo "On one GPU: the GPU tests, CUDA graphs on the small models, and real sizes against torch eager" ;;
   esac
 }
 
@@ -90,6 +96,8 @@ command_of() {
   case $1 in
     frontier_profile) echo "${prefix}tests/bench/frontier_profile.sh $build ." ;;
     batch_calibration) echo "${prefix}tests/bench/batch_calibration.sh $build . $([ "$cuda" = 1 ] && echo cuda || echo cpu)" ;;
+    gpu_run) if [ -n "${GPU_RUN_LOG:-}" ]; then echo "cat $(printf '%q' "$GPU_RUN_LOG")  # the output of tests/gpu/run.sh --prebuilt on the GPU machine"
+             else echo "${prefix}tests/gpu/run.sh $build"; fi ;;
     *) echo "${prefix}tests/bench/$1.sh $cleave ." ;;
   esac
 }
@@ -113,7 +121,11 @@ for n in "${run[@]}"; do
     echo "<!-- section $n -->"
     echo "## $n: $(title "$n")"
     echo
-    echo "Machine: $(machine). Date: $when. Wall time: $secs s. Exit status: $code."
+    if [ "$n" = gpu_run ] && [ -n "${GPU_RUN_LOG:-}" ]; then
+      echo "Machine: ${GPU_MACHINE:-a GPU machine}. Date: ${GPU_DATE:-unknown}. Run there and brought back as a log."
+    else
+      echo "Machine: $(machine). Date: $when. Wall time: $secs s. Exit status: $code."
+    fi
     echo
     echo "Command (from the source tree's root):"
     echo
@@ -161,6 +173,10 @@ mkdir -p "$(dirname "$page")"
   for n in "${all_sets[@]}"; do
     d=yes
     [[ " ${measured_set[*]} " == *" $n "* ]] && d="no (\`--measured\`)"
+    if [[ " ${gpu_set[*]} " == *" $n "* ]]; then
+      echo "| $n | \`tests/gpu/run.sh\` | no (\`--only $n\`, on a GPU) |"
+      continue
+    fi
     echo "| $n | \`tests/bench/$n.sh\` | $d |"
   done
   for n in "${all_sets[@]}"; do

@@ -97,6 +97,24 @@ rc=$?
 check "spatial conv split compiles: rc=$rc, message: $out" "[ $rc -eq 0 ] && [ -d '$tmp/conv_split' ]"
 check "nothing left after the codegen errors" "[ ! -e '$tmp/bad' ]"
 
+# --precision: tf32 is a line of the rank sources and a manifest field; bf16 is rounding ops in the graph (their
+# numbers: tests/e2e/bf16_vs_autocast.py); fp16 is refused, nothing written.
+"$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision tf32 -o "$tmp/tf32" 2>/dev/null
+check "--precision tf32: set_math before init on every rank, precision in the manifest" \
+  "[ \"\$(grep -l 'rt::set_math(rt::Math::tf32);' '$tmp'/tf32/src/rank_*.cpp | wc -l)\" = 2 ] &&
+   grep -q '\"precision\": \"tf32\"' '$tmp/tf32/manifest.json' && grep -q '\"precision\": \"fp32\"' '$tmp/a/manifest.json' &&
+   ! grep -q 'set_math\|round_bf16' '$tmp'/a/src/rank_0.cpp"
+"$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision bf16 -o "$tmp/bf16" 2>/dev/null
+check "--precision bf16: the ranks round to bfloat16, precision in the manifest" \
+  "grep -q 'cleave::round_bf16' '$tmp/bf16/src/rank_0.cpp' && grep -q '\"precision\": \"bf16\"' '$tmp/bf16/manifest.json'"
+out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 --precision fp16 -o "$tmp/fp16" 2>&1)
+rc=$?
+check "--precision fp16 is refused in one line (rc=$rc): $out" \
+  "[ $rc -ne 0 ] && [ \"\$(echo \"\$out\" | wc -l)\" = 1 ] && echo \"\$out\" | grep -q -- '--precision fp16' && [ ! -e '$tmp/fp16' ]"
+out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 --precision fp64 -o "$tmp/fp64" 2>&1)
+rc=$?
+check "--precision fp64 is refused (rc=$rc)" "[ $rc -ne 0 ] && echo \"\$out\" | grep -q -- '--precision' && [ ! -e '$tmp/fp64' ]"
+
 # cleave run on something that is not a bundle.
 out=$("$CLEAVE" run "$tmp" --data x=a.npy --steps 1 2>&1)
 rc=$?

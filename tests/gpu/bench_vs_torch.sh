@@ -4,7 +4,7 @@
 # SGD (lr 0.01) on random inputs. Per model and precision: the 1-rank bundle's median step (CLEAVE_PROFILE, after a
 # warm-up step; CUDA graphs as the run decides), torch's (tests/gpu/bench_torch.py, same GPU), their ratio, samples/s,
 # and memory (Cleave: the arena codegen planned, manifest.json; torch: peak allocated). bf16 is torch.autocast on
-# torch's side; Cleave has no bf16 yet (printed as such).
+# torch's side and --precision bf16 on Cleave's (autocast's rounding in fp32 arithmetic: the same numbers, no faster).
 # Usage: tests/gpu/bench_vs_torch.sh BUILD_DIR [build|run|all]   (build: models, weights, data and bundles, no GPU
 #   needed; run: the timings). The models are BUILD_DIR/gpu_models/{resnet50,bert}.onnx when there (tests/gpu/
 #   prebuilt.sh pack exports them: graphs only, weights filled here by fill_weights.py), else exported with Debian's
@@ -21,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # name family variant batch
 models="resnet50 resnet 50 64
 bert transformer bert-base 32"
-precisions="fp32 tf32"
+precisions="fp32 tf32 bf16"
 
 build_model() {
   local name=$1 family=$2 variant=$3 batch=$4
@@ -53,7 +53,8 @@ PY
       --precision "$p" -o "$b" 2> "$m/compile_$p.log"
     cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" \
       "-DCMAKE_CUDA_ARCHITECTURES=$archs" > /dev/null
-    ninja -C "$b/build" > "$m/build_$p.log" 2>&1 || { echo "bench: $name $p: bundle build failed (see $m/build_$p.log)"; return 1; }
+    ninja -C "$b/build" > "$m/build_$p.log" 2>&1 ||
+      { echo "bench: $name $p: bundle build failed (see $m/build_$p.log)"; return 1; }
   done
 }
 
@@ -77,36 +78,35 @@ if [ "$phase" = run ] || [ "$phase" = all ]; then
   # (The models come on descriptor 3: mpirun reads standard input.)
   while read -r name family variant batch <&3; do
     m=$WORK/$name
-    for p in $precisions bf16; do
-      c_ms="n/a" c_mb="n/a" graphs="-"
-      if [ "$p" != bf16 ]; then
-        b=$m/bundle_$p
-        CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 x="$m/x.npy" y="$m/y.npy" \
-          > "$m/run_$p.txt" 2> "$m/run_$p.err" < /dev/null ||
-          { echo "bench: $name $p: the Cleave run failed:"; grep -v '^ *$' "$m/run_$p.err" | grep -v '^--\|mpirun\|Process name\|Exit code\|^ *$\|Primary job\|direction\|thus causing\|first process' | tail -4; }
-        c_ms=$(step_ms "$m/run_$p.err")
-        if [ -z "$c_ms" ]; then
-          # Whether it fails without graphs too.
-          CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 --cuda-graphs off x="$m/x.npy" \
-            y="$m/y.npy" > "$m/run_$p.txt" 2> "$m/run_eager_$p.err" < /dev/null ||
-            { echo "bench: $name $p: without CUDA graphs too:"; grep -v '^ *$' "$m/run_eager_$p.err" | tail -3; }
-          c_ms=$(step_ms "$m/run_eager_$p.err")
-          [ -n "$c_ms" ] || c_ms="fail"
-        fi
-        c_mb=$("$PY" -c "import json,sys; print(round(json.load(open(sys.argv[1]))['per_rank'][0]['peak_memory_bytes'] / 2**20))" \
-          "$b/manifest.json" 2> /dev/null || echo "?")
-        grep -q "CUDA graphs: step" "$m/run_$p.err" && graphs=on || graphs=off
+    for p in $precisions; do
+      graphs="-"
+      b=$m/bundle_$p
+      CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 x="$m/x.npy" y="$m/y.npy" \
+        > "$m/run_$p.txt" 2> "$m/run_$p.err" < /dev/null ||
+        { echo "bench: $name $p: the Cleave run failed:"; grep -h '^cleave' "$m/run_$p.err" | head -3; }
+      c_ms=$(step_ms "$m/run_$p.err")
+      if [ -z "$c_ms" ]; then
+        # Whether it fails without graphs too.
+        CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 --cuda-graphs off x="$m/x.npy" \
+          y="$m/y.npy" > "$m/run_$p.txt" 2> "$m/run_eager_$p.err" < /dev/null ||
+          { echo "bench: $name $p: without CUDA graphs too:"; grep -h '^cleave' "$m/run_eager_$p.err" | head -3; }
+        c_ms=$(step_ms "$m/run_eager_$p.err")
+        [ -n "$c_ms" ] || c_ms="fail"
       fi
+      c_mb=$("$PY" -c "import json, sys; m = json.load(open(sys.argv[1]))
+print(round(m['per_rank'][0]['peak_memory_bytes'] / 2**20))" "$b/manifest.json" 2> /dev/null || echo "?")
+      grep -q "CUDA graphs: step" "$m/run_$p.err" && graphs=on || graphs=off
       t_line=$("$PY" "$SRC/tests/gpu/bench_torch.py" "$SRC" "$family" "$variant" "$batch" "$p" 2>&1 | tail -1 || true)
       t_ms=$(echo "$t_line" | awk '$3 == "step_ms" {print $4}')
       t_mb=$(echo "$t_line" | awk '$3 == "step_ms" {print $6}')
       [ -n "$t_ms" ] || { t_ms="fail"; echo "bench: torch $name $p: $t_line"; }
-      ratio=$(awk -v a="$c_ms" -v b="$t_ms" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+      ratio=$(awk -v a="$c_ms" -v b="$t_ms" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
+      )
       c_sps=$(awk -v a="$c_ms" -v n="$batch" 'BEGIN { if (a + 0 > 0) printf "%.0f", n * 1000 / a; else print "-" }')
       t_sps=$(awk -v a="$t_ms" -v n="$batch" 'BEGIN { if (a + 0 > 0) printf "%.0f", n * 1000 / a; else print "-" }')
       printf '%-9s %5d %-5s %12s %12s %8s %12s %12s %10s %10s %s\n' "$name" "$batch" "$p" "$c_ms" "$t_ms" "$ratio" \
         "$c_sps" "$t_sps" "$c_mb" "$t_mb" "$graphs"
     done
-    echo "  $name last losses: $(tail -1 "$m/run_fp32.txt" 2> /dev/null) (fp32), $(tail -1 "$m/run_tf32.txt" 2> /dev/null) (tf32)"
+    for p in $precisions; do echo "  $name $p last loss: $(tail -1 "$m/run_$p.txt" 2> /dev/null)"; done
   done 3<<< "$models"
 fi

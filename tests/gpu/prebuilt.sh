@@ -26,7 +26,8 @@ packages_needed() {
   } | xargs ldd 2>/dev/null | awk '/=> \//{print $3}' | sort -u | xargs readlink -f | sort -u |
     while read -r f; do dpkg -S "$f" 2>/dev/null || dpkg -S "${f#/usr}" 2>/dev/null; done | cut -d: -f1 | sort -u |
     grep -vxE 'libc6|libstdc\+\+6|libgcc-s1|zlib1g|libudev1|libuuid1|libcap2|libzstd1|liblzma5|libsystemd0' || true
-  printf '%s\n' openmpi-bin openmpi-common libopenmpi-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libdnnl-dev
+  printf '%s\n' openmpi-bin openmpi-common libopenmpi-dev libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread \
+    libdnnl-dev
 }
 
 case $mode in

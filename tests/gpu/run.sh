@@ -40,7 +40,8 @@ else
   /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
 fi
 # The real-size bundles build on the CPUs while the tests run.
-BENCH_DIR=$tmp/bench CUDA_ARCHS=${archs%%;*} "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" build > "$tmp/bench_build.log" 2>&1 &
+BENCH_DIR=$tmp/bench CUDA_ARCHS=${archs%%;*} "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" build \
+  > "$tmp/bench_build.log" 2>&1 &
 bench_build=$!
 
 # The tests' verdict is the exit status; the step times below are printed whatever it is.
@@ -108,7 +109,8 @@ while read -r model ranks prec <&3; do
   # shellcheck disable=SC2086
   CLEAVE_PROFILE=$b/cpu "$b/launch/mpirun.sh" "$b/build_cpu" --steps 21 $data > "$b/losses_cpu.txt" 2> "$b/cpu.err"
   printf '%-12s %5d %5s %12s %12s %12s %12.2f   (last: %s)\n' "$model" "$ranks" "$prec" "$(step_ms "$b/gpu.err")" \
-    "$(step_ms "$b/eager.err")" "$(step_ms "$b/cpu.err")" "$(python3 -c "print($t1 - $t0)")" "$(tail -1 "$b/losses.txt")"
+    "$(step_ms "$b/eager.err")" "$(step_ms "$b/cpu.err")" "$(python3 -c "print($t1 - $t0)")" \
+    "$(tail -1 "$b/losses.txt")"
   grep -h "CUDA graphs" "$b/gpu.err" | head -1 | sed 's/^/    /' || true
   cmp -s "$b/losses.txt" "$b/losses_eager.txt" ||
     { echo "FAIL: $model $ranks $prec: losses with CUDA graphs differ from those without"; status=1; }
@@ -128,7 +130,8 @@ else
   tail -3 "$b/knobs.err"
   status=1
 fi
-python3 - "$tmp/cnn_1_tf32/losses.txt" "$tmp/cnn_1_fp32/losses.txt" <<'PY' || { echo "FAIL: tf32 losses are not within 1e-2 of fp32's"; status=1; }
+python3 - "$tmp/cnn_1_tf32/losses.txt" "$tmp/cnn_1_fp32/losses.txt" <<'PY' ||
+  { echo "FAIL: tf32 losses are not within 1e-2 of fp32's"; status=1; }
 import sys
 a = [float(l.split()[3]) for l in open(sys.argv[1]) if l.startswith("step ")]
 b = [float(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("step ")]

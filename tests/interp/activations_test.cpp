@@ -61,6 +61,15 @@ TEST(InterpTorch, AbsAndRounding) {
   for (const auto &[ref, id] : outs) expect_matches(v, id, ref, 0.0);
 }
 
+TEST(InterpTorch, RoundToBf16IsTorchsBfloat16Cast) {
+  Case c;
+  TensorId x = c.feed("act.bf16.x");
+  TensorId y = c.out_like("act.bf16.y");
+  c.op(OpKind::RoundToBf16, {x}, {y});
+  Values v = c.run();
+  expect_matches(v, y, "act.bf16.y", 0.0);
+}
+
 TEST(InterpTorch, PReluPerChannelSlope) {
   Case c;
   TensorId x = c.feed("act.prelu.x"), s = c.feed("act.prelu.slope"), dy = c.feed("act.prelu.dy");

@@ -62,5 +62,11 @@ gx, gs = torch.autograd.grad(y, [px, ps], pdy)
 emit("act.prelu.dx", gx)
 emit("act.prelu.dslope_full", (pdy * torch.where(px > 0, torch.zeros_like(px), px)).detach())
 emit("act.prelu.dslope", gs)
+# RoundToBf16 (--precision bf16): torch's float32 -> bfloat16 cast, back to float. Ties (1 + 2^-8 lies halfway
+# between 1 and 1 + 2^-7) go to even; large, tiny and subnormal magnitudes; signs.
+b = leaf("act.bf16.x", np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 1.00390625 + 2**-20, 3.14159265, -2.718281828,
+                                 65504.0, 3.0e38, 1.0e-30, 1.0e-40, -7.0e-39, 0.0, 1234.5678, 0.1],
+                                dtype=np.float32))
+emit("act.bf16.y", b.detach().float().to(torch.bfloat16).double())
 
 print("\n".join(lines))

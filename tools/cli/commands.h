@@ -46,6 +46,8 @@ struct TrainFlags {
   std::string loss;
   /** --batch-axis NAME=K items (parse_batch_axes). */
   std::vector<std::string> batch_axis;
+  /** --precision: fp32, tf32 (codegen: rt::set_math), bf16 (ir/autocast.h, before autodiff); fp16 is refused. */
+  std::string precision = "fp32";
 
   void add_to(CLI::App &app);
   TrainOptions options() const;

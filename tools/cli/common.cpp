@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "frontend/onnx_import.h"
+#include "ir/autocast.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/tensor_data.h"
@@ -26,6 +27,11 @@ void TrainFlags::add_to(CLI::App &app) {
   app.add_option("--freeze", freeze, "initializers not to train, comma-separated")->delimiter(',');
   app.add_option("--loss", loss, "the loss output (default: the model's only scalar float output)");
   add_batch_axis_flag(app, batch_axis);
+  app.add_option("--precision", precision,
+                 "fp32 | tf32 | bf16: fp32 arithmetic (default); tf32 lets cuBLAS and cuDNN use TF32 tensor cores "
+                 "(the cpu backend computes fp32 either way); bf16 is torch.autocast's bfloat16 mixed precision, as "
+                 "rounding in the graph (fp32 weights and optimizer state). fp16 is not built yet")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
 }
 
 void add_batch_axis_flag(CLI::App &app, std::vector<std::string> &items) {
@@ -97,10 +103,17 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
 
 Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
                           Weights weights) {
+  if (flags.precision == "fp16")
+    CLEAVE_USER_ERROR("--precision fp16: fp16 mixed precision (with loss scaling) is not built yet; fp32, tf32 "
+                      "and bf16 are (nothing was written)");
   Graph g = load_model(path, batch, weights, parse_batch_axes(flags.batch_axis));
   bool has_update = false;
   for (const Op &op : g.ops()) has_update = has_update || op.phase == Phase::update;
+  if (has_update && flags.precision == "bf16")
+    CLEAVE_USER_ERROR(path, ": --precision bf16 rewrites a forward model before its gradients; this model brings its "
+                      "own training algorithm");
   if (!has_update) {
+    if (flags.precision == "bf16") autocast_bf16(g);
     build_training_graph(g, flags.options());
   } else if (g.loss == kNoTensor) {
     CLEAVE_USER_ERROR(path, ": the model's training algorithm has no Gradient node, so it has no loss to report");

@@ -27,7 +27,6 @@ struct CompileArgs {
   std::string out;
   std::string topology;
   std::string backend = "cpu";
-  std::string precision = "fp32";
   std::string profile;
   TrainFlags train_flags;
 };
@@ -62,10 +61,6 @@ Command add_compile_command(CLI::App &app) {
                  "cpu | cuda: the backend the bundle builds for by default (manifest.json, CMakeLists, README); "
                  "the rank sources are the same (default cpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--precision", args->precision,
-                 "fp32 | tf32: the GEMMs' and convolutions' arithmetic; tf32 lets cuBLAS and cuDNN use TF32 tensor "
-                 "cores (the cpu backend computes fp32 either way); bf16 and fp16 are not built yet (default fp32)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
   add_topology_option(app, args->topology);
   app.get_option("--topology")->description(
       "machine to plan for (tofu, icml18) and to predict the step on (manifest.json): a preset (k80x8, p100-4x4, "
@@ -73,9 +68,6 @@ Command add_compile_command(CLI::App &app) {
   add_profile_option(app, args->profile);
   args->train_flags.add_to(app);
   return [args] {
-    if (args->precision == "bf16" || args->precision == "fp16")
-      throw UserError("--precision " + args->precision +
-                      ": mixed precision is not built yet; fp32 and tf32 are (nothing was written)");
     std::optional<plan::Profile> profile;
     if (!args->profile.empty()) profile = plan::load_profile(args->profile);
     args->search.check(args->planner.empty() ? "data" : args->planner);
@@ -101,7 +93,7 @@ Command add_compile_command(CLI::App &app) {
     }
     plan::validate_plan(g, p);
     codegen::Lowered lowered = codegen::lower(g, p);
-    lowered.precision = args->precision;
+    lowered.precision = args->train_flags.precision;
     std::optional<plan::CostReport> predicted;
     const plan::Profile *measured = profile ? &*profile : nullptr;
     if (topo) predicted = plan::estimate_cost(g, p, *topo, measured);

@@ -23,6 +23,29 @@
 #include <cuda_runtime.h>
 #endif
 
+namespace cleave {
+
+/** x rounded to the nearest bfloat16 (ties to even) and kept as float, as torch's float -> bfloat16 cast; NaN stays
+ *  NaN. Generated code calls it for the RoundToBf16 op (--precision bf16). */
+CLEAVE_HD inline float round_bf16(float x) {
+#if defined(__CUDA_ARCH__)
+  uint32_t u = __float_as_uint(x);
+#else
+  uint32_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+#endif
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  __builtin_memcpy(&x, &u, sizeof u);
+  return x;
+#endif
+}
+
+}  // namespace cleave
+
 namespace cleave::rt {
 
 using Dims = std::vector<int64_t>;
@@ -708,6 +731,8 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
  *                            shard on every rank, each box counted once (torch.nn.utils.clip_grad_norm_)
  *    --log-json FILE         rank 0 appends one JSON object per step: step, loss, lr, grad_norm, seconds (and
  *                            one per validation: step, val_loss, val_accuracy)
+ *    --cuda-graphs on|off    CUDA backend: replay the steps as a CUDA graph (default on; CLEAVE_CUDA_GRAPHS=0 turns
+ *                            it off too; run_step)
  *    --val-data NAME=FILE    a graph input's validation samples (one flag per input, or NAME=FILE,NAME=FILE)
  *    --val-every N           validate after every N steps and after the last (default: after the last only): the
  *                            forward pass in inference mode (BatchNorm's running statistics, no Dropout) over every

@@ -1,0 +1,166 @@
+#include "ir/autocast.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "ir/error.h"
+
+namespace cleave {
+namespace {
+
+bool lower_precision(OpKind k) {
+  return k == OpKind::MatMul || k == OpKind::Gemm || k == OpKind::Conv || k == OpKind::ConvTranspose;
+}
+
+bool float32_only(OpKind k) {
+  return k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss;
+}
+
+/** Output 0 has input 0's type; the other outputs (running or saved statistics) stay float32. */
+bool follows_input(OpKind k) {
+  return k == OpKind::BatchNormalization || k == OpKind::LayerNormalization || k == OpKind::InstanceNormalization;
+}
+
+/** Ops whose outputs are values of their inputs (moved, selected, compared): a bfloat16 input needs no rounding. */
+bool keeps_values(OpKind k) {
+  switch (k) {
+    case OpKind::Relu: case OpKind::MaxPool: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
+    case OpKind::Concat: case OpKind::Split: case OpKind::Gather: case OpKind::Identity: case OpKind::Expand:
+    case OpKind::Max: case OpKind::Min:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The arithmetic ONNX decomposes torch's fused pointwise functions into (GELU as Div, Erf, Add, Mul, Mul; SiLU as
+ *  Sigmoid, Mul): torch rounds the function's result once, so a chain of these rounds only where it ends. */
+bool pointwise_arithmetic(OpKind k) {
+  switch (k) {
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow: case OpKind::Sqrt:
+    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Erf: case OpKind::Sigmoid: case OpKind::Tanh:
+    case OpKind::Reciprocal:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int autocast_bf16(Graph &g) {
+  for (const Op &op : g.ops())
+    CLEAVE_CHECK(op.phase == Phase::forward, "autocast_bf16 runs on a forward graph; op ", op.name, " is not");
+  Graph out;
+  out.name = g.name;
+  out.outputs = g.outputs;
+  for (Tensor t : g.tensors()) {
+    t.producer = kNoOp;
+    out.add_tensor(std::move(t));
+  }
+  std::vector<bool> bf16(static_cast<size_t>(g.num_tensors()), false);
+  std::vector<std::vector<OpId>> readers = g.all_consumers();
+  std::vector<bool> is_output(static_cast<size_t>(g.num_tensors()), false);
+  for (TensorId t : g.outputs) is_output[static_cast<size_t>(t)] = true;
+  // A pointwise result whose only reader continues the chain stays unrounded (pointwise_arithmetic).
+  // torch's Linear on more than 2 dims exports as MatMul (or Gemm between Reshapes) and an Add of the bias; torch
+  // runs it as one bfloat16 op, rounding once after the bias. Such an Add rounds its bias and result like a GEMM,
+  // and the product before it is not rounded.
+  auto single_reader = [&](TensorId t) -> OpId {
+    const std::vector<OpId> &r = readers[static_cast<size_t>(t)];
+    return r.size() == 1 && !is_output[static_cast<size_t>(t)] ? r[0] : kNoOp;
+  };
+  std::vector<bool> bias_add(static_cast<size_t>(g.num_ops()), false), feeds_bias(bias_add.size(), false);
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    const Op &op = g.op(id);
+    if (op.kind != OpKind::MatMul && op.kind != OpKind::Gemm) continue;
+    OpId at = single_reader(op.output(0));
+    while (at != kNoOp && g.op(at).kind == OpKind::Reshape) at = single_reader(g.op(at).output(0));
+    if (at == kNoOp || g.op(at).kind != OpKind::Add) continue;
+    for (TensorId in : g.op(at).inputs) {
+      const Tensor &t = g.tensor(in);
+      if (t.role == Role::param && t.dtype == DType::f32 && t.shape.size() == 1) {
+        bias_add[static_cast<size_t>(at)] = true;
+        feeds_bias[static_cast<size_t>(id)] = true;
+      }
+    }
+  }
+  auto is_float32 = [&](TensorId t) { return t != kNoTensor && g.tensor(t).dtype == DType::f32; };
+  // First the types: which float tensors torch would hold as bfloat16 (the rules in autocast.h).
+  auto lower = [&](OpId id) { return lower_precision(g.op(id).kind) || bias_add[static_cast<size_t>(id)]; };
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    const Op &op = g.op(id);
+    bool low = false;
+    if (lower(id)) {
+      low = true;
+    } else if (follows_input(op.kind)) {
+      low = op.input(0) != kNoTensor && bf16[static_cast<size_t>(op.input(0))];
+    } else if (!float32_only(op.kind)) {
+      bool any = false, promoted = false;
+      for (TensorId in : op.inputs) {
+        if (!is_float32(in)) continue;
+        if (bf16[static_cast<size_t>(in)]) any = true;
+        else if (num_elements(g.tensor(in).shape) > 1) promoted = true;
+      }
+      low = any && !promoted;
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k)
+      if (low && is_float32(op.outputs[k]) && !(follows_input(op.kind) && k > 0))
+        bf16[static_cast<size_t>(op.outputs[k])] = true;
+  }
+  // A pointwise result read only by the next piece of a bfloat16 pointwise chain stays unrounded.
+  auto inside_chain = [&](OpKind k, TensorId y) {
+    OpId r = single_reader(y);
+    return pointwise_arithmetic(k) && r != kNoOp && pointwise_arithmetic(g.op(r).kind) &&
+           bf16[static_cast<size_t>(g.op(r).output(0))];
+  };
+
+  // Then the graph, with the rounding ops.
+  std::map<TensorId, TensorId> rounded;  // float32 tensor -> its bfloat16 copy, made once
+  std::vector<OpId> new_id(static_cast<size_t>(g.num_ops()), kNoOp);
+  int added = 0;
+  auto round_op = [&](TensorId in, TensorId result, const std::string &name) {
+    Op r;
+    r.name = out.fresh_op_name(name);
+    r.kind = OpKind::RoundToBf16;
+    r.inputs = {in};
+    r.outputs = {result};
+    out.add_op(std::move(r));
+    ++added;
+  };
+  for (OpId id = 0; id < g.num_ops(); ++id) {
+    Op op = g.op(id);
+    if (op.group != kNoOp) op.group = op.group == id ? kNoOp : new_id[static_cast<size_t>(op.group)];
+    if (lower(id)) {
+      for (TensorId &in : op.inputs) {
+        if (!is_float32(in) || bf16[static_cast<size_t>(in)]) continue;
+        auto it = rounded.find(in);
+        if (it == rounded.end()) {
+          const Tensor &t = out.tensor(in);
+          TensorId copy = out.add_tensor(out.fresh_tensor_name(t.name + ".bf16"), t.dtype, t.shape, Role::activation);
+          round_op(in, copy, t.name + ".to_bf16");
+          it = rounded.emplace(in, copy).first;
+        }
+        in = it->second;
+      }
+    }
+    std::vector<std::pair<size_t, TensorId>> to_round;  // bfloat16 outputs this op may not hold as such
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      TensorId y = op.outputs[k];
+      if (y == kNoTensor || !bf16[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(op.kind, y) ||
+          feeds_bias[static_cast<size_t>(id)])
+        continue;
+      const Tensor &t = out.tensor(y);
+      op.outputs[k] = out.add_tensor(out.fresh_tensor_name(t.name + ".f32"), t.dtype, t.shape, Role::activation);
+      to_round.emplace_back(k, y);
+    }
+    std::string name = op.name;
+    new_id[static_cast<size_t>(id)] = out.add_op(std::move(op));
+    for (auto &[k, y] : to_round) round_op(out.op(new_id[static_cast<size_t>(id)]).outputs[k], y, name + ".bf16");
+  }
+  g = std::move(out);
+  return added;
+}
+
+}  // namespace cleave

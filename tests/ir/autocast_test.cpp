@@ -1,0 +1,98 @@
+// --precision bf16 (ir/autocast.h): where the pass rounds, on hand-written forward graphs. Its numbers are checked
+// against torch.autocast by tests/e2e/bf16_vs_autocast.py; these tests pin the placement rules one by one.
+#include "ir/autocast.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "ir/parser.h"
+#include "ir/verifier.h"
+
+namespace cleave {
+namespace {
+
+/** The tensors RoundToBf16 ops read, by name. */
+std::set<std::string> rounded_inputs(const Graph &g) {
+  std::set<std::string> out;
+  for (const Op &op : g.ops())
+    if (op.kind == OpKind::RoundToBf16) out.insert(g.tensor(op.input(0)).name);
+  return out;
+}
+
+TEST(Autocast, GemmOperandsAndResultRoundPromotionStaysFloat32) {
+  Graph g = parse_graph(R"(graph mlp
+tensor x f32[4,3] input
+tensor y i64[4] label
+tensor w f32[2,3] param
+tensor b f32[2] param
+tensor h f32[4,2] activation
+tensor r f32[4,2] activation
+tensor s f32[4,2] activation
+tensor half f32[] constant = [0.5]
+tensor t f32[4,2] activation
+tensor other f32[4,2] param
+tensor u f32[4,2] activation
+tensor loss f32[] activation
+op fc Gemm forward (x, w, b) -> (h) {alpha=1.0, beta=1.0, transA=0, transB=1}
+op act Relu forward (h) -> (r)
+op scale Mul forward (r, half) -> (s)
+op exp Exp forward (s) -> (t)
+op mix Add forward (t, other) -> (u)
+op sce SoftmaxCrossEntropyLoss forward (u, y, _) -> (loss, _) {reduction="mean"}
+output loss
+)");
+  EXPECT_EQ(autocast_bf16(g), 5);
+  verify(g);
+  // x, w and b are read rounded; the GEMM's result is rounded (h.f32 is the raw one); Relu keeps bfloat16 values;
+  // Mul by a one-element constant stays bfloat16 but feeds Exp alone (a pointwise chain: one rounding, after Exp);
+  // Add with a float32 tensor of several elements promotes: no rounding after it, nor in the loss.
+  EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "b", "h.f32", "t.f32"}));
+  const Op &fc = g.op(*g.find_op("fc"));
+  EXPECT_EQ(g.tensor(fc.input(1)).name, "w.bf16");
+  EXPECT_EQ(g.tensor(fc.output(0)).name, "h.f32");
+  // Graph outputs and every consumer still see the original tensors.
+  EXPECT_EQ(g.tensor(g.outputs[0]).name, "loss");
+  EXPECT_EQ(g.tensor(g.op(*g.find_op("act")).input(0)).name, "h");
+}
+
+TEST(Autocast, LinearBiasAddRoundsOnceNormsFollowTheirInput) {
+  Graph g = parse_graph(R"(graph seq
+tensor x f32[2,4,3] input
+tensor w f32[3,5] param
+tensor bias f32[5] param
+tensor m f32[2,4,5] activation
+tensor a f32[2,4,5] activation
+tensor scale f32[5] param
+tensor shift f32[5] param
+tensor n f32[2,4,5] activation
+tensor mean f32[2,4,1] activation
+tensor invstd f32[2,4,1] activation
+op proj MatMul forward (x, w) -> (m)
+op bias_add Add forward (bias, m) -> (a)
+op norm LayerNormalization forward (a, scale, shift) -> (n, mean, invstd) {axis=2, epsilon=1e-05}
+output n
+)");
+  autocast_bf16(g);
+  verify(g);
+  // torch's Linear on 3 dims: MatMul + Add of the bias, one bfloat16 op: the product is not rounded, the bias and
+  // the sum are. LayerNorm of a bfloat16 input gives bfloat16; its statistics stay float32.
+  EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "bias", "a.f32", "n.f32"}));
+}
+
+TEST(Autocast, RefusesTrainingGraphs) {
+  Graph g = parse_graph(R"(graph t
+tensor x f32[2] input
+tensor y f32[2] activation
+tensor dy f32[2] activation
+tensor dx f32[2] activation
+op id Identity forward (x) -> (y)
+op id.grad Identity backward (dy) -> (dx)
+output y
+)");
+  EXPECT_THROW(autocast_bf16(g), std::exception);
+}
+
+}  // namespace
+}  // namespace cleave
