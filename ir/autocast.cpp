@@ -55,6 +55,8 @@ int autocast_bf16(Graph &g) {
   Graph out;
   out.name = g.name;
   out.outputs = g.outputs;
+  out.loss = g.loss;
+  out.assigns = g.assigns;  // tensor ids are kept: BatchNorm's running-statistics updates stay as they are
   for (Tensor t : g.tensors()) {
     t.producer = kNoOp;
     out.add_tensor(std::move(t));
@@ -109,10 +111,11 @@ int autocast_bf16(Graph &g) {
       if (low && is_float32(op.outputs[k]) && !(follows_input(op.kind) && k > 0))
         bf16[static_cast<size_t>(op.outputs[k])] = true;
   }
-  // A pointwise result read only by the next piece of a bfloat16 pointwise chain stays unrounded.
-  auto inside_chain = [&](OpKind k, TensorId y) {
+  // A pointwise result read only by the next piece of a bfloat16 pointwise chain stays unrounded (but not a GEMM's
+  // bias add: torch rounds its Linear's result before the next op).
+  auto inside_chain = [&](OpId id, TensorId y) {
     OpId r = single_reader(y);
-    return pointwise_arithmetic(k) && r != kNoOp && pointwise_arithmetic(g.op(r).kind) &&
+    return pointwise_arithmetic(g.op(id).kind) && !lower(id) && r != kNoOp && pointwise_arithmetic(g.op(r).kind) &&
            bf16[static_cast<size_t>(g.op(r).output(0))];
   };
 
@@ -120,6 +123,13 @@ int autocast_bf16(Graph &g) {
   std::map<TensorId, TensorId> rounded;  // float32 tensor -> its bfloat16 copy, made once
   std::vector<OpId> new_id(static_cast<size_t>(g.num_ops()), kNoOp);
   int added = 0;
+  // A new activation shaped like `like`, named after it (the fields are copied first: adding moves the tensors).
+  auto add_like = [&](TensorId like, const char *suffix) {
+    std::string name = out.fresh_tensor_name(out.tensor(like).name + suffix);
+    DType dtype = out.tensor(like).dtype;
+    Shape shape = out.tensor(like).shape;
+    return out.add_tensor(std::move(name), dtype, std::move(shape), Role::activation);
+  };
   auto round_op = [&](TensorId in, TensorId result, const std::string &name) {
     Op r;
     r.name = out.fresh_op_name(name);
@@ -137,9 +147,8 @@ int autocast_bf16(Graph &g) {
         if (!is_float32(in) || bf16[static_cast<size_t>(in)]) continue;
         auto it = rounded.find(in);
         if (it == rounded.end()) {
-          const Tensor &t = out.tensor(in);
-          TensorId copy = out.add_tensor(out.fresh_tensor_name(t.name + ".bf16"), t.dtype, t.shape, Role::activation);
-          round_op(in, copy, t.name + ".to_bf16");
+          TensorId copy = add_like(in, ".bf16");
+          round_op(in, copy, out.tensor(in).name + ".to_bf16");
           it = rounded.emplace(in, copy).first;
         }
         in = it->second;
@@ -148,11 +157,10 @@ int autocast_bf16(Graph &g) {
     std::vector<std::pair<size_t, TensorId>> to_round;  // bfloat16 outputs this op may not hold as such
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId y = op.outputs[k];
-      if (y == kNoTensor || !bf16[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(op.kind, y) ||
+      if (y == kNoTensor || !bf16[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(id, y) ||
           feeds_bias[static_cast<size_t>(id)])
         continue;
-      const Tensor &t = out.tensor(y);
-      op.outputs[k] = out.add_tensor(out.fresh_tensor_name(t.name + ".f32"), t.dtype, t.shape, Role::activation);
+      op.outputs[k] = add_like(y, ".f32");
       to_round.emplace_back(k, y);
     }
     std::string name = op.name;

@@ -82,7 +82,12 @@ std::string format_seconds(double s) {
 }  // namespace
 
 TrainingRun::TrainingRun(int argc, char **argv, int64_t batch) : batch_(batch) {
-  if (const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS")) cuda_graphs_ = std::string(graphs) != "0";
+  if (const char *graphs = std::getenv("CLEAVE_CUDA_GRAPHS")) {
+    std::string v = graphs;
+    if (v != "0" && v != "1" && v != "on" && v != "off")
+      fail("CLEAVE_CUDA_GRAPHS=" + v + ": expected 0, 1, on or off");
+    cuda_graphs_ = v == "1" || v == "on";
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     bool has_value = i + 1 < argc;

@@ -29,11 +29,12 @@ struct ScratchBlock {
 ScratchBlock g_scratch[2];
 int *g_error_flag = nullptr;
 
-std::vector<void *> g_retired;  // scratch blocks outgrown while capturing: the graph may still use them
+std::vector<void *> g_retired;  // scratch blocks outgrown once a step graph exists: it may still use them
 
 void *grow(ScratchBlock &b, size_t bytes) {
   if (bytes <= b.bytes) return b.ptr;
-  if (detail::graph_capturing()) {
+  // A captured step keeps the blocks it was captured with (a later validation pass may need bigger ones).
+  if (detail::graph_holds_scratch()) {
     g_retired.push_back(b.ptr);
   } else {
     detail::sync_compute();  // kernels queued before may still read the old block

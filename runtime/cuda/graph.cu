@@ -156,6 +156,8 @@ void run_step(TrainingRun &run, int64_t step, const std::function<void()> &body)
 
 bool graph_capturing() { return g_graph.capturing; }
 
+bool graph_holds_scratch() { return g_graph.capturing || g_graph.exec != nullptr; }
+
 void graph_feed(int64_t first, int64_t bytes, void *dst, std::function<void(int64_t, void *)> fill) {
   StepGraph &g = g_graph;
   if (!g.capturing) fail("graph_feed outside a CUDA graph capture");

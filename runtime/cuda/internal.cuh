@@ -67,6 +67,8 @@ void graph_unsafe(const std::string &why);
 bool graph_defer_check(const std::string &msg);
 /** While capturing: records the loss buffer log_loss prints after each replay and returns true. */
 bool graph_defer_loss(const float *loss);
+/** Whether a step is being captured or a captured step exists: scratch blocks must then outlive their growth. */
+bool graph_holds_scratch();
 /** Frees the graph and its pinned sample buffers (finalize). */
 void release_graph();
 // Communication under graphs (nccl.cu).

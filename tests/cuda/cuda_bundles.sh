@@ -81,3 +81,21 @@ PY
   done
   echo "ok: $MODEL at $ranks rank(s): CUDA build of $ranks rank program(s) in ${secs} s"
 done
+
+# The precision paths compile for CUDA too: the MLP with --precision tf32 (rt::set_math) and bf16 (RoundToBf16
+# functors, cleave::round_bf16 in device code), 1 rank.
+if [ "$MODEL" = mlp ]; then
+  for precision in tf32 bf16; do
+    b=$tmp/cuda_$precision
+    "$CLEAVE" compile "$onnx" --batch $batch "${train[@]}" --backend cuda --precision $precision -o "$b" \
+      2> "$tmp/compile.log" || { cat "$tmp/compile.log"; fail "cleave compile --precision $precision failed"; }
+    cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCLEAVE_RUNTIME_DIR="$RT_DIR" \
+      -DCLEAVE_BACKEND=cuda -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=80 \
+      -DCMAKE_CUDA_FLAGS="-Xptxas -O0" > "$tmp/cfg_cuda.log" 2>&1 ||
+      { cat "$tmp/cfg_cuda.log"; fail "--precision $precision: cuda configure failed"; }
+    ninja -C "$b/build" > "$tmp/build.log" 2>&1 ||
+      { tail -40 "$tmp/build.log"; fail "--precision $precision: cuda build failed"; }
+    [ -x "$b/build/rank_0" ] || fail "--precision $precision: rank_0 was not linked"
+    echo "ok: $MODEL --precision $precision: the CUDA build compiles and links"
+  done
+fi

@@ -81,6 +81,33 @@ output n
   EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "bias", "a.f32", "n.f32"}));
 }
 
+TEST(Autocast, KeepsAssignsAndRoundsALinearFeedingPointwiseOps) {
+  // BatchNorm's running-statistics updates are assigns of the forward graph (the importer writes them): they must
+  // survive the rebuild. A Linear's bias add read by Tanh alone still rounds (torch rounds F.linear's result).
+  Graph g = parse_graph(R"(graph bn
+tensor x f32[2,4,3] input
+tensor w f32[3,5] param
+tensor bias f32[5] param
+tensor m f32[2,4,5] activation
+tensor a f32[2,4,5] activation
+tensor t f32[2,4,5] activation
+tensor running f32[5] param
+tensor next f32[5] activation
+op proj MatMul forward (x, w) -> (m)
+op bias_add Add forward (m, bias) -> (a)
+op act Tanh forward (a) -> (t)
+op stat ReduceMean forward (t) -> (next) {axes=[0,1], keepdims=0}
+output t
+assign running <- next
+)");
+  autocast_bf16(g);
+  verify(g);
+  ASSERT_EQ(g.assigns.size(), 1u);
+  EXPECT_EQ(g.tensor(g.assigns[0].dst).name, "running");
+  EXPECT_EQ(g.tensor(g.assigns[0].src).name, "next");
+  EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "bias", "a.f32", "t.f32", "next.f32"}));
+}
+
 TEST(Autocast, RefusesTrainingGraphs) {
   Graph g = parse_graph(R"(graph t
 tensor x f32[2] input
