@@ -332,16 +332,19 @@ void TrainingRun::read_shuffled(const NpyFile &f, int64_t first, int64_t count, 
   copy_from_host(dst, gather_shuffled<T>(f, first, count), bytes);
 }
 
-void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host) {
+template <typename T>
+void TrainingRun::samples_to_host(const NpyFile &f, int64_t first, int64_t count, T *host) {
   if (!order_.shuffled()) return host::read_samples(f, first, count, host);
-  const float *laid = gather_shuffled<float>(f, first, count);
+  const T *laid = gather_shuffled<T>(f, first, count);
   std::copy(laid, laid + count * f.sample_elems, host);
 }
 
+void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host) {
+  samples_to_host(f, first, count, host);
+}
+
 void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, int64_t *host) {
-  if (!order_.shuffled()) return host::read_samples(f, first, count, host);
-  const int64_t *laid = gather_shuffled<int64_t>(f, first, count);
-  std::copy(laid, laid + count * f.sample_elems, host);
+  samples_to_host(f, first, count, host);
 }
 
 void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {

@@ -834,6 +834,8 @@ class TrainingRun {
   void read_shuffled(const NpyFile &f, int64_t first, int64_t count, T *dst);
   template <typename T>
   const T *gather_shuffled(const NpyFile &f, int64_t first, int64_t count);
+  template <typename T>
+  void samples_to_host(const NpyFile &f, int64_t first, int64_t count, T *host);
   bool cuda_graphs_ = true;
   // --shuffle's samples, gathered on the host and copied to the rank's buffer at once (kept between steps).
   std::vector<float> staged_f32_;
