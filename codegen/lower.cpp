@@ -126,6 +126,7 @@ class Lowerer {
     for (const Assign &a : g_.assigns) {
       assigned_dst_[a.dst] = true;
       assigned_src_[a.src] = true;
+      assign_dst_of_[a.src] = a.dst;
     }
     // Sources: persistent state and per-step data.
     for (TensorId t = 0; t < g_.num_tensors(); ++t) {
@@ -475,7 +476,8 @@ class Lowerer {
           call.out_boxes.emplace_back();
           continue;
         }
-        int b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(w.out[s])), false);
+        int b = is_optimizer_update(op.kind) ? in_place_target(r, t) : -1;
+        if (b < 0) b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(w.out[s])), false);
         tensor_buf_[r][t] = b;
         call.outs.push_back(ref(b));
         call.out_shapes.push_back(box_shape(w.out[s]));
@@ -522,6 +524,20 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+  }
+
+  /** The buffer of the tensor an optimizer update's output `t` is assigned to on rank r, when the update writes it in
+   *  place (plan::update_writes_in_place): the assign is then a copy of the shard onto itself, which emit_assign
+   *  leaves out. -1 otherwise. */
+  int in_place_target(int r, TensorId t) const {
+    auto it = assign_dst_of_.find(t);
+    if (it == assign_dst_of_.end()) return -1;
+    TensorId dst = it->second;
+    int b = tensor_buf_[r][dst];
+    if (b < 0 || !out_.ranks[r].buffers[static_cast<size_t>(b)].persistent ||
+        !plan::update_writes_in_place(g_, Assign{dst, t}, sharding(t), sharding(dst)))
+      return -1;
+    return b;
   }
 
   /** Whether a Reshape or Identity on rank r can pass its input's buffer on as its output instead of copying it: the
@@ -692,6 +708,7 @@ class Lowerer {
       CLEAVE_USER_ERROR("codegen: the update of \"", g_.tensor(a.dst).name,
                         "\" is not held where the tensor lives (assign across shardings is not supported yet)");
     int dst = tensor_buf_[r][a.dst];
+    if (dst == src) return;  // the update wrote the tensor in place (in_place_target)
     int es = dtype_size(g_.tensor(a.dst).dtype);
     emit_copy(r, copy_code(src, st.parts[0].owned, dst, st.whole, st.whole, es), {src, dst},
               std::max<int64_t>(box_volume(st.whole), 1) * es);
@@ -746,6 +763,7 @@ class Lowerer {
   std::vector<std::vector<int>> tensor_buf_;  // [rank][tensor] -> buffer
   std::vector<bool> assigned_dst_, assigned_src_;
   std::vector<bool> updated_;  // read by an optimizer update
+  std::map<TensorId, TensorId> assign_dst_of_;  // assign source -> destination
   /** (rank, tensor, needed box) -> the buffer it was assembled into this step. */
   std::map<std::tuple<int, TensorId, std::string>, int> assembled_;
   /** The last map emitted on each rank, while it may still absorb the next op. */

@@ -130,22 +130,32 @@ class Replay {
           if (ow.rank == r) have = &ow;
         use(have);
         Box box = shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i));
+        // An optimizer update of the same sharding writes its destination in place: no copy.
+        bool in_place = updated_in_place(a);
         if (steps_) {
           CommStep &st = step(CommStep::Kind::assign, a.dst);
           st.slot = static_cast<int>(k);
           st.rank = r;
           if (have) st.parts.push_back({r, have->box, box});
           st.whole = std::move(box);
-          copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(st.whole), 1)));
+          if (!in_place) copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(st.whole), 1)));
           continue;
         }
-        copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(box), 1)));
+        if (!in_place) copy(r, true, bytes(a.dst, std::max<int64_t>(box_volume(box), 1)));
       }
     }
     return std::move(out_);
   }
 
  private:
+  bool updated_in_place(const Assign &a) const {
+    auto sharding = [&](TensorId t) {
+      return static_cast<size_t>(t) < sharding_.size() ? sharding_[static_cast<size_t>(t)] : nullptr;
+    };
+    const Sharding *s = sharding(a.src), *d = sharding(a.dst);
+    return s && d && update_writes_in_place(g_, a, *s, *d);
+  }
+
   struct Owned {
     int rank;
     Box box;
@@ -516,7 +526,11 @@ class Replay {
       for (TensorId t : op.outputs) {
         if (t == kNoTensor || !replays(t)) continue;
         Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
-        owned_[t].push_back({r, box, buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
+        // An update written in place into its parameter (or state) takes no buffer of its own.
+        bool in_place = false;
+        for (const Assign &a : g_.assigns) in_place |= a.src == t && updated_in_place(a);
+        owned_[t].push_back(
+            {r, box, in_place ? kNone : buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
       }
     }
     for (TensorId t : op.outputs)

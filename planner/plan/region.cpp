@@ -341,6 +341,14 @@ bool flat_range(const Box &b, const Shape &shape, const std::vector<size_t> &dim
 
 }  // namespace
 
+bool update_writes_in_place(const Graph &g, const Assign &a, const Sharding &src, const Sharding &dst) {
+  OpId producer = g.tensor(a.src).producer;
+  if (producer == kNoOp) return false;
+  OpKind k = g.op(producer).kind;
+  return (k == OpKind::SGDUpdate || k == OpKind::MomentumUpdate || k == OpKind::AdamUpdate) && src == dst &&
+         g.tensor(a.src).dtype == g.tensor(a.dst).dtype;
+}
+
 bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape) {
   std::vector<size_t> xd, yd;
   for (size_t d = 0; d < in_shape.size(); ++d)

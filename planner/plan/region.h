@@ -54,6 +54,14 @@ bool box_contains(const Box &outer, const Box &inner);
  *  the same range on both sides. E.g. [T, B, H*D] -> [T, B*H, D] split on B: each group's range is a block. */
 bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape);
 
+/** Whether assign `a` (an optimizer update's new value -> its param or optimizer state) needs no copy: the update
+ *  (SGDUpdate, MomentumUpdate, AdamUpdate) writes its output straight into the destination's memory, which the
+ *  runtime's update kernels allow (each element is written after its last read), nothing reads the destination
+ *  after its update within a step, and source and destination have the same sharding and dtype. One rule for
+ *  codegen (the update's output is the destination's buffer), the cost model and the frontier's cost graph (no
+ *  copy, no buffer for the new value). */
+bool update_writes_in_place(const Graph &g, const Assign &a, const Sharding &src, const Sharding &dst);
+
 // Box predicates that recognise a collective in "who needs which box of whom" (DESIGN §4): the communication
 // derivation (planner/cost/communication.h) decides every all-gather, reduce-scatter and all-to-all by them.
 

@@ -459,10 +459,12 @@ class FrontierGraphBuilder::Impl {
         cost.memory += static_cast<double>(shard_bytes(g_.tensor(t), sh));
       cost.time += (again ? 0.0 : data_read_seconds(t, sh)) + resplit(t, c, o, c, s);
     }
-    // Each holder of an assign's destination copies its shard of the new value at the end of the step.
+    // Each holder of an assign's destination copies its shard of the new value at the end of the step, unless the
+    // update wrote it there.
     for (const Assign &a : g_.assigns)
       if (owner_[static_cast<size_t>(a.dst)] == o) {
         Sharding ds = owned(a.dst, c);
+        if (update_writes_in_place(g_, a, owned(a.src, c), ds)) continue;
         double worst = 0;
         for (size_t i = 0; i < ds.devices.size(); ++i) {
           int64_t n = std::max<int64_t>(box_volume(shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i))), 1);

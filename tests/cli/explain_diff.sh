@@ -10,7 +10,7 @@
 #    2 ranks, each sending 2(p-1)/p = 1x the param bytes, 4 x (32*64 + 32 + 10*32 + 10) = 9640, plus the loss kernels'
 #    three one-float syncs (12 bytes), on each of the 2 ranks.
 #  - FLOPs per op: the op descriptions' count (`cleave describe`), summed over the op's devices.
-#  - peak_memory_bytes [16024, 16020] (mlp_col_2) and 27480 (data): the max over instructions of the bytes of the
+#  - peak_memory_bytes [16024, 16020] (mlp_col_2) and 22232 (data): the max over instructions of the bytes of the
 #    buffers codegen's programs hold live (tests/planner/cost_model_test.cpp computes that from the lowered programs
 #    and checks the estimate equals it on these plans; the arena adds alignment and fragmentation).
 #  Seconds are the cost model's own (alpha-beta and roofline from the topology's numbers).
@@ -62,9 +62,9 @@ rc=0
 [ "$(cat "$work/err")" = 'error: --fail-on: comm_bytes grew +842.58% (limit +5.00%)' ] || fail "$(cat "$work/err")"
 if "$cleave" diff "$col_plan" "$data_plan" --model "$mlp" --batch 16 --fail-on comm=+900%,memory=+10% >/dev/null \
     2>"$work/err"; then
-  fail "memory growth of +71% passed --fail-on memory=+10%"
+  fail "memory growth of +39% passed --fail-on memory=+10%"
 fi
-[ "$(cat "$work/err")" = 'error: --fail-on: peak_memory_bytes grew +71.49% (limit +10.00%)' ] || fail "$(cat "$work/err")"
+[ "$(cat "$work/err")" = 'error: --fail-on: peak_memory_bytes grew +38.74% (limit +10.00%)' ] || fail "$(cat "$work/err")"
 
 # plan --check: the planner's output against a committed plan.
 "$cleave" plan "$mlp" --devices 2 --batch 16 --check "$data_plan" || fail "--check rejected the golden plan"

@@ -237,6 +237,40 @@ TEST(CostModel, LocalStatementsMatchCodegen) {
               static_cast<long long>(copies), static_cast<long long>(reads));
 }
 
+// An optimizer update whose new value has its param's (or state's) sharding writes the param's buffer in place: the
+// data plan's ranks copy nothing (SGD and Adam), and pay no copy in the cost model; updates split where their
+// param is replicated (a tofu plan) still copy their shard into it.
+TEST(CostModel, UpdatesWriteTheirParamsInPlace) {
+  for (const char *opt : {"sgd", "adam"}) {
+    SCOPED_TRACE(opt);
+    Graph g = training_graph("mlp.onnx", 8, opt);
+    Plan data = make_plan(g, "data", 2);
+    codegen::Lowered l = codegen::lower(g, data);
+    int updates = 0;
+    for (const Assign &a : g.assigns) {
+      const Sharding *s = nullptr, *d = nullptr;
+      for (const TensorEntry &e : data.tensors) {
+        if (e.name == g.tensor(a.src).name) s = &e.sharding;
+        if (e.name == g.tensor(a.dst).name) d = &e.sharding;
+      }
+      ASSERT_TRUE(s && d) << g.tensor(a.dst).name;
+      EXPECT_TRUE(update_writes_in_place(g, a, *s, *d)) << g.tensor(a.dst).name;
+      ++updates;
+    }
+    EXPECT_EQ(updates, std::string(opt) == "sgd" ? 4 : 12);  // params, and Adam's two moments of each
+    for (const auto &prog : l.ranks)
+      for (const auto &in : prog.step) EXPECT_NE(in.timing.kind, codegen::Timing::Kind::copy) << in.code;
+    CostReport r = estimate_cost(g, data, preset_topology("k80x8"));
+    for (const DeviceCost &d : r.devices) EXPECT_EQ(d.copy_seconds, 0);
+  }
+  Graph g = training_graph("mlp.onnx", 8);
+  Plan tofu = make_plan(g, "tofu", 2);
+  int copies = 0;
+  for (const LocalStatement &st : derive_communication(g, tofu).local)
+    copies += st.kind == LocalStatement::Kind::copy;
+  EXPECT_GT(copies, 0);
+}
+
 /** Per rank, the lowering calls of the derived steps (communication.h CommStep) in the lines of lowered_comm: the
  *  collectives with their counts, and per op one send/recv of every transfer its fetches give. */
 std::vector<std::vector<std::string>> step_comm(const Graph &g, const std::vector<CommStep> &steps, int devices) {
