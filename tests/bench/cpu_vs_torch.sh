@@ -3,9 +3,9 @@
 # (forward, loss, backward, update) of a 1-rank bundle, with the runtime of this tree ("after") and with the runtime
 # of $BASELINE ("before": the same bundle, its runtime/ replaced by that revision's), next to torch 1.13 on the same
 # ONNX model, batch and optimizer (SGD, lr 0.01), everyone at $THREADS thread(s). Then, for ResNet-18 and the
-# Transformer, data-parallel scaling at the same global batch: 1 rank on 1 core, 1 rank on all of the machine's cores
-# (one rank alone owns them), 2 data-parallel ranks (`--planner data`, each owning half the cores), and torch on all
-# the cores.
+# Transformer, scaling at the same global batch: 1 rank on 1 core, 1 rank on all of the machine's cores (one rank
+# alone owns them), 2 data-parallel ranks (`--planner data`, each owning half the cores), 2 ranks under Tofu's plan
+# (`--planner tofu`), and torch on all the cores.
 #
 # Models (tests/bench/cpu_vs_torch.py exports them in training mode with a cross-entropy loss, and times torch):
 # mlp 784-2048-2048-10 batch 128; torchvision resnet18 at 32x32 batch 32; nn.TransformerEncoder d=256, 4 heads,
@@ -59,14 +59,16 @@ for m in $models; do
     rm -rf "$work/$m.before/runtime" "$work/$m.before/build" && cp -r "$work/baseline/runtime" "$work/$m.before/runtime"
   fi
 done
-# The 2-rank bundles of the scaling table: <model>.dp2.
+# The 2-rank bundles of the scaling table: <model>.dp2 (data), <model>.tofu2 (tofu).
 scaled=()
 if [ "$dp" = 1 ]; then
   for m in $dp_models; do
     [ -n "${batch[$m]:-}" ] || continue
     "$cleave" compile "$work/$m.onnx" --devices 2 --planner data --batch "${batch[$m]}" --optimizer sgd \
-      --lr 0.01 -o "$work/$m.dp2" 2>>"$log" && scaled+=("$m") ||
-      echo "skip the 2-rank run of $m: cleave compile failed (see $log)" >&2
+      --lr 0.01 -o "$work/$m.dp2" 2>>"$log" &&
+      "$cleave" compile "$work/$m.onnx" --devices 2 --planner tofu --batch "${batch[$m]}" --optimizer sgd \
+        --lr 0.01 -o "$work/$m.tofu2" 2>>"$log" && scaled+=("$m") ||
+      echo "skip the 2-rank runs of $m: cleave compile failed (see $log)" >&2
   done
 fi
 
@@ -95,6 +97,7 @@ for ((r = 0; r < rounds; r++)); do
     t[$m.dp1]+="$(run_bundle "$work/$m.after" "$m" "${one_thread[@]}") "
     t[$m.dpall]+="$(run_bundle "$work/$m.after" "$m") "
     t[$m.dp2]+="$(run_bundle "$work/$m.dp2" "$m") "
+    t[$m.tofu2]+="$(run_bundle "$work/$m.tofu2" "$m") "
     t[$m.torchall]+="$(/usr/bin/python3 "$helper" torch "$m" "$steps" "$cores" 2>>"$log" || echo nan) "
   done
 done
@@ -124,17 +127,19 @@ for m in $models; do
 done
 if [ ${#scaled[@]} -gt 0 ]; then
   echo
-  echo "Data-parallel scaling on $cores cores, same global batch (ms per step; throughput relative to 1 rank on 1 core)"
+  echo "Scaling on $cores cores, same global batch (ms per step; speed-up: throughput relative to 1 rank on 1 core)"
   echo
-  echo "| model | batch | 1 rank, 1 core | 1 rank, $cores cores | 2 ranks (data) | 2 ranks speed-up | torch, $cores threads |" \
-    "2 ranks/torch | spread (2 ranks) |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| model | batch | 1 rank, 1 core | 1 rank, $cores cores | 2 ranks (data) | data speed-up | 2 ranks (tofu) |" \
+    "tofu speed-up | torch, $cores threads | best 2 ranks/torch | spread (data, tofu) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   for m in "${scaled[@]}"; do
     read -r s1 _ <<<"$(stats ${t[$m.dp1]})"
     read -r sa _ <<<"$(stats ${t[$m.dpall]})"
     read -r s2 p2 <<<"$(stats ${t[$m.dp2]})"
+    read -r sf pf <<<"$(stats ${t[$m.tofu2]})"
     read -r st _ <<<"$(stats ${t[$m.torchall]})"
-    echo "| $m | ${batch[$m]} | $(ms "$s1") | $(ms "$sa") | $(ms "$s2") | $(ratio "$s1" "$s2")x | $(ms "$st") |" \
-      "$(ratio "$s2" "$st") | ${p2}% |"
+    best=$(awk -v a="$s2" -v b="$sf" 'BEGIN { if (a == "nan") print b; else if (b == "nan" || a < b) print a; else print b }')
+    echo "| $m | ${batch[$m]} | $(ms "$s1") | $(ms "$sa") | $(ms "$s2") | $(ratio "$s1" "$s2")x | $(ms "$sf") |" \
+      "$(ratio "$s1" "$sf")x | $(ms "$st") | $(ratio "$best" "$st") | ${p2}%, ${pf}% |"
   done
 fi
