@@ -12,8 +12,9 @@
 
 namespace cleave::codegen {
 
-/** The C++ source of rank `r`'s program. */
-std::string emit_rank_source(const Graph &g, const Lowered &l, int r);
+/** The C++ source of rank `r`'s program. `shared`: the source to merge with the other ranks' into one program
+ *  (merge_rank_sources): it keeps its rank in `rank_index` instead of checking that it runs as rank r. */
+std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool shared = false);
 
 /** Writes the whole bundle into `dir` (which must exist and be empty). `model_path` is recorded in the manifest;
  *  `backend` ("cpu" or "cuda") is the manifest's backend and the default of the bundle's CLEAVE_BACKEND.

@@ -53,6 +53,10 @@ Bundle read_bundle(const std::string &dir) {
     // ranks need one GPU each (local rank = GPU index).
     b.backend = m.value("backend", std::string("cpu"));
     b.model = m.at("model").get<std::string>();
+    std::string program = m.value("program", std::string("rank_<r>"));
+    if (program != "ranks" && program != "rank_<r>")
+      CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: program \"", program, "\"");
+    b.shared_program = program == "ranks";
     for (const auto &[name, info] : m.at("inputs").items()) {
       BundleInput in{name, info.at("shape").get<std::vector<int64_t>>(), info.value("dtype", std::string()),
                      info.value("sample_axis", 0)};
@@ -167,7 +171,7 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   cmd += "mpirun --allow-run-as-root --oversubscribe";
   for (const auto &[name, value] : env) cmd += " -x " + name;
   for (int r = 0; r < b.ranks; ++r) {
-    cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / ("rank_" + std::to_string(r))).string()) +
+    cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / b.program(r)).string()) +
            (options.steps > 0 ? " --steps " + std::to_string(options.steps) : std::string()) + " --weights " +
            shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
     for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);

@@ -25,6 +25,9 @@ struct Bundle {
   int ranks = 0;
   std::string backend;  // cpu | cuda
   std::string model;    // the model the bundle was compiled from
+  bool shared_program = false;  // one program, "ranks", runs as every rank (manifest "program")
+  /** The executable rank r runs, in the build directory. */
+  std::string program(int r) const { return shared_program ? "ranks" : "rank_" + std::to_string(r); }
   std::vector<BundleInput> inputs;
   std::string manifest;  // the manifest's text
 };

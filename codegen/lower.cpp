@@ -672,7 +672,9 @@ class Lowerer {
                  (u.counted ? ", true}" : ", false}");
         bufs.push_back(u.buffer);
       }
-      int loss = r == 0 && g_.loss != kNoTensor ? tensor_buf_[0][g_.loss] : -1;
+      // Every rank holding the loss averages it over the passes and hands it to log_loss (which prints on rank 0
+      // only): the ranks of a data-parallel plan then run the same statements (shared_program.h).
+      int loss = g_.loss != kNoTensor ? tensor_buf_[r][g_.loss] : -1;
       std::vector<int> with_loss = bufs;
       if (loss >= 0) with_loss.push_back(loss);
       emit(static_cast<int>(r), "run.accumulate({" + grads + "}, " + (loss >= 0 ? ref(loss) : "nullptr") + ", micro);",
@@ -680,11 +682,12 @@ class Lowerer {
       emit(static_cast<int>(r), "run.clip_grads({" + grads + "}, step);", bufs);
       for (Instr &in : updates_[r]) out_.ranks[r].step.push_back(std::move(in));
     }
-    // The loss, logged by rank 0.
+    // The loss, logged by rank 0 (and passed to log_loss by every rank holding it, as above).
     if (g_.loss != kNoTensor) {
-      int b = tensor_buf_[0][g_.loss];
-      if (b < 0) CLEAVE_USER_ERROR("codegen: rank 0 does not hold the loss \"", g_.tensor(g_.loss).name, "\"");
-      emit(0, "rt::log_loss(step, " + ref(b) + ");", {b});
+      if (tensor_buf_[0][g_.loss] < 0)
+        CLEAVE_USER_ERROR("codegen: rank 0 does not hold the loss \"", g_.tensor(g_.loss).name, "\"");
+      for (size_t r = 0; r < updates_.size(); ++r)
+        if (int b = tensor_buf_[r][g_.loss]; b >= 0) emit(static_cast<int>(r), "rt::log_loss(step, " + ref(b) + ");", {b});
     }
     for (size_t i = next_step_; i < steps_.size(); ++i)
       if (!forward_assign(steps_[i])) emit_assign(steps_[i]);

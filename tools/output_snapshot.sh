@@ -38,7 +38,7 @@ for model in mlp cnn $families; do
       fi
       (cd "$tmp/bundle" && find . -type f ! -path './runtime/*' | sort | xargs sha256sum) > "$case/bundle.sha256"
       cp "$tmp/bundle/plan.txt" "$tmp/bundle/manifest.json" "$case/"
-      cp "$tmp/bundle"/src/rank_*.cpp "$case/" 2> /dev/null || true
+      cp "$tmp/bundle"/src/*.cpp "$case/" 2> /dev/null || true
       "$cleave" explain "$models/$model.onnx" --plan "$tmp/bundle/plan.txt" --batch 8 --format json \
         > "$case/explain.json" 2> "$case/explain.err" || failures=$((failures + 1))
       "$cleave" explain "$models/$model.onnx" --plan "$tmp/bundle/plan.txt" --batch 8 \

@@ -116,8 +116,10 @@ class Replay {
       place(t, CommPiece::At::end, -1, -1);
       resolve_partial(t, {});
     }
-    // [finish_step] rank 0 logs the loss; each holder of an assign's destination copies the source's shard.
-    if (g_.loss != kNoTensor) use(owned_by(g_.loss, 0));
+    // [finish_step] every rank holding the loss hands it to the log (rank 0 prints it); each holder of an assign's
+    // destination copies the source's shard.
+    if (g_.loss != kNoTensor)
+      for (const Owned &ow : owned_[g_.loss]) use(owned_by(g_.loss, ow.rank));
     for (size_t k = 0; k < g_.assigns.size(); ++k) {
       const Assign &a = g_.assigns[k];
       if (!replays(a.dst)) continue;

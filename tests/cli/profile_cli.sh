@@ -184,7 +184,7 @@ assert rows and abs(float(rows[0][1]) - float(step)) <= 1e-3 * float(step), (row
 PY"
 # Last (it writes over the work dir's run files): profiling again into the same --work-dir rewrites no unchanged
 # bundle file, so nothing is compiled again.
-times() { stat -c '%n %Y.%y' "$tmp"/work/plan_0/src/rank_*.cpp "$tmp"/work/plan_0/build/rank_* "$tmp"/work/plan_0/plan.txt; }
+times() { stat -c '%n %Y.%y' "$tmp"/work/plan_0/src/*.cpp "$tmp"/work/plan_0/build/rank* "$tmp"/work/plan_0/plan.txt; }
 times >"$tmp/times.before"
 "$CLEAVE" profile "$SRC/models/mlp.onnx" --backend cpu --devices 2 --batch 8 --plan "$tmp/data.plan" -o "$tmp/p2.json" \
   --steps 3 --build-type Debug --max-bytes 4 --reps 1 --work-dir "$tmp/work" "${rtflag[@]}" 2>"$tmp/profile2.err"

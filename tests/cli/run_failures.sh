@@ -44,10 +44,12 @@ expect() {
   grep '^error:' "$work/err"
 }
 
-# find_rank ANCESTOR RANK: the pid of the process rank_RANK below ANCESTOR (not another job's rank_RANK)
+# find_rank ANCESTOR RANK: the pid of rank RANK's process below ANCESTOR (not another job's): rank_RANK, or the
+# program every rank runs, "ranks", given weights/rank_RANK.bin
 find_rank() {
   local p a
-  for p in $(pgrep -x "rank_$2"); do
+  for p in $(pgrep -x "rank_$2") $(for q in $(pgrep -x ranks); do
+             tr '\0' ' ' < "/proc/$q/cmdline" 2>/dev/null | grep -q "weights/rank_$2\.bin" && echo "$q"; done); do
     a=$p
     while [ -n "$a" ] && [ "$a" -gt 1 ]; do
       a=$(ps -o ppid= -p "$a" | tr -d ' ')

@@ -13,10 +13,20 @@ check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; return 1; fi; echo "ok: 
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/a" 2>/dev/null
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/b" 2>/dev/null
 check "two compiles are byte-identical" "diff -r '$tmp/a' '$tmp/b' >/dev/null"
-for f in plan.txt manifest.json CMakeLists.txt src/rank_0.cpp src/rank_1.cpp weights/rank_0.bin weights/rank_1.bin \
+for f in plan.txt manifest.json CMakeLists.txt src/ranks.cpp weights/rank_0.bin weights/rank_1.bin \
          launch/mpirun.sh launch/slurm.sbatch runtime/CMakeLists.txt runtime/include/cleave/rt.h; do
   check "bundle has $f" "[ -f '$tmp/a/$f' ]"
 done
+# A data plan's ranks run the same statements: one program (src/ranks.cpp, executable ranks) runs as each, looking
+# up its sample offset by rank. A random plan's ranks differ: a program per rank.
+check "the data plan's ranks share one program" \
+  "[ ! -e '$tmp/a/src/rank_0.cpp' ] && grep -q '\"program\": \"ranks\"' '$tmp/a/manifest.json' &&
+   grep -q '^add_executable(ranks src/ranks.cpp)' '$tmp/a/CMakeLists.txt' && grep -q 'rank_v0\[rank_index\]' '$tmp/a/src/ranks.cpp' &&
+   grep -q 'exec \"\$b/ranks\"' '$tmp/a/launch/mpirun.sh' && grep -q 'exec \"\$b/ranks\"' '$tmp/a/launch/slurm.sbatch'"
+"$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner random --batch 16 -o "$tmp/random" 2>/dev/null
+check "a random plan's ranks get a program each" \
+  "[ -f '$tmp/random/src/rank_0.cpp' ] && [ -f '$tmp/random/src/rank_1.cpp' ] && [ ! -e '$tmp/random/src/ranks.cpp' ] &&
+   grep -q '\"program\": \"rank_<r>\"' '$tmp/random/manifest.json' && grep -q 'exec \"\$b/rank_\$r\"' '$tmp/random/launch/mpirun.sh'"
 check "the launch scripts parse and are executable" \
   "sh -n '$tmp/a/launch/mpirun.sh' && sh -n '$tmp/a/launch/slurm.sbatch' && [ -x '$tmp/a/launch/slurm.sbatch' ]"
 check "slurm.sbatch asks for one task per rank" "grep -qx '#SBATCH --ntasks=2' '$tmp/a/launch/slurm.sbatch'"
@@ -24,7 +34,7 @@ check "plan.txt is the data plan" \
   "\"$CLEAVE\" plan '$SRC/models/cnn.onnx' --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 | diff - '$tmp/a/plan.txt' >/dev/null"
 # The same rank source must run where buffers are device memory (CLEAVE_BACKEND=cuda): bytes move only through rt::.
 check "generated code never touches buffer bytes itself (memcpy/memset/[0])" \
-  "! grep -En 'std::mem(cpy|set|move)|\\bb[0-9]+\\[' '$tmp/a/src/rank_0.cpp' '$tmp/a/src/rank_1.cpp'"
+  "! grep -En 'std::mem(cpy|set|move)|\\bb[0-9]+\\[' '$tmp/a/src/ranks.cpp' '$tmp/random/src/rank_0.cpp' '$tmp/random/src/rank_1.cpp'"
 check "generated code names no build path" "! grep -rq '$tmp' '$tmp/a/src' '$tmp/a/CMakeLists.txt' '$tmp/a/launch'"
 # The manifest's hashes are the FNV-1a-64 of the files.
 check "manifest hashes match the files" "/usr/bin/python3 - '$tmp/a' <<'PY'
@@ -100,13 +110,13 @@ check "nothing left after the codegen errors" "[ ! -e '$tmp/bad' ]"
 # --precision: tf32 is a line of the rank sources and a manifest field; bf16 is rounding ops in the graph (their
 # numbers: tests/e2e/bf16_vs_autocast.py); fp16 is refused, nothing written.
 "$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision tf32 -o "$tmp/tf32" 2>/dev/null
-check "--precision tf32: set_math before init on every rank, precision in the manifest" \
-  "[ \"\$(grep -l 'rt::set_math(rt::Math::tf32);' '$tmp'/tf32/src/rank_*.cpp | wc -l)\" = 2 ] &&
+check "--precision tf32: set_math before init (in the program every rank runs), precision in the manifest" \
+  "grep -q '^  rt::set_math(rt::Math::tf32);' '$tmp'/tf32/src/ranks.cpp &&
    grep -q '\"precision\": \"tf32\"' '$tmp/tf32/manifest.json' && grep -q '\"precision\": \"fp32\"' '$tmp/a/manifest.json' &&
-   ! grep -q 'set_math\|round_bf16' '$tmp'/a/src/rank_0.cpp"
+   ! grep -q 'set_math\|round_bf16' '$tmp'/a/src/ranks.cpp"
 "$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision bf16 -o "$tmp/bf16" 2>/dev/null
 check "--precision bf16: the ranks round to bfloat16, precision in the manifest" \
-  "grep -q 'cleave::round_bf16' '$tmp/bf16/src/rank_0.cpp' && grep -q '\"precision\": \"bf16\"' '$tmp/bf16/manifest.json'"
+  "grep -q 'cleave::round_bf16' '$tmp/bf16/src/ranks.cpp' && grep -q '\"precision\": \"bf16\"' '$tmp/bf16/manifest.json'"
 out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 --precision fp16 -o "$tmp/fp16" 2>&1)
 rc=$?
 check "--precision fp16 is refused in one line (rc=$rc): $out" \

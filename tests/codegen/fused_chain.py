@@ -55,10 +55,12 @@ def main():
             bundle = os.path.join(tmp, f"{planner}{n}")
             sh([CLEAVE, "compile", model, "--devices", str(n), "--planner", planner, "--batch", str(BATCH), "-o",
                 bundle] + opt)
-            src = open(os.path.join(bundle, "src", "rank_0.cpp")).read()
+            # The data plan's ranks share one program (src/ranks.cpp).
+            program = "ranks.cpp" if os.path.exists(os.path.join(bundle, "src", "ranks.cpp")) else "rank_0.cpp"
+            src = open(os.path.join(bundle, "src", program)).read()
             fused = src.count("// fused:")
             if fused == 0:
-                problems.append(f"{planner}{n}: no fused functor in rank_0.cpp")
+                problems.append(f"{planner}{n}: no fused functor in {program}")
             saved = os.path.join(tmp, f"{planner}{n}.onnx")
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + runtime_flags(CLEAVE)))

@@ -116,7 +116,7 @@ fi
 run data2 "$work/sig" --steps 100000000 --checkpoint-dir "$work/sig.ck" --checkpoint-every 100000000 &
 pid=$!
 for _ in $(seq 100); do
-  rank=$(pgrep -f "^$work/data2/build/rank_1 " | head -1)
+  rank=$(pgrep -f "^$work/data2/build/ranks .*weights/rank_1\.bin" | head -1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/sig" 2>/dev/null && break
   sleep 0.2
 done
@@ -162,7 +162,7 @@ sbatch_run "$work/slurm1" 100000000 &
 pid=$!
 rank=
 for _ in $(seq 100); do
-  rank=$(pgrep -f "^$work/data2/build/rank_1 " | head -1)
+  rank=$(pgrep -f "^$work/data2/build/ranks .*weights/rank_1\.bin" | head -1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/slurm1" 2>/dev/null && break
   sleep 0.2
 done

@@ -1,10 +1,11 @@
 #!/bin/bash
 # The CUDA build of a model's bundle compiles and links at 1 and 2 ranks (no GPU needed), from the very rank sources
 # its CPU build compiles:
-#  - `cleave compile --backend cuda` and `--backend cpu` write byte-identical src/rank_<r>.cpp (only the manifest's,
+#  - `cleave compile --backend cuda` and `--backend cpu` write byte-identical src/*.cpp (only the manifest's,
 #    CMakeLists' and README's backend differ), and the manifest records the backend;
-#  - one bundle directory configured for cpu and for cuda compiles the same src/rank_<r>.cpp file in both builds
-#    (compile_commands.json), with nvcc as CUDA in the cuda build;
+#  - one bundle directory configured for cpu and for cuda compiles the same rank sources (src/rank_<r>.cpp, or
+#    src/ranks.cpp where one program runs as every rank) in both builds (compile_commands.json), with nvcc as CUDA
+#    in the cuda build;
 #  - the cuda build links every rank against the prebuilt libcleave_rt_cuda, cuDNN and NCCL.
 # Builds use one arch (80) and -O0 host and device code (nvcc -Xptxas -O0): a compile-and-link check. Measured on
 # 2 loaded cores (ctest -j2 over the four models: 208 s wall): 1 + 2 ranks of the tiny LSTM (~900 fused lambdas per
@@ -55,11 +56,14 @@ def ranks_of(build):
     out = {}
     for e in json.load(open(os.path.join(build, "compile_commands.json"))):
         f = os.path.realpath(os.path.join(e["directory"], e["file"]))
-        if os.path.basename(f).startswith("rank_"):
+        if os.path.basename(f).startswith("rank"):
             out[f] = e["command"]
     return out
 a, b = ranks_of(cpu), ranks_of(cuda)
-want = {os.path.realpath(os.path.join(bundle, "src", f"rank_{r}.cpp")) for r in range(ranks)}
+# One program for every rank where they differ only in constants (manifest "program"), else one per rank.
+shared = json.load(open(os.path.join(bundle, "manifest.json")))["program"] == "ranks"
+want = {os.path.realpath(os.path.join(bundle, "src", "ranks.cpp" if shared else f"rank_{r}.cpp"))
+        for r in range(ranks)}
 assert set(a) == want and set(b) == want, (sorted(a), sorted(b), sorted(want))
 for f in want:
     assert "nvcc" in b[f].split()[0] and "nvcc" not in a[f].split()[0], (a[f][:80], b[f][:80])
@@ -69,17 +73,20 @@ PY
   start=$(date +%s)
   ninja -C "$tmp/build_cuda_$ranks" > "$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log"; fail "$ranks ranks: cuda build failed"; }
   secs=$(($(date +%s) - start))
-  for ((r = 0; r < ranks; ++r)); do
-    exe=$tmp/build_cuda_$ranks/rank_$r
-    [ -x "$exe" ] || fail "$ranks ranks: rank_$r was not linked"
+  # The programs: rank_<r> each, or one, "ranks", for every rank.
+  programs=$(python3 -c "import json, sys; m = json.load(open(sys.argv[1] + '/manifest.json'))
+print('ranks' if m['program'] == 'ranks' else ' '.join('rank_%d' % r for r in range(m['ranks'])))" "$b")
+  for p in $programs; do
+    exe=$tmp/build_cuda_$ranks/$p
+    [ -x "$exe" ] || fail "$ranks ranks: $p was not linked"
     ldd "$exe" > "$tmp/ldd.txt"
     for lib in libcudnn libnccl libcublas; do
-      grep -q "$lib" "$tmp/ldd.txt" || fail "$ranks ranks: rank_$r does not link $lib"
+      grep -q "$lib" "$tmp/ldd.txt" || fail "$ranks ranks: $p does not link $lib"
     done
     # One CUDA runtime per process: the static one nvcc-compiled targets get, never also the shared one.
-    if grep -q "libcudart.so" "$tmp/ldd.txt"; then fail "$ranks ranks: rank_$r loads the shared libcudart too"; fi
+    if grep -q "libcudart.so" "$tmp/ldd.txt"; then fail "$ranks ranks: $p loads the shared libcudart too"; fi
   done
-  echo "ok: $MODEL at $ranks rank(s): CUDA build of $ranks rank program(s) in ${secs} s"
+  echo "ok: $MODEL at $ranks rank(s): CUDA build of the program(s) $programs in ${secs} s"
 done
 
 # The precision paths compile for CUDA too: the MLP with --precision tf32 (rt::set_math) and bf16 (RoundToBf16

@@ -46,7 +46,8 @@ std::optional<plan::Topology> default_topology(int devices) {
 Command add_compile_command(CLI::App &app) {
   auto args = std::make_shared<CompileArgs>();
   app.footer("Compile a model's training graph under a plan (--planner, or a plan file with --plan) into a bundle: "
-             "plan.txt, src/rank_<r>.cpp, CMakeLists.txt, runtime/, weights/, launch/, manifest.json. "
+             "plan.txt, src/rank_<r>.cpp (or src/ranks.cpp, one program for ranks that differ only in constants), "
+             "CMakeLists.txt, runtime/, weights/, launch/, manifest.json. "
              "Run it with `cleave run DIR`.");
   app.add_option("model", args->model, "model file (.onnx, or IR text)")->required();
   app.add_option("--devices", args->devices, "number of devices (default 1)")->check(kPositive);
