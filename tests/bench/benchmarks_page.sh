@@ -43,7 +43,7 @@ title() {
     planners_profile) echo "Do the search planners find faster plans with a measured profile? (2 MPI ranks)" ;;
     batch_calibration) echo "Predicting an unmeasured batch from a profile (1 device)" ;;
     cpu_vs_torch) echo "The CPU backend against torch 1.13: step times at 1 thread, and scaling on 2 ranks (data and tofu plans)" ;;
-    bundle_build) echo "From cleave compile to the first step: 2-rank bundles with the runtime cached" ;;
+    bundle_build) echo "From cleave compile to the first step: 2-rank bundles (and ResNet-18 on 8 ranks) with the runtime cached" ;;
     gpu_run) echo "On one GPU: the GPU tests, CUDA graphs on the small models, and real sizes against torch eager" ;;
   esac
 }

@@ -3,7 +3,8 @@
 
 Per model: `cleave compile --devices 2 --planner data`, then `cleave run --steps 1` (which configures and builds the
 bundle's rank programs, linking the runtime cached once per machine, and runs one step on 2 MPI ranks); the table
-gives the rank source's size and both times. The runtime cache is warmed first (the first model is built once before
+gives the rank source's size, how many programs the bundle builds (one where the ranks differ only in constants,
+codegen/shared_program.h) and both times. `resnet18@8` is ResNet-18 on 8 ranks (oversubscribed). The runtime cache is warmed first (the first model is built once before
 timing), so the figures are what every bundle after the first costs on a machine.
 
 Models: the three of tests/bench/cpu_vs_torch.py (mlp, resnet18, transformer), torchvision's shufflenet_v2_x0_5 (64x64,
@@ -23,7 +24,7 @@ import numpy as np
 import onnx
 
 ZOO = ["wresnet", "resnet", "alexnet", "vgg16", "inception3", "rnn", "rnntc", "rnnlm", "nmt", "transformer"]
-MODELS = ["mlp", "resnet18", "transformer", "shufflenet_v2_x0_5"] + ["zoo_" + f for f in ZOO]
+MODELS = ["mlp", "resnet18", "resnet18@8", "transformer", "shufflenet_v2_x0_5"] + ["zoo_" + f for f in ZOO]
 BATCH = 4
 
 SHUFFLENET = """
@@ -93,12 +94,15 @@ def main():
     for name in names:
         print("bundle_build: " + name, file=sys.stderr)
         try:
-            path, batch = export(name, src, work)
-            data = data_flags(path, work, name)
-            bundle = os.path.join(work, name + ".b2")
+            model, _, devices = name.partition("@")
+            devices = devices or "2"
+            path, batch = export(model, src, work)
+            data = data_flags(path, work, model)
+            bundle = os.path.join(work, "%s.b%s" % (model, devices))
             subprocess.run(["rm", "-rf", bundle])
             t0 = time.perf_counter()
-            sh([cleave, "compile", path, "--devices", "2", "--planner", "data", "--batch", str(batch), "-o", bundle])
+            sh([cleave, "compile", path, "--devices", devices, "--planner", "data", "--batch", str(batch), "-o",
+                bundle])
             t1 = time.perf_counter()
             if not warmed:  # the runtime cache: built once per machine, not part of a bundle's cost
                 sh([cleave, "run", bundle, "--steps", "1", "--data", data], env=env)
@@ -107,16 +111,17 @@ def main():
             t2 = time.perf_counter()
             sh([cleave, "run", bundle, "--steps", "1", "--data", data], env=env)
             t3 = time.perf_counter()
-            program = "ranks.cpp" if os.path.exists(os.path.join(bundle, "src", "ranks.cpp")) else "rank_0.cpp"
+            sources = os.listdir(os.path.join(bundle, "src"))
+            program = "ranks.cpp" if "ranks.cpp" in sources else "rank_0.cpp"
             lines = sum(1 for _ in open(os.path.join(bundle, "src", program)))
-            rows.append((name, str(lines), "%.1f" % (t1 - t0), "%.1f" % (t3 - t2)))
+            rows.append((name, str(lines), str(len(sources)), "%.1f" % (t1 - t0), "%.1f" % (t3 - t2)))
         except Exception as e:  # noqa: BLE001 - one row per model whatever happens
-            rows.append((name, "-", "-", "failed: " + str(e)[:100]))
-    print("2-rank bundles (`--planner data`), %d cores: compile, then build + one step with the runtime cached"
-          % os.cpu_count())
+            rows.append((name, "-", "-", "-", "failed: " + str(e)[:100]))
+    print("Bundles of 2 ranks (`--planner data`; 8 for name@8), %d cores: compile, then build + one step with the "
+          "runtime cached" % os.cpu_count())
     print()
-    print("| model | lines of rank 0's program | cleave compile (s) | build + 1 step (s) |")
-    print("|---|---|---|---|")
+    print("| model | lines of rank 0's program | programs built | cleave compile (s) | build + 1 step (s) |")
+    print("|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
 
