@@ -81,7 +81,7 @@ std::string literal_type(const std::vector<std::string> &texts, Token::Kind kind
   }
   // Numbers: every rank's of one kind (integer or floating) and suffix.
   std::string type;
-  bool fits_int = true;
+  bool fits_int = true;  // in int (unsigned int for a u suffix), the type of an integer literal without l
   for (const std::string &t : texts) {
     bool hex = t.size() > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
     bool floating = hex ? t.find_first_of("pP") != std::string::npos
@@ -99,7 +99,7 @@ std::string literal_type(const std::vector<std::string> &texts, Token::Kind kind
       size_t longs = static_cast<size_t>(std::count(suffix.begin(), suffix.end(), 'l'));
       this_type = std::string(u ? "unsigned " : "") + (longs == 2 ? "long long" : longs == 1 ? "long" : "int");
       if (t.find('\'') != std::string::npos || (t.size() > 1 && t[0] == '0' && !hex)) return "";  // not ours
-      fits_int = fits_int && std::strtoull(t.substr(0, e).c_str(), nullptr, 0) <= 2147483647ull;
+      fits_int = fits_int && std::strtoull(t.substr(0, e).c_str(), nullptr, 0) <= (u ? 4294967295ull : 2147483647ull);
     }
     if (!type.empty() && type != this_type) return "";
     type = this_type;
@@ -149,6 +149,8 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
 
   std::vector<Scope> scopes = {Scope::file};
   bool device_next = false;
+  // main()'s statements before `rank_index = ...` run before the rank is known: file scope for this purpose.
+  bool in_main = false, rank_known = false;
   std::map<std::pair<std::string, std::vector<std::string>>, int> tables;  // (type, values) -> k
   std::vector<std::string> table_decls;
   std::map<size_t, std::string> replace;  // token index in source 0 -> replacement text ("" drops a comment)
@@ -168,7 +170,7 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
     if (!same) {
       bool literal = t.kind == Token::Kind::number || t.kind == Token::Kind::string ||
                      t.kind == Token::Kind::character || (t.kind == Token::Kind::ident && (t0 == "true" || t0 == "false"));
-      if (!literal || scopes.back() != Scope::function) return std::nullopt;
+      if (!literal || scopes.back() != Scope::function || (in_main && !rank_known)) return std::nullopt;
       std::vector<std::string> values;
       for (size_t r = 0; r < sources.size(); ++r) {
         if (toks[r][sig[r][k]].kind != t.kind) return std::nullopt;
@@ -195,6 +197,8 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
     // CLEAVE_HD, and otherwise a scope of the kind it is in (blocks, braced initializers, host lambdas inside
     // functions; namespaces and file-scope initializers stay file scope).
     if (t.kind == Token::Kind::ident && t0 == "CLEAVE_HD") device_next = true;
+    if (t.kind == Token::Kind::ident && t0 == "main" && scopes.size() == 1) in_main = true;
+    if (in_main && t0 == kRankIndex && k + 1 < sig[0].size() && text(0, k + 1) == "=") rank_known = true;
     if (t0 == "{") {
       Scope s = scopes.back();
       if (device_next || s == Scope::device) s = Scope::device;
@@ -216,7 +220,9 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
     const Token &t = toks[0][i];
     out += src.substr(at, t.begin - at);
     at = t.end;
-    if (with.empty()) {
+    if (with.empty() && src.compare(t.begin, 2, "/*") == 0) {
+      out += ' ';  // a block comment may separate two tokens
+    } else if (with.empty()) {
       while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) out.pop_back();
       if ((out.empty() || out.back() == '\n') && at < src.size() && src[at] == '\n') ++at;
     }

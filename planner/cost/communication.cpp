@@ -69,6 +69,11 @@ class Replay {
     for (const auto &t : p.tensors) sharding_[*g.find_tensor(t.name)] = &t.sharding;
     for (const auto &o : p.ops) config_[*g.find_op(o.name)] = &o.config;
     owned_.resize(static_cast<size_t>(g.num_tensors()));
+    in_place_.assign(static_cast<size_t>(g.num_tensors()), false);
+    for (const Assign &a : g.assigns) {
+      const Sharding *s = sharding_[static_cast<size_t>(a.src)], *d = sharding_[static_cast<size_t>(a.dst)];
+      in_place_[static_cast<size_t>(a.src)] = s && d && update_writes_in_place(g, a, *s, *d);
+    }
   }
 
   /** A replay of tensor `t` alone, held as `from`, that records its steps (resplit_steps). */
@@ -133,7 +138,7 @@ class Replay {
         use(have);
         Box box = shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i));
         // An optimizer update of the same sharding writes its destination in place: no copy.
-        bool in_place = updated_in_place(a);
+        bool in_place = static_cast<size_t>(a.src) < in_place_.size() && in_place_[static_cast<size_t>(a.src)];
         if (steps_) {
           CommStep &st = step(CommStep::Kind::assign, a.dst);
           st.slot = static_cast<int>(k);
@@ -150,13 +155,6 @@ class Replay {
   }
 
  private:
-  bool updated_in_place(const Assign &a) const {
-    auto sharding = [&](TensorId t) {
-      return static_cast<size_t>(t) < sharding_.size() ? sharding_[static_cast<size_t>(t)] : nullptr;
-    };
-    const Sharding *s = sharding(a.src), *d = sharding(a.dst);
-    return s && d && update_writes_in_place(g_, a, *s, *d);
-  }
 
   struct Owned {
     int rank;
@@ -529,8 +527,7 @@ class Replay {
         if (t == kNoTensor || !replays(t)) continue;
         Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
         // An update written in place into its parameter (or state) takes no buffer of its own.
-        bool in_place = false;
-        for (const Assign &a : g_.assigns) in_place |= a.src == t && updated_in_place(a);
+        bool in_place = static_cast<size_t>(t) < in_place_.size() && in_place_[static_cast<size_t>(t)];
         owned_[t].push_back(
             {r, box, in_place ? kNone : buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
       }
@@ -552,6 +549,9 @@ class Replay {
   std::vector<const Sharding *> sharding_;
   std::vector<const ParallelConfig *> config_;
   std::vector<std::vector<Owned>> owned_;
+  /** Per tensor: an optimizer update's new value written in place into its assign's destination
+   *  (update_writes_in_place; empty for a replay of one tensor alone). */
+  std::vector<bool> in_place_;
   /** (rank, tensor, box) assembled this step -> its buffer in out_.buffers. */
   std::map<std::tuple<int, TensorId, std::string>, size_t> assembled_;
   std::set<TensorId> pending_;

@@ -343,10 +343,24 @@ bool flat_range(const Box &b, const Shape &shape, const std::vector<size_t> &dim
 
 bool update_writes_in_place(const Graph &g, const Assign &a, const Sharding &src, const Sharding &dst) {
   OpId producer = g.tensor(a.src).producer;
-  if (producer == kNoOp) return false;
-  OpKind k = g.op(producer).kind;
-  return (k == OpKind::SGDUpdate || k == OpKind::MomentumUpdate || k == OpKind::AdamUpdate) && src == dst &&
-         g.tensor(a.src).dtype == g.tensor(a.dst).dtype;
+  if (producer == kNoOp || !(src == dst) || g.tensor(a.src).dtype != g.tensor(a.dst).dtype) return false;
+  const Op &op = g.op(producer);
+  // The input each output replaces: SGD (param) -> param'; Momentum (param, grad, velocity) -> (param', velocity');
+  // Adam (param, grad, m, v) -> (param', m', v').
+  std::vector<size_t> replaces;
+  switch (op.kind) {
+    case OpKind::SGDUpdate: replaces = {0}; break;
+    case OpKind::MomentumUpdate: replaces = {0, 2}; break;
+    case OpKind::AdamUpdate: replaces = {0, 2, 3}; break;
+    default: return false;
+  }
+  size_t k = static_cast<size_t>(std::find(op.outputs.begin(), op.outputs.end(), a.src) - op.outputs.begin());
+  if (k >= replaces.size() || replaces[k] >= op.inputs.size() || op.inputs[replaces[k]] != a.dst) return false;
+  // Ops are in topological order: a reader of the destination after the update would see the new value. (The
+  // updates end the op list, so this looks at the other updates only.)
+  for (OpId c = producer + 1; c < g.num_ops(); ++c)
+    if (std::find(g.op(c).inputs.begin(), g.op(c).inputs.end(), a.dst) != g.op(c).inputs.end()) return false;
+  return true;
 }
 
 bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, const Shape &out_shape) {

@@ -56,8 +56,9 @@ bool reshape_boxes_ok(const Box &in, const Shape &in_shape, const Box &out, cons
 
 /** Whether assign `a` (an optimizer update's new value -> its param or optimizer state) needs no copy: the update
  *  (SGDUpdate, MomentumUpdate, AdamUpdate) writes its output straight into the destination's memory, which the
- *  runtime's update kernels allow (each element is written after its last read), nothing reads the destination
- *  after its update within a step, and source and destination have the same sharding and dtype. One rule for
+ *  runtime's update kernels allow (each element is written after its last read). Holds when the destination is the
+ *  update's input that output replaces, no op after the update reads the destination, and source and destination
+ *  have the same sharding and dtype. One rule for
  *  codegen (the update's output is the destination's buffer), the cost model and the frontier's cost graph (no
  *  copy, no buffer for the new value). */
 bool update_writes_in_place(const Graph &g, const Assign &a, const Sharding &src, const Sharding &dst);

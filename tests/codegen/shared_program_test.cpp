@@ -62,6 +62,12 @@ TEST(SharedProgram, AnythingButHostLiteralsKeepsAProgramPerRank) {
   EXPECT_FALSE(merge_rank_sources({source("  f(16);\n"), source("  f(16.0);\n")}));
   EXPECT_FALSE(merge_rank_sources({source("  f(16);\n"), source("  f(16u);\n")}));
   EXPECT_FALSE(merge_rank_sources({source("  f(\"a\" \"b\");\n"), source("  f(\"a\" \"c\");\n")}));
+  // In main, before rank_index is set (the rank is not known yet there).
+  EXPECT_FALSE(merge_rank_sources({"int rank_index = 0;\nint main() {\n  f(1);\n  rank_index = r;\n}\n",
+                                   "int rank_index = 0;\nint main() {\n  f(2);\n  rank_index = r;\n}\n"}));
+  EXPECT_EQ(merge_rank_sources({"int rank_index = 0;\nint main() {\n  rank_index = r;\n  f(1);\n}\n",
+                                "int rank_index = 0;\nint main() {\n  rank_index = r;\n  f(2);\n}\n"}),
+            "int rank_index = 0;\nconst int rank_v0[] = {1, 2};\nint main() {\n  rank_index = r;\n  f(rank_v0[rank_index]);\n}\n");
   // Without the rank variable there is nowhere to put the tables.
   EXPECT_FALSE(merge_rank_sources({"void f() { g(1); }\n", "void f() { g(2); }\n"}));
   // Comments that differ are left out, with their line when nothing else is on it.
@@ -69,6 +75,8 @@ TEST(SharedProgram, AnythingButHostLiteralsKeepsAProgramPerRank) {
                                                      source("  // rank 1's rows\n  f(1);  // 16-31\n")});
   ASSERT_TRUE(m);
   EXPECT_EQ(*m, source("  f(1);\n"));
+  // A block comment that goes keeps the tokens it separated apart.
+  EXPECT_EQ(merge_rank_sources({source("  f(a /*0*/b);\n"), source("  f(a /*1*/b);\n")}), source("  f(a  b);\n"));
 }
 
 // Through the bundle writer: a data-parallel plan's ranks merge; a random plan's (other statements per rank) do not.

@@ -263,6 +263,30 @@ TEST(CostModel, UpdatesWriteTheirParamsInPlace) {
     CostReport r = estimate_cost(g, data, preset_topology("k80x8"));
     for (const DeviceCost &d : r.devices) EXPECT_EQ(d.copy_seconds, 0);
   }
+  // The rule itself: the destination must be the input the output replaces, and nothing after the update may read
+  // it (a reader would see the new value).
+  {
+    Graph g = training_graph("mlp.onnx", 8, "momentum");
+    const Op *update = nullptr;
+    for (const Op &op : g.ops())
+      if (op.kind == OpKind::MomentumUpdate) update = &op;
+    ASSERT_NE(update, nullptr);
+    TensorId param = update->inputs[0], velocity = update->inputs[2];
+    TensorId new_param = update->outputs[0], new_velocity = update->outputs[1];
+    Sharding whole{{0}, {1}, {AxisSharding{}}};
+    EXPECT_TRUE(update_writes_in_place(g, Assign{param, new_param}, whole, whole));
+    EXPECT_TRUE(update_writes_in_place(g, Assign{velocity, new_velocity}, whole, whole));
+    EXPECT_FALSE(update_writes_in_place(g, Assign{velocity, new_param}, whole, whole));
+    EXPECT_FALSE(update_writes_in_place(g, Assign{param, new_param}, whole, Sharding{{0, 1}, {2}, {AxisSharding{}}}));
+    Op late;
+    late.name = "reads_the_param_late";
+    late.kind = OpKind::Identity;
+    late.inputs = {param};
+    late.outputs = {g.add_tensor("late", g.tensor(param).dtype, g.tensor(param).shape, Role::activation)};
+    late.phase = Phase::update;
+    g.add_op(std::move(late));
+    EXPECT_FALSE(update_writes_in_place(g, Assign{param, new_param}, whole, whole));
+  }
   Graph g = training_graph("mlp.onnx", 8);
   Plan tofu = make_plan(g, "tofu", 2);
   int copies = 0;
