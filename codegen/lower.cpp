@@ -476,7 +476,7 @@ class Lowerer {
           call.out_boxes.emplace_back();
           continue;
         }
-        int b = is_optimizer_update(op.kind) ? in_place_target(r, t) : -1;
+        int b = in_place_target(r, t);
         if (b < 0) b = new_buffer(r, g_.tensor(t).name, g_.tensor(t).dtype, num_elements(box_shape(w.out[s])), false);
         tensor_buf_[r][t] = b;
         call.outs.push_back(ref(b));

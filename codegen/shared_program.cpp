@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <string_view>
 
 namespace cleave::codegen {
 namespace {
@@ -136,10 +137,15 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
   const std::string &src = sources[0];
   auto text = [&](size_t rank, size_t k) {
     const Token &t = toks[rank][sig[rank][k]];
-    return sources[rank].substr(t.begin, t.end - t.begin);
+    return std::string_view(sources[rank]).substr(t.begin, t.end - t.begin);
   };
-  auto comments_between = [&](size_t rank, size_t k) {  // the comments before significant token k (k = size: after)
-    size_t from = k == 0 ? 0 : sig[rank][k - 1] + 1, to = k < sig[rank].size() ? sig[rank][k] : toks[rank].size();
+  // The tokens [from, to) between significant tokens k - 1 and k (k = size: after the last).
+  auto gap = [&](size_t rank, size_t k) {
+    return std::pair<size_t, size_t>{k == 0 ? 0 : sig[rank][k - 1] + 1,
+                                     k < sig[rank].size() ? sig[rank][k] : toks[rank].size()};
+  };
+  auto comments_between = [&](size_t rank, size_t k) {
+    auto [from, to] = gap(rank, k);
     std::string c;
     for (size_t i = from; i < to; ++i)
       if (toks[rank][i].kind == Token::Kind::comment)
@@ -155,16 +161,17 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
   std::vector<std::string> table_decls;
   std::map<size_t, std::string> replace;  // token index in source 0 -> replacement text ("" drops a comment)
   for (size_t k = 0; k <= sig[0].size(); ++k) {
+    std::string comments = comments_between(0, k);
     bool same_comments = true;
-    for (size_t r = 1; r < sources.size(); ++r) same_comments = same_comments && comments_between(r, k) == comments_between(0, k);
+    for (size_t r = 1; r < sources.size() && same_comments; ++r) same_comments = comments_between(r, k) == comments;
     if (!same_comments) {
-      size_t from = k == 0 ? 0 : sig[0][k - 1] + 1, to = k < sig[0].size() ? sig[0][k] : toks[0].size();
+      auto [from, to] = gap(0, k);
       for (size_t i = from; i < to; ++i)
         if (toks[0][i].kind == Token::Kind::comment) replace[i] = "";
     }
     if (k == sig[0].size()) break;
     const Token &t = toks[0][sig[0][k]];
-    std::string t0 = text(0, k);
+    std::string_view t0 = text(0, k);
     bool same = true;
     for (size_t r = 1; r < sources.size(); ++r) same = same && toks[r][sig[r][k]].kind == t.kind && text(r, k) == t0;
     if (!same) {
@@ -174,7 +181,7 @@ std::optional<std::string> merge_rank_sources(const std::vector<std::string> &so
       std::vector<std::string> values;
       for (size_t r = 0; r < sources.size(); ++r) {
         if (toks[r][sig[r][k]].kind != t.kind) return std::nullopt;
-        values.push_back(text(r, k));
+        values.emplace_back(text(r, k));
       }
       // Adjacent string literals concatenate: one of them cannot become a table lookup.
       if (t.kind == Token::Kind::string &&

@@ -138,7 +138,7 @@ class Replay {
         use(have);
         Box box = shard_region(g_.tensor(a.dst).shape, ds, static_cast<int64_t>(i));
         // An optimizer update of the same sharding writes its destination in place: no copy.
-        bool in_place = static_cast<size_t>(a.src) < in_place_.size() && in_place_[static_cast<size_t>(a.src)];
+        bool in_place = written_in_place(a.src);
         if (steps_) {
           CommStep &st = step(CommStep::Kind::assign, a.dst);
           st.slot = static_cast<int>(k);
@@ -155,6 +155,10 @@ class Replay {
   }
 
  private:
+  /** Whether `t` is an optimizer update's new value written in place into its assign's destination. */
+  bool written_in_place(TensorId t) const {
+    return static_cast<size_t>(t) < in_place_.size() && in_place_[static_cast<size_t>(t)];
+  }
 
   struct Owned {
     int rank;
@@ -527,9 +531,8 @@ class Replay {
         if (t == kNoTensor || !replays(t)) continue;
         Box box = shard_region(g_.tensor(t).shape, *sharding_[t], static_cast<int64_t>(i));
         // An update written in place into its parameter (or state) takes no buffer of its own.
-        bool in_place = static_cast<size_t>(t) < in_place_.size() && in_place_[static_cast<size_t>(t)];
         owned_[t].push_back(
-            {r, box, in_place ? kNone : buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
+            {r, box, written_in_place(t) ? kNone : buffer(r, bytes(t, std::max<int64_t>(box_volume(box), 1)), kKernel)});
       }
     }
     for (TensorId t : op.outputs)

@@ -13,6 +13,15 @@
 namespace cleave {
 namespace {
 
+/** IR text declaring a Linear's tensors on 3 dims as torch exports it (MatMul x·w into m, then Add of the bias into
+ *  a); the tests add its ops, in the operand order they check. */
+const std::string kLinearTensors = R"(tensor x f32[2,4,3] input
+tensor w f32[3,5] param
+tensor bias f32[5] param
+tensor m f32[2,4,5] activation
+tensor a f32[2,4,5] activation
+)";
+
 /** The tensors RoundToBf16 ops read, by name. */
 std::set<std::string> rounded_inputs(const Graph &g) {
   std::set<std::string> out;
@@ -58,13 +67,7 @@ output loss
 }
 
 TEST(Autocast, LinearBiasAddRoundsOnceNormsFollowTheirInput) {
-  Graph g = parse_graph(R"(graph seq
-tensor x f32[2,4,3] input
-tensor w f32[3,5] param
-tensor bias f32[5] param
-tensor m f32[2,4,5] activation
-tensor a f32[2,4,5] activation
-tensor scale f32[5] param
+  Graph g = parse_graph("graph seq\n" + kLinearTensors + R"(tensor scale f32[5] param
 tensor shift f32[5] param
 tensor n f32[2,4,5] activation
 tensor mean f32[2,4,1] activation
@@ -84,13 +87,7 @@ output n
 TEST(Autocast, KeepsAssignsAndRoundsALinearFeedingPointwiseOps) {
   // BatchNorm's running-statistics updates are assigns of the forward graph (the importer writes them): they must
   // survive the rebuild. A Linear's bias add read by Tanh alone still rounds (torch rounds F.linear's result).
-  Graph g = parse_graph(R"(graph bn
-tensor x f32[2,4,3] input
-tensor w f32[3,5] param
-tensor bias f32[5] param
-tensor m f32[2,4,5] activation
-tensor a f32[2,4,5] activation
-tensor t f32[2,4,5] activation
+  Graph g = parse_graph("graph bn\n" + kLinearTensors + R"(tensor t f32[2,4,5] activation
 tensor running f32[5] param
 tensor next f32[5] activation
 op proj MatMul forward (x, w) -> (m)
