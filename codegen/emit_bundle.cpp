@@ -344,11 +344,8 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
   s += "  const rt::Context &ctx = rt::init(&argc, &argv);\n";
   s += "  if (ctx.world != " + std::to_string(l.devices) + ") rt::fail(\"this bundle needs " +
        std::to_string(l.devices) + " ranks, got \" + std::to_string(ctx.world));\n";
-  if (shared)
-    s += "  if (ctx.launcher_rank >= 0 && ctx.launcher_rank != ctx.rank)\n"
-         "    rt::fail(\"launched as rank \" + std::to_string(ctx.launcher_rank) + \" (its weights file) but MPI made it "
-         "rank \" + std::to_string(ctx.rank));\n"
-         "  " + std::string(kRankIndex) + " = ctx.rank;\n";
+  if (shared)  // rt::init checked that the launcher, which chose the weights file, agrees on the rank
+    s += "  " + std::string(kRankIndex) + " = ctx.rank;\n";
   else
     s += "  if (ctx.rank != " + std::to_string(r) + ") rt::fail(\"rank_" + std::to_string(r) +
          " started as rank \" + std::to_string(ctx.rank));\n";

@@ -94,6 +94,10 @@ void init_process(int *argc, char ***argv, Context &c) {
   if (c.launcher_world > 0 && c.launcher_world != c.world)
     fail("the launcher (" + c.launcher + ") reports " + std::to_string(c.launcher_world) +
          " ranks but MPI has " + std::to_string(c.world) + " (is MPI built with this launcher's support?)");
+  // The launch scripts pick a rank's weights file (and program) by the launcher's rank: it must be MPI's.
+  if (c.launcher_rank >= 0 && c.launcher_rank != c.rank)
+    fail("the launcher (" + c.launcher + ") says this process is rank " + std::to_string(c.launcher_rank) +
+         " but MPI made it rank " + std::to_string(c.rank));
 }
 
 namespace {

@@ -5,7 +5,8 @@
 #  - kill -9 of rank 2 mid-run: `rank 2 was killed by signal 9 (Killed)`;
 #  - SIGSTOP of rank 2 mid-run, CLEAVE_COMM_TIMEOUT=5: `rank 2 stopped responding in step K (its last collective: ...`;
 #  - a label out of range in rank 1's samples of step 3: `rank 1: loss: label 12 is out of range [0, 10)`;
-#  - a NaN in an input of step 12: `step 12: loss is nan`, after the loss lines of steps 1-12 on stdout.
+#  - a NaN in an input of step 12: `step 12: loss is nan`, after the loss lines of steps 1-12 on stdout;
+#  - run by hand under a launcher whose rank or size disagrees with MPI's: one line naming both (rt::init).
 # It prints the seconds from the kill and from the stop to the exit.
 # Usage: run_failures.sh CLEAVE_BINARY SOURCE_DIR
 set -u
@@ -91,6 +92,20 @@ signal_mid_run() {
   [ "$(echo "$seconds <= 60" | bc)" -eq 1 ] || fail "$1: took $seconds s"
 }
 
+# A launcher whose variables disagree with MPI (a singleton run of the program here, with RANK/WORLD_SIZE set): every
+# rank chooses its weights file by the launcher's rank, so init refuses, naming both.
+launcher_refused() {  # ENV MESSAGE
+  local out code
+  out=$(env $1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 "$work/b/build/ranks" \
+        --weights "$work/b/weights/rank_0.bin" --steps 1 2>&1)
+  code=$?
+  [ "$code" -ne 0 ] && [ "$code" -ne 124 ] || fail "launcher $1: exit status $code"
+  grep -qxF "cleave rank 0: $2" <<<"$out" || fail "launcher $1: no line 'cleave rank 0: $2' in: $(head -3 <<<"$out")"
+}
+launcher_refused "RANK=1 WORLD_SIZE=1" "the launcher (env) says this process is rank 1 but MPI made it rank 0"
+launcher_refused "RANK=0 WORLD_SIZE=3" \
+  "the launcher (env) reports 3 ranks but MPI has 1 (is MPI built with this launcher's support?)"
+
 signal_mid_run kill KILL
 expect kill "$code" '^error: rank 2 was killed by signal 9 \(Killed\)'
 
@@ -106,5 +121,5 @@ expect nan $? '^error: step 12: loss is nan'
 [ "$(grep -c '^step ' "$work/out")" -eq 12 ] && grep -q '^step 12 loss nan$' "$work/out" ||
   fail "nan: stdout does not end with the loss lines of steps 1-12"
 
-[ $failures -eq 0 ] && echo "ok: one error line for a killed rank, a stopped rank, a bad label and a NaN loss"
+[ $failures -eq 0 ] && echo "ok: one error line for a killed rank, a stopped rank, a bad label, a NaN loss and a launcher that disagrees with MPI"
 exit $((failures > 0))

@@ -129,4 +129,12 @@ check "--precision fp64 is refused (rc=$rc)" "[ $rc -ne 0 ] && echo \"\$out\" | 
 out=$("$CLEAVE" run "$tmp" --data x=a.npy --steps 1 2>&1)
 rc=$?
 check "run on a non-bundle is refused (rc=$rc)" "[ $rc -eq 1 ] && echo \"\$out\" | grep -q 'not a bundle'"
+# A manifest naming a program layout cleave does not write: one line naming the file and the value, nothing built.
+cp -r "$tmp/a" "$tmp/badprog"
+sed -i 's/"program": "ranks"/"program": "rank_0"/' "$tmp/badprog/manifest.json"
+out=$("$CLEAVE" run "$tmp/badprog" --data x=a.npy --steps 1 2>&1)
+rc=$?
+check "run refuses a manifest's unknown program (rc=$rc): $out" \
+  "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/badprog/manifest.json: malformed manifest: program \"rank_0\"' ] &&
+   [ ! -e '$tmp/badprog/build' ]"
 exit $fail

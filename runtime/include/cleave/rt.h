@@ -61,7 +61,7 @@ struct Context {
 };
 
 /** Calls MPI_Init (once), makes MPI errors return codes (so CLEAVE_MPI can report them) and reads the launcher's
- *  variables for logging. Returns the process-wide context. */
+ *  variables, fail()ing when they disagree with MPI's rank or size. Returns the process-wide context. */
 const Context &init(int *argc, char ***argv);
 /** The arithmetic of GEMMs and convolutions (cleave compile --precision): fp32 exactly, or TF32 tensor cores where
  *  the backend has them (CUDA: cuBLAS and cuDNN on Ampere and later; the cpu backend computes fp32 either way).
