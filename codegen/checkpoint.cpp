@@ -99,7 +99,7 @@ std::optional<Checkpoint> find_checkpoint(const std::string &path) {
     rt::ckpt::Manifest m = rt::ckpt::parse_manifest(rt::ckpt::read_file(manifest), manifest);
     fs::path at = fs::absolute(*dir).lexically_normal();
     if (at.filename().empty()) at = at.parent_path();  // "ck/step-00000004/"
-    return Checkpoint{at.string(), m.step, static_cast<int>(m.ranks)};
+    return Checkpoint{at.string(), m.step, static_cast<int>(m.ranks), m.scaler};
   } catch (const rt::ckpt::Error &e) {
     throw UserError(e.what());
   }
@@ -166,6 +166,11 @@ void reshard_checkpoint(const Checkpoint &ck, const Bundle &b, const std::string
                           rt::ckpt::encode(shards));
   }
   nlohmann::json m = {{"format", "cleave-checkpoint-1"}, {"step", ck.step}, {"ranks", b.ranks}, {"resharded_from", ck.dir}};
+  if (ck.scaler) {  // the scaler's state is the run's, not a rank's: it carries over whole
+    m["loss_scale"] = ck.scaler->scale;
+    m["growth_tracker"] = ck.scaler->growth_tracker;
+    m["skipped_steps"] = ck.scaler->skipped_steps;
+  }
   write_file_atomically("--resume", (fs::path(out_dir) / "manifest.json").string(), m.dump() + "\n");
 }
 

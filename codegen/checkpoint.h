@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/bundle_run.h"
+#include "runtime/common/checkpoint_format.h"
 
 namespace cleave::codegen {
 
@@ -29,6 +30,8 @@ struct Checkpoint {
   std::string dir;
   int64_t step = 0;
   int ranks = 0;
+  /** Loss scaling's state, for a run with it (rt::ckpt::Manifest::scaler). */
+  std::optional<rt::ckpt::ScalerState> scaler;
 };
 
 /** The checkpoint `path` names: `path` itself when it holds manifest.json, else the complete step-<k> directory

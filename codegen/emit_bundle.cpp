@@ -375,6 +375,16 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
   for (size_t i = 0; i < prog.persistent.size(); ++i)
     s += std::string(i ? ",\n            " : "") + shard_literal(g, prog, prog.persistent[i]);
   s += "});\n";
+  // Dynamic loss scaling (Graph::loss_scaling): the runtime keeps the scale (and its place in checkpoints) and writes
+  // it into the seed's buffer on the ranks holding one.
+  if (TensorId scale = g.loss_scaling.scale; scale != kNoTensor) {
+    std::string buf = "nullptr";
+    for (const PersistentShard &ps : prog.persistent)
+      if (ps.tensor == scale) buf = "b" + std::to_string(ps.buffer);
+    double init = data_as_doubles(g.tensor(scale)).at(0);
+    s += "  run.scale_losses(" + float_literal(init) + ", " + std::to_string(g.loss_scaling.growth_interval) + ", " +
+         buf + ");\n";
+  }
   // A tensor whose sample axis is not dim 0 reads its samples laid out behind the dims before it (NpyFile::outer).
   auto data_args = [&](const DataShard &d) {
     const Tensor &t = g.tensor(d.tensor);

@@ -210,6 +210,7 @@ std::string activation_expr(const Op &op) {
     case OpKind::Ceil: return "std::ceil(a)";
     case OpKind::Round: return "std::nearbyint(a)";  // halves to even in the default rounding mode
     case OpKind::RoundToBf16: return "cleave::round_bf16(a)";
+    case OpKind::RoundToFp16: return "cleave::round_fp16(a)";
     default: break;
   }
   CLEAVE_CHECK(false, "not an activation kind: ", op_kind_name(op.kind));
@@ -525,7 +526,7 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::LeakyRelu: case OpKind::Elu:
     case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
     case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
-    case OpKind::RoundToBf16:
+    case OpKind::RoundToBf16: case OpKind::RoundToFp16:
       return unary(call, activation_expr(op));
     case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::LeakyReluGrad:
     case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad: case OpKind::SoftplusGrad:

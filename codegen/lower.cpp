@@ -679,6 +679,8 @@ class Lowerer {
       if (loss >= 0) with_loss.push_back(loss);
       emit(static_cast<int>(r), "run.accumulate({" + grads + "}, " + (loss >= 0 ? ref(loss) : "nullptr") + ", micro);",
            with_loss);
+      if (g_.loss_scaling.scale != kNoTensor)  // may skip the updates below (rt::detail::skipping_updates)
+        emit(static_cast<int>(r), "run.unscale_grads({" + grads + "}, step);", bufs);
       emit(static_cast<int>(r), "run.clip_grads({" + grads + "}, step);", bufs);
       for (Instr &in : updates_[r]) out_.ranks[r].step.push_back(std::move(in));
     }

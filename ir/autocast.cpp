@@ -9,17 +9,29 @@
 namespace cleave {
 namespace {
 
-bool lower_precision(OpKind k) {
-  return k == OpKind::MatMul || k == OpKind::Gemm || k == OpKind::Conv || k == OpKind::ConvTranspose;
+bool lower_precision(OpKind k, DType low) {
+  return k == OpKind::MatMul || k == OpKind::Gemm || k == OpKind::Conv || k == OpKind::ConvTranspose ||
+         (low == DType::f16 && k == OpKind::PRelu);
 }
 
-bool float32_only(OpKind k) {
-  return k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss;
+/** Ops that compute in and give float32 whatever their inputs (autocast's fp32 lists). */
+bool float32_only(OpKind k, DType low) {
+  if (k == OpKind::SoftmaxCrossEntropyLoss || k == OpKind::NegativeLogLikelihoodLoss) return true;
+  if (low != DType::f16) return false;
+  switch (k) {
+    case OpKind::Exp: case OpKind::Log: case OpKind::Pow: case OpKind::Reciprocal: case OpKind::Softplus:
+    case OpKind::LayerNormalization: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::ReduceSum:
+    case OpKind::CumSum:
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** Output 0 has input 0's type; the other outputs (running or saved statistics) stay float32. */
-bool follows_input(OpKind k) {
-  return k == OpKind::BatchNormalization || k == OpKind::LayerNormalization || k == OpKind::InstanceNormalization;
+bool follows_input(OpKind k, DType low) {
+  return k == OpKind::BatchNormalization || k == OpKind::InstanceNormalization ||
+         (low == DType::bf16 && k == OpKind::LayerNormalization);
 }
 
 /** Ops whose outputs are values of their inputs (moved, selected, compared): a bfloat16 input needs no rounding. */
@@ -49,9 +61,12 @@ bool pointwise_arithmetic(OpKind k) {
 
 }  // namespace
 
-int autocast_bf16(Graph &g) {
+int autocast(Graph &g, DType low) {
+  CLEAVE_CHECK(low == DType::bf16 || low == DType::f16, "autocast to ", dtype_name(low));
+  const OpKind round_kind = low == DType::bf16 ? OpKind::RoundToBf16 : OpKind::RoundToFp16;
+  const std::string low_suffix = low == DType::bf16 ? ".bf16" : ".fp16";
   for (const Op &op : g.ops())
-    CLEAVE_CHECK(op.phase == Phase::forward, "autocast_bf16 runs on a forward graph; op ", op.name, " is not");
+    CLEAVE_CHECK(op.phase == Phase::forward, "autocast runs on a forward graph; op ", op.name, " is not");
   Graph out;
   out.name = g.name;
   out.outputs = g.outputs;
@@ -61,13 +76,13 @@ int autocast_bf16(Graph &g) {
     t.producer = kNoOp;
     out.add_tensor(std::move(t));
   }
-  std::vector<bool> bf16(static_cast<size_t>(g.num_tensors()), false);
+  std::vector<bool> is_low(static_cast<size_t>(g.num_tensors()), false);
   std::vector<std::vector<OpId>> readers = g.all_consumers();
   std::vector<bool> is_output(static_cast<size_t>(g.num_tensors()), false);
   for (TensorId t : g.outputs) is_output[static_cast<size_t>(t)] = true;
   // A pointwise result whose only reader continues the chain stays unrounded (pointwise_arithmetic).
   // torch's Linear on more than 2 dims exports as MatMul (or Gemm between Reshapes) and an Add of the bias; torch
-  // runs it as one bfloat16 op, rounding once after the bias. Such an Add rounds its bias and result like a GEMM,
+  // runs it as one low-precision op, rounding once after the bias. Such an Add rounds its bias and result like a GEMM,
   // and the product before it is not rounded.
   auto single_reader = [&](TensorId t) -> OpId {
     const std::vector<OpId> &r = readers[static_cast<size_t>(t)];
@@ -89,38 +104,38 @@ int autocast_bf16(Graph &g) {
     }
   }
   auto is_float32 = [&](TensorId t) { return t != kNoTensor && g.tensor(t).dtype == DType::f32; };
-  // First the types: which float tensors torch would hold as bfloat16 (the rules in autocast.h).
-  auto lower = [&](OpId id) { return lower_precision(g.op(id).kind) || bias_add[static_cast<size_t>(id)]; };
+  // First the types: which float tensors torch would hold in low precision (the rules in autocast.h).
+  auto lower = [&](OpId id) { return lower_precision(g.op(id).kind, low) || bias_add[static_cast<size_t>(id)]; };
   for (OpId id = 0; id < g.num_ops(); ++id) {
     const Op &op = g.op(id);
-    bool low = false;
+    bool gives_low = false;
     if (lower(id)) {
-      low = true;
-    } else if (follows_input(op.kind)) {
-      low = op.input(0) != kNoTensor && bf16[static_cast<size_t>(op.input(0))];
-    } else if (!float32_only(op.kind)) {
+      gives_low = true;
+    } else if (follows_input(op.kind, low)) {
+      gives_low = op.input(0) != kNoTensor && is_low[static_cast<size_t>(op.input(0))];
+    } else if (!float32_only(op.kind, low)) {
       bool any = false, promoted = false;
       for (TensorId in : op.inputs) {
         if (!is_float32(in)) continue;
-        if (bf16[static_cast<size_t>(in)]) any = true;
+        if (is_low[static_cast<size_t>(in)]) any = true;
         else if (num_elements(g.tensor(in).shape) > 1) promoted = true;
       }
-      low = any && !promoted;
+      gives_low = any && !promoted;
     }
     for (size_t k = 0; k < op.outputs.size(); ++k)
-      if (low && is_float32(op.outputs[k]) && !(follows_input(op.kind) && k > 0))
-        bf16[static_cast<size_t>(op.outputs[k])] = true;
+      if (gives_low && is_float32(op.outputs[k]) && !(follows_input(op.kind, low) && k > 0))
+        is_low[static_cast<size_t>(op.outputs[k])] = true;
   }
-  // A pointwise result read only by the next piece of a bfloat16 pointwise chain stays unrounded (but not a GEMM's
+  // A pointwise result read only by the next piece of a low-precision pointwise chain stays unrounded (but not a GEMM's
   // bias add: torch rounds its Linear's result before the next op).
   auto inside_chain = [&](OpId id, TensorId y) {
     OpId r = single_reader(y);
     return pointwise_arithmetic(g.op(id).kind) && !lower(id) && r != kNoOp && pointwise_arithmetic(g.op(r).kind) &&
-           bf16[static_cast<size_t>(g.op(r).output(0))];
+           is_low[static_cast<size_t>(g.op(r).output(0))];
   };
 
   // Then the graph, with the rounding ops.
-  std::map<TensorId, TensorId> rounded;  // float32 tensor -> its bfloat16 copy, made once
+  std::map<TensorId, TensorId> rounded;  // float32 tensor -> its rounded copy, made once
   std::vector<OpId> new_id(static_cast<size_t>(g.num_ops()), kNoOp);
   int added = 0;
   // A new activation shaped like `like`, named after it (the fields are copied first: adding moves the tensors).
@@ -133,7 +148,7 @@ int autocast_bf16(Graph &g) {
   auto round_op = [&](TensorId in, TensorId result, const std::string &name) {
     Op r;
     r.name = out.fresh_op_name(name);
-    r.kind = OpKind::RoundToBf16;
+    r.kind = round_kind;
     r.inputs = {in};
     r.outputs = {result};
     out.add_op(std::move(r));
@@ -144,20 +159,20 @@ int autocast_bf16(Graph &g) {
     if (op.group != kNoOp) op.group = op.group == id ? kNoOp : new_id[static_cast<size_t>(op.group)];
     if (lower(id)) {
       for (TensorId &in : op.inputs) {
-        if (!is_float32(in) || bf16[static_cast<size_t>(in)]) continue;
+        if (!is_float32(in) || is_low[static_cast<size_t>(in)]) continue;
         auto it = rounded.find(in);
         if (it == rounded.end()) {
-          TensorId copy = add_like(in, ".bf16");
-          round_op(in, copy, out.tensor(in).name + ".to_bf16");
+          TensorId copy = add_like(in, low_suffix.c_str());
+          round_op(in, copy, out.tensor(in).name + ".to" + low_suffix.substr(1));
           it = rounded.emplace(in, copy).first;
         }
         in = it->second;
       }
     }
-    std::vector<std::pair<size_t, TensorId>> to_round;  // bfloat16 outputs this op may not hold as such
+    std::vector<std::pair<size_t, TensorId>> to_round;  // low-precision outputs this op may not hold as such
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId y = op.outputs[k];
-      if (y == kNoTensor || !bf16[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(id, y) ||
+      if (y == kNoTensor || !is_low[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(id, y) ||
           feeds_bias[static_cast<size_t>(id)])
         continue;
       op.outputs[k] = add_like(y, ".f32");
@@ -165,7 +180,7 @@ int autocast_bf16(Graph &g) {
     }
     std::string name = op.name;
     new_id[static_cast<size_t>(id)] = out.add_op(std::move(op));
-    for (auto &[k, y] : to_round) round_op(out.op(new_id[static_cast<size_t>(id)]).outputs[k], y, name + ".bf16");
+    for (auto &[k, y] : to_round) round_op(out.op(new_id[static_cast<size_t>(id)]).outputs[k], y, name + low_suffix);
   }
   g = std::move(out);
   return added;

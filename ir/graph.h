@@ -99,6 +99,18 @@ struct Assign {
   TensorId src = kNoTensor;
 };
 
+/** Dynamic loss scaling, as torch.cuda.amp.GradScaler does it with its default factors. The backward pass is seeded
+ *  with `scale` (a float32 optimizer_state tensor shaped like the loss, holding the current scale) instead of 1.
+ *  Between the gradients and the updates (after --accumulate's averaging, before --clip-grad-norm): when any gradient
+ *  element is not finite the step's updates are skipped (parameters and optimizer state keep their values; Adam's
+ *  step count does not advance) and the scale is halved; otherwise the gradients are multiplied by 1/scale (in
+ *  float32) and, after `growth_interval` such steps in a row, the scale doubles. The runtime and `cleave eval` own
+ *  this logic (rt::TrainingRun::unscale_grads); the graph only carries the seed. */
+struct LossScaling {
+  TensorId scale = kNoTensor;
+  int64_t growth_interval = 0;
+};
+
 class Graph {
  public:
   std::string name = "main";
@@ -107,6 +119,8 @@ class Graph {
   /** The scalar loss of a training graph, or kNoTensor. */
   TensorId loss = kNoTensor;
   std::vector<Assign> assigns;
+  /** Set when the loss is scaled (--precision fp16, --loss-scale); scale is kNoTensor otherwise. */
+  LossScaling loss_scaling;
 
   /** Adds a tensor; throws UserError if the name is taken. */
   TensorId add_tensor(Tensor t);

@@ -239,6 +239,21 @@ class GraphParser {
       else if (head.text == "op") parse_op(p);
       else if (head.text == "output") g_.outputs.push_back(tensor_ref(p, p.name("a tensor name")));
       else if (head.text == "loss") g_.loss = tensor_ref(p, p.name("a tensor name"));
+      else if (head.text == "loss_scale") {
+        TensorId s = g_.loss_scaling.scale = tensor_ref(p, p.name("a tensor name"));
+        // The scale's first value (optimizer state carries no data in IR text).
+        if (p.word("init") != "init") p.fail("expected init=SCALE");
+        p.expect("=");
+        auto init = to_double(p.word("a loss scale"));
+        if (!init || !(*init > 0)) p.fail("the first loss scale must be a positive number");
+        Tensor &st = g_.tensor(s);
+        st.data = encode_doubles(DType::f32, std::vector<double>(static_cast<size_t>(num_elements(st.shape)), *init));
+        if (p.word("growth_interval") != "growth_interval") p.fail("expected growth_interval=N");
+        p.expect("=");
+        auto n = to_int(p.word("a growth interval"));
+        if (!n || *n < 1) p.fail("the growth interval must be a positive integer");
+        g_.loss_scaling.growth_interval = *n;
+      }
       else if (head.text == "assign") {
         Assign a;
         a.dst = tensor_ref(p, p.name("a tensor name"));

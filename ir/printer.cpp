@@ -131,6 +131,10 @@ std::string print_graph(const Graph &g) {
   for (const Op &op : g.ops()) s += print_op(g, op) + "\n";
   for (TensorId out : g.outputs) s += "output " + print_name(g.tensor(out).name) + "\n";
   if (g.loss != kNoTensor) s += "loss " + print_name(g.tensor(g.loss).name) + "\n";
+  if (g.loss_scaling.scale != kNoTensor)
+    s += "loss_scale " + print_name(g.tensor(g.loss_scaling.scale).name) + " init=" +
+         float_text(static_cast<float>(data_as_doubles(g.tensor(g.loss_scaling.scale)).at(0))) +
+         " growth_interval=" + std::to_string(g.loss_scaling.growth_interval) + "\n";
   for (const Assign &a : g.assigns)
     s += "assign " + print_name(g.tensor(a.dst).name) + " <- " + print_name(g.tensor(a.src).name) + "\n";
   return s;

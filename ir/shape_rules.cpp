@@ -810,6 +810,7 @@ Types rule_Floor(const RuleArgs &r) { return unary(r); }
 Types rule_Ceil(const RuleArgs &r) { return unary(r); }
 Types rule_Round(const RuleArgs &r) { return unary(r); }
 Types rule_RoundToBf16(const RuleArgs &r) { return unary(r); }
+Types rule_RoundToFp16(const RuleArgs &r) { return unary(r); }
 Types rule_ClipGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_HardSigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_HardSwishGrad(const RuleArgs &r) { return elementwise_grad(r); }

@@ -106,6 +106,18 @@ void check_graph_links(const Graph &g, std::vector<std::string> &out) {
       if (!is_float(l.dtype)) out.push_back("loss " + tensor_label(l) + " is not a float tensor");
     }
   }
+  if (g.loss_scaling.scale != kNoTensor) {
+    if (!valid(g.loss_scaling.scale)) {
+      out.push_back("loss scale id out of range");
+    } else {
+      const Tensor &s = g.tensor(g.loss_scaling.scale);
+      if (g.loss == kNoTensor || !valid(g.loss)) out.push_back("a loss scale without a loss");
+      else if (s.shape != g.tensor(g.loss).shape || s.dtype != DType::f32)
+        out.push_back("loss scale " + tensor_label(s) + " is not a float32 tensor shaped like the loss");
+      if (s.role != Role::optimizer_state) out.push_back("loss scale " + tensor_label(s) + " is not optimizer state");
+      if (g.loss_scaling.growth_interval < 1) out.push_back("loss scale growth interval below 1");
+    }
+  }
   std::set<TensorId> assigned;
   for (const Assign &a : g.assigns) {
     if (!valid(a.dst) || !valid(a.src)) {

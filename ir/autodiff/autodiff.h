@@ -23,8 +23,16 @@ struct OptimizerConfig {
   bool nesterov = false;
 };
 
+/** Dynamic loss scaling (Graph::loss_scaling): the first scale and the growth interval, torch's defaults. */
+struct LossScaleConfig {
+  double init = 65536.0;
+  int64_t growth_interval = 2000;
+};
+
 struct TrainOptions {
   OptimizerConfig optimizer;
+  /** Set: the gradients are computed from the loss times a scale (Graph::loss_scaling). */
+  std::optional<LossScaleConfig> loss_scale;
   /** Initializer names not to train. */
   std::vector<std::string> freeze;
   /** The loss output's name; empty = the graph's only scalar float output. */

@@ -94,6 +94,9 @@ void grad_Identity(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Identity, c
 // A cast to bfloat16 and back, as torch.autocast's: the gradient reaching the bfloat16 value is itself a bfloat16
 // tensor, and the cast's backward hands it on as float.
 void grad_RoundToBf16(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::RoundToBf16, c.dy(0), c.grad_name(0)); }
+// Likewise for float16: a gradient too large for binary16 becomes inf here, which --precision fp16's loss scaling
+// detects (the step is skipped and the scale lowered).
+void grad_RoundToFp16(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::RoundToFp16, c.dy(0), c.grad_name(0)); }
 // exp' = exp: dX = dY * Y.
 void grad_Exp(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Mul, c.dy(0), c.out(0), c.grad_name(0)); }
 void grad_Log(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Div, c.dy(0), c.in(0), c.grad_name(0)); }
@@ -686,6 +689,7 @@ constexpr GradRule kRule_Floor = rule(grad_zero);
 constexpr GradRule kRule_Ceil = rule(grad_zero);
 constexpr GradRule kRule_Round = rule(grad_zero);
 constexpr GradRule kRule_RoundToBf16 = rule(grad_RoundToBf16);
+constexpr GradRule kRule_RoundToFp16 = rule(grad_RoundToFp16);
 constexpr GradRule kRule_InstanceNormalization = rule(grad_InstanceNormalization);
 constexpr GradRule kRule_ConvTranspose = rule(grad_ConvTranspose);
 constexpr GradRule kRule_Resize = rule(grad_Resize);
@@ -746,7 +750,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 121, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 122, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

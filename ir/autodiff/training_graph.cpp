@@ -3,6 +3,7 @@
 // Order: params are updated in tensor-id order (the order of the model's initializers), so the update ops, their
 // state tensors and the assigns come out the same for the same model.
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "ir/autodiff/autodiff.h"
@@ -127,8 +128,24 @@ void build_training_graph(Graph &g, const TrainOptions &opts) {
   for (TensorId t = 0; t < g.num_tensors(); ++t)
     if (g.tensor(t).role == Role::param && is_float(g.tensor(t).dtype)) candidates.push_back(t);
   g.loss = loss;
+  TensorId seed = kNoTensor;
+  if (opts.loss_scale) {
+    const LossScaleConfig &c = *opts.loss_scale;
+    if (!(c.init > 0) || !std::isfinite(static_cast<float>(c.init)))
+      CLEAVE_USER_ERROR("--loss-scale ", c.init, ": the first loss scale must be a positive float32 number");
+    if (c.growth_interval < 1)
+      CLEAVE_USER_ERROR("--loss-scale-growth-interval ", c.growth_interval, ": must be at least 1");
+    Tensor s;
+    s.name = g.fresh_tensor_name("loss_scale");
+    s.dtype = DType::f32;
+    s.shape = g.tensor(loss).shape;
+    s.role = Role::optimizer_state;
+    s.data = encode_doubles(DType::f32, std::vector<double>(static_cast<size_t>(num_elements(s.shape)), c.init));
+    seed = g.add_tensor(std::move(s));
+    g.loss_scaling = {seed, c.growth_interval};
+  }
   // A param the loss does not reach gets no entry and is not trained (torch skips params whose grad is None).
-  std::map<TensorId, TensorId> grads = append_gradients(g, loss, candidates);
+  std::map<TensorId, TensorId> grads = append_gradients(g, loss, candidates, seed);
 
   for (TensorId p : candidates) {
     auto it = grads.find(p);

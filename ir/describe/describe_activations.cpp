@@ -88,6 +88,9 @@ Descs describe_Round(const Graph &g, const Op &op) { return unary(g, op, [](cons
 Descs describe_RoundToBf16(const Graph &g, const Op &op) {
   return unary(g, op, [](const E &x) { return round_bf16(x); });
 }
+Descs describe_RoundToFp16(const Graph &g, const Op &op) {
+  return unary(g, op, [](const E &x) { return round_fp16(x); });
+}
 
 Descs describe_ClipGrad(const Graph &g, const Op &op) {
   return grad(g, op, [&](const E &dy, const E &x) {

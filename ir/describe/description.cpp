@@ -97,6 +97,7 @@ std::string fn_name(Fn f) {
     case Fn::round: return "round";
     case Fn::sign: return "sign";
     case Fn::round_bf16: return "round_bf16";
+    case Fn::round_fp16: return "round_fp16";
     case Fn::max: return "max";
     case Fn::min: return "min";
     case Fn::eq: return "eq";

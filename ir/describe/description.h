@@ -61,6 +61,7 @@ enum class Fn : uint8_t {
   neg, exp, log, sqrt, erf, relu, sigmoid, tanh, step,      // unary; step(x) = x > 0 ? 1 : 0
   abs, floor, ceil, round, sign,                            // unary; round: halves to even; sign(NaN) = 0
   round_bf16,                                               // unary: to the nearest bfloat16, ties to even
+  round_fp16,                                               // unary: to the nearest binary16, ties to even
   max, min,                                                 // binary; NaN if either operand is NaN
   eq,                                                       // eq(a, b) = a == b ? 1 : 0
   where,                                                    // where(c, a, b) = c != 0 ? a : b
@@ -132,6 +133,7 @@ inline E ceil(const E &a) { return call(Fn::ceil, {a}); }
 inline E round(const E &a) { return call(Fn::round, {a}); }
 inline E sign(const E &a) { return call(Fn::sign, {a}); }
 inline E round_bf16(const E &a) { return call(Fn::round_bf16, {a}); }
+inline E round_fp16(const E &a) { return call(Fn::round_fp16, {a}); }
 inline E max(const E &a, const E &b) { return call(Fn::max, {a, b}); }
 inline E min(const E &a, const E &b) { return call(Fn::min, {a, b}); }
 inline E pow(const E &a, const E &b) { return call(Fn::pow, {a, b}); }

@@ -153,6 +153,7 @@ class Evaluator {
       case Fn::round: return std::nearbyint(a);
       case Fn::sign: return a > 0 ? 1 : a < 0 ? -1 : 0;
       case Fn::round_bf16: return double_from_bf16_bits(bf16_bits_from_double(a));
+      case Fn::round_fp16: return double_from_f16_bits(f16_bits_from_double(a));
       case Fn::max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
       case Fn::min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
       case Fn::eq: return a == b ? 1 : 0;

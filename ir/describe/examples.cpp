@@ -222,6 +222,7 @@ Graph example_op(OpKind kind) {
       return activation(kind).attr("alpha", 0.3).build(phase_of(kind));
     case K::HardSwish: case K::HardSwishGrad: case K::Softplus: case K::SoftplusGrad: case K::Softsign:
     case K::SoftsignGrad: case K::Abs: case K::Sign: case K::Floor: case K::Ceil: case K::Round: case K::RoundToBf16:
+    case K::RoundToFp16:
       return activation(kind).build(phase_of(kind));
     case K::PRelu: return Example(kind).in("X", m2).in("slope", {6}).out("Y").build(fwd);
     case K::PReluGrad:

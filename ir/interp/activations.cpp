@@ -79,6 +79,9 @@ void kernel_Round(const KernelArgs &k) { unary(k, [](double x) { return std::nea
 void kernel_RoundToBf16(const KernelArgs &k) {
   unary(k, [](double x) { return double_from_bf16_bits(bf16_bits_from_double(x)); });
 }
+void kernel_RoundToFp16(const KernelArgs &k) {
+  unary(k, [](double x) { return double_from_f16_bits(f16_bits_from_double(x)); });
+}
 
 void kernel_ClipGrad(const KernelArgs &k) {
   bool has_lo = k.op.has_attr("min"), has_hi = k.op.has_attr("max");

@@ -143,6 +143,17 @@ std::optional<int64_t> json_int(const std::string &text, const std::string &key)
   return v;
 }
 
+/** The number after `"key":`, if there is one. */
+std::optional<double> json_double(const std::string &text, const std::string &key) {
+  size_t at = text.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::nullopt;
+  const char *begin = text.c_str() + at + key.size() + 3;
+  char *end = nullptr;
+  double v = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 std::string step_dir_name(int64_t step) {
@@ -152,8 +163,15 @@ std::string step_dir_name(int64_t step) {
 }
 
 std::string manifest_text(const Manifest &m) {
-  return "{\"format\": \"cleave-checkpoint-1\", \"step\": " + std::to_string(m.step) + ", \"ranks\": " +
-         std::to_string(m.ranks) + ", \"samples_per_step\": " + std::to_string(m.samples_per_step) + "}\n";
+  std::string s = "{\"format\": \"cleave-checkpoint-1\", \"step\": " + std::to_string(m.step) + ", \"ranks\": " +
+                  std::to_string(m.ranks) + ", \"samples_per_step\": " + std::to_string(m.samples_per_step);
+  if (m.scaler) {
+    char scale[40];
+    std::snprintf(scale, sizeof scale, "%.17g", m.scaler->scale);
+    s += ", \"loss_scale\": " + std::string(scale) + ", \"growth_tracker\": " +
+         std::to_string(m.scaler->growth_tracker) + ", \"skipped_steps\": " + std::to_string(m.scaler->skipped_steps);
+  }
+  return s + "}\n";
 }
 
 Manifest parse_manifest(const std::string &text, const std::string &path) {
@@ -165,6 +183,12 @@ Manifest parse_manifest(const std::string &text, const std::string &path) {
   m.step = *step;
   m.ranks = *ranks;
   m.samples_per_step = json_int(text, "samples_per_step").value_or(0);
+  if (std::optional<double> scale = json_double(text, "loss_scale")) {
+    std::optional<int64_t> tracker = json_int(text, "growth_tracker"), skipped = json_int(text, "skipped_steps");
+    if (!(*scale > 0) || !tracker || !skipped || *tracker < 0 || *skipped < 0)
+      throw Error(path + ": a loss scale without a valid growth_tracker and skipped_steps");
+    m.scaler = ScalerState{*scale, *tracker, *skipped};
+  }
   return m;
 }
 

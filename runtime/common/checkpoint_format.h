@@ -54,10 +54,19 @@ std::vector<Entry> decode(const std::string &file, const std::string &path);
 // rank 0 writes last: a directory without a manifest is incomplete and never read.
 
 /** What manifest.json says. */
+/** Dynamic loss scaling's state after a checkpoint's step (rt::TrainingRun::unscale_grads). */
+struct ScalerState {
+  double scale = 0;
+  int64_t growth_tracker = 0;  // steps in a row without overflow
+  int64_t skipped_steps = 0;
+};
+
 struct Manifest {
   int64_t step = -1;
   int64_t ranks = 0;
   int64_t samples_per_step = 0;
+  /** A run with loss scaling records its scaler ("loss_scale", "growth_tracker", "skipped_steps"). */
+  std::optional<ScalerState> scaler;
 };
 /** "step-00000042". */
 std::string step_dir_name(int64_t step);

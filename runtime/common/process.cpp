@@ -102,9 +102,18 @@ void init_process(int *argc, char ***argv, Context &c) {
 
 namespace {
 double g_last_loss = std::nan("");
+double g_loss_scale = 0;
+bool g_loss_scale_skipped = false;
 }  // namespace
 
 double last_loss() { return g_last_loss; }
+
+void note_loss_scale(double scale, bool skipped) {
+  g_loss_scale = scale;
+  g_loss_scale_skipped = skipped;
+}
+
+double noted_loss_scale() { return g_loss_scale; }
 
 void print_loss(int64_t step, double value) {
   g_last_loss = value;
@@ -112,9 +121,12 @@ void print_loss(int64_t step, double value) {
   static Clock::time_point last_flush;
   static bool flushed = false;
   // (A NaN prints as "nan" whatever its sign bit.)
-  std::printf("step %lld loss %.9g\n", static_cast<long long>(step), std::isnan(value) ? std::fabs(value) : value);
-  // Training on from a non-finite loss only spreads NaN through every parameter: end the job, naming the step.
-  if (!std::isfinite(value)) {
+  std::printf("step %lld loss %.9g", static_cast<long long>(step), std::isnan(value) ? std::fabs(value) : value);
+  if (g_loss_scale > 0) std::printf(" loss_scale %.9g%s", g_loss_scale, g_loss_scale_skipped ? " skipped" : "");
+  std::printf("\n");
+  // Training on from a non-finite loss only spreads NaN through every parameter: end the job, naming the step
+  // (unless loss scaling skipped the step's updates).
+  if (!std::isfinite(value) && !g_loss_scale_skipped) {
     std::string what =
         "step " + std::to_string(step) + ": loss is " + (std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf");
     fail_job(what, what);

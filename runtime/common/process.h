@@ -25,6 +25,12 @@ void init_process(int *argc, char ***argv, Context &c);
  *  rank's stdout is a pseudo-terminal forwarded by the launcher, and a flush per step cost rank 0 30-80 us (a write,
  *  and waking the forwarding process, which took a core from the ranks of a small host) on steps of 0.2-4 ms. */
 void print_loss(int64_t step, double value);
+/** Loss scaling's outcome for this step (TrainingRun::unscale_grads), before its print_loss: the line then ends with
+ *  ` loss_scale S` (the scale the step used) and ` skipped` for a skipped step, whose loss may be inf or NaN without
+ *  ending the job (the scaler skipped its updates, as torch's GradScaler does). */
+void note_loss_scale(double scale, bool skipped);
+/** The scale last noted (0 before any). */
+double noted_loss_scale();
 /** The value of the last print_loss (NaN before the first). */
 double last_loss();
 /** Flushes the loss lines printed so far (finalize, the watchdogs). */

@@ -24,6 +24,19 @@
 #include "common/run_status.h"
 
 namespace cleave::rt {
+
+namespace detail {
+bool g_skip_updates = false;
+int64_t g_skipped_updates = 0;
+
+bool skipped_update(int64_t n, std::initializer_list<std::pair<const float *, float *>> kept) {
+  if (!g_skip_updates) return false;
+  for (const auto &[in, out] : kept)
+    if (in != out) copy(out, in, n * static_cast<int64_t>(sizeof(float)));
+  return true;
+}
+}  // namespace detail
+
 namespace {
 namespace fs = std::filesystem;
 
@@ -184,6 +197,11 @@ void TrainingRun::load(std::vector<NamedBuffer> state) {
       fail("--resume " + dir.string() + ": a checkpoint of " + std::to_string(m.ranks) + " ranks, this run has " +
            std::to_string(c.world) + " (`cleave run --resume` reshards it)");
     checkpoint_load((dir / ("rank_" + std::to_string(c.rank) + ".bin")).string(), state_);
+    if (m.scaler) {  // scale_losses takes them
+      resumed_scale_ = m.scaler->scale;
+      resumed_tracker_ = m.scaler->growth_tracker;
+      detail::g_skipped_updates = m.scaler->skipped_steps;
+    }
     first_step_ = m.step + 1;
     last_checkpoint_ = m.step;
     log_info("resumed from " + dir.string() + " after step " + std::to_string(m.step));
@@ -388,11 +406,56 @@ std::string TrainingRun::graph_obstacle() const {
   if (!cuda_graphs_) return "--cuda-graphs off";
   if (accumulate_ > 1) return "--accumulate runs different work in each pass";
   if (clip_norm_ > 0) return "--clip-grad-norm reads the gradient norm on the host";
+  if (scaling_) return "loss scaling decides on the host whether a step's updates run";
   if (!log_json_.empty()) return "--log-json reads the gradient norm on the host";
   return "";
 }
 
+void TrainingRun::scale_losses(float init, int64_t growth_interval, float *scale) {
+  if (!(init > 0) || !std::isfinite(init) || growth_interval < 1)
+    fail("scale_losses: a first scale of " + std::to_string(init) + " and growth interval " +
+         std::to_string(growth_interval));
+  scaling_ = true;
+  scale_ = resumed_scale_ > 0 ? resumed_scale_ : init;
+  scale_tracker_ = resumed_tracker_;
+  scale_growth_interval_ = growth_interval;
+  scale_buffer_ = scale;
+  float s = static_cast<float>(scale_);
+  if (scale_buffer_) copy_from_host(scale_buffer_, &s, sizeof s);
+}
+
+void TrainingRun::unscale_grads(const std::vector<GradShard> &grads, int64_t step) {
+  if (!scaling_) fail("unscale_grads before scale_losses");
+  // A sum of squares in double is finite exactly when every float element is (|x| < 2^128, so x^2 < 2^256).
+  int local = 0, any = 0;
+  for (const GradShard &g : grads)
+    if (!std::isfinite(sum_of_squares(g.ptr, g.n))) local = 1;
+  CLEAVE_MPI(MPI_Allreduce, &local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  double used = scale_;
+  detail::g_skip_updates = any != 0;
+  if (any) {  // torch.cuda.amp.GradScaler: backoff factor 0.5, the tracker restarts
+    scale_ = static_cast<float>(scale_ * 0.5);
+    scale_tracker_ = 0;
+    ++detail::g_skipped_updates;
+    if (scale_ == 0) fail("step " + std::to_string(step) + ": the loss scale fell to 0: every step overflowed");
+  } else {
+    float inv = static_cast<float>(1.0 / scale_);  // torch: the reciprocal in double, rounded to float
+    for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, inv);
+    if (++scale_tracker_ == scale_growth_interval_) {  // growth factor 2, where the result is finite
+      if (std::isfinite(static_cast<float>(scale_ * 2))) scale_ = static_cast<float>(scale_ * 2);
+      scale_tracker_ = 0;
+    }
+  }
+  host::note_loss_scale(used, any != 0);
+  float s = static_cast<float>(scale_);
+  if (scale_buffer_) copy_from_host(scale_buffer_, &s, sizeof s);
+}
+
 void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {
+  if (detail::g_skip_updates) {  // loss scaling skips this step: its gradients are not finite
+    last_grad_norm_ = std::nan("");
+    return;
+  }
   if (clip_norm_ <= 0 && log_json_.empty()) return;
   double local = 0, total = 0;
   for (const GradShard &g : grads)
@@ -416,8 +479,18 @@ bool TrainingRun::end_step(int64_t step) {
     if (!log_json_.empty()) {
       static double previous = started_;
       if (std::FILE *f = std::fopen(log_json_.c_str(), "ab")) {
-        std::fprintf(f, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.7g, \"grad_norm\": %.7g, \"seconds\": %.6f}\n",
-                     static_cast<long long>(step), loss, last_lr_, last_grad_norm_, now - previous);
+        // A skipped step (loss scaling) has no gradient norm: null, and its loss may not be finite either.
+        auto number = [](double v, const char *format) {
+          char text[40] = "null";
+          if (std::isfinite(v)) std::snprintf(text, sizeof text, format, v);
+          return std::string(text);
+        };
+        std::string scaling = scaling_ ? ", \"loss_scale\": " + number(host::noted_loss_scale(), "%.9g") +
+                                             (detail::g_skip_updates ? ", \"skipped\": true" : ", \"skipped\": false")
+                                       : "";
+        std::fprintf(f, "{\"step\": %lld, \"loss\": %s, \"lr\": %.7g, \"grad_norm\": %s%s, \"seconds\": %.6f}\n",
+                     static_cast<long long>(step), number(loss, "%.9g").c_str(), last_lr_,
+                     number(last_grad_norm_, "%.7g").c_str(), scaling.c_str(), now - previous);
         std::fclose(f);
       }
       previous = now;
@@ -467,7 +540,9 @@ void TrainingRun::write_checkpoint(int64_t step) {
   // The manifest makes the checkpoint complete: rank 0 writes it only once every rank's file is on disk.
   CLEAVE_MPI(MPI_Barrier, MPI_COMM_WORLD);
   if (c.rank != 0) return;
-  write_durably(dir / "manifest.json", ckpt::manifest_text({step, c.world, batch_}));
+  ckpt::Manifest m{step, c.world, batch_, std::nullopt};
+  if (scaling_) m.scaler = ckpt::ScalerState{scale_, scale_tracker_, detail::g_skipped_updates};
+  write_durably(dir / "manifest.json", ckpt::manifest_text(m));
   last_checkpoint_ = step;
   // Older checkpoints beyond --keep, and incomplete ones older than this (a crash while writing) go.
   std::map<int64_t, std::string> complete = checked([&] { return ckpt::complete_checkpoints(checkpoint_dir_); });

@@ -23,12 +23,14 @@ void add_in_place(float *y, const float *x, int64_t n) {
 }
 
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {
+  if (detail::skipped_update(n, {{p, p_out}})) return;
   double l = lr, wd = weight_decay;
   for (int64_t i = 0; i < n; ++i) p_out[i] = static_cast<float>(p[i] - l * (wd != 0 ? g[i] + wd * p[i] : g[i]));
 }
 
 void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
                    float weight_decay, bool nesterov, float *p_out, float *b_out) {
+  if (detail::skipped_update(n, {{p, p_out}, {b, b_out}})) return;
   double l = lr, mu = momentum, wd = weight_decay;
   for (int64_t i = 0; i < n; ++i) {
     double gi = wd != 0 ? g[i] + wd * p[i] : g[i];  // as torch: 0 * an infinite mask would be NaN
@@ -43,6 +45,8 @@ void momentum_step(int64_t n, const float *p, const float *g, const float *b, fl
 void adam_step(int64_t n, const float *p, const float *g, const float *m, const float *v, float lr, float beta1,
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out) {
+  if (detail::skipped_update(n, {{p, p_out}, {m, m_out}, {v, v_out}})) return;
+  step -= detail::g_skipped_updates;
   if (step < 1) fail("adam_step: step " + std::to_string(step) + " must be >= 1");
   double l = lr, b1 = beta1, b2 = beta2, e = eps, wd = weight_decay, t = static_cast<double>(step);
   double bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);

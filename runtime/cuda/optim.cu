@@ -143,11 +143,13 @@ void add_in_place(float *y, const float *x, int64_t n) {
 }
 
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out) {
+  if (detail::skipped_update(n, {{p, p_out}})) return;
   CLEAVE_ELEMENTWISE(sgd_kernel, n, p, g, static_cast<double>(lr), static_cast<double>(weight_decay), p_out);
 }
 
 void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
                    float weight_decay, bool nesterov, float *p_out, float *b_out) {
+  if (detail::skipped_update(n, {{p, p_out}, {b, b_out}})) return;
   CLEAVE_ELEMENTWISE(momentum_kernel, n, p, g, b, static_cast<double>(lr), static_cast<double>(momentum),
                      static_cast<double>(weight_decay), nesterov, p_out, b_out);
 }
@@ -155,6 +157,8 @@ void momentum_step(int64_t n, const float *p, const float *g, const float *b, fl
 void adam_step(int64_t n, const float *p, const float *g, const float *m, const float *v, float lr, float beta1,
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out) {
+  if (detail::skipped_update(n, {{p, p_out}, {m, m_out}, {v, v_out}})) return;
+  step -= detail::g_skipped_updates;
   if (step < 1) fail("adam_step: step " + std::to_string(step) + " must be >= 1");
   detail::graph_unsafe("Adam's bias correction takes the step number by value");
   double b1 = beta1, b2 = beta2, t = static_cast<double>(step);

@@ -108,7 +108,7 @@ check "spatial conv split compiles: rc=$rc, message: $out" "[ $rc -eq 0 ] && [ -
 check "nothing left after the codegen errors" "[ ! -e '$tmp/bad' ]"
 
 # --precision: tf32 is a line of the rank sources and a manifest field; bf16 is rounding ops in the graph (their
-# numbers: tests/e2e/bf16_vs_autocast.py); fp16 is refused, nothing written.
+# numbers: tests/e2e/bf16_vs_autocast.py); fp16 is rounding ops and loss scaling (tests/e2e/fp16_loss_scaling.py).
 "$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision tf32 -o "$tmp/tf32" 2>/dev/null
 check "--precision tf32: set_math before init (in the program every rank runs), precision in the manifest" \
   "grep -q '^  rt::set_math(rt::Math::tf32);' '$tmp'/tf32/src/ranks.cpp &&
@@ -117,10 +117,18 @@ check "--precision tf32: set_math before init (in the program every rank runs), 
 "$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision bf16 -o "$tmp/bf16" 2>/dev/null
 check "--precision bf16: the ranks round to bfloat16, precision in the manifest" \
   "grep -q 'cleave::round_bf16' '$tmp/bf16/src/ranks.cpp' && grep -q '\"precision\": \"bf16\"' '$tmp/bf16/manifest.json'"
-out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 --precision fp16 -o "$tmp/fp16" 2>&1)
-rc=$?
-check "--precision fp16 is refused in one line (rc=$rc): $out" \
-  "[ $rc -ne 0 ] && [ \"\$(echo \"\$out\" | wc -l)\" = 1 ] && echo \"\$out\" | grep -q -- '--precision fp16' && [ ! -e '$tmp/fp16' ]"
+"$CLEAVE" compile "$SRC/models/mlp.onnx" --devices 2 --batch 16 --precision fp16 -o "$tmp/fp16" 2>/dev/null
+check "--precision fp16: the ranks round to float16 and scale the loss (torch's first scale), precision in the manifest" \
+  "grep -q 'cleave::round_fp16' '$tmp/fp16/src/ranks.cpp' && grep -q '\"precision\": \"fp16\"' '$tmp/fp16/manifest.json' &&
+   grep -q 'run.scale_losses(0x1p+16f, 2000, b[0-9]*);' '$tmp/fp16/src/ranks.cpp' &&
+   grep -q 'run.unscale_grads({' '$tmp/fp16/src/ranks.cpp' && ! grep -q 'scale_losses\|unscale_grads' '$tmp'/a/src/ranks.cpp"
+# Loss scaling's flags: one error line naming the flag, nothing written.
+for bad in "--loss-scale -4" "--loss-scale 1e39" "--loss-scale-growth-interval 0"; do
+  out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 $bad -o "$tmp/badscale" 2>&1)
+  rc=$?
+  check "$bad is refused in one line naming the flag (rc=$rc): $out" \
+    "[ $rc -ne 0 ] && [ \"\$(echo \"\$out\" | wc -l)\" = 1 ] && echo \"\$out\" | grep -q -- '${bad% *}' && [ ! -e '$tmp/badscale' ]"
+done
 out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 --precision fp64 -o "$tmp/fp64" 2>&1)
 rc=$?
 check "--precision fp64 is refused (rc=$rc)" "[ $rc -ne 0 ] && echo \"\$out\" | grep -q -- '--precision' && [ ! -e '$tmp/fp64' ]"

@@ -70,6 +70,15 @@ TEST(InterpTorch, RoundToBf16IsTorchsBfloat16Cast) {
   expect_matches(v, y, "act.bf16.y", 0.0);
 }
 
+TEST(InterpTorch, RoundToFp16IsTorchsHalfCast) {
+  Case c;
+  TensorId x = c.feed("act.fp16.x");
+  TensorId y = c.out_like("act.fp16.y");
+  c.op(OpKind::RoundToFp16, {x}, {y});
+  Values v = c.run();
+  expect_matches(v, y, "act.fp16.y", 0.0);
+}
+
 TEST(InterpTorch, PReluPerChannelSlope) {
   Case c;
   TensorId x = c.feed("act.prelu.x"), s = c.feed("act.prelu.slope"), dy = c.feed("act.prelu.dy");

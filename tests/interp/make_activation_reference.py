@@ -68,5 +68,12 @@ b = leaf("act.bf16.x", np.array([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 1.00390
                                  65504.0, 3.0e38, 1.0e-30, 1.0e-40, -7.0e-39, 0.0, 1234.5678, 0.1],
                                 dtype=np.float32))
 emit("act.bf16.y", b.detach().float().to(torch.bfloat16).double())
+# RoundToFp16 (--precision fp16): torch's float32 -> float16 cast, back to float. Ties to even (1 + 2^-11 lies halfway
+# between 1 and 1 + 2^-10), the overflow boundary (65504 is the largest half, 65520 rounds to inf), subnormals (step
+# 2^-24, halfway cases included), values below half the smallest subnormal, signs.
+h = leaf("act.fp16.x", np.array([1 + 2**-11, 1 + 3 * 2**-11, -(1 + 2**-11), 3.14159265, -2.718281828, 65504.0, 65519.0,
+                                 65520.0, -70000.0, 3.0e38, 1.0e-5, 6.1e-5, 2**-24 * 2.5, 2**-24 * 3.5, -2**-24 * 1.5,
+                                 2**-26, 1.0e-30, 0.0, 1234.5678, 0.1], dtype=np.float32))
+emit("act.fp16.y", h.detach().float().to(torch.float16).double())
 
 print("\n".join(lines))

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -33,8 +34,8 @@ inline const std::map<std::string, Value> &reference() {
         std::string d;
         while (std::getline(ds, d, ',')) v.shape.push_back(std::stoll(d));
       }
-      double x;
-      while (ls >> x) v.data.push_back(x);
+      // Numbers as Python's repr writes them, "inf" and "-inf" included (istream's >> reads no infinity).
+      for (std::string x; ls >> x;) v.data.push_back(std::strtod(x.c_str(), nullptr));
       if (static_cast<int64_t>(v.data.size()) != num_elements(v.shape))
         throw std::runtime_error("reference.txt: bad entry " + name);
       out.emplace(name, std::move(v));
@@ -96,7 +97,7 @@ struct Case {
 };
 
 /** Every element of `got` within 1e-6 relative + 1e-6 absolute of the torch reference (float32 rounding of a
- *  float64 result is ~6e-8 relative; anything wrong in a kernel is far larger). */
+ *  float64 result is ~6e-8 relative; anything wrong in a kernel is far larger); an infinity must be the same one. */
 inline void expect_matches(const Values &values, TensorId id, const std::string &ref_name, double tol = 1e-6) {
   ASSERT_TRUE(values.at(static_cast<size_t>(id)).has_value()) << ref_name << " not computed";
   const Value &got = *values[static_cast<size_t>(id)];
@@ -104,8 +105,8 @@ inline void expect_matches(const Values &values, TensorId id, const std::string 
   ASSERT_EQ(got.shape, want.shape) << ref_name;
   int bad = 0;
   for (size_t i = 0; i < want.data.size(); ++i) {
-    double err = std::abs(got.data[i] - want.data[i]);
-    if (!(err <= tol * (1 + std::abs(want.data[i]))) && bad++ < 5)
+    double err = got.data[i] == want.data[i] ? 0.0 : std::abs(got.data[i] - want.data[i]);  // inf == inf
+    if (err != 0 && !(err <= tol * (1 + std::abs(want.data[i]))) && bad++ < 5)
       ADD_FAILURE() << ref_name << "[" << i << "]: got " << got.data[i] << ", want " << want.data[i];
   }
   EXPECT_EQ(bad, 0) << ref_name << ": " << bad << " of " << want.data.size() << " elements differ";

@@ -1,5 +1,6 @@
-// --precision bf16 (ir/autocast.h): where the pass rounds, on hand-written forward graphs. Its numbers are checked
-// against torch.autocast by tests/e2e/bf16_vs_autocast.py; these tests pin the placement rules one by one.
+// --precision bf16 and fp16 (ir/autocast.h): where the pass rounds, on hand-written forward graphs. Their numbers are
+// checked against torch by tests/e2e/bf16_vs_autocast.py and tests/e2e/fp16_loss_scaling.py; these tests pin the
+// placement rules one by one.
 #include "ir/autocast.h"
 
 #include <gtest/gtest.h>
@@ -22,16 +23,16 @@ tensor m f32[2,4,5] activation
 tensor a f32[2,4,5] activation
 )";
 
-/** The tensors RoundToBf16 ops read, by name. */
-std::set<std::string> rounded_inputs(const Graph &g) {
+/** The tensors rounding ops of `kind` read, by name. */
+std::set<std::string> rounded_inputs(const Graph &g, OpKind kind = OpKind::RoundToBf16) {
   std::set<std::string> out;
   for (const Op &op : g.ops())
-    if (op.kind == OpKind::RoundToBf16) out.insert(g.tensor(op.input(0)).name);
+    if (op.kind == kind) out.insert(g.tensor(op.input(0)).name);
   return out;
 }
 
-TEST(Autocast, GemmOperandsAndResultRoundPromotionStaysFloat32) {
-  Graph g = parse_graph(R"(graph mlp
+/** A Gemm, then Relu, a Mul by a constant, Exp, an Add of a float32 parameter and the loss. */
+const std::string kGemmChain = R"(graph mlp
 tensor x f32[4,3] input
 tensor y i64[4] label
 tensor w f32[2,3] param
@@ -51,8 +52,11 @@ op exp Exp forward (s) -> (t)
 op mix Add forward (t, other) -> (u)
 op sce SoftmaxCrossEntropyLoss forward (u, y, _) -> (loss, _) {reduction="mean"}
 output loss
-)");
-  EXPECT_EQ(autocast_bf16(g), 5);
+)";
+
+TEST(Autocast, GemmOperandsAndResultRoundPromotionStaysFloat32) {
+  Graph g = parse_graph(kGemmChain);
+  EXPECT_EQ(autocast(g, DType::bf16), 5);
   verify(g);
   // x, w and b are read rounded; the GEMM's result is rounded (h.f32 is the raw one); Relu keeps bfloat16 values;
   // Mul by a one-element constant stays bfloat16 but feeds Exp alone (a pointwise chain: one rounding, after Exp);
@@ -66,6 +70,40 @@ output loss
   EXPECT_EQ(g.tensor(g.op(*g.find_op("act")).input(0)).name, "h");
 }
 
+/** The same graph under fp16 (CUDA's lists): Exp is on the fp32 list, so the Mul before it ends a float16 value and
+ *  rounds, and Exp's result is float32 (not rounded); the rounding ops are RoundToFp16. */
+TEST(Autocast, Fp16UsesCudasFloat32List) {
+  Graph g = parse_graph(kGemmChain);
+  EXPECT_EQ(autocast(g, DType::f16), 5);
+  verify(g);
+  EXPECT_EQ(rounded_inputs(g, OpKind::RoundToFp16), (std::set<std::string>{"x", "w", "b", "h.f32", "s.f32"}));
+  EXPECT_TRUE(rounded_inputs(g, OpKind::RoundToBf16).empty());
+}
+
+/** LayerNormalization (and the ReduceSum after it) give their input's type under bf16 (CPU autocast) but float32 under
+ *  fp16 (CUDA's fp32 lists): their results are rounded only under bf16. */
+TEST(Autocast, LayerNormIsFloat32UnderFp16Only) {
+  const std::string text = R"(graph ln
+tensor x f32[4,3] input
+tensor w f32[3,3] param
+tensor scale f32[3] param
+tensor bias f32[3] param
+tensor h f32[4,3] activation
+tensor n f32[4,3] activation
+tensor loss f32[] activation
+op fc MatMul forward (x, w) -> (h)
+op ln LayerNormalization forward (h, scale, bias) -> (n, _, _) {axis=-1, epsilon=1e-05}
+op sum ReduceSum forward (n) -> (loss) {keepdims=0}
+output loss
+)";
+  Graph bf = parse_graph(text), fp = parse_graph(text);
+  autocast(bf, DType::bf16);
+  autocast(fp, DType::f16);
+  // (ReduceSum too: bfloat16 on CPUs, on CUDA's fp32 list.)
+  EXPECT_EQ(rounded_inputs(bf), (std::set<std::string>{"x", "w", "h.f32", "n.f32", "loss.f32"}));
+  EXPECT_EQ(rounded_inputs(fp, OpKind::RoundToFp16), (std::set<std::string>{"x", "w", "h.f32"}));
+}
+
 TEST(Autocast, LinearBiasAddRoundsOnceNormsFollowTheirInput) {
   Graph g = parse_graph("graph seq\n" + kLinearTensors + R"(tensor scale f32[5] param
 tensor shift f32[5] param
@@ -77,7 +115,7 @@ op bias_add Add forward (bias, m) -> (a)
 op norm LayerNormalization forward (a, scale, shift) -> (n, mean, invstd) {axis=2, epsilon=1e-05}
 output n
 )");
-  autocast_bf16(g);
+  autocast(g, DType::bf16);
   verify(g);
   // torch's Linear on 3 dims: MatMul + Add of the bias, one bfloat16 op: the product is not rounded, the bias and
   // the sum are. LayerNorm of a bfloat16 input gives bfloat16; its statistics stay float32.
@@ -97,7 +135,7 @@ op stat ReduceMean forward (t) -> (next) {axes=[0,1], keepdims=0}
 output t
 assign running <- next
 )");
-  autocast_bf16(g);
+  autocast(g, DType::bf16);
   verify(g);
   ASSERT_EQ(g.assigns.size(), 1u);
   EXPECT_EQ(g.tensor(g.assigns[0].dst).name, "running");
@@ -115,7 +153,7 @@ op id Identity forward (x) -> (y)
 op id.grad Identity backward (dy) -> (dx)
 output y
 )");
-  EXPECT_THROW(autocast_bf16(g), std::exception);
+  EXPECT_THROW(autocast(g, DType::bf16), std::exception);
 }
 
 }  // namespace

@@ -156,6 +156,28 @@ tensor z f32[4,3] input
   EXPECT_EQ(sample_shape(g.tensor(0)), (Shape{5, 3}));
 }
 
+TEST(IrText, LossScaleRoundTripsAndIsVerified) {
+  // --precision fp16's training graph: the seed of the backward pass is the loss scale, optimizer state.
+  const char *text = R"(graph g
+tensor x f32[] input
+tensor loss f32[] activation
+tensor loss_scale f32[] optimizer_state
+op l Relu forward (x) -> (loss)
+loss loss
+loss_scale loss_scale init=65536.0 growth_interval=2000
+)";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(print_graph(g), text);
+  EXPECT_EQ(g.loss_scaling.scale, 2);
+  EXPECT_EQ(g.loss_scaling.growth_interval, 2000);
+  EXPECT_EQ(data_as_doubles(g.tensor(2)), std::vector<double>{65536.0});
+  EXPECT_TRUE(verify_problems(g).empty()) << verify_problems(g)[0];
+  g.tensor(2).role = Role::constant;
+  std::vector<std::string> problems = verify_problems(g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("is not optimizer state"), std::string::npos) << problems[0];
+}
+
 void expect_parse_error(const std::string &text, const std::string &fragment) {
   try {
     parse_graph(text, "t.ir");
@@ -189,6 +211,12 @@ TEST(IrText, ErrorsNameLineAndProblem) {
   expect_parse_error("graph g\ntensor w f32[1] param zeros\n", "t.ir:2: only optimizer state starts as zeros");
   expect_parse_error("graph g\ntensor w f32[2,3] param samples=1\n", "t.ir:2: only inputs and labels have a sample axis");
   expect_parse_error("graph g\ntensor x f32[2,3] input samples=2\n", "t.ir:2: sample axis must be a dim of [2,3]");
+  expect_parse_error("graph g\ntensor s f32[] optimizer_state\nloss_scale s init=8 growth_interval=0\n",
+                     "t.ir:3: the growth interval must be a positive integer");
+  expect_parse_error("graph g\ntensor s f32[] optimizer_state\nloss_scale s init=8 every=2\n",
+                     "t.ir:3: expected growth_interval=N");
+  expect_parse_error("graph g\ntensor s f32[] optimizer_state\nloss_scale s init=-1 growth_interval=2\n",
+                     "t.ir:3: the first loss scale must be a positive number");
 }
 
 // all_consumers() is consumers() of every tensor; an op reading one tensor twice is listed once.

@@ -1,5 +1,7 @@
 // The header-only elementwise map with a CLEAVE_HD functor (what generated fused code calls) against a chain of
 // interpreter ops, and Gather / GatherGrad (whole and row-sharded) against the interpreter.
+#include <cstring>
+
 #include "tests/runtime/one_op.h"
 
 namespace cleave::rt::testing {
@@ -53,6 +55,41 @@ TEST(RuntimeKernels, MapRunsAFusedFunctorLikeTheOpChain) {
   float *pdx = dx.data();
   map_index(21, [=](int64_t i) { pdx[i] = px[i] > 0 ? pdy[i] : 0.0f; });
   EXPECT_LE(max_error(dx, rg[0]), 0.0);
+}
+
+/** rt::round_fp16 (generated code's RoundToFp16, host and device) against the interpreter's RoundToFp16, which
+ *  tests/interp/activations_test.cpp checks against torch's float -> half cast: every float32 exponent, each with
+ *  random fractions and the halfway patterns of binary16's normal and subnormal steps, both signs, inf and NaN. */
+TEST(RuntimeKernels, RoundFp16IsTheInterpretersRoundToFp16) {
+  std::mt19937 rng(16);
+  std::vector<double> xs = {0.0, 65504.0, 65519.99609375, 65520.0, INFINITY, NAN};
+  for (int e = -40; e <= 40; ++e) {
+    for (uint32_t frac : {0x000000u, 0x001000u, 0x003000u, 0x7fffffu, static_cast<uint32_t>(rng() & 0x7fffffu)}) {
+      uint32_t bits = (static_cast<uint32_t>(e + 127) << 23) | frac;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      xs.push_back(f);
+      xs.push_back(-f);
+    }
+  }
+  Shape s{static_cast<int64_t>(xs.size())};
+  OneOp op;
+  op.in(s, xs);
+  op.out(s);
+  auto ref = op.run(OpKind::RoundToFp16);
+  int subnormal = 0, overflow = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    float y = cleave::round_fp16(static_cast<float>(xs[i]));
+    if (std::isnan(ref[0][i])) {
+      EXPECT_TRUE(std::isnan(y)) << xs[i];
+      continue;
+    }
+    EXPECT_EQ(static_cast<double>(y), ref[0][i]) << "x = " << xs[i];
+    subnormal += y != 0 && std::fabs(y) < 0x1p-14f;
+    overflow += std::isinf(y) && !std::isinf(xs[i]);
+  }
+  EXPECT_GT(subnormal, 10);
+  EXPECT_GT(overflow, 10);
 }
 
 KernelCase gather_case(Shape data, int64_t axis, std::vector<double> indices) {

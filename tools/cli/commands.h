@@ -46,8 +46,13 @@ struct TrainFlags {
   std::string loss;
   /** --batch-axis NAME=K items (parse_batch_axes). */
   std::vector<std::string> batch_axis;
-  /** --precision: fp32, tf32 (codegen: rt::set_math), bf16 (ir/autocast.h, before autodiff); fp16 is refused. */
+  /** --precision: fp32, tf32 (codegen: rt::set_math), bf16 or fp16 (ir/autocast.h, before autodiff; fp16 scales the
+   *  loss). */
   std::string precision = "fp32";
+  /** --loss-scale, --loss-scale-growth-interval: dynamic loss scaling (Graph::loss_scaling), on with fp16 or either
+   *  flag. */
+  std::optional<double> loss_scale;
+  std::optional<int64_t> loss_scale_growth_interval;
 
   void add_to(CLI::App &app);
   TrainOptions options() const;

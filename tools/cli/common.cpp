@@ -28,10 +28,17 @@ void TrainFlags::add_to(CLI::App &app) {
   app.add_option("--loss", loss, "the loss output (default: the model's only scalar float output)");
   add_batch_axis_flag(app, batch_axis);
   app.add_option("--precision", precision,
-                 "fp32 | tf32 | bf16: fp32 arithmetic (default); tf32 lets cuBLAS and cuDNN use TF32 tensor cores "
-                 "(the cpu backend computes fp32 either way); bf16 is torch.autocast's bfloat16 mixed precision, as "
-                 "rounding in the graph (fp32 weights and optimizer state). fp16 is not built yet")
+                 "fp32 | tf32 | bf16 | fp16: fp32 arithmetic (default); tf32 lets cuBLAS and cuDNN use TF32 tensor "
+                 "cores (the cpu backend computes fp32 either way); bf16 and fp16 are torch.autocast's mixed "
+                 "precision (bf16 with the CPU's op lists, fp16 with CUDA's), as rounding in the graph (fp32 weights "
+                 "and optimizer state); fp16 scales the loss dynamically (--loss-scale)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
+  app.add_option("--loss-scale", loss_scale,
+                 "dynamic loss scaling's first scale (default 65536 with --precision fp16, which turns it on; "
+                 "given, it is on at any precision): a step whose gradients overflow is skipped and the scale "
+                 "halved, as torch.cuda.amp.GradScaler does");
+  app.add_option("--loss-scale-growth-interval", loss_scale_growth_interval,
+                 "steps in a row without overflow after which the loss scale doubles (default 2000)");
 }
 
 void add_batch_axis_flag(CLI::App &app, std::vector<std::string> &items) {
@@ -70,6 +77,11 @@ TrainOptions TrainFlags::options() const {
   o.optimizer.nesterov = nesterov;
   o.freeze = freeze;
   o.loss = loss;
+  if (precision == "fp16" || loss_scale || loss_scale_growth_interval) {
+    o.loss_scale = LossScaleConfig{};
+    if (loss_scale) o.loss_scale->init = *loss_scale;
+    if (loss_scale_growth_interval) o.loss_scale->growth_interval = *loss_scale_growth_interval;
+  }
   return o;
 }
 
@@ -103,17 +115,18 @@ Graph load_model(const std::string &path, std::optional<int64_t> batch, Weights 
 
 Graph load_training_graph(const std::string &path, std::optional<int64_t> batch, const TrainFlags &flags,
                           Weights weights) {
-  if (flags.precision == "fp16")
-    CLEAVE_USER_ERROR("--precision fp16: fp16 mixed precision (with loss scaling) is not built yet; fp32, tf32 "
-                      "and bf16 are (nothing was written)");
   Graph g = load_model(path, batch, weights, parse_batch_axes(flags.batch_axis));
   bool has_update = false;
   for (const Op &op : g.ops()) has_update = has_update || op.phase == Phase::update;
-  if (has_update && flags.precision == "bf16")
-    CLEAVE_USER_ERROR(path, ": --precision bf16 rewrites a forward model before its gradients; this model brings its "
-                      "own training algorithm");
+  bool mixed = flags.precision == "bf16" || flags.precision == "fp16";
+  if (has_update && mixed)
+    CLEAVE_USER_ERROR(path, ": --precision ", flags.precision, " rewrites a forward model before its gradients; this "
+                      "model brings its own training algorithm");
+  if (has_update && (flags.loss_scale || flags.loss_scale_growth_interval))
+    CLEAVE_USER_ERROR(path, ": --loss-scale seeds the gradients Cleave derives; this model brings its own training "
+                      "algorithm");
   if (!has_update) {
-    if (flags.precision == "bf16") autocast_bf16(g);
+    if (mixed) autocast(g, flags.precision == "bf16" ? DType::bf16 : DType::f16);
     build_training_graph(g, flags.options());
   } else if (g.loss == kNoTensor) {
     CLEAVE_USER_ERROR(path, ": the model's training algorithm has no Gradient node, so it has no loss to report");

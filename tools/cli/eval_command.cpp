@@ -216,6 +216,8 @@ Command add_eval_command(CLI::App &app) {
         grads.push_back(op.inputs[1]);
     }
     auto to_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    const LossScaling &scaling = g.loss_scaling;
+    int64_t scale_tracker = 0, skipped_steps = 0;
     for (int64_t step = 1; step <= steps; ++step) {
       std::vector<std::vector<double>> sums(grads.size());
       double loss = 0;
@@ -242,7 +244,31 @@ Command add_eval_command(CLI::App &app) {
           for (size_t e = 0; e < sums[i].size(); ++e) values[grads[i]]->data[e] = to_float(sums[i][e] / passes);
         loss = to_float(loss / passes);
       }
-      if (knobs.clip_grad_norm) {  // torch.nn.utils.clip_grad_norm_: the norm and its coefficient in float32
+      // Dynamic loss scaling (Graph::loss_scaling), as rt::TrainingRun::unscale_grads does it: a step whose gradients
+      // are not all finite is skipped (BatchNorm's statistics, stored after each pass, still move, as in torch).
+      bool skip = false;
+      double scale_used = 0;
+      if (scaling.scale != kNoTensor) {
+        double &scale = values[scaling.scale]->data.at(0);
+        scale_used = scale;
+        for (TensorId t : grads)
+          for (double v : values[t]->data) skip = skip || !std::isfinite(v);
+        if (skip) {
+          scale = to_float(scale * 0.5);
+          scale_tracker = 0;
+          ++skipped_steps;
+          if (scale == 0) CLEAVE_USER_ERROR("step ", step, ": the loss scale fell to 0: every step overflowed");
+        } else {
+          float inv = static_cast<float>(1.0 / scale);  // torch: the reciprocal in double, rounded to float
+          for (TensorId t : grads)
+            for (double &v : values[t]->data) v = static_cast<float>(static_cast<float>(v) * inv);
+          if (++scale_tracker == scaling.growth_interval) {
+            if (std::isfinite(static_cast<float>(scale * 2))) scale = to_float(scale * 2);
+            scale_tracker = 0;
+          }
+        }
+      }
+      if (knobs.clip_grad_norm && !skip) {  // torch.nn.utils.clip_grad_norm_: the norm and its coefficient in float32
         double squares = 0;
         for (TensorId t : grads)
           for (double v : values[t]->data) squares += v * v;
@@ -253,12 +279,22 @@ Command add_eval_command(CLI::App &app) {
           for (TensorId t : grads)
             for (double &v : values[t]->data) v = static_cast<float>(static_cast<float>(v) * coef);
       }
-      interp::Context ctx{step};
+      interp::Context ctx{step - skipped_steps};  // Adam counts the updates it made
       ctx.lr = [&](double base) { return static_cast<double>(static_cast<float>(schedule.lr(static_cast<float>(base), step))); };
-      for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
-      std::printf("step %lld loss %.9g\n", static_cast<long long>(step), loss);
+      if (!skip)
+        for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
+      std::printf("step %lld loss %.9g", static_cast<long long>(step), loss);
+      if (scaling.scale != kNoTensor) std::printf(" loss_scale %.9g%s", scale_used, skip ? " skipped" : "");
+      std::printf("\n");
       std::fflush(stdout);
-      interp::apply_assigns(g, values);
+      if (skip) {  // only what the forward passes computed is stored
+        if (passes == 1) interp::apply_assigns(g, values, [&](const Assign &a) {
+          OpId producer = g.tensor(a.src).producer;
+          return producer != kNoOp && g.op(producer).phase == Phase::forward;
+        });
+      } else {
+        interp::apply_assigns(g, values);
+      }
       if (!val_feeds.empty() && ((args->knobs.val_every && step % *args->knobs.val_every == 0) || step == steps))
         validate(g, val_feeds, args->batch, step, values);
     }

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cleave/rng.h"  // defines CLEAVE_HD: __host__ __device__ under nvcc, empty otherwise
@@ -36,6 +38,41 @@ CLEAVE_HD inline float round_bf16(float x) {
 #endif
   if ((u & 0x7fffffffu) > 0x7f800000u) return x;
   u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  __builtin_memcpy(&x, &u, sizeof u);
+  return x;
+#endif
+}
+
+/** x rounded to the nearest IEEE binary16 value (ties to even; |x| >= 65520 becomes inf, below 2^-14 the subnormal
+ *  step 2^-24) and kept as float, as torch's float -> half cast; NaN stays NaN. Generated code calls it for the
+ *  RoundToFp16 op (--precision fp16). */
+CLEAVE_HD inline float round_fp16(float x) {
+#if defined(__CUDA_ARCH__)
+  uint32_t u = __float_as_uint(x);
+#else
+  uint32_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+#endif
+  uint32_t a = u & 0x7fffffffu, sign = u & 0x80000000u;
+  if (a > 0x7f800000u) return x;
+  if (a >= 0x477ff000u) {  // 65520 = halfway between 65504 and 2^16: to even, i.e. overflow
+    u = sign | 0x7f800000u;
+  } else if (a >= 0x38800000u) {  // normal: 10 of the 23 fraction bits, to nearest even
+    u = sign | ((a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu);
+  } else {  // subnormal in binary16: a multiple of 2^-24 (the scalings by 2^24 are exact)
+#if defined(__CUDA_ARCH__)
+    float r = rintf(__uint_as_float(a) * 16777216.0f) * 5.9604644775390625e-8f;
+    return sign ? -r : r;
+#else
+    float m;
+    __builtin_memcpy(&m, &a, sizeof a);
+    float r = __builtin_rintf(m * 16777216.0f) * 5.9604644775390625e-8f;
+    return sign ? -r : r;
+#endif
+  }
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
@@ -532,13 +569,26 @@ void map_index(int64_t n, F f) {
 
 // ---------------------------------------------------------------- optimizers and dropout (optim.cpp)
 
+namespace detail {
+/** Set by TrainingRun::unscale_grads for a step whose updates are skipped (a gradient was not finite under loss
+ *  scaling): sgd_step, momentum_step and adam_step then leave their parameter and state as they were. */
+extern bool g_skip_updates;
+/** Steps skipped so far (a resumed run's included): adam_step's bias correction counts the updates made,
+ *  step - g_skipped_updates, as torch.optim.Adam counts its steps. */
+extern int64_t g_skipped_updates;
+/** In a skipped step (g_skip_updates): copies each (input, output) pair's n floats where they differ and returns
+ *  true, and the optimizer step returns at once; otherwise false. */
+bool skipped_update(int64_t n, std::initializer_list<std::pair<const float *, float *>> kept);
+}  // namespace detail
+
 /** torch.optim.SGD: p' = p - lr * (g + wd * p). p_out may alias p. */
 void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out);
 /** torch.optim.SGD with momentum (dampening 0): b' = mu * b + (g + wd * p); p' = p - lr * (nesterov ? g' + mu b' : b').
  *  Outputs may alias their inputs. */
 void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
                    float weight_decay, bool nesterov, float *p_out, float *b_out);
-/** torch.optim.Adam (decoupled = false) / AdamW (true) at step t >= 1. Outputs may alias their inputs. */
+/** torch.optim.Adam (decoupled = false) / AdamW (true) at step t >= 1 (less the steps loss scaling skipped, as
+ *  detail::g_skipped_updates says). Outputs may alias their inputs. */
 void adam_step(int64_t n, const float *p, const float *g, const float *m, const float *v, float lr, float beta1,
                float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
                float *v_out);
@@ -780,6 +830,14 @@ class TrainingRun {
    *  --log-json, the global gradient norm (an all-reduce over the world), fail()ing on a non-finite one; with
    *  --clip-grad-norm the shards scaled in place. Otherwise nothing. */
   void clip_grads(const std::vector<GradShard> &grads, int64_t step);
+  /** Dynamic loss scaling (cleave compile --precision fp16 or --loss-scale), set up after load(): the scale starts
+   *  at `init` (or the resumed checkpoint's), doubles after `growth_interval` steps in a row without overflow, and is
+   *  written into `scale` (the backward pass's seed; null on a rank that holds none) for every step. */
+  void scale_losses(float init, int64_t growth_interval, float *scale);
+  /** Between the gradients and clip_grads of step `step` (every rank calls it; an all-reduce over the world): when
+   *  any element of any rank's shards is not finite, the step's updates are skipped (detail::g_skip_updates) and the
+   *  scale halved; otherwise the shards are multiplied by 1/scale, as torch.cuda.amp.GradScaler unscales them. */
+  void unscale_grads(const std::vector<GradShard> &grads, int64_t step);
   /** After pass `micro` of a step (every rank calls it): with --accumulate K > 1, sums the gradient shards and the
    *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place. */
   void accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro);
@@ -853,6 +911,12 @@ class TrainingRun {
   sched::LrSchedule schedule_;
   // Reporting.
   double clip_norm_ = 0, last_grad_norm_ = -1;
+  // Loss scaling (scale_losses): on, the current scale, its buffer, steps in a row without overflow, the growth
+  // interval; a resumed checkpoint's scale (0: none) and tracker until scale_losses takes them.
+  bool scaling_ = false;
+  double scale_ = 0, resumed_scale_ = 0;
+  float *scale_buffer_ = nullptr;
+  int64_t scale_tracker_ = 0, scale_growth_interval_ = 0, resumed_tracker_ = 0;
   double last_lr_ = 0, started_ = 0, last_progress_ = -1;
   int64_t last_checkpoint_ = 0;
   bool stopped_ = false;
