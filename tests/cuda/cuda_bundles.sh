@@ -89,10 +89,10 @@ print('ranks' if m['program'] == 'ranks' else ' '.join('rank_%d' % r for r in ra
   echo "ok: $MODEL at $ranks rank(s): CUDA build of the program(s) $programs in ${secs} s"
 done
 
-# The precision paths compile for CUDA too: the MLP with --precision tf32 (rt::set_math) and bf16 (RoundToBf16
-# functors, cleave::round_bf16 in device code), 1 rank.
+# The precision paths compile for CUDA too: the MLP with --precision tf32 (rt::set_math), bf16 (RoundToBf16
+# functors, cleave::round_bf16 in device code) and fp16 (cleave::round_fp16, loss scaling's runtime calls), 1 rank.
 if [ "$MODEL" = mlp ]; then
-  for precision in tf32 bf16; do
+  for precision in tf32 bf16 fp16; do
     b=$tmp/cuda_$precision
     "$CLEAVE" compile "$onnx" --batch $batch "${train[@]}" --backend cuda --precision $precision -o "$b" \
       2> "$tmp/compile.log" || { cat "$tmp/compile.log"; fail "cleave compile --precision $precision failed"; }

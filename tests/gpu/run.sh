@@ -5,7 +5,8 @@
 # MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks: on 2 GPUs where 2 are visible, else
 # sharing one): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU with CUDA graphs
 # (the default), on the GPU without them (--cuda-graphs off: the losses must be the same bits), and on the CPUs; the
-# CNN once more with --precision tf32 (its losses within 1e-2 of fp32's). Last, tests/gpu/bench_vs_torch.sh at real
+# CNN once more with --precision tf32 (its losses within 1e-2 of fp32's) and on 2 ranks with --precision fp16 (loss
+# scaling skips the same steps as on the CPUs, losses within 1e-3). Last, tests/gpu/bench_vs_torch.sh at real
 # sizes against torch eager (its bundles build while the tests run).
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
@@ -58,6 +59,7 @@ mlp 2 fp32
 cnn 1 fp32
 cnn 2 fp32
 cnn 1 tf32
+cnn 2 fp16
 lstm 1 fp32
 lstm 2 fp32
 transformer 1 fp32
@@ -77,9 +79,11 @@ build_case() {
     lstm) onnx=$tmp/lstm.onnx; batch=4 ;;
     transformer) onnx=$tmp/transformer.onnx; batch=8 ;;
   esac
-  local b=$tmp/${model}_${ranks}_$prec
+  local b=$tmp/${model}_${ranks}_$prec scaling=()
+  # fp16: a first loss scale so large that the first steps overflow and are skipped, on the GPU as on the CPUs.
+  [ "$prec" = fp16 ] && scaling=(--loss-scale 16777216 --loss-scale-growth-interval 3)
   "$BUILD/tools/cleave" compile "$onnx" --devices "$ranks" --planner data --batch $batch --optimizer sgd --lr 0.1 \
-    --backend cuda --precision "$prec" -o "$b" 2> /dev/null
+    --backend cuda --precision "$prec" "${scaling[@]}" -o "$b" 2> /dev/null
   cmake -S "$b" -B "$b/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_RUNTIME_DIR="$BUILD/runtime" \
     "-DCMAKE_CUDA_ARCHITECTURES=$archs" > /dev/null
   cmake -S "$b" -B "$b/build_cpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCLEAVE_BACKEND=cpu \
@@ -141,6 +145,24 @@ assert len(a) == len(b) == 21 and worst <= 1e-2
 PY
 then
   echo "FAIL: tf32 losses are not within 1e-2 of fp32's"
+  status=1
+fi
+
+# fp16 (float16 rounding, loss scaling's skipped steps): the GPU run skips the steps the CPU run skips, with the same
+# scales, and its losses are the CPU run's within float16's precision.
+if ! python3 - "$tmp/cnn_2_fp16/losses.txt" "$tmp/cnn_2_fp16/losses_cpu.txt" <<'PY'
+import sys
+def lines(path):
+    return [l.split() for l in open(path) if l.startswith("step ")]
+gpu, cpu = lines(sys.argv[1]), lines(sys.argv[2])
+worst = max(abs(float(g[3]) - float(c[3])) / max(1.0, abs(float(c[3]))) for g, c in zip(gpu, cpu))
+skipped = sum(l[-1] == "skipped" for l in cpu)
+print(f"cnn fp16 on 2 ranks, gpu vs cpu over {len(gpu)} steps: {skipped} skipped on the CPUs, largest relative loss "
+      f"difference {worst:.2e}")
+assert len(gpu) == len(cpu) == 21 and [g[4:] for g in gpu] == [c[4:] for c in cpu] and skipped > 0 and worst <= 1e-3
+PY
+then
+  echo "FAIL: fp16 GPU run does not follow the CPU run"
   status=1
 fi
 
