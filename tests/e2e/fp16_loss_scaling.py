@@ -17,7 +17,8 @@ that the first steps overflow in float16 and are skipped), STEPS steps are run b
   - the same steps are skipped with the same scales (the part of the run loss scaling decides);
   - every loss is within TOL of torch's (float16 rounding of float32 sums accumulated in different orders differs
     by an ulp here and there); the first step's loss of Cleave fp16 is closer to torch's than Cleave fp32's is;
-  - 2-rank bundles with the data and tofu plans print eval's lines: losses within 1e-5, scales and skips equal;
+  - 2-rank bundles with the data and tofu plans (and the CNN's random plan on 4 ranks) print eval's lines: losses
+    within SAME, scales and skips equal;
   - a run stopped after step STOP with a checkpoint and resumed (on the same bundle, and resharded onto the tofu
     bundle) prints the uninterrupted run's later steps: the scale, its growth count (2 there, so the scale doubles a
     step after the resume) and Adam's count of skipped steps are part of the checkpoint.
@@ -41,6 +42,10 @@ import make_models  # noqa: E402
 import make_reference  # noqa: E402
 
 STEPS, STOP, TOL, INIT, GROWTH, LR = 12, 8, 2e-3, 2.0**24, 3, 0.01
+# Partitioned runs sum in other orders than `cleave eval`, and a float32 sum that lands on the other side of a
+# float16 rounding boundary moves that element by a float16 ulp (5e-4 relative): their losses agree to 1e-4 here,
+# not to float32's 1e-5 (they print 4e-6 on the development machine; another BLAS may flip other roundings).
+SAME = 1e-4
 LINE = re.compile(r"^step (\d+) loss (\S+) loss_scale (\S+)( skipped)?$")
 
 
@@ -157,13 +162,16 @@ def main():
             if not same_run(ev, want, TOL):
                 print(f"  cleave {ev}\n  torch  {want}")
             bundles, runs = {}, {}
-            for plan in ("data", "tofu"):
+            # The CNN's random plan on 4 ranks leaves some ranks without the loss scale's seed (they pass no buffer
+            # to scale_losses but still take part in the overflow check).
+            plans = [("data", 2, []), ("tofu", 2, [])] + ([("random", 4, ["--seed", "3"])] if name == "cnn" else [])
+            for plan, ranks, extra in plans:
                 bundle = bundles[plan] = os.path.join(work, f"{name}_{plan}")
-                subprocess.run([cleave, "compile", path, "--devices", "2", "--planner", plan, *train, *scaling, "-o",
-                                bundle], check=True, capture_output=True)
+                subprocess.run([cleave, "compile", path, "--devices", str(ranks), "--planner", plan, *extra, *train,
+                                *scaling, "-o", bundle], check=True, capture_output=True)
                 ran = runs[plan] = cleave_lines(["run", bundle, "--data", cdata, "--steps", str(STEPS)],
                                                 f"{name} {plan} run")
-                check(same_run(ran, ev, 1e-5), f"{name}: 2 ranks, {plan} plan, print cleave eval's lines "
+                check(same_run(ran, ev, SAME), f"{name}: {ranks} ranks, {plan} plan, print cleave eval's lines "
                       f"(losses within {rel(ran, ev) if len(ran) == len(ev) else 'n/a'})")
             if name != "mlp":
                 continue
@@ -177,7 +185,7 @@ def main():
             for plan in ("data", "tofu"):
                 rest = cleave_lines(["run", bundles[plan], "--data", cdata, "--steps", str(STEPS), "--resume", ck],
                                     f"resume on {plan}")
-                check(same_run(rest, runs[plan][STOP:], 1e-5 if plan == "tofu" else 0.0),
+                check(same_run(rest, runs[plan][STOP:], SAME if plan == "tofu" else 0.0),
                       f"mlp: resumed after step {STOP} on the {plan} bundle, steps {STOP + 1}-{STEPS} equal the uninterrupted "
                       f"{plan} run's" + (" (resharded)" if plan == "tofu" else " (the same bytes)"))
     return 1 if failures else 0

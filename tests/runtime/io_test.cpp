@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cleave/rt.h"
+#include "runtime/common/checkpoint_format.h"
 
 namespace cleave::rt::testing {
 namespace {
@@ -93,6 +94,25 @@ TEST(RuntimeFiles, LossLineHasTheEvalFormat) {
   const float loss = 0.1f;
   log_loss(3, &loss);
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), "step 3 loss 0.100000001\n");
+}
+
+// A run with loss scaling keeps the scaler's state in the checkpoint manifest (TrainingRun::write_checkpoint), which
+// every rank reads back on resume; a manifest without it is a run without loss scaling.
+TEST(RuntimeFiles, ManifestCarriesTheLossScaler) {
+  ckpt::Manifest m{12, 2, 32, ckpt::ScalerState{262144.0, 2, 6}};
+  std::string text = ckpt::manifest_text(m);
+  EXPECT_EQ(text, "{\"format\": \"cleave-checkpoint-1\", \"step\": 12, \"ranks\": 2, \"samples_per_step\": 32, "
+                  "\"loss_scale\": 262144, \"growth_tracker\": 2, \"skipped_steps\": 6}\n");
+  ckpt::Manifest back = ckpt::parse_manifest(text, "m.json");
+  ASSERT_TRUE(back.scaler.has_value());
+  EXPECT_EQ(back.scaler->scale, 262144.0);
+  EXPECT_EQ(back.scaler->growth_tracker, 2);
+  EXPECT_EQ(back.scaler->skipped_steps, 6);
+  m.scaler.reset();
+  EXPECT_FALSE(ckpt::parse_manifest(ckpt::manifest_text(m), "m.json").scaler.has_value());
+  EXPECT_THROW(ckpt::parse_manifest("{\"format\": \"cleave-checkpoint-1\", \"step\": 1, \"ranks\": 1, "
+                                    "\"loss_scale\": 8}", "m.json"),
+               ckpt::Error);
 }
 
 TEST(RuntimeFilesDeathTest, BadNpyAbortsNamingTheFile) {
