@@ -12,9 +12,12 @@ Families and variants (`tiny` everywhere: a few-KB model of the same structure f
   rnntc, rnnlm, nmt   full                           FlexFlow's RNN models
   transformer  tensoropt, bert-base                  BERT-style encoder (bert-base: 12 layers, width 768, 128
                                                      tokens, no dropout: tests/gpu/bench_vs_torch.sh)
+  decoder      gpt2-small                            GPT-2-style causal decoder (12 layers, width 768, 128 tokens,
+                                                     vocabulary 50257, no dropout: tests/gpu/bench_vs_torch.sh)
 
 The model is forward(inputs..., y) -> scalar cross-entropy `loss`, exported with training=TrainingMode.TRAINING and
-do_constant_folding=False (opset 15; 17 for the transformer, whose LayerNorm then exports as LayerNormalization).
+do_constant_folding=False (opset 15; 17 for the transformer and decoder, whose LayerNorm then exports as
+LayerNormalization).
 Images are input `x` float32 [N,3,S,S]; token models take int64 `x` (and `src`/`tgt` for nmt). Labels `y` are int64.
 The batch dim is symbolic ("N") unless --batch fixes it. Initializers keep torch's names. --weights chooses how
 their values are stored (export.py): inline (default for tiny), external, sparse (default otherwise), none.
@@ -108,6 +111,10 @@ def resolve(family, variant):
                "bert-base": (12, 768, 12, 3072, 128, 30522, 0.0)}[variant]
         make, ins, _ = tokens(lambda: nets_seq.Encoder(*cfg), cfg[4])
         return make, ins, 17
+    if family == "decoder":
+        cfg = {"tiny": (2, 16, 2, 32, 8, 32), "gpt2-small": (12, 768, 12, 3072, 128, 50257)}[variant]
+        make, ins, _ = tokens(lambda: nets_seq.Decoder(*cfg), cfg[4])
+        return make, ins, 17
     raise ValueError(f"unknown family {family!r}")
 
 
@@ -115,7 +122,7 @@ def check_variant(family, variant):
     if variant == "tiny":
         return
     fixed = {"alexnet": ["full"], "vgg16": ["full"], "inception3": ["full"], "rnntc": ["full"], "rnnlm": ["full"],
-             "nmt": ["full"], "transformer": ["tensoropt", "bert-base"]}
+             "nmt": ["full"], "transformer": ["tensoropt", "bert-base"], "decoder": ["gpt2-small"]}
     if family in fixed and variant not in fixed[family]:
         raise ValueError(f"{family} variant {variant!r}: expected {' or '.join(fixed[family])} or tiny")
 

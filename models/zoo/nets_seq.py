@@ -67,6 +67,29 @@ class Seq2Seq(nn.Module):
         return F.cross_entropy(self.out(h).reshape(-1, self.vocab), y.reshape(-1))
 
 
+class Decoder(nn.Module):
+    """GPT-2-style: token embedding + learned positions, L pre-norm causal self-attention layers (GELU), a final
+    LayerNorm and an untied vocabulary head without bias; y is x shifted by one token. x, y: int64 [N, S].
+    The causal mask is built in forward (Trilu of a constant, folded at import), not registered as a buffer: a float
+    initializer would be trained as a parameter."""
+
+    def __init__(self, layers, width, heads, ff, seq, vocab, dropout=0.0):
+        super().__init__()
+        self.vocab, self.seq = vocab, seq
+        self.embed = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(torch.zeros(seq, width))
+        layer = nn.TransformerEncoderLayer(width, heads, ff, dropout, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.layers = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(width)
+        self.out = nn.Linear(width, vocab, bias=False)
+
+    def forward(self, x, y):
+        causal = torch.full((self.seq, self.seq), float("-inf")).triu(1)
+        h = self.layers(self.embed(x) + self.pos, mask=causal)
+        return F.cross_entropy(self.out(self.norm(h)).reshape(-1, self.vocab), y.reshape(-1))
+
+
 class Encoder(nn.Module):
     """BERT-style: token embedding + learned positions, LayerNorm, L post-norm encoder layers (GELU), vocabulary
     logits at every position. x, y: int64 [N, S]."""

@@ -1,12 +1,14 @@
 #!/bin/bash
-# Cleave against torch eager on one GPU at real sizes: ResNet-50 at 224x224, batch 64, and a BERT-base-like encoder
-# (12 layers, width 768, 12 heads, 128 tokens, batch 32; models/zoo/generate.py's transformer bert-base), trained by
+# Cleave against torch eager on one GPU at real sizes: ResNet-50 at 224x224, batch 64, a BERT-base-like encoder
+# (12 layers, width 768, 12 heads, 128 tokens, batch 32; models/zoo/generate.py's transformer bert-base) and a
+# GPT-2-small-like decoder (the same sizes, causal, vocabulary 50257, batch 16: generate.py's decoder gpt2-small),
+# trained by
 # SGD (lr 0.01) on random inputs. Per model and precision: the 1-rank bundle's median step (CLEAVE_PROFILE, after a
 # warm-up step; CUDA graphs as the run decides), torch's (tests/gpu/bench_torch.py, same GPU), their ratio, samples/s,
 # and memory (Cleave: the arena codegen planned, manifest.json; torch: peak allocated). bf16 is torch.autocast on
 # torch's side and --precision bf16 on Cleave's (autocast's rounding in fp32 arithmetic: the same numbers, no faster).
 # Usage: tests/gpu/bench_vs_torch.sh BUILD_DIR [build|run|all]   (build: models, weights, data and bundles, no GPU
-#   needed; run: the timings). The models are BUILD_DIR/gpu_models/{resnet50,bert}.onnx when there (tests/gpu/
+#   needed; run: the timings). The models are BUILD_DIR/gpu_models/{resnet50,bert,gpt2}.onnx when there (tests/gpu/
 #   prebuilt.sh pack exports them: graphs only, weights filled here by fill_weights.py), else exported with Debian's
 #   torch. PYTHON (default python3) must have torch with CUDA for the run phase, numpy and onnx for the build.
 set -euo pipefail
@@ -20,7 +22,8 @@ mkdir -p "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # name family variant batch
 models="resnet50 resnet 50 64
-bert transformer bert-base 32"
+bert transformer bert-base 32
+gpt2 decoder gpt2-small 16"
 precisions="fp32 tf32 bf16"
 
 build_model() {
@@ -43,9 +46,10 @@ n = 3 * batch  # the sample stream wraps around
 if family == "resnet":
     np.save(f"{out}/x.npy", rng.standard_normal((n, 3, 224, 224), dtype=np.float32))
     np.save(f"{out}/y.npy", rng.integers(0, 1000, n).astype(np.int64))
-else:
+else:  # token ids and labels over the vocabulary (BERT's, GPT-2's)
+    vocab = 50257 if family == "decoder" else 30522
     for k in ("x", "y"):
-        np.save(f"{out}/{k}.npy", rng.integers(0, 30522, (n, 128)).astype(np.int64))
+        np.save(f"{out}/{k}.npy", rng.integers(0, vocab, (n, 128)).astype(np.int64))
 PY
   for p in $precisions; do
     local b=$m/bundle_$p

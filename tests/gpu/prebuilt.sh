@@ -43,6 +43,8 @@ pack)
     -o "$build/gpu_models/resnet50.onnx" > /dev/null 2>&1
   /usr/bin/python3 "$src/models/zoo/generate.py" --family transformer --variant bert-base --batch 32 --weights none \
     -o "$build/gpu_models/bert.onnx" > /dev/null 2>&1
+  /usr/bin/python3 "$src/models/zoo/generate.py" --family decoder --variant gpt2-small --batch 16 --weights none \
+    -o "$build/gpu_models/gpt2.onnx" > /dev/null 2>&1
   # The compiler's static libraries stay behind; the runtime's are what the bundle builds link.
   tar -C / -cf "$out/build.tar" --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
     --exclude='CMakeFiles/[0-9]*' "${build#/}"
