@@ -660,10 +660,10 @@ class Lowerer {
     // The forward's assigns end each pass (forward_assign); the updates' end the step.
     for (size_t i = next_step_; i < steps_.size(); ++i)
       if (forward_assign(steps_[i])) emit_assign(steps_[i]);
-    // The optimizers' updates, after the gradients' clipping (rt::TrainingRun::clip_grads: a no-op unless the run
-    // clips or logs the gradient norm, but every rank calls it, as it may all-reduce).
-    // Every rank calls both (they may all-reduce over the world), with or without updates of its own; a pass of
-    // the step (its data, forward and backward) repeats up to the accumulation (RankProgram::passes_end).
+    // The optimizers' updates, after the gradients' accumulation, unscaling (with loss scaling) and clipping
+    // (rt::TrainingRun::clip_grads: a no-op unless the run clips or logs the gradient norm). Every rank calls each of
+    // them (they may all-reduce over the world), with or without updates of its own; a pass of the step (its data,
+    // forward and backward) repeats up to the accumulation (RankProgram::passes_end).
     for (size_t r = 0; r < updates_.size(); ++r) {
       std::string grads;
       std::vector<int> bufs;
@@ -679,7 +679,7 @@ class Lowerer {
       if (loss >= 0) with_loss.push_back(loss);
       emit(static_cast<int>(r), "run.accumulate({" + grads + "}, " + (loss >= 0 ? ref(loss) : "nullptr") + ", micro);",
            with_loss);
-      if (g_.loss_scaling.scale != kNoTensor)  // may skip the updates below (rt::detail::skipping_updates)
+      if (g_.loss_scaling.scale != kNoTensor)  // may skip the updates below (rt::detail::g_skip_updates)
         emit(static_cast<int>(r), "run.unscale_grads({" + grads + "}, step);", bufs);
       emit(static_cast<int>(r), "run.clip_grads({" + grads + "}, step);", bufs);
       for (Instr &in : updates_[r]) out_.ranks[r].step.push_back(std::move(in));

@@ -34,7 +34,7 @@ bool follows_input(OpKind k, DType low) {
          (low == DType::bf16 && k == OpKind::LayerNormalization);
 }
 
-/** Ops whose outputs are values of their inputs (moved, selected, compared): a bfloat16 input needs no rounding. */
+/** Ops whose outputs are values of their inputs (moved, selected, compared): a rounded input needs no rounding. */
 bool keeps_values(OpKind k) {
   switch (k) {
     case OpKind::Relu: case OpKind::MaxPool: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
@@ -163,7 +163,7 @@ int autocast(Graph &g, DType low) {
         auto it = rounded.find(in);
         if (it == rounded.end()) {
           TensorId copy = add_like(in, low_suffix.c_str());
-          round_op(in, copy, out.tensor(in).name + ".to" + low_suffix.substr(1));
+          round_op(in, copy, out.tensor(in).name + ".to_" + low_suffix.substr(1));
           it = rounded.emplace(in, copy).first;
         }
         in = it->second;

@@ -18,7 +18,9 @@ namespace cleave {
  *    BatchNormalization and InstanceNormalization (and for bf16 LayerNormalization) give their input's type;
  *  - autocast's fp32 list computes in float32 and gives float32: the classification losses (SoftmaxCrossEntropyLoss,
  *    NegativeLogLikelihoodLoss) for both; for fp16 also Exp, Log, Pow, Reciprocal, Softplus, LayerNormalization,
- *    Softmax, LogSoftmax, ReduceSum and CumSum (CUDA's fp32 and fp32_set_opt_dtype lists);
+ *    Softmax, LogSoftmax, ReduceSum and CumSum (CUDA's fp32 and fp32_set_opt_dtype lists). Not torch's: GroupNorm,
+ *    exported as InstanceNormalization between Reshapes, follows its input here, where CUDA autocast computes
+ *    group_norm in float32 (the graph no longer says it was a GroupNorm);
  *  and every `low` result that an op may not already hold as a `low` value is rounded by a rounding op
  *  (`<tensor>.f32` is then the unrounded result): a Linear exported as MatMul + Add of a 1-d bias parameter is one
  *  GEMM (bias rounded, the sum rounded once, as torch's linear); no rounding inside chains of pointwise arithmetic

@@ -245,7 +245,8 @@ class GraphParser {
         if (p.word("init") != "init") p.fail("expected init=SCALE");
         p.expect("=");
         auto init = to_double(p.word("a loss scale"));
-        if (!init || !(*init > 0)) p.fail("the first loss scale must be a positive number");
+        if (!init || !(static_cast<float>(*init) > 0) || !std::isfinite(static_cast<float>(*init)))
+          p.fail("the first loss scale must be a positive float32 number");
         Tensor &st = g_.tensor(s);
         st.data = encode_doubles(DType::f32, std::vector<double>(static_cast<size_t>(num_elements(st.shape)), *init));
         if (p.word("growth_interval") != "growth_interval") p.fail("expected growth_interval=N");

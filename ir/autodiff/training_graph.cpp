@@ -131,7 +131,7 @@ void build_training_graph(Graph &g, const TrainOptions &opts) {
   TensorId seed = kNoTensor;
   if (opts.loss_scale) {
     const LossScaleConfig &c = *opts.loss_scale;
-    if (!(c.init > 0) || !std::isfinite(static_cast<float>(c.init)))
+    if (!(static_cast<float>(c.init) > 0) || !std::isfinite(static_cast<float>(c.init)))
       CLEAVE_USER_ERROR("--loss-scale ", c.init, ": the first loss scale must be a positive float32 number");
     if (c.growth_interval < 1)
       CLEAVE_USER_ERROR("--loss-scale-growth-interval ", c.growth_interval, ": must be at least 1");

@@ -1,6 +1,7 @@
 #include "checkpoint_format.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -185,7 +186,7 @@ Manifest parse_manifest(const std::string &text, const std::string &path) {
   m.samples_per_step = json_int(text, "samples_per_step").value_or(0);
   if (std::optional<double> scale = json_double(text, "loss_scale")) {
     std::optional<int64_t> tracker = json_int(text, "growth_tracker"), skipped = json_int(text, "skipped_steps");
-    if (!(*scale > 0) || !tracker || !skipped || *tracker < 0 || *skipped < 0)
+    if (!(*scale > 0) || !std::isfinite(*scale) || !tracker || !skipped || *tracker < 0 || *skipped < 0)
       throw Error(path + ": a loss scale without a valid growth_tracker and skipped_steps");
     m.scaler = ScalerState{*scale, *tracker, *skipped};
   }

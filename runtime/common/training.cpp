@@ -380,17 +380,21 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
   for (const GradShard &g : grads) total += g.n;
   if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(float));
   int64_t at = 0;
+  // Under loss scaling each pass's backward was seeded with scale / K (scale_losses): the gradients' sum is their
+  // mean times the scale, as with torch's recipe of scaling loss / K. The loss is always averaged.
+  bool mean = !scaling_;
   auto add = [&](float *x, int64_t n) {
     float *sum = sums_.f32(static_cast<size_t>(at) * sizeof(float), static_cast<size_t>(n));
     if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(float)));
     else add_in_place(sum, x, n);
     if (micro + 1 == accumulate_) {  // the mean, where the updates (and the loss line) read
       copy(x, sum, n * static_cast<int64_t>(sizeof(float)));
-      scale_in_place(x, n, 1.0f / static_cast<float>(accumulate_));
+      if (mean) scale_in_place(x, n, 1.0f / static_cast<float>(accumulate_));
     }
     at += n;
   };
   for (const GradShard &g : grads) add(g.ptr, g.n);
+  mean = true;
   if (loss) add(loss, 1);
 }
 
@@ -420,7 +424,12 @@ void TrainingRun::scale_losses(float init, int64_t growth_interval, float *scale
   scale_tracker_ = resumed_tracker_;
   scale_growth_interval_ = growth_interval;
   scale_buffer_ = scale;
-  float s = static_cast<float>(scale_);
+  write_scale();
+}
+
+void TrainingRun::write_scale() {
+  // The seed of each pass: scale / K under --accumulate K (accumulate() sums the passes' gradients then).
+  float s = static_cast<float>(scale_ / static_cast<double>(accumulate_));
   if (scale_buffer_) copy_from_host(scale_buffer_, &s, sizeof s);
 }
 
@@ -441,14 +450,14 @@ void TrainingRun::unscale_grads(const std::vector<GradShard> &grads, int64_t ste
   } else {
     float inv = static_cast<float>(1.0 / scale_);  // torch: the reciprocal in double, rounded to float
     for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, inv);
-    if (++scale_tracker_ == scale_growth_interval_) {  // growth factor 2, where the result is finite
+    // (>=: a run resumed with a shorter interval than its checkpoint's run had grows at once.)
+    if (++scale_tracker_ >= scale_growth_interval_) {  // growth factor 2, where the result is finite
       if (std::isfinite(static_cast<float>(scale_ * 2))) scale_ = static_cast<float>(scale_ * 2);
       scale_tracker_ = 0;
     }
   }
   host::note_loss_scale(used, any != 0);
-  float s = static_cast<float>(scale_);
-  if (scale_buffer_) copy_from_host(scale_buffer_, &s, sizeof s);
+  write_scale();
 }
 
 void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) {

@@ -19,6 +19,8 @@ that the first steps overflow in float16 and are skipped), STEPS steps are run b
     by an ulp here and there); the first step's loss of Cleave fp16 is closer to torch's than Cleave fp32's is;
   - 2-rank bundles with the data and tofu plans (and the CNN's random plan on 4 ranks) print eval's lines: losses
     within SAME, scales and skips equal;
+  - with --accumulate 2 on the MLP (each pass seeded with scale / 2, as torch's recipe scales loss / K), eval follows
+    torch and 2 data ranks follow eval;
   - a run stopped after step STOP with a checkpoint and resumed (on the same bundle, and resharded onto the tofu
     bundle) prints the uninterrupted run's later steps: the scale, its growth count (2 there, so the scale doubles a
     step after the resume) and Adam's count of skipped steps are part of the checkpoint.
@@ -77,7 +79,9 @@ def autocast_fp16(model):
     return model
 
 
-def torch_run(name, path, data):
+def torch_run(name, path, data, accumulate=1):
+    """GradScaler's recipe; with accumulation, each pass backpropagates scale * loss / K (the logged loss is the
+    passes' mean)."""
     model = make_models.make_model(name)
     make_reference.load_from_onnx(model, path)
     autocast_fp16(model)
@@ -86,8 +90,11 @@ def torch_run(name, path, data):
     scale, tracker, out = INIT, 0, []
     for step in range(1, STEPS + 1):
         opt.zero_grad()
-        loss = model(*data(step))
-        (loss * scale).backward()
+        loss = 0.0
+        for micro in range(accumulate):
+            pass_loss = model(*data((step - 1) * accumulate + micro + 1)) / accumulate
+            (pass_loss * scale).backward()
+            loss += float(pass_loss)
         grads = [p.grad for p in model.parameters()]
         skipped = any(not torch.isfinite(g).all() for g in grads)
         out.append((step, float(loss), scale, skipped))
@@ -150,6 +157,13 @@ def main():
             train = ["--batch", str(make_reference.BATCH), "--optimizer", "adam", "--lr", str(LR)]
             scaling = ["--precision", "fp16", "--loss-scale", str(INIT), "--loss-scale-growth-interval", str(GROWTH)]
             want = torch_run(name, path, data)
+            if name == "mlp":  # --accumulate 2: two passes per step, seeded with scale / 2, gradients summed
+                acc = cleave_lines(["eval", path, *train, *scaling, "--data", cdata, "--steps", str(STEPS),
+                                    "--accumulate", "2"], "eval --accumulate 2")
+                acc_torch = torch_run(name, path, data, accumulate=2)
+                check(same_run(acc, acc_torch, TOL) and 0 < sum(s[3] for s in acc) < STEPS,
+                      f"mlp --accumulate 2: cleave eval skips the steps torch skips, scales "
+                      f"{[s[2] for s in acc]}, losses within {rel(acc, acc_torch):.1e}")
             ev = cleave_lines(["eval", path, *train, *scaling, "--data", cdata, "--steps", str(STEPS)], "eval")
             fp32 = subprocess.run([cleave, "eval", path, *train, "--data", cdata, "--steps", "1"], capture_output=True,
                                   text=True, check=True).stdout.split()[3]
@@ -175,6 +189,9 @@ def main():
                       f"(losses within {rel(ran, ev) if len(ran) == len(ev) else 'n/a'})")
             if name != "mlp":
                 continue
+            acc_run = cleave_lines(["run", bundles["data"], "--data", cdata, "--steps", str(STEPS), "--accumulate", "2"],
+                                   "run --accumulate 2")
+            check(same_run(acc_run, acc, SAME), "mlp --accumulate 2: 2 data ranks print cleave eval's lines")
             ck = os.path.join(work, "ck")
             first = cleave_lines(["run", bundles["data"], "--data", cdata, "--steps", str(STOP), "--checkpoint-dir", ck,
                                   "--checkpoint-every", "4"], f"run to step {STOP}")

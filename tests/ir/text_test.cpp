@@ -216,7 +216,7 @@ TEST(IrText, ErrorsNameLineAndProblem) {
   expect_parse_error("graph g\ntensor s f32[] optimizer_state\nloss_scale s init=8 every=2\n",
                      "t.ir:3: expected growth_interval=N");
   expect_parse_error("graph g\ntensor s f32[] optimizer_state\nloss_scale s init=-1 growth_interval=2\n",
-                     "t.ir:3: the first loss scale must be a positive number");
+                     "t.ir:3: the first loss scale must be a positive float32 number");
 }
 
 // all_consumers() is consumers() of every tensor; an op reading one tensor twice is listed once.

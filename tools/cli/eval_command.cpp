@@ -216,11 +216,17 @@ Command add_eval_command(CLI::App &app) {
         grads.push_back(op.inputs[1]);
     }
     auto to_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    // Loss scaling (Graph::loss_scaling): the scale, steps in a row without overflow, steps skipped.
     const LossScaling &scaling = g.loss_scaling;
+    const bool scaled = scaling.scale != kNoTensor;
+    double scale = scaled ? values[scaling.scale]->data.at(0) : 0;
     int64_t scale_tracker = 0, skipped_steps = 0;
     for (int64_t step = 1; step <= steps; ++step) {
       std::vector<std::vector<double>> sums(grads.size());
       double loss = 0;
+      // Each pass seeds its backward with scale / passes (torch's recipe scales loss / K), and the passes' gradients
+      // are summed, as rt::TrainingRun does it.
+      if (scaled) values[scaling.scale]->data.assign(values[scaling.scale]->data.size(), to_float(scale / passes));
       for (int64_t micro = 0; micro < passes; ++micro) {
         int64_t pass = (step - 1) * passes + micro + 1;
         for (const Feed &f : feeds)
@@ -241,16 +247,15 @@ Command add_eval_command(CLI::App &app) {
       }
       if (passes > 1) {
         for (size_t i = 0; i < grads.size(); ++i)
-          for (size_t e = 0; e < sums[i].size(); ++e) values[grads[i]]->data[e] = to_float(sums[i][e] / passes);
+          for (size_t e = 0; e < sums[i].size(); ++e)
+            values[grads[i]]->data[e] = to_float(scaled ? sums[i][e] : sums[i][e] / passes);
         loss = to_float(loss / passes);
       }
       // Dynamic loss scaling (Graph::loss_scaling), as rt::TrainingRun::unscale_grads does it: a step whose gradients
       // are not all finite is skipped (BatchNorm's statistics, stored after each pass, still move, as in torch).
       bool skip = false;
-      double scale_used = 0;
-      if (scaling.scale != kNoTensor) {
-        double &scale = values[scaling.scale]->data.at(0);
-        scale_used = scale;
+      double scale_used = scale;
+      if (scaled) {
         for (TensorId t : grads)
           for (double v : values[t]->data) skip = skip || !std::isfinite(v);
         if (skip) {
@@ -262,7 +267,7 @@ Command add_eval_command(CLI::App &app) {
           float inv = static_cast<float>(1.0 / scale);  // torch: the reciprocal in double, rounded to float
           for (TensorId t : grads)
             for (double &v : values[t]->data) v = static_cast<float>(static_cast<float>(v) * inv);
-          if (++scale_tracker == scaling.growth_interval) {
+          if (++scale_tracker >= scaling.growth_interval) {
             if (std::isfinite(static_cast<float>(scale * 2))) scale = to_float(scale * 2);
             scale_tracker = 0;
           }
@@ -284,7 +289,7 @@ Command add_eval_command(CLI::App &app) {
       if (!skip)
         for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
       std::printf("step %lld loss %.9g", static_cast<long long>(step), loss);
-      if (scaling.scale != kNoTensor) std::printf(" loss_scale %.9g%s", scale_used, skip ? " skipped" : "");
+      if (scaled) std::printf(" loss_scale %.9g%s", scale_used, skip ? " skipped" : "");
       std::printf("\n");
       std::fflush(stdout);
       if (skip) {  // only what the forward passes computed is stored

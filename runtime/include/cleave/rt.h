@@ -828,18 +828,21 @@ class TrainingRun {
   };
   /** Between the gradients and the updates of step `step` (every rank calls it): with --clip-grad-norm or
    *  --log-json, the global gradient norm (an all-reduce over the world), fail()ing on a non-finite one; with
-   *  --clip-grad-norm the shards scaled in place. Otherwise nothing. */
+   *  --clip-grad-norm the shards scaled in place. Otherwise, or in a step loss scaling skips (unscale_grads),
+   *  nothing. */
   void clip_grads(const std::vector<GradShard> &grads, int64_t step);
   /** Dynamic loss scaling (cleave compile --precision fp16 or --loss-scale), set up after load(): the scale starts
    *  at `init` (or the resumed checkpoint's), doubles after `growth_interval` steps in a row without overflow, and is
-   *  written into `scale` (the backward pass's seed; null on a rank that holds none) for every step. */
+   *  written into `scale` (the backward pass's seed; null on a rank that holds none) for every step, divided by
+   *  --accumulate's K (whose passes' gradients accumulate() then sums). */
   void scale_losses(float init, int64_t growth_interval, float *scale);
   /** Between the gradients and clip_grads of step `step` (every rank calls it; an all-reduce over the world): when
    *  any element of any rank's shards is not finite, the step's updates are skipped (detail::g_skip_updates) and the
    *  scale halved; otherwise the shards are multiplied by 1/scale, as torch.cuda.amp.GradScaler unscales them. */
   void unscale_grads(const std::vector<GradShard> &grads, int64_t step);
   /** After pass `micro` of a step (every rank calls it): with --accumulate K > 1, sums the gradient shards and the
-   *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place. */
+   *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place (the
+   *  gradients' sums under loss scaling, whose passes were seeded with scale / K). */
   void accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro);
   /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
    *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
@@ -911,6 +914,8 @@ class TrainingRun {
   sched::LrSchedule schedule_;
   // Reporting.
   double clip_norm_ = 0, last_grad_norm_ = -1;
+  /** Writes the seed of the next step's passes (loss scaling) into scale_buffer_. */
+  void write_scale();
   // Loss scaling (scale_losses): on, the current scale, its buffer, steps in a row without overflow, the growth
   // interval; a resumed checkpoint's scale (0: none) and tracker until scale_losses takes them.
   bool scaling_ = false;
