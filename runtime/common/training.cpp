@@ -436,9 +436,9 @@ void TrainingRun::write_scale() {
 void TrainingRun::unscale_grads(const std::vector<GradShard> &grads, int64_t step) {
   if (!scaling_) fail("unscale_grads before scale_losses");
   // A sum of squares in double is finite exactly when every float element is (|x| < 2^128, so x^2 < 2^256).
-  int local = 0, any = 0;
-  for (const GradShard &g : grads)
-    if (!std::isfinite(sum_of_squares(g.ptr, g.n))) local = 1;
+  std::vector<std::pair<const float *, int64_t>> parts;
+  for (const GradShard &g : grads) parts.emplace_back(g.ptr, g.n);
+  int local = std::isfinite(sum_of_squares(parts)) ? 0 : 1, any = 0;
   CLEAVE_MPI(MPI_Allreduce, &local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   double used = scale_;
   detail::g_skip_updates = any != 0;
@@ -466,9 +466,10 @@ void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) 
     return;
   }
   if (clip_norm_ <= 0 && log_json_.empty()) return;
-  double local = 0, total = 0;
+  std::vector<std::pair<const float *, int64_t>> counted;
   for (const GradShard &g : grads)
-    if (g.counted) local += sum_of_squares(g.ptr, g.n);
+    if (g.counted) counted.emplace_back(g.ptr, g.n);
+  double local = sum_of_squares(counted), total = 0;
   CLEAVE_MPI(MPI_Allreduce, &local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   // torch computes the norm and the coefficient in float32.
   float norm = static_cast<float>(std::sqrt(total));

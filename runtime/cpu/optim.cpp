@@ -14,6 +14,12 @@ double sum_of_squares(const float *x, int64_t n) {
   return s;
 }
 
+double sum_of_squares(const std::vector<std::pair<const float *, int64_t>> &parts) {
+  double s = 0;
+  for (const auto &[x, n] : parts) s += sum_of_squares(x, n);
+  return s;
+}
+
 void scale_in_place(float *x, int64_t n, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }

@@ -121,13 +121,15 @@ __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy
 #define CLEAVE_ELEMENTWISE(kernel, n, ...) \
   if ((n) > 0) CLEAVE_LAUNCH(kernel, detail::grid_for(n), detail::kThreads, n, __VA_ARGS__)
 
-double sum_of_squares(const float *x, int64_t n) {
+double sum_of_squares(const float *x, int64_t n) { return sum_of_squares({{x, n}}); }
+
+double sum_of_squares(const std::vector<std::pair<const float *, int64_t>> &parts) {
   detail::graph_unsafe("a gradient norm read on the host");
-  if (n <= 0) return 0;
   double *sum = nullptr, host = 0;
   CLEAVE_CUDA(cudaMallocAsync, reinterpret_cast<void **>(&sum), sizeof(double), compute_stream());
   CLEAVE_CUDA(cudaMemsetAsync, sum, 0, sizeof(double), compute_stream());
-  CLEAVE_LAUNCH(sum_squares_kernel, detail::grid_for(n), 256, n, x, sum);
+  for (const auto &[x, n] : parts)  // every part adds into the one sum: a single copy back and synchronize
+    if (n > 0) CLEAVE_LAUNCH(sum_squares_kernel, detail::grid_for(n), 256, n, x, sum);
   CLEAVE_CUDA(cudaMemcpyAsync, &host, sum, sizeof(double), cudaMemcpyDeviceToHost, compute_stream());
   CLEAVE_CUDA(cudaFreeAsync, sum, compute_stream());
   CLEAVE_CUDA(cudaStreamSynchronize, compute_stream());

@@ -595,6 +595,9 @@ void adam_step(int64_t n, const float *p, const float *g, const float *m, const 
 
 /** The sum of x[i]^2 over [0, n), accumulated in double (gradient norms). */
 double sum_of_squares(const float *x, int64_t n);
+/** The sum of squares of several arrays (x, n), in double, with one round trip to the host under CUDA: gradient
+ *  norms and loss scaling's overflow check (the sum is finite exactly when every element is). */
+double sum_of_squares(const std::vector<std::pair<const float *, int64_t>> &parts);
 /** x[i] *= s over [0, n) (gradient clipping). */
 void scale_in_place(float *x, int64_t n, float s);
 /** y[i] += x[i] over [0, n) (gradient accumulation). */
