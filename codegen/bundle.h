@@ -1,7 +1,7 @@
 #pragma once
-// The bundle writer (DESIGN §6): plan.txt, src/rank_<r>.cpp, CMakeLists.txt, runtime/, weights/rank_<r>.bin,
-// launch/mpirun.sh and manifest.json (with the FNV-1a-64 of every other file). Deterministic: same graph, plan and
-// model path => byte-identical files.
+// The bundle writer (docs/architecture.md §6): plan.txt, src/rank_<r>.cpp (or src/ranks.cpp), CMakeLists.txt,
+// runtime/, weights/rank_<r>.bin (or weights/ranks.bin), launch/mpirun.sh and manifest.json (with the FNV-1a-64 of
+// every other file). Deterministic: same graph, plan and model path => byte-identical files.
 #include <cstdint>
 #include <string>
 

@@ -57,6 +57,10 @@ Bundle read_bundle(const std::string &dir) {
     if (program != "ranks" && program != "rank_<r>")
       CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: program \"", program, "\"");
     b.shared_program = program == "ranks";
+    std::string weights = m.value("weights", std::string("rank_<r>.bin"));
+    if (weights != "ranks.bin" && weights != "rank_<r>.bin")
+      CLEAVE_USER_ERROR(manifest_path.string(), ": malformed manifest: weights \"", weights, "\"");
+    b.shared_weights = weights == "ranks.bin";
     for (const auto &[name, info] : m.at("inputs").items()) {
       BundleInput in{name, info.at("shape").get<std::vector<int64_t>>(), info.value("dtype", std::string()),
                      info.value("sample_axis", 0)};
@@ -173,7 +177,7 @@ int run_bundle(const Bundle &b, const std::string &build_dir, const RunOptions &
   for (int r = 0; r < b.ranks; ++r) {
     cmd += std::string(r ? " :" : "") + " -np 1 " + shell_quote((build / b.program(r)).string()) +
            (options.steps > 0 ? " --steps " + std::to_string(options.steps) : std::string()) + " --weights " +
-           shell_quote((dir / "weights" / ("rank_" + std::to_string(r) + ".bin")).string());
+           shell_quote((dir / b.weights(r)).string());
     for (const auto &[name, path] : options.data) cmd += " " + shell_quote(name + "=" + path);
     if (!options.save_prefix.empty()) cmd += " --save " + shell_quote(options.save_prefix);
     for (const std::string &arg : options.rank_args) cmd += " " + shell_quote(arg);

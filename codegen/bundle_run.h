@@ -28,6 +28,11 @@ struct Bundle {
   bool shared_program = false;  // one program, "ranks", runs as every rank (manifest "program")
   /** The executable rank r runs, in the build directory. */
   std::string program(int r) const { return shared_program ? "ranks" : "rank_" + std::to_string(r); }
+  bool shared_weights = false;  // one weights file, weights/ranks.bin, for every rank (manifest "weights")
+  /** Rank r's initial state, relative to the bundle directory. */
+  std::string weights(int r) const {
+    return shared_weights ? "weights/ranks.bin" : "weights/rank_" + std::to_string(r) + ".bin";
+  }
   std::vector<BundleInput> inputs;
   std::string manifest;  // the manifest's text
 };

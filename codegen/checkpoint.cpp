@@ -116,7 +116,7 @@ namespace {
 /** The layouts of bundle b's rank r (its weights file). */
 std::vector<rt::ckpt::Layout> bundle_layouts(const Bundle &b, int r) {
   std::vector<rt::ckpt::Layout> out;
-  for (rt::ckpt::Entry &e : read_entries((fs::path(b.dir) / "weights" / ("rank_" + std::to_string(r) + ".bin")).string()))
+  for (rt::ckpt::Entry &e : read_entries((fs::path(b.dir) / b.weights(r)).string()))
     out.push_back(std::move(e.layout));
   return out;
 }

@@ -45,7 +45,7 @@ std::vector<std::string> checkpoint_files(const Checkpoint &ck);
 bool same_layout(const Checkpoint &ck, const Bundle &b);
 
 /** Writes to `out_dir` a complete checkpoint of `ck`'s step for bundle `b`: every persistent box of every rank of b
- *  (its weights/rank_<r>.bin say which) cut from `ck`'s whole tensors. Throws UserError naming a tensor b needs that
+ *  (its weights files say which) cut from `ck`'s whole tensors. Throws UserError naming a tensor b needs that
  *  `ck` lacks or holds with another shape. */
 void reshard_checkpoint(const Checkpoint &ck, const Bundle &b, const std::string &out_dir);
 

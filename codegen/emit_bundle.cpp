@@ -178,16 +178,20 @@ std::string bundle_readme(int ranks, const std::string &backend, bool shared) {
 /** The shell word that runs rank $r's program from build directory $b. */
 std::string program_word(bool shared) { return shared ? "\"$b/ranks\"" : "\"$b/rank_$r\""; }
 
-std::string launch_script(int ranks, bool shared) {
+/** The weights file of rank $r (`shared`: one for every rank), under the bundle directory $h. */
+std::string weights_word(bool shared) { return shared ? "\"$h/weights/ranks.bin\"" : "\"$h/weights/rank_$r.bin\""; }
+
+std::string launch_script(int ranks, bool shared, bool shared_weights) {
   return "#!/bin/sh\n"
          "# Runs the bundle on " + std::to_string(ranks) + " ranks: launch/mpirun.sh BUILD_DIR --steps K NAME=FILE.npy... [--save PREFIX]\n"
-         "# (each rank reads weights/rank_<r>.bin next to this script's bundle).\n"
+         "# (each rank reads " + (shared_weights ? "weights/ranks.bin" : "weights/rank_<r>.bin") +
+         " next to this script's bundle).\n"
          "set -e\n"
          "here=$(cd \"$(dirname \"$0\")/..\" && pwd)\n"
          "build=$1\nshift\n"
          "exec mpirun --oversubscribe -np " + std::to_string(ranks) +
          " sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}; b=$0; h=$1; shift; exec " + program_word(shared) +
-         " --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
+         " --weights " + weights_word(shared_weights) + " \"$@\"' "
          "\"$build\" \"$here\" \"$@\"\n";
 }
 
@@ -195,14 +199,15 @@ std::string launch_script(int ranks, bool shared) {
  *  --checkpoint-dir it resumes from the newest checkpoint there (--resume auto), and is requeued when the ranks stop
  *  for a signal (exit 75, rt::TrainingRun::kStoppedForResume): Slurm's USR1 two minutes before the time limit
  *  (--signal), or the SIGTERM of a preemption. */
-std::string slurm_script(int ranks, const std::string &backend, bool shared) {
+std::string slurm_script(int ranks, const std::string &backend, bool shared, bool shared_weights) {
   std::string s = "#!/bin/sh\n#SBATCH --job-name=cleave\n#SBATCH --ntasks=" + std::to_string(ranks) + "\n";
   if (backend == "cuda") s += "#SBATCH --gpus-per-task=1\n";
   s += "#SBATCH --signal=USR1@120\n#SBATCH --requeue\n"
        "# Runs the bundle on " + std::to_string(ranks) +
        " ranks. Submit from the bundle directory (sbatch runs a copy of this file elsewhere):\n"
        "#   sbatch launch/slurm.sbatch BUILD_DIR --steps K NAME=FILE.npy... [--checkpoint-dir CK] [--save PREFIX]\n"
-       "# Each rank is SLURM_PROCID and reads weights/rank_<r>.bin; add site options (partition, time, nodes) above.\n"
+       "# Each rank is SLURM_PROCID and reads " + std::string(shared_weights ? "weights/ranks.bin" : "weights/rank_<r>.bin") +
+       "; add site options (partition, time, nodes) above.\n"
        "# With --checkpoint-dir the job continues from CK's newest checkpoint, and when Slurm warns of the time limit\n"
        "# (USR1) or preempts it (TERM) the ranks checkpoint, exit 75, and the job is requeued.\n"
        "set -e\n"
@@ -212,7 +217,7 @@ std::string slurm_script(int ranks, const std::string &backend, bool shared) {
        "for a in \"$@\"; do [ \"$a\" = --checkpoint-dir ] && resume=\"--resume auto\"; done\n"
        "set +e\n"
        "srun sh -c 'r=$SLURM_PROCID; b=$0; h=$1; shift; exec " + program_word(shared) +
-       " --weights \"$h/weights/rank_$r.bin\" \"$@\"' "
+       " --weights " + weights_word(shared_weights) + " \"$@\"' "
        "\"$build\" \"$here\" \"$@\" $resume\n"
        "rc=$?\n"
        "if [ $rc -eq 75 ]; then\n"
@@ -452,14 +457,25 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     shared = merge_rank_sources(sources);
   }
   files["plan.txt"] = plan::print_plan(p);
+  // One weights file for every rank where every rank holds the same boxes of the same tensors (a data-parallel
+  // plan's replicas): the same bytes N times over would make the bundle N times the model.
+  auto same_shards = [&](const RankProgram &a, const RankProgram &b) {
+    return std::equal(a.persistent.begin(), a.persistent.end(), b.persistent.begin(), b.persistent.end(),
+                      [](const PersistentShard &x, const PersistentShard &y) {
+                        return x.tensor == y.tensor && x.box == y.box;
+                      });
+  };
+  bool one_weights = l.devices > 1;
+  for (int r = 1; r < l.devices && one_weights; ++r) one_weights = same_shards(l.ranks[0], l.ranks[r]);
   const bool one_program = shared.has_value();
   files["CMakeLists.txt"] = bundle_cmake(l.devices, backend, one_program);
   files["README.md"] = bundle_readme(l.devices, backend, one_program);
-  files["launch/mpirun.sh"] = launch_script(l.devices, one_program);
-  files["launch/slurm.sbatch"] = slurm_script(l.devices, backend, one_program);
+  files["launch/mpirun.sh"] = launch_script(l.devices, one_program, one_weights);
+  files["launch/slurm.sbatch"] = slurm_script(l.devices, backend, one_program, one_weights);
   if (one_program) files["src/ranks.cpp"] = std::move(*shared);
   for (int r = 0; r < l.devices; ++r) {
     if (!one_program) files["src/rank_" + std::to_string(r) + ".cpp"] = emit_rank_source(g, l, r);
+    if (one_weights && r > 0) continue;
     std::vector<rt::ckpt::Entry> shards;
     for (const PersistentShard &ps : l.ranks[r].persistent) {
       const Tensor &t = g.tensor(ps.tensor);
@@ -491,7 +507,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
       e.bytes = std::move(bytes);
       shards.push_back(std::move(e));
     }
-    files["weights/rank_" + std::to_string(r) + ".bin"] = rt::ckpt::encode(shards);
+    files[one_weights ? std::string("weights/ranks.bin") : "weights/rank_" + std::to_string(r) + ".bin"] =
+        rt::ckpt::encode(shards);
   }
   // The bundled runtime: runtime/CMakeLists.txt, cleave_runtime.cmake, cleave_cuda.cmake, include/, common/, cpu/
   // and cuda/ of the compiler's tree (both backends, so one bundle builds for either).
@@ -516,6 +533,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   m["precision"] = l.precision;
   // The executable each rank runs, in the build directory: rank_<r> for rank r, or "ranks" for all of them.
   m["program"] = one_program ? "ranks" : "rank_<r>";
+  // The initial state each rank loads, in weights/: rank_<r>.bin for rank r, or ranks.bin for all of them.
+  m["weights"] = one_weights ? "ranks.bin" : "rank_<r>.bin";
   m["model"] = model_path;
   m["batch"] = l.batch;
   nlohmann::json inputs = nlohmann::json::object();

@@ -46,11 +46,11 @@ expect() {
 }
 
 # find_rank ANCESTOR RANK: the pid of rank RANK's process below ANCESTOR (not another job's): rank_RANK, or the
-# program every rank runs, "ranks", given weights/rank_RANK.bin
+# program every rank runs, "ranks", whose environment mpirun gave OMPI_COMM_WORLD_RANK=RANK
 find_rank() {
   local p a
   for p in $(pgrep -x "rank_$2") $(for q in $(pgrep -x ranks); do
-             tr '\0' ' ' < "/proc/$q/cmdline" 2>/dev/null | grep -q "weights/rank_$2\.bin" && echo "$q"; done); do
+             tr '\0' '\n' < "/proc/$q/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && echo "$q"; done); do
     a=$p
     while [ -n "$a" ] && [ "$a" -gt 1 ]; do
       a=$(ps -o ppid= -p "$a" | tr -d ' ')
@@ -97,7 +97,7 @@ signal_mid_run() {
 launcher_refused() {  # ENV MESSAGE
   local out code
   out=$(env $1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 "$work/b/build/ranks" \
-        --weights "$work/b/weights/rank_0.bin" --steps 1 2>&1)
+        --weights "$work/b/weights/ranks.bin" --steps 1 2>&1)
   code=$?
   [ "$code" -ne 0 ] && [ "$code" -ne 124 ] || fail "launcher $1: exit status $code"
   grep -qxF "cleave rank 0: $2" <<<"$out" || fail "launcher $1: no line 'cleave rank 0: $2' in: $(head -3 <<<"$out")"

@@ -13,7 +13,7 @@ check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; return 1; fi; echo "ok: 
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/a" 2>/dev/null
 "$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --planner data --batch 16 --optimizer adam --lr 0.01 -o "$tmp/b" 2>/dev/null
 check "two compiles are byte-identical" "diff -r '$tmp/a' '$tmp/b' >/dev/null"
-for f in plan.txt manifest.json CMakeLists.txt src/ranks.cpp weights/rank_0.bin weights/rank_1.bin \
+for f in plan.txt manifest.json CMakeLists.txt src/ranks.cpp weights/ranks.bin \
          launch/mpirun.sh launch/slurm.sbatch runtime/CMakeLists.txt runtime/include/cleave/rt.h; do
   check "bundle has $f" "[ -f '$tmp/a/$f' ]"
 done
@@ -27,6 +27,13 @@ check "the data plan's ranks share one program" \
 check "a random plan's ranks get a program each" \
   "[ -f '$tmp/random/src/rank_0.cpp' ] && [ -f '$tmp/random/src/rank_1.cpp' ] && [ ! -e '$tmp/random/src/ranks.cpp' ] &&
    grep -q '\"program\": \"rank_<r>\"' '$tmp/random/manifest.json' && grep -q 'exec \"\$b/rank_\$r\"' '$tmp/random/launch/mpirun.sh'"
+# A data plan's ranks hold the same shards: one weights file for all (weights/ranks.bin, manifest "weights"); the
+# random plan's ranks hold different ones: a file each.
+check "one weights file for the data plan's ranks, one per rank for the random plan's" \
+  "[ ! -e '$tmp/a/weights/rank_0.bin' ] && grep -q '\"weights\": \"ranks.bin\"' '$tmp/a/manifest.json' &&
+   grep -q 'weights/ranks.bin' '$tmp/a/launch/mpirun.sh' && grep -q 'weights/ranks.bin' '$tmp/a/launch/slurm.sbatch' &&
+   [ -f '$tmp/random/weights/rank_0.bin' ] && [ -f '$tmp/random/weights/rank_1.bin' ] && [ ! -e '$tmp/random/weights/ranks.bin' ] &&
+   grep -q '\"weights\": \"rank_<r>.bin\"' '$tmp/random/manifest.json' && grep -q 'weights/rank_\$r.bin' '$tmp/random/launch/mpirun.sh'"
 check "the launch scripts parse and are executable" \
   "sh -n '$tmp/a/launch/mpirun.sh' && sh -n '$tmp/a/launch/slurm.sbatch' && [ -x '$tmp/a/launch/slurm.sbatch' ]"
 check "slurm.sbatch asks for one task per rank" "grep -qx '#SBATCH --ntasks=2' '$tmp/a/launch/slurm.sbatch'"
@@ -145,4 +152,11 @@ rc=$?
 check "run refuses a manifest's unknown program (rc=$rc): $out" \
   "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/badprog/manifest.json: malformed manifest: program \"rank_0\"' ] &&
    [ ! -e '$tmp/badprog/build' ]"
+cp -r "$tmp/a" "$tmp/badweights"
+sed -i 's/"weights": "ranks.bin"/"weights": "all.bin"/' "$tmp/badweights/manifest.json"
+out=$("$CLEAVE" run "$tmp/badweights" --data x=a.npy --steps 1 2>&1)
+rc=$?
+check "run refuses a manifest's unknown weights layout (rc=$rc): $out" \
+  "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/badweights/manifest.json: malformed manifest: weights \"all.bin\"' ] &&
+   [ ! -e '$tmp/badweights/build' ]"
 exit $fail

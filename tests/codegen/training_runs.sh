@@ -41,6 +41,15 @@ run() {  # NAME OUT ARGS...: cleave run, loss lines to OUT
   "$cleave" run "$work/$name" --data "$data" "$@" >"$out" 2>"$out.err"
 }
 losses() { grep '^step' "$1"; }
+# rank_pid PROGRAM RANK: the pid of PROGRAM running as MPI rank RANK (every rank of a data plan runs one program,
+# with one weights file: its environment tells the ranks apart).
+rank_pid() {
+  local q
+  for q in $(pgrep -f "^$1 "); do
+    tr '\0' '\n' < "/proc/$q/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2" && { echo "$q"; return 0; }
+  done
+  return 1
+}
 same6() {  # A B: the loss lines agree to 6 significant digits
   diff <(awk '/^step/{printf "%s %.6g\n", $2, $4}' "$1") <(awk '/^step/{printf "%s %.6g\n", $2, $4}' "$2") >/dev/null
 }
@@ -116,7 +125,7 @@ fi
 run data2 "$work/sig" --steps 100000000 --checkpoint-dir "$work/sig.ck" --checkpoint-every 100000000 &
 pid=$!
 for _ in $(seq 100); do
-  rank=$(pgrep -f "^$work/data2/build/ranks .*weights/rank_1\.bin" | head -1)
+  rank=$(rank_pid "$work/data2/build/ranks" 1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/sig" 2>/dev/null && break
   sleep 0.2
 done
@@ -162,7 +171,7 @@ sbatch_run "$work/slurm1" 100000000 &
 pid=$!
 rank=
 for _ in $(seq 100); do
-  rank=$(pgrep -f "^$work/data2/build/ranks .*weights/rank_1\.bin" | head -1)
+  rank=$(rank_pid "$work/data2/build/ranks" 1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/slurm1" 2>/dev/null && break
   sleep 0.2
 done

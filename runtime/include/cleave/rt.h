@@ -763,7 +763,7 @@ void checkpoint_load(const std::string &path, const std::vector<NamedBuffer> &bu
 /** A rank program's run: its flags, where its state comes from, checkpoints, the learning-rate schedule, progress.
  *  Every rank program parses the same flags (so every bundle offers the same ones):
  *    --steps K               the run's last step (steps count from 1 and include those before a resume)
- *    --weights FILE          the initial state (the bundle's weights/rank_<r>.bin)
+ *    --weights FILE          the initial state (the bundle's weights/rank_<r>.bin, or weights/ranks.bin for all)
  *    NAME=FILE.npy           a graph input's data (first dim = samples; pass p reads samples from (p-1)*batch on,
  *                            modulo the file's count)
  *    --accumulate K          K passes (data, forward, backward) per step, the updates with their mean gradient;
