@@ -442,6 +442,36 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
   return s;
 }
 
+namespace {
+
+/** The elements of `box` of a row-major tensor of `shape` (`es` bytes each) in `values`, row-major: one run of the
+ *  innermost dim per index of the outer ones (weights of a hundred million elements cut into every rank's boxes). */
+std::string box_bytes(const std::vector<uint8_t> &values, const Shape &shape, const plan::Box &box, int es) {
+  const char *data = reinterpret_cast<const char *>(values.data());
+  if (shape.empty()) return std::string(data, static_cast<size_t>(es));
+  if (box_empty(box)) return {};
+  size_t rank = shape.size();
+  std::vector<int64_t> stride(rank, 1), idx(rank);
+  for (size_t d = rank - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
+  for (size_t d = 0; d < rank; ++d) idx[d] = box[d].begin;
+  const size_t run = static_cast<size_t>(box[rank - 1].size() * es);
+  std::string out;
+  out.reserve(static_cast<size_t>(box_volume(box) * es));
+  for (;;) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) at += idx[d] * stride[d];
+    out.append(data + at * es, run);
+    size_t d = rank - 1;  // the next index of the outer dims, last dim fastest
+    while (d > 0 && ++idx[d - 1] == box[d - 1].end) {
+      idx[d - 1] = box[d - 1].begin;
+      --d;
+    }
+    if (d == 0) return out;
+  }
+}
+
+}  // namespace
+
 void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const std::string &dir,
                   const std::string &model_path, const std::string &backend, const plan::CostReport *predicted) {
   CLEAVE_CHECK(backend == "cpu" || backend == "cuda", "unknown backend ", backend);
@@ -482,20 +512,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
       int es = dtype_size(t.dtype);
       // Weights kept on disk (Tensor::external) are read one tensor at a time.
       std::vector<uint8_t> values = tensor_bytes(t);
-      // Extract the box from the row-major data.
-      std::string bytes;
-      int64_t n = num_elements(t.shape);
-      std::vector<int64_t> idx(t.shape.size(), 0);
-      for (int64_t flat = 0; flat < n; ++flat) {
-        int64_t rem = flat;
-        bool inside = true;
-        for (size_t d = t.shape.size(); d-- > 0;) {
-          idx[d] = rem % t.shape[d];
-          rem /= t.shape[d];
-          if (idx[d] < ps.box[d].begin || idx[d] >= ps.box[d].end) inside = false;
-        }
-        if (inside) bytes.append(reinterpret_cast<const char *>(values.data()) + flat * es, static_cast<size_t>(es));
-      }
+      std::string bytes = box_bytes(values, t.shape, ps.box, es);
       rt::ckpt::Entry e;
       e.layout.name = t.name;
       e.layout.dtype = std::string(dtype_name(t.dtype));
