@@ -27,58 +27,52 @@
 
 namespace cleave {
 
-/** x rounded to the nearest bfloat16 (ties to even) and kept as float, as torch's float -> bfloat16 cast; NaN stays
- *  NaN. Generated code calls it for the RoundToBf16 op (--precision bf16). */
-CLEAVE_HD inline float round_bf16(float x) {
+namespace detail {
+/** A float's bits and back, on the host and in device code. */
+CLEAVE_HD inline uint32_t float_bits(float x) {
 #if defined(__CUDA_ARCH__)
-  uint32_t u = __float_as_uint(x);
+  return __float_as_uint(x);
 #else
   uint32_t u;
   __builtin_memcpy(&u, &x, sizeof u);
+  return u;
 #endif
-  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+}
+CLEAVE_HD inline float bits_float(uint32_t u) {
 #if defined(__CUDA_ARCH__)
   return __uint_as_float(u);
 #else
+  float x;
   __builtin_memcpy(&x, &u, sizeof u);
   return x;
 #endif
+}
+}  // namespace detail
+
+/** x rounded to the nearest bfloat16 (ties to even) and kept as float, as torch's float -> bfloat16 cast; NaN stays
+ *  NaN. Generated code calls it for the RoundToBf16 op (--precision bf16). */
+CLEAVE_HD inline float round_bf16(float x) {
+  uint32_t u = detail::float_bits(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;
+  return detail::bits_float((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
 }
 
 /** x rounded to the nearest IEEE binary16 value (ties to even; |x| >= 65520 becomes inf, below 2^-14 the subnormal
  *  step 2^-24) and kept as float, as torch's float -> half cast; NaN stays NaN. Generated code calls it for the
  *  RoundToFp16 op (--precision fp16). */
 CLEAVE_HD inline float round_fp16(float x) {
-#if defined(__CUDA_ARCH__)
-  uint32_t u = __float_as_uint(x);
-#else
-  uint32_t u;
-  __builtin_memcpy(&u, &x, sizeof u);
-#endif
-  uint32_t a = u & 0x7fffffffu, sign = u & 0x80000000u;
+  uint32_t u = detail::float_bits(x), a = u & 0x7fffffffu, sign = u & 0x80000000u;
   if (a > 0x7f800000u) return x;
-  if (a >= 0x477ff000u) {  // 65520 = halfway between 65504 and 2^16: to even, i.e. overflow
-    u = sign | 0x7f800000u;
-  } else if (a >= 0x38800000u) {  // normal: 10 of the 23 fraction bits, to nearest even
-    u = sign | ((a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu);
-  } else {  // subnormal in binary16: a multiple of 2^-24 (the scalings by 2^24 are exact)
+  if (a >= 0x477ff000u) return detail::bits_float(sign | 0x7f800000u);  // 65520: halfway to 2^16, to even: inf
+  if (a >= 0x38800000u)  // normal: 10 of the 23 fraction bits, to nearest even
+    return detail::bits_float(sign | ((a + 0xfffu + ((a >> 13) & 1u)) & ~0x1fffu));
+  // Subnormal in binary16: a multiple of 2^-24 (the scalings by 2^24 are exact).
 #if defined(__CUDA_ARCH__)
-    float r = rintf(__uint_as_float(a) * 16777216.0f) * 5.9604644775390625e-8f;
-    return sign ? -r : r;
+  float r = rintf(detail::bits_float(a) * 16777216.0f) * 5.9604644775390625e-8f;
 #else
-    float m;
-    __builtin_memcpy(&m, &a, sizeof a);
-    float r = __builtin_rintf(m * 16777216.0f) * 5.9604644775390625e-8f;
-    return sign ? -r : r;
+  float r = __builtin_rintf(detail::bits_float(a) * 16777216.0f) * 5.9604644775390625e-8f;
 #endif
-  }
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  __builtin_memcpy(&x, &u, sizeof u);
-  return x;
-#endif
+  return sign ? -r : r;
 }
 
 }  // namespace cleave
