@@ -19,7 +19,8 @@ opset 13 without constant folding, and then:
            1e-5 of `cleave eval`'s 3 steps on the same data; torch float32's own 3-step loss difference from float64
            is printed beside it for scale (random-init nets at batch 2 are chaotic: shufflenet_v2_x0_5's torch
            float32 and float64 weights part by 69% of a parameter's update after 2 steps at lr 1e-2).
-Inputs are 64x64 (DEFAULT_SIDE says why not 32) unless SIDE below says otherwise; batch 2.
+Inputs are 64x64 (DEFAULT_SIDE says why not 32) unless SIDE below says otherwise; batch 2 (--batch: 8 conditions
+the BatchNorm nets whose float32 runs drift apart at 2; the table says where).
 Giants (GIANTS below: a CPU step of the interpreter takes minutes, or the export passes protobuf's 2 GB) are checked
 at import + plan (`cleave plan --planner data --devices 2`) + gradient only, unless --giants is given.
 
@@ -302,8 +303,8 @@ def short(e):
 
 def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False, planners=("data", "tofu")):
     """The table row of one builder: a dict of column -> text, and 'ok' (no miss)."""
-    row = {"name": name, "side": side_of(name), "export": "", "ir": "", "grad": "", "grad64": "", "data": "", "tofu": "",
-           "notes": [], "ok": True, "secs": 0.0}
+    row = {"name": name, "side": side_of(name), "batch": BATCH, "export": "", "ir": "", "grad": "", "grad64": "",
+           "data": "", "tofu": "", "notes": [], "ok": True, "secs": 0.0}
     t0 = time.time()
     case = Case(name, tmp)
 
@@ -410,7 +411,8 @@ def table(rows):
     out = ["| builder | input | exports | imports | f32 gradients vs torch f64 (torch f32's) | f64 gradients vs torch "
            "f64 | 2 ranks data | 2 ranks tofu | note |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['name']} | {r['side']} | {r['export']} | {r['ir']} | {r['grad']} | {r['grad64']} | {r['data']} | "
+        side = f"{r['side']}" + (f", batch {r['batch']}" if r.get("batch", 2) != 2 else "")
+        out.append(f"| {r['name']} | {side} | {r['export']} | {r['ir']} | {r['grad']} | {r['grad64']} | {r['data']} | "
                    f"{r['tofu']} | {'; '.join(r['notes'])} |")
     return "\n".join(out)
 
@@ -444,7 +446,7 @@ SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 
 def main(argv):
-    global SRC
+    global SRC, BATCH
     warnings.filterwarnings("ignore")  # the exporter's per-node notes on BatchNorm's removed mutations
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cleave")
@@ -457,11 +459,15 @@ def main(argv):
     ap.add_argument("--write-docs", metavar="FILE")
     ap.add_argument("--keep", metavar="DIR", help="keep the exports and bundles in DIR")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per command")
+    ap.add_argument("--batch", type=int, default=BATCH,
+                    help="samples per step (default 2; at 2 the last BatchNorms of some nets normalise 8 values and "
+                         "float32 runs drift apart within 3 steps: 8 conditions them)")
     ap.add_argument("--results", metavar="FILE", help="append each row to FILE as a JSON line")
     ap.add_argument("--from-results", metavar="FILE", help="run nothing: the table of FILE's rows (the last row of "
                     "each builder, in torchvision's order)")
     args = ap.parse_args(argv)
     SRC = args.src
+    BATCH = args.batch
     if args.from_results:
         latest = {}
         with open(args.from_results) as f:
