@@ -463,8 +463,8 @@ def main(argv):
                     help="samples per step (default 2; at 2 the last BatchNorms of some nets normalise 8 values and "
                          "float32 runs drift apart within 3 steps: 8 conditions them)")
     ap.add_argument("--results", metavar="FILE", help="append each row to FILE as a JSON line")
-    ap.add_argument("--from-results", metavar="FILE", help="run nothing: the table of FILE's rows (the last row of "
-                    "each builder, in torchvision's order)")
+    ap.add_argument("--from-results", metavar="FILE", help="run nothing: the table of FILE's rows (per builder, in "
+                    "torchvision's order, its last row that passed every check, else its last row)")
     args = ap.parse_args(argv)
     SRC = args.src
     BATCH = args.batch
@@ -475,7 +475,8 @@ def main(argv):
                 r = json.loads(line)
                 if r["name"] in NOTES and NOTES[r["name"]] not in r["notes"]:
                     r["notes"].insert(0, NOTES[r["name"]])  # an explanation found after the row was run
-                latest[r["name"]] = r
+                if r["ok"] or not latest.get(r["name"], {}).get("ok", False):
+                    latest[r["name"]] = r
         order = all_builders()
         rows = [latest[n] for n in order if n in latest] + [r for n, r in latest.items() if n not in order]
         text = table(rows)
