@@ -380,10 +380,9 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
   for (const GradShard &g : grads) total += g.n;
   if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(float));
   int64_t at = 0;
-  // Under loss scaling each pass's backward was seeded with scale / K (scale_losses): the gradients' sum is their
-  // mean times the scale, as with torch's recipe of scaling loss / K. The loss is always averaged.
-  bool mean = !scaling_;
-  auto add = [&](float *x, int64_t n) {
+  // `mean`: leave the mean, else the sum. Under loss scaling each pass's backward was seeded with scale / K
+  // (scale_losses): the gradients' sum is their mean times the scale, as with torch's recipe of scaling loss / K.
+  auto add = [&](float *x, int64_t n, bool mean) {
     float *sum = sums_.f32(static_cast<size_t>(at) * sizeof(float), static_cast<size_t>(n));
     if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(float)));
     else add_in_place(sum, x, n);
@@ -393,9 +392,8 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
     }
     at += n;
   };
-  for (const GradShard &g : grads) add(g.ptr, g.n);
-  mean = true;
-  if (loss) add(loss, 1);
+  for (const GradShard &g : grads) add(g.ptr, g.n, !scaling_);
+  if (loss) add(loss, 1, true);
 }
 
 float TrainingRun::lr(float base, int64_t step) {

@@ -144,19 +144,16 @@ check "--precision fp64 is refused (rc=$rc)" "[ $rc -ne 0 ] && echo \"\$out\" | 
 out=$("$CLEAVE" run "$tmp" --data x=a.npy --steps 1 2>&1)
 rc=$?
 check "run on a non-bundle is refused (rc=$rc)" "[ $rc -eq 1 ] && echo \"\$out\" | grep -q 'not a bundle'"
-# A manifest naming a program layout cleave does not write: one line naming the file and the value, nothing built.
-cp -r "$tmp/a" "$tmp/badprog"
-sed -i 's/"program": "ranks"/"program": "rank_0"/' "$tmp/badprog/manifest.json"
-out=$("$CLEAVE" run "$tmp/badprog" --data x=a.npy --steps 1 2>&1)
-rc=$?
-check "run refuses a manifest's unknown program (rc=$rc): $out" \
-  "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/badprog/manifest.json: malformed manifest: program \"rank_0\"' ] &&
-   [ ! -e '$tmp/badprog/build' ]"
-cp -r "$tmp/a" "$tmp/badweights"
-sed -i 's/"weights": "ranks.bin"/"weights": "all.bin"/' "$tmp/badweights/manifest.json"
-out=$("$CLEAVE" run "$tmp/badweights" --data x=a.npy --steps 1 2>&1)
-rc=$?
-check "run refuses a manifest's unknown weights layout (rc=$rc): $out" \
-  "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/badweights/manifest.json: malformed manifest: weights \"all.bin\"' ] &&
-   [ ! -e '$tmp/badweights/build' ]"
+# A manifest naming a program or weights layout cleave does not write: one line naming the file, the field and the
+# value, nothing built.
+for bad in 'badprog program ranks rank_0' 'badweights weights ranks.bin all.bin'; do
+  read -r dir field good value <<<"$bad"
+  cp -r "$tmp/a" "$tmp/$dir"
+  sed -i "s/\"$field\": \"$good\"/\"$field\": \"$value\"/" "$tmp/$dir/manifest.json"
+  out=$("$CLEAVE" run "$tmp/$dir" --data x=a.npy --steps 1 2>&1)
+  rc=$?
+  check "run refuses a manifest's unknown $field layout (rc=$rc): $out" \
+    "[ $rc -eq 1 ] && [ \"\$out\" = 'error: $tmp/$dir/manifest.json: malformed manifest: $field \"$value\"' ] &&
+     [ ! -e '$tmp/$dir/build' ]"
+done
 exit $fail

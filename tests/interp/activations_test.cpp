@@ -61,22 +61,16 @@ TEST(InterpTorch, AbsAndRounding) {
   for (const auto &[ref, id] : outs) expect_matches(v, id, ref, 0.0);
 }
 
-TEST(InterpTorch, RoundToBf16IsTorchsBfloat16Cast) {
-  Case c;
-  TensorId x = c.feed("act.bf16.x");
-  TensorId y = c.out_like("act.bf16.y");
-  c.op(OpKind::RoundToBf16, {x}, {y});
-  Values v = c.run();
-  expect_matches(v, y, "act.bf16.y", 0.0);
-}
-
-TEST(InterpTorch, RoundToFp16IsTorchsHalfCast) {
-  Case c;
-  TensorId x = c.feed("act.fp16.x");
-  TensorId y = c.out_like("act.fp16.y");
-  c.op(OpKind::RoundToFp16, {x}, {y});
-  Values v = c.run();
-  expect_matches(v, y, "act.fp16.y", 0.0);
+/** RoundToBf16 and RoundToFp16 are torch's casts to bfloat16 and float16 and back, exactly. */
+TEST(InterpTorch, RoundingOpsAreTorchsCasts) {
+  for (auto [name, kind] : {std::pair{"bf16", OpKind::RoundToBf16}, std::pair{"fp16", OpKind::RoundToFp16}}) {
+    Case c;
+    TensorId x = c.feed(std::string("act.") + name + ".x");
+    TensorId y = c.out_like(std::string("act.") + name + ".y");
+    c.op(kind, {x}, {y});
+    Values v = c.run();
+    expect_matches(v, y, std::string("act.") + name + ".y", 0.0);
+  }
 }
 
 TEST(InterpTorch, PReluPerChannelSlope) {
