@@ -9,6 +9,7 @@
 
 #include "cleave/rt.h"
 #include "common/process.h"
+#include "common/reduce_scatter.h"
 #include "cpu/internal.h"
 
 namespace cleave::rt {
@@ -135,8 +136,8 @@ void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
 
 void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
   detail::CommWatch watch("reduce_scatter_sum", c.ranks);
-  CLEAVE_MPI(MPI_Reduce_scatter_block, send, recv, as_count(count, "reduce_scatter_sum"), MPI_FLOAT, MPI_SUM,
-             handle_of(c));
+  host::pairwise_reduce_scatter(handle_of(c), c.index, static_cast<int>(c.ranks.size()), send, recv,
+                                as_count(count, "reduce_scatter_sum"));
 }
 
 void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "common/process.h"
+#include "common/reduce_scatter.h"
 #include "common/run_status.h"
 #include "cuda/internal.cuh"
 
@@ -420,8 +421,9 @@ void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t c
   if (g_staged) {
     HostWatch watch("reduce_scatter_sum", c.ranks);
     std::vector<char> in = to_host(send, n * c.ranks.size() * sizeof(float)), out(n * sizeof(float));
-    CLEAVE_MPI(MPI_Reduce_scatter_block, in.data(), out.data(), mpi_count(n, "reduce_scatter_sum"), MPI_FLOAT, MPI_SUM,
-               handles_of(c).mpi);
+    host::pairwise_reduce_scatter(handles_of(c).mpi, c.index, static_cast<int>(c.ranks.size()),
+                                  reinterpret_cast<const float *>(in.data()), reinterpret_cast<float *>(out.data()),
+                                  mpi_count(n, "reduce_scatter_sum"));
     return to_device(recv, out, out.size());
   }
   ncclComm_t nc = handles_of(c).nccl;

@@ -95,6 +95,22 @@ void check_group(const std::vector<int> &ranks, int me) {
   }
 }
 
+/** A reduce-scatter of blocks longer than the runtime's exchange chunk (1 Mi floats: common/reduce_scatter.h), each
+ *  block summed from every member's part. */
+void check_long_reduce_scatter(const std::vector<int> &ranks) {
+  const rt::Comm &c = rt::group(ranks);
+  const int64_t count = (int64_t{1} << 20) + 3;
+  auto value = [](int r, int64_t i) { return static_cast<float>((r + 1) * 1000 + i % 997); };
+  std::vector<float> send(static_cast<size_t>(count * c.size())), recv(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count * c.size(); ++i) send[static_cast<size_t>(i)] = value(ranks[static_cast<size_t>(c.index)], i);
+  rt::reduce_scatter_sum(c, send.data(), recv.data(), count);
+  for (int64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r : ranks) want += value(r, c.index * count + i);
+    expect(recv[static_cast<size_t>(i)] == want, "long reduce_scatter_sum", ranks, i, recv[static_cast<size_t>(i)], want);
+  }
+}
+
 /** Grouped send/recv around the ring of `ranks`: two messages to the next member (matched in order) and one to the
  *  previous, all in one batch. */
 void check_send_recv(const std::vector<int> &ranks, int me) {
@@ -139,6 +155,7 @@ int main(int argc, char **argv) {
       check_send_recv(g, me);
     }
   }
+  check_long_reduce_scatter(reversed);
   rt::barrier();
   if (me == 0) std::printf("runtime collectives OK on %d ranks (%zu groups)\n", w, groups.size());
   rt::finalize();
