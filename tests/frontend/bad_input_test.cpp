@@ -103,6 +103,23 @@ TEST(BadInput, SampleAxisFromSymbolicDimOrFlag) {
                                                     "except the sample axis (0)");
 }
 
+TEST(BadInput, BatchFlagOnAFixedBatchModel) {
+  // A model exported without a dynamic axis keeps its batch: --batch must match it, not be silently dropped.
+  test::TempDir dir("fixedbatch");
+  ModelBuilder st;
+  st.input("x", kF32, {32, 3});
+  st.node("Relu", {"x"}, {"y"});
+  st.output("y", 2);
+  std::string path = st.save(dir / "fixed.onnx");
+  ImportOptions opts;
+  opts.batch = 32;
+  EXPECT_EQ(import_onnx(path, opts).tensor(0).shape, (Shape{32, 3}));
+  opts.batch = 16;
+  EXPECT_HAS(import_error(st, "fixed16", opts).first,
+             "--batch 16: the model's inputs have no symbolic dimension to take it (input \"x\" [32,3]): pass "
+             "--batch 32, or export the model with a dynamic batch axis");
+}
+
 TEST(BadInput, CycleIsRejected) {
   ModelBuilder mb;
   mb.input("x", kF32, {2});
