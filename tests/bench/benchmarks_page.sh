@@ -82,9 +82,15 @@ else
 fi
 
 machine() {
-  local cpu
+  # The model name alone hides which CPU a cloud host lent ("AMD EPYC"): its family, model and widest vector ISA
+  # tell hosts apart, and kernels (ours, torch's) run different code on each.
+  local cpu family model isa=SSE
   cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-  echo "$(uname -m), ${cpu:-unknown CPU}, $(nproc) cores"
+  family=$(sed -n 's/^cpu family[[:space:]]*: //p' /proc/cpuinfo | head -1)
+  model=$(sed -n 's/^model[[:space:]]*: //p' /proc/cpuinfo | head -1)
+  grep -qw avx2 /proc/cpuinfo && isa=AVX2
+  grep -qw avx512f /proc/cpuinfo && isa=AVX-512
+  echo "$(uname -m), ${cpu:-unknown CPU} (family ${family:-?}, model ${model:-?}, $isa), $(nproc) cores"
 }
 
 # The command line of benchmark $1, as run from the source tree's root.

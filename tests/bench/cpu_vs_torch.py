@@ -7,6 +7,10 @@
                                      times STEPS SGD steps (lr 0.01, zero_grad + forward + loss + backward + step) of
                                      the same model in torch at THREADS threads (default 1); prints the median step in
                                      seconds after the first (a warm-up)
+  cpu_vs_torch.py ddp MODEL STEPS RANKS
+                                     the same with torch's DistributedDataParallel over RANKS processes (gloo, one
+                                     thread each, the batch split among them as Cleave's data plan splits it); prints
+                                     rank 0's median step
 
 Models: mlp (784-2048-2048-10, batch 128), resnet18 (torchvision, 10 classes, 32x32, batch 32), transformer
 (nn.TransformerEncoder d=256, 4 heads, 4 layers, ff 1024, seq 64, batch 16, mean-pooled into a 10-way Linear).
@@ -88,10 +92,55 @@ def time_torch(name, steps, threads=1):
     print(statistics.median(times[1:]))
 
 
+def ddp_rank(rank, ranks, name, steps, port, out):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=ranks)
+    model, shape = make(name)
+    x, y = (torch.from_numpy(a) for a in data(shape))
+    per = shape[0] // ranks
+    x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
+    model.train()
+    net = DistributedDataParallel(model)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    times = []
+    for _ in range(steps):
+        dist.barrier()
+        t = time.perf_counter()
+        opt.zero_grad()
+        net(x, y).backward()
+        opt.step()
+        times.append(time.perf_counter() - t)
+    if rank == 0:
+        out.put(statistics.median(times[1:]))
+    dist.destroy_process_group()
+
+
+def time_ddp(name, steps, ranks):
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=ddp_rank, args=(r, ranks, name, steps, port, out)) for r in range(ranks)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    if any(p.exitcode != 0 for p in procs):
+        raise SystemExit("a DDP process failed")
+    print(out.get())
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "torch":
         time_torch(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+    elif sys.argv[1] == "ddp":
+        time_ddp(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     else:
         raise SystemExit(__doc__)

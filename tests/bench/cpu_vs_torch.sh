@@ -5,7 +5,8 @@
 # ONNX model, batch and optimizer (SGD, lr 0.01), everyone at $THREADS thread(s). Then, for ResNet-18 and the
 # Transformer, scaling at the same global batch: 1 rank on 1 core, 1 rank on all of the machine's cores (one rank
 # alone owns them), 2 data-parallel ranks (`--planner data`, each owning half the cores), 2 ranks under Tofu's plan
-# (`--planner tofu`), and torch on all the cores.
+# (`--planner tofu`), and torch on all the cores: one process's threads, and DistributedDataParallel over 2 processes
+# of 1 thread (gloo; "best 2 ranks/torch" compares with the faster of the two).
 #
 # Models (tests/bench/cpu_vs_torch.py exports them in training mode with a cross-entropy loss, and times torch):
 # mlp 784-2048-2048-10 batch 128; torchvision resnet18 at 32x32 batch 32; nn.TransformerEncoder d=256, 4 heads,
@@ -99,6 +100,8 @@ for ((r = 0; r < rounds; r++)); do
     t[$m.dp2]+="$(run_bundle "$work/$m.dp2" "$m") "
     t[$m.tofu2]+="$(run_bundle "$work/$m.tofu2" "$m") "
     t[$m.torchall]+="$(/usr/bin/python3 "$helper" torch "$m" "$steps" "$cores" 2>>"$log" || echo nan) "
+    t[$m.torch1]+="$(OMP_NUM_THREADS=1 /usr/bin/python3 "$helper" torch "$m" "$steps" 1 2>>"$log" || echo nan) "
+    t[$m.ddp]+="$(OMP_NUM_THREADS=1 /usr/bin/python3 "$helper" ddp "$m" "$steps" 2 2>>"$log" || echo nan) "
   done
 done
 
@@ -127,19 +130,25 @@ for m in $models; do
 done
 if [ ${#scaled[@]} -gt 0 ]; then
   echo
-  echo "Scaling on $cores cores, same global batch (ms per step; speed-up: throughput relative to 1 rank on 1 core)"
+  echo "Scaling on $cores cores, same global batch (ms per step; speed-up: throughput relative to 1 rank on 1 core;" \
+    "torch's DistributedDataParallel, gloo, 2 processes of 1 thread, relative to torch at 1 thread)"
   echo
   echo "| model | batch | 1 rank, 1 core | 1 rank, $cores cores | 2 ranks (data) | data speed-up | 2 ranks (tofu) |" \
-    "tofu speed-up | torch, $cores threads | best 2 ranks/torch | spread (data, tofu) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+    "tofu speed-up | torch, $cores threads | torch DDP, 2 processes | DDP speed-up | best 2 ranks/torch |" \
+    "spread (data, tofu) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for m in "${scaled[@]}"; do
     read -r s1 _ <<<"$(stats ${t[$m.dp1]})"
     read -r sa _ <<<"$(stats ${t[$m.dpall]})"
     read -r s2 p2 <<<"$(stats ${t[$m.dp2]})"
     read -r sf pf <<<"$(stats ${t[$m.tofu2]})"
     read -r st _ <<<"$(stats ${t[$m.torchall]})"
+    read -r s1t _ <<<"$(stats ${t[$m.torch1]})"
+    read -r sd _ <<<"$(stats ${t[$m.ddp]})"
     best=$(awk -v a="$s2" -v b="$sf" 'BEGIN { if (a == "nan") print b; else if (b == "nan" || a < b) print a; else print b }')
     echo "| $m | ${batch[$m]} | $(ms "$s1") | $(ms "$sa") | $(ms "$s2") | $(ratio "$s1" "$s2")x | $(ms "$sf") |" \
-      "$(ratio "$s1" "$sf")x | $(ms "$st") | $(ratio "$best" "$st") | ${p2}%, ${pf}% |"
+      "$(ratio "$s1" "$sf")x | $(ms "$st") | $(ms "$sd") | $(ratio "$s1t" "$sd")x |" \
+      "$(ratio "$best" "$(awk -v a="$st" -v b="$sd" 'BEGIN { if (a == "nan" || (b != "nan" && b < a)) print b; else print a }')") |" \
+      "${p2}%, ${pf}% |"
   done
 fi
