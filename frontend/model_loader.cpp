@@ -12,6 +12,7 @@
 #include "frontend/node_attrs.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/types.h"
 
 namespace cleave {
 namespace {
@@ -188,10 +189,10 @@ std::map<std::string, int> fix_input_shapes(onnx::ModelProto &m, const ImportOpt
   std::set<std::string> inits;
   for (const auto &t : m.graph().initializer()) inits.insert(t.name());
   std::map<std::string, int> sample_axes;
-  bool symbolic = false;  // some input's dimension took opts.batch
-  std::string fixed;      // the first input with a sample dimension, as `input "x" [32,3,32,32]`
-  bool batch_matches = false;
-  int64_t own_batch = 0;  // that input's sample dimension
+  bool symbolic = false, batch_matches = false;  // some input's dimension took opts.batch; one's samples equal it
+  std::string first;                              // the first input with a sample dimension, its shape and axis
+  Shape first_shape;
+  size_t first_axis = 0;
   for (auto &in : *m.mutable_graph()->mutable_input()) {
     if (inits.count(in.name())) continue;
     std::string what = "input \"" + in.name() + "\"";
@@ -231,20 +232,19 @@ std::map<std::string, int> fix_input_shapes(onnx::ModelProto &m, const ImportOpt
     }
     sample_axes[in.name()] = axis.value_or(0);
     if (rank > axis.value_or(0)) {
-      int64_t samples = tt->shape().dim(axis.value_or(0)).dim_value();
-      batch_matches = batch_matches || (opts.batch && samples == *opts.batch);
-      if (fixed.empty()) {
-        own_batch = samples;
-        fixed = what + " [";
-        for (int i = 0; i < rank; ++i) fixed += (i ? "," : "") + std::to_string(tt->shape().dim(i).dim_value());
-        fixed += "]";
+      batch_matches = batch_matches || tt->shape().dim(axis.value_or(0)).dim_value() == opts.batch;
+      if (first.empty()) {
+        first = what;
+        for (int i = 0; i < rank; ++i) first_shape.push_back(tt->shape().dim(i).dim_value());
+        first_axis = static_cast<size_t>(axis.value_or(0));
       }
     }
   }
   // A --batch that no input takes would be ignored: the step would silently run the model's own batch.
-  if (opts.batch && !symbolic && !batch_matches && !fixed.empty())
-    CLEAVE_USER_ERROR("--batch ", *opts.batch, ": the model's inputs have no symbolic dimension to take it (", fixed,
-                      "): pass --batch ", own_batch, ", or export the model with a dynamic batch axis");
+  if (opts.batch && !symbolic && !batch_matches && !first.empty())
+    CLEAVE_USER_ERROR("--batch ", *opts.batch, ": the model's inputs have no symbolic dimension to take it (", first,
+                      " ", shape_str(first_shape), "): pass --batch ", first_shape[first_axis],
+                      ", or export the model with a dynamic batch axis");
   for (const auto &[name, axis] : opts.batch_axes)
     if (!sample_axes.count(name)) CLEAVE_USER_ERROR("--batch-axis: the model has no graph input ", quote_excerpt(name));
   return sample_axes;

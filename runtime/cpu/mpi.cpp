@@ -136,7 +136,7 @@ void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
 
 void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
   detail::CommWatch watch("reduce_scatter_sum", c.ranks);
-  host::pairwise_reduce_scatter(handle_of(c), c.index, static_cast<int>(c.ranks.size()), send, recv,
+  host::pairwise_reduce_scatter(handle_of(c), c.index, c.size(), send, recv,
                                 as_count(count, "reduce_scatter_sum"));
 }
 

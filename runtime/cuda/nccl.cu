@@ -421,7 +421,7 @@ void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t c
   if (g_staged) {
     HostWatch watch("reduce_scatter_sum", c.ranks);
     std::vector<char> in = to_host(send, n * c.ranks.size() * sizeof(float)), out(n * sizeof(float));
-    host::pairwise_reduce_scatter(handles_of(c).mpi, c.index, static_cast<int>(c.ranks.size()),
+    host::pairwise_reduce_scatter(handles_of(c).mpi, c.index, c.size(),
                                   reinterpret_cast<const float *>(in.data()), reinterpret_cast<float *>(out.data()),
                                   mpi_count(n, "reduce_scatter_sum"));
     return to_device(recv, out, out.size());

@@ -81,15 +81,21 @@ def time_torch(name, steps, threads=1):
     model, shape = make(name)
     x, y = (torch.from_numpy(a) for a in data(shape))
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    print(median_step(model, x, y, steps))
+
+
+def median_step(net, x, y, steps, before_each=lambda: None):
+    """The median SGD step (lr 0.01) of `net` on one batch after the first, `before_each` run untimed before each."""
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
     times = []
     for _ in range(steps):
+        before_each()
         t = time.perf_counter()
         opt.zero_grad()
-        model(x, y).backward()
+        net(x, y).backward()
         opt.step()
         times.append(time.perf_counter() - t)
-    print(statistics.median(times[1:]))
+    return statistics.median(times[1:])
 
 
 def ddp_rank(rank, ranks, name, steps, port, out):
@@ -102,18 +108,9 @@ def ddp_rank(rank, ranks, name, steps, port, out):
     per = shape[0] // ranks
     x, y = x[rank * per:(rank + 1) * per], y[rank * per:(rank + 1) * per]
     model.train()
-    net = DistributedDataParallel(model)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
-    times = []
-    for _ in range(steps):
-        dist.barrier()
-        t = time.perf_counter()
-        opt.zero_grad()
-        net(x, y).backward()
-        opt.step()
-        times.append(time.perf_counter() - t)
+    step = median_step(DistributedDataParallel(model), x, y, steps, dist.barrier)
     if rank == 0:
-        out.put(statistics.median(times[1:]))
+        out.put(step)
     dist.destroy_process_group()
 
 

@@ -100,7 +100,6 @@ for ((r = 0; r < rounds; r++)); do
     t[$m.dp2]+="$(run_bundle "$work/$m.dp2" "$m") "
     t[$m.tofu2]+="$(run_bundle "$work/$m.tofu2" "$m") "
     t[$m.torchall]+="$(/usr/bin/python3 "$helper" torch "$m" "$steps" "$cores" 2>>"$log" || echo nan) "
-    t[$m.torch1]+="$(OMP_NUM_THREADS=1 /usr/bin/python3 "$helper" torch "$m" "$steps" 1 2>>"$log" || echo nan) "
     t[$m.ddp]+="$(OMP_NUM_THREADS=1 /usr/bin/python3 "$helper" ddp "$m" "$steps" 2 2>>"$log" || echo nan) "
   done
 done
@@ -113,6 +112,8 @@ print("%.6f %.0f" % (statistics.median(v), 100 * (max(v) / min(v) - 1)) if v els
 }
 ms() { awk -v s="$1" 'BEGIN { if (s == "nan") print "-"; else printf "%.1f", 1000 * s }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan" || b == "nan") print "-"; else printf "%.2f", a / b }'; }
+# the smaller of two seconds, either of which may be nan
+min_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "nan") print b; else if (b == "nan" || a < b) print a; else print b }'; }
 
 echo "CPU step time, $threads thread(s), median of $rounds rounds of $steps steps" \
   "(ms; before: runtime of ${baseline:-none})"
@@ -131,7 +132,7 @@ done
 if [ ${#scaled[@]} -gt 0 ]; then
   echo
   echo "Scaling on $cores cores, same global batch (ms per step; speed-up: throughput relative to 1 rank on 1 core;" \
-    "torch's DistributedDataParallel, gloo, 2 processes of 1 thread, relative to torch at 1 thread)"
+    "torch's DistributedDataParallel, gloo, 2 processes of 1 thread, relative to torch at $threads thread(s) above)"
   echo
   echo "| model | batch | 1 rank, 1 core | 1 rank, $cores cores | 2 ranks (data) | data speed-up | 2 ranks (tofu) |" \
     "tofu speed-up | torch, $cores threads | torch DDP, 2 processes | DDP speed-up | best 2 ranks/torch |" \
@@ -143,12 +144,10 @@ if [ ${#scaled[@]} -gt 0 ]; then
     read -r s2 p2 <<<"$(stats ${t[$m.dp2]})"
     read -r sf pf <<<"$(stats ${t[$m.tofu2]})"
     read -r st _ <<<"$(stats ${t[$m.torchall]})"
-    read -r s1t _ <<<"$(stats ${t[$m.torch1]})"
     read -r sd _ <<<"$(stats ${t[$m.ddp]})"
-    best=$(awk -v a="$s2" -v b="$sf" 'BEGIN { if (a == "nan") print b; else if (b == "nan" || a < b) print a; else print b }')
+    read -r s1t _ <<<"$(stats ${t[$m.torch]})"
     echo "| $m | ${batch[$m]} | $(ms "$s1") | $(ms "$sa") | $(ms "$s2") | $(ratio "$s1" "$s2")x | $(ms "$sf") |" \
       "$(ratio "$s1" "$sf")x | $(ms "$st") | $(ms "$sd") | $(ratio "$s1t" "$sd")x |" \
-      "$(ratio "$best" "$(awk -v a="$st" -v b="$sd" 'BEGIN { if (a == "nan" || (b != "nan" && b < a)) print b; else print a }')") |" \
-      "${p2}%, ${pf}% |"
+      "$(ratio "$(min_of "$s2" "$sf")" "$(min_of "$st" "$sd")") | ${p2}%, ${pf}% |"
   done
 fi
