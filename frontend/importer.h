@@ -112,6 +112,9 @@ std::vector<int64_t> const_ints(Importer &im, const NodeCtx &n, size_t i, const 
 std::vector<double> const_doubles(Importer &im, const NodeCtx &n, size_t i, const std::string &what);
 /** Normalises an axis in [-rank, rank) to [0, rank); fails naming the node otherwise. */
 int64_t norm_axis(const NodeCtx &n, int64_t axis, int64_t rank, const std::string &what = "axis");
+/** The shape a Reshape node gives an input of shape `in` by its shape input `spec` (ONNX's 0 copies a dim unless
+ *  `allowzero`, one -1 is inferred); fails naming the node where it cannot. */
+Shape reshape_target(const NodeCtx &n, const Shape &in, const std::vector<int64_t> &spec, bool allowzero);
 /** One IR op of kind `k` reading the node's inputs and writing its outputs, as named by ONNX. */
 OpSpec same_operands(const NodeCtx &n, OpKind k);
 

@@ -10,8 +10,9 @@
 
 #include "frontend/expand_functions.h"
 #include "frontend/fuse_layer_norm.h"
-#include "frontend/transposed_weights.h"
 #include "frontend/importer.h"
+#include "frontend/interleaved_rows.h"
+#include "frontend/transposed_weights.h"
 #include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
 #include "frontend/tensor_proto.h"
@@ -174,16 +175,55 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
   std::map<int, LayerNormChain> layer_norms;
   std::map<int, std::string> transposed_weights;
+  std::map<int, RowGemm> row_gemms;
   if (phase == Phase::forward) {
     layer_norms = find_layer_norms(g);
     transposed_weights = find_transposed_weights(g);
+    row_gemms = find_row_gemms(g);
   }
+  auto context = [&](const onnx::NodeProto &node, const std::string &name) {
+    int64_t opset = model_opset(m, node.domain());
+    std::string label = node_label(name, node.op_type(), node.domain(), opset);
+    return NodeCtx{node, name, node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
+  };
+  auto translate = [&](const NodeCtx &ctx) {
+    Translator t = find_translator(ctx.domain, ctx.op_type);
+    CLEAVE_CHECK(t != nullptr, ctx.label);  // check_nodes_supported ran first
+    try {
+      t(im, ctx);
+    } catch (const UserError &e) {
+      std::string msg = e.what();
+      // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
+      std::string ir_prefix = "op \"" + ctx.name + "\" (";
+      if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
+      if (msg.rfind("node \"", 0) != 0) msg = ctx.label + ": " + msg;
+      throw UserError(msg, e.exit_code());
+    }
+  };
   std::set<int> fused;  // nodes of layer norms already translated as one op
+  std::map<int, const RowGemm *> deferred;  // the Gemm and last Reshape of row chains, translated at the last
   for (int i : topo_order(g, available, names)) {
     if (fused.count(i)) continue;
     if (auto w = transposed_weights.find(i);
         w != transposed_weights.end() && im.defined(w->second) && !im.is_const(w->second)) {
       im.pending_transposes[g.node(i).output(0)] = {w->second, names[i]};
+      continue;
+    }
+    if (auto c = row_gemms.find(i);
+        c != row_gemms.end() && im.defined(g.node(i).input(0)) && rows_interleave_samples(im, g.node(i).input(0))) {
+      deferred[c->second.gemm] = deferred[c->second.from_rows] = &c->second;
+      continue;
+    }
+    if (auto d = deferred.find(i); d != deferred.end()) {
+      if (i == d->second->gemm) continue;
+      // The chain's last node: every input of the three is defined now.
+      const RowGemm &c = *d->second;
+      NodeCtx first = context(g.node(c.to_rows), names[c.to_rows]), gemm = context(g.node(c.gemm), names[c.gemm]),
+              last = context(g.node(i), names[i]);
+      if (translate_row_gemm(im, first, gemm, last)) continue;
+      translate(first);
+      translate(gemm);
+      translate(last);
       continue;
     }
     const onnx::NodeProto *at = &g.node(i);
@@ -199,22 +239,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
       at = &layer_norm;
       fused.insert(c->second.nodes.begin(), c->second.nodes.end());
     }
-    const onnx::NodeProto &node = *at;
-    int64_t opset = model_opset(m, node.domain());
-    std::string label = node_label(name, node.op_type(), node.domain(), opset);
-    NodeCtx ctx{node, name, node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
-    Translator t = find_translator(node.domain(), node.op_type());
-    CLEAVE_CHECK(t != nullptr, label);  // check_nodes_supported ran first
-    try {
-      t(im, ctx);
-    } catch (const UserError &e) {
-      std::string msg = e.what();
-      // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
-      std::string ir_prefix = "op \"" + name + "\" (";
-      if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
-      if (msg.rfind("node \"", 0) != 0) msg = label + ": " + msg;
-      throw UserError(msg, e.exit_code());
-    }
+    translate(context(*at, name));
   }
 }
 

@@ -26,6 +26,16 @@ void emit_reshape(Importer &im, const NodeCtx &n, const Shape &out_shape) {
   im.emit(s, n.name, n);
 }
 
+/** Sorted, non-negative, duplicate-free axes. */
+std::vector<int64_t> norm_axes(const NodeCtx &n, std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t &a : axes) a = norm_axis(n, a, rank, "axis");
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) n.fail("axes " + ints_str(axes) + " repeat an axis");
+  return axes;
+}
+
+}  // namespace
+
 Shape reshape_target(const NodeCtx &n, const Shape &in, const std::vector<int64_t> &spec, bool allowzero) {
   Shape out(spec.size());
   int64_t infer = -1, known = 1;
@@ -55,16 +65,6 @@ Shape reshape_target(const NodeCtx &n, const Shape &in, const std::vector<int64_
   }
   return out;
 }
-
-/** Sorted, non-negative, duplicate-free axes. */
-std::vector<int64_t> norm_axes(const NodeCtx &n, std::vector<int64_t> axes, int64_t rank) {
-  for (int64_t &a : axes) a = norm_axis(n, a, rank, "axis");
-  std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) n.fail("axes " + ints_str(axes) + " repeat an axis");
-  return axes;
-}
-
-}  // namespace
 
 void translate_reshape(Importer &im, const NodeCtx &n) {
   Shape in = im.type_of(n.in(0), n).shape;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ir/autodiff/grad_context.h"
+#include "ir/describe/batch_dims.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 
@@ -104,6 +105,8 @@ std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::v
                  shape_str(yt.shape));
   }
 
+  // Rules for ops on time-major activations keep the batch apart (grad_MatMul).
+  const std::vector<int> batch = describe::batch_dims(g);
   Accumulator acc(g);
   acc.add(y, seed);
   for (OpId i = num_fwd_ops - 1; i >= 0; --i) {
@@ -128,7 +131,7 @@ std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::v
                         "depends on it through a float input");
     std::vector<TensorId> inputs = op.inputs;
     std::vector<TensorId> dx(inputs.size(), kNoTensor);
-    GradContext ctx(g, i, std::move(dy), need);
+    GradContext ctx(g, i, std::move(dy), need, batch);
     rule.fn(ctx, dx);
     for (size_t k = 0; k < inputs.size(); ++k)
       if (need[k] && dx[k] != kNoTensor) acc.add(inputs[k], dx[k]);

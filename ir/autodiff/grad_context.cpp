@@ -19,8 +19,9 @@ Shape broadcast_shape(const Shape &a, const Shape &b) {
   return out;
 }
 
-GradContext::GradContext(Graph &g, OpId fwd, std::vector<TensorId> dy, std::vector<bool> need)
-    : g_(g), fwd_(fwd), dy_(std::move(dy)), need_(std::move(need)) {}
+GradContext::GradContext(Graph &g, OpId fwd, std::vector<TensorId> dy, std::vector<bool> need,
+                         const std::vector<int> &batch)
+    : g_(g), fwd_(fwd), dy_(std::move(dy)), need_(std::move(need)), batch_(batch) {}
 
 std::string GradContext::grad_name(size_t i) const { return g_.tensor(in(i)).name + ".grad"; }
 

@@ -15,7 +15,8 @@ Shape broadcast_shape(const Shape &a, const Shape &b);
  *  `<fwdop>.grad.tmp` (made fresh). */
 class GradContext {
  public:
-  GradContext(Graph &g, OpId fwd, std::vector<TensorId> dy, std::vector<bool> need);
+  /** `batch`: the batch dim of each forward tensor (ir/describe/batch_dims.h), outliving the context. */
+  GradContext(Graph &g, OpId fwd, std::vector<TensorId> dy, std::vector<bool> need, const std::vector<int> &batch);
 
   Graph &graph() { return g_; }
   OpId fwd_id() const { return fwd_; }
@@ -28,6 +29,10 @@ class GradContext {
   DType dtype(TensorId t) const { return g_.tensor(t).dtype; }
   /** Gradient of output slot i, or kNoTensor if nothing downstream needs it. */
   TensorId dy(size_t i) const { return i < dy_.size() ? dy_[i] : kNoTensor; }
+  /** The dim of forward tensor t that carries the batch, or -1 (none, or t was made by a rule). */
+  int batch_dim(TensorId t) const {
+    return t >= 0 && static_cast<size_t>(t) < batch_.size() ? batch_[static_cast<size_t>(t)] : -1;
+  }
   /** Whether input slot i needs a gradient (present, float, on a path from an x). */
   bool need(size_t i) const { return i < need_.size() && need_[i]; }
   /** The name hint for the gradient of input slot i: `<input>.grad`. */
@@ -64,6 +69,7 @@ class GradContext {
   OpId fwd_;
   std::vector<TensorId> dy_;
   std::vector<bool> need_;
+  const std::vector<int> &batch_;
 };
 
 /** A rule fills dx (one slot per forward input, pre-set to kNoTensor) for the inputs ctx.need() asks for. */

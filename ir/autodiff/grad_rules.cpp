@@ -158,11 +158,27 @@ void grad_MatMul(GradContext &c, Dx &dx) {
     // accumulates over all rows inside the GEMM instead of a per-batch product summed afterwards.
     int64_t k = sa.back(), n = sb[1], rows = 1;
     for (size_t d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
-    TensorId dy = c.reshape(c.dy(0), {rows, n});
     auto gemm = [&](TensorId x, TensorId y, int64_t tx, int64_t ty, const Shape &shape, const std::string &hint) {
       AttrMap attrs = {{"alpha", 1.0}, {"beta", 1.0}, {"transA", tx}, {"transB", ty}};
-      return c.emit(OpKind::Gemm, {x, y}, attrs, c.dtype(dy), shape, hint);
+      return c.emit(OpKind::Gemm, {x, y}, attrs, c.dtype(c.dy(0)), shape, hint);
     };
+    if (int batch = c.batch_dim(a); batch > 0 && batch + 1 < static_cast<int>(sa.size())) {
+      // Time-major activations (torch's attention): rows would interleave the samples, and a data-parallel split
+      // could not divide them. dA = dY B^T stays a batched product; dB = A^T dY takes its rows with the batch dim
+      // moved to the front (two local transposes instead of gathering the rows).
+      if (c.need(0)) dx[0] = c.matmul(c.dy(0), c.transpose(b, {1, 0}), c.grad_name(0));
+      if (c.need(1)) {
+        std::vector<int64_t> perm{batch};
+        for (int d = 0; d + 1 < static_cast<int>(sa.size()); ++d)
+          if (d != batch) perm.push_back(d);
+        perm.push_back(static_cast<int64_t>(sa.size()) - 1);
+        TensorId a_rows = c.reshape(c.transpose(a, perm), {rows, k});
+        TensorId dy_rows = c.reshape(c.transpose(c.dy(0), perm), {rows, n});
+        dx[1] = gemm(a_rows, dy_rows, 1, 0, sb, c.grad_name(1));
+      }
+      return;
+    }
+    TensorId dy = c.reshape(c.dy(0), {rows, n});
     bool folded = sa.size() > 2;
     if (c.need(0))
       dx[0] = c.reshape(gemm(dy, b, 0, 1, {rows, k}, folded ? "" : c.grad_name(0)), sa, c.grad_name(0));

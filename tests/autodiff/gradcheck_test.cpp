@@ -135,6 +135,23 @@ TEST(GradCheck, MatMul) {
   }
 }
 
+TEST(GradCheck, MatMulOfTimeMajorActivations) {
+  // A's batch in an inner dim (torch's attention): the rule keeps the batch apart (transposes A and dY to put it
+  // first) instead of folding A's leading dims into rows.
+  const std::vector<std::pair<Shape, int>> cases = {{{3, 2, 4}, 1}, {{2, 3, 2, 4}, 2}, {{2, 3, 2, 4}, 1}};
+  int seed = 650;
+  for (const auto &[sa, axis] : cases) {
+    GraphBuilder b(++seed);
+    TensorId a = b.input(sa), w = b.input({4, 5}, -1.0, 1.0, Role::param);
+    b.g.tensor(a).sample_axis = axis;
+    std::string label = "MatMul" + shape_str(sa) + " batch dim " + std::to_string(axis);
+    check_gradients(b, {b.op(OpKind::MatMul, {a, w})}, {a, w}, label);
+    bool transposes_a = false;
+    for (const Op &op : b.g.ops()) transposes_a = transposes_a || (op.kind == OpKind::Transpose && op.inputs[0] == a);
+    EXPECT_TRUE(transposes_a) << label;
+  }
+}
+
 TEST(GradCheck, Gemm) {
   int seed = 700;
   const int64_t m = 3, k = 4, n = 5;

@@ -1,0 +1,48 @@
+// torch's attention out-projection on time-major activations (Reshape [T, B, E] to rows, Gemm, Reshape back) imports
+// as a MatMul on [T, B, E] (frontend/interleaved_rows.h), computes what the three nodes compute, and leaves its data
+// plan nothing to gather (tests/planner/interleaved_rows_plan_test.cpp); rows that do not interleave samples keep
+// their Gemm.
+#include <gtest/gtest.h>
+
+#include "ir/printer.h"
+#include "tests/frontend/attention_models.h"
+#include "tests/frontend/import_helpers.h"
+
+namespace cleave {
+namespace {
+
+using test::kF32;
+using test::import;
+using test::B;
+using test::E;
+using test::F;
+using test::out_projection;
+using test::T;
+
+TEST(InterleavedRows, TimeMajorOutProjectionIsAMatMulOnItsDims) {
+  Graph g = import(out_projection(true, false), "out_projection");
+  EXPECT_EQ(test::count_ops(g, OpKind::Gemm), 0) << print_graph(g);
+  std::optional<OpId> mm = g.find_op("/attn/Gemm");
+  ASSERT_TRUE(mm) << print_graph(g);
+  EXPECT_EQ(g.op(*mm).kind, OpKind::MatMul);
+  EXPECT_EQ(g.tensor(g.op(*mm).inputs[0]).shape, (Shape{T, B, E}));
+  EXPECT_EQ(g.tensor(*g.find_tensor("y")).shape, (Shape{T, B, F}));
+  // The oracle: the same nodes imported one by one.
+  Graph plain = import(out_projection(true, true), "out_projection_plain");
+  ASSERT_EQ(test::count_ops(plain, OpKind::Gemm), 1) << print_graph(plain);
+  std::vector<float> xv = test::random_floats(B * T * E, 3, 1.0f);
+  std::vector<double> a = test::run_forward(g, "x", xv, "y"), b = test::run_forward(plain, "x", xv, "y");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * (1 + std::abs(b[i]))) << i;
+}
+
+TEST(InterleavedRows, BatchFirstRowsKeepTheirGemm) {
+  Graph g = import(out_projection(false, false), "batch_first");
+  std::optional<OpId> gemm = g.find_op("/attn/Gemm");
+  ASSERT_TRUE(gemm) << print_graph(g);
+  EXPECT_EQ(g.op(*gemm).kind, OpKind::Gemm);
+  EXPECT_EQ(test::count_ops(g, OpKind::MatMul), 0) << print_graph(g);
+}
+
+}  // namespace
+}  // namespace cleave
