@@ -1,7 +1,6 @@
 #include "frontend/interleaved_rows.h"
 
 #include <numeric>
-#include <set>
 
 #include "frontend/importer.h"
 
@@ -59,6 +58,7 @@ std::map<int, RowGemm> find_row_gemms(const onnx::GraphProto &g) {
 }
 
 bool rows_interleave_samples(Importer &im, const std::string &x) {
+  if (!im.defined(x) || im.is_const(x)) return false;  // constants fold; use() would add them to the graph
   return im.batch_dims.update(im.g)[static_cast<size_t>(im.use(x))] > 0;
 }
 

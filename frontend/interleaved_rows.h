@@ -25,8 +25,8 @@ struct RowGemm {
  *  by the index of the first Reshape. Whether a chain is rewritten is decided on the IR's shapes (the importer). */
 std::map<int, RowGemm> find_row_gemms(const onnx::GraphProto &g);
 
-/** Whether the rows of X (X [..., E] reshaped to [R, E]) would interleave samples: X's batch is in a dim after the
- *  first (ir/describe/batch_dims.h). */
+/** Whether the rows of X (X [..., E] reshaped to [R, E]) would interleave samples: X is a defined, non-constant tensor
+ *  whose batch is in a dim after the first (ir/describe/batch_dims.h). */
 bool rows_interleave_samples(Importer &im, const std::string &x);
 
 /** Emits chain c as X' = Reshape(X, [s..., E]), Y = MatMul(X', W^T) (+ bias), where [s..., F] is the last Reshape's

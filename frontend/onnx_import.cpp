@@ -210,7 +210,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
       continue;
     }
     if (auto c = row_gemms.find(i);
-        c != row_gemms.end() && im.defined(g.node(i).input(0)) && rows_interleave_samples(im, g.node(i).input(0))) {
+        c != row_gemms.end() && rows_interleave_samples(im, g.node(i).input(0))) {
       deferred[c->second.gemm] = deferred[c->second.from_rows] = &c->second;
       continue;
     }
