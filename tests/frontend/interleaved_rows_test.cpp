@@ -36,6 +36,18 @@ TEST(InterleavedRows, TimeMajorOutProjectionIsAMatMulOnItsDims) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * (1 + std::abs(b[i]))) << i;
 }
 
+TEST(InterleavedRows, RowsReshapedOtherwiseKeepTheirGemm) {
+  // The result reshaped to [T, B*F] (rank 2) or [T*B*F] (the rows not unfolded): no MatMul on [T, B, E] computes it,
+  // so the chain is imported node by node.
+  for (const std::vector<int64_t> &shape : {std::vector<int64_t>{T, B * F}, std::vector<int64_t>{T * B * F}}) {
+    Graph g = import(out_projection(true, false, false, shape), "rows_other_shape");
+    std::optional<OpId> gemm = g.find_op("/attn/Gemm");
+    ASSERT_TRUE(gemm) << print_graph(g);
+    EXPECT_EQ(g.op(*gemm).kind, OpKind::Gemm);
+    EXPECT_EQ(g.tensor(*g.find_tensor("y")).shape, Shape(shape.begin(), shape.end()));
+  }
+}
+
 TEST(InterleavedRows, BatchFirstRowsKeepTheirGemm) {
   Graph g = import(out_projection(false, false), "batch_first");
   std::optional<OpId> gemm = g.find_op("/attn/Gemm");
