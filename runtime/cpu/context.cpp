@@ -2,6 +2,9 @@
 // the arena.
 #include <mpi.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,9 +55,14 @@ void log_loss(int64_t step, const float *loss) {
 Arena::Arena(size_t bytes, size_t align) : size_(bytes) {
   if (align < alignof(std::max_align_t) || (align & (align - 1)) != 0)
     fail("arena alignment " + std::to_string(align) + " is not a power of two >= max_align_t");
+  // Transparent huge pages where the kernel offers them on request (THP "madvise", Debian's default): a step sweeps
+  // the whole arena, and with 4 KB pages its large tensors miss the TLB on every page.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  if (bytes >= kHugePage) align = std::max(align, kHugePage);
   size_t rounded = (bytes + align - 1) / align * align;
   base_ = std::aligned_alloc(align, rounded == 0 ? align : rounded);
   if (!base_) fail("cannot allocate an arena of " + std::to_string(bytes) + " bytes");
+  if (bytes >= kHugePage) ::madvise(base_, rounded, MADV_HUGEPAGE);  // advice only: a kernel without THP ignores it
   std::memset(base_, 0, rounded);
 }
 
