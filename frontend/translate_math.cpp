@@ -2,6 +2,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/importer.h"
+#include "frontend/interleaved_rows.h"
 
 namespace cleave {
 
@@ -20,7 +21,7 @@ namespace {
 bool matmul_by_transposed(Importer &im, const NodeCtx &n, const std::string &w) {
   Shape x = im.type_of(n.in(0), n).shape, ws = im.type_of(w, n).shape;
   if (x.size() < 2 || ws.size() != 2 || x.back() != ws[1]) return false;
-  if (x.size() > 2 && im.batch_dims.update(im.g)[static_cast<size_t>(im.use(n.in(0), &n))] > 0) return false;
+  if (x.size() > 2 && rows_interleave_samples(im, n.in(0))) return false;
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < x.size(); ++d) rows *= x[d];
   auto reshape = [&](const std::string &in, const std::string &out, const Shape &shape) {
