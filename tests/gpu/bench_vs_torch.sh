@@ -11,6 +11,9 @@
 #   needed; run: the timings). The models are BUILD_DIR/gpu_models/{resnet50,bert,gpt2}.onnx when there (tests/gpu/
 #   prebuilt.sh pack exports them: graphs only, weights filled here by fill_weights.py), else exported with Debian's
 #   torch. PYTHON (default python3) must have torch with CUDA for the run phase, numpy and onnx for the build.
+#   BENCH_MODELS (default "resnet50 bert gpt2") and BENCH_PRECISIONS (default "fp32 tf32 bf16") pick a subset;
+#   PROFILE_DIR: also profile each bundle statement by statement (tests/gpu/profile_top.py prints where its step goes;
+#   PROFILE_PRECISIONS picks which).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(cd "$1" && pwd)
@@ -21,10 +24,11 @@ archs=${CUDA_ARCHS:-90}
 mkdir -p "$WORK"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # name family variant batch
-models="resnet50 resnet 50 64
+models=$(awk -v want="${BENCH_MODELS:-resnet50 bert gpt2}" \
+  'BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) ok[w[i]] = 1 } ok[$1]' <<< "resnet50 resnet 50 64
 bert transformer bert-base 32
-gpt2 decoder gpt2-small 16"
-precisions="fp32 tf32 bf16"
+gpt2 decoder gpt2-small 16")
+precisions=${BENCH_PRECISIONS:-fp32 tf32 bf16}
 
 build_model() {
   local name=$1 family=$2 variant=$3 batch=$4
@@ -112,5 +116,16 @@ print(round(m['per_rank'][0]['peak_memory_bytes'] / 2**20))" "$b/manifest.json" 
         "$c_sps" "$t_sps" "$c_mb" "$t_mb" "$graphs"
     done
     for p in $precisions; do echo "  $name $p last loss: $(tail -1 "$m/run_$p.txt" 2> /dev/null)"; done
+    # Where the steps go: each statement timed (without CUDA graphs), the sites summed by op type.
+    if [ -n "${PROFILE_DIR:-}" ]; then
+      mkdir -p "$PROFILE_DIR"
+      for p in ${PROFILE_PRECISIONS:-$precisions}; do
+        b=$m/bundle_$p
+        CLEAVE_PROFILE=$PROFILE_DIR/${name}_$p "$b/launch/mpirun.sh" "$b/build" --steps 4 --cuda-graphs off \
+          x="$m/x.npy" y="$m/y.npy" > /dev/null 2>&1 < /dev/null &&
+          "$PY" "$SRC/tests/gpu/profile_top.py" "$PROFILE_DIR/${name}_$p.rank_0.json" 12 ||
+          echo "bench: $name $p: the profiled run failed"
+      done
+    fi
   done 3<<< "$models"
 fi

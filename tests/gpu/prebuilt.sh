@@ -45,11 +45,15 @@ pack)
     -o "$build/gpu_models/bert.onnx" > /dev/null 2>&1
   /usr/bin/python3 "$src/models/zoo/generate.py" --family decoder --variant gpt2-small --batch 16 --weights none \
     -o "$build/gpu_models/gpt2.onnx" > /dev/null 2>&1
-  # The compiler's static libraries stay behind; the runtime's are what the bundle builds link.
-  tar -C / -cf "$out/build.tar" --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
-    --exclude='CMakeFiles/[0-9]*' "${build#/}"
-  (cd / && tar -rf "$out/build.tar" "${build#/}"/runtime/libcleave_rt_*.a)
-  gzip -f "$out/build.tar"
+  # The compiler's static libraries stay behind; the runtime's are what the bundle builds link. Debug information
+  # stays behind too (a RelWithDebInfo tree is gigabytes of it; the transfer to a GPU machine is limited).
+  stage=$(mktemp -d)
+  tar -C / -cf - --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
+    --exclude='CMakeFiles/[0-9]*' "${build#/}" "${build#/}"/runtime/libcleave_rt_*.a | tar -C "$stage" -xf -
+  find "$stage" -type f \( -perm -u+x -o -name '*.a' \) -exec sh -c \
+    'file -b "$1" | grep -qE "^(ELF|current ar archive)" && strip --strip-debug "$1"' _ {} \;
+  tar -C "$stage" -czf "$out/build.tar.gz" "${build#/}"
+  rm -rf "$stage"
   mapfile -t pkgs < <(packages_needed "$build" | sort -u)
   echo "pack: ${#pkgs[@]} packages: ${pkgs[*]}" >&2
   dpkg -L "${pkgs[@]}" | grep -vE '^/usr/share/(doc|man|lintian)/|^/\.$' | sort -u |
