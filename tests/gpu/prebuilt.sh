@@ -49,7 +49,8 @@ pack)
   # stays behind too (a RelWithDebInfo tree is gigabytes of it; the transfer to a GPU machine is limited).
   stage=$(mktemp -d)
   tar -C / -cf - --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
-    --exclude='CMakeFiles/[0-9]*' "${build#/}" "${build#/}"/runtime/libcleave_rt_*.a | tar -C "$stage" -xf -
+    --exclude='CMakeFiles/[0-9]*' "${build#/}" | tar -C "$stage" -xf -
+  (cd / && tar -cf - "${build#/}"/runtime/libcleave_rt_*.a) | tar -C "$stage" -xf -
   find "$stage" -type f \( -perm -u+x -o -name '*.a' \) -exec sh -c \
     'file -b "$1" | grep -qE "^(ELF|current ar archive)" && strip --strip-debug "$1"' _ {} \;
   tar -C "$stage" -czf "$out/build.tar.gz" "${build#/}"
