@@ -6,6 +6,7 @@
 
 #include "common/index_kernels.h"
 #include "common/shapes.h"
+#include "common/strided_index.h"
 #include "cuda/internal.cuh"
 
 namespace cleave::rt {
@@ -50,7 +51,70 @@ __global__ void strided_scatter(int64_t n, Small shape, Small st, int64_t base, 
   }
 }
 
-/** Dispatches a strided gather on the element size (a size other than 1/2/4/8 becomes a trailing dim of bytes). */
+// The same walks with 32-bit indices and magic-number division (common/strided_index.h), for n < 2^31.
+template <typename T>
+__global__ void strided_gather_fast(uint32_t n, hd::StridedIndex src, int64_t base, const T *in, T *out) {
+  for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
+    out[o] = in[base + src.offset(o)];
+}
+
+template <typename T>
+__global__ void strided_scatter_fast(uint32_t n, hd::StridedIndex dst, int64_t base, const T *in, T *out) {
+  for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
+    out[base + dst.offset(o)] = in[o];
+}
+
+// A batched 2-D transpose: out[b][p][q] = in[batch(b) + p + q * sq] through 32x32 tiles in shared memory, so both
+// the reads (along p) and the writes (along q) are contiguous. Blocks of 32x8 threads; z walks the batch.
+constexpr int kTile = 32, kTileRows = 8;
+template <typename T>
+__global__ void transpose_tiles(uint32_t batch, int64_t rows, int64_t cols, int64_t sq, hd::StridedIndex bsrc,
+                                const T *in, T *out) {
+  __shared__ T tile[kTile][kTile + 1];
+  int64_t p0 = static_cast<int64_t>(blockIdx.y) * kTile, q0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  for (uint32_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T *src = in + bsrc.offset(b);
+    T *dst = out + static_cast<int64_t>(b) * rows * cols;
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      int64_t p = p0 + threadIdx.x, q = q0 + j;
+      if (p < rows && q < cols) tile[j][threadIdx.x] = src[p + q * sq];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      int64_t p = p0 + j, q = q0 + threadIdx.x;
+      if (p < rows && q < cols) dst[p * cols + q] = tile[threadIdx.x][j];
+    }
+    __syncthreads();
+  }
+}
+
+/** A batched 2-D transpose through tiles when the coalesced walk is one: the source's contiguous dim is the
+ *  output's second-to-last and the output's last dim is not contiguous in the source. False otherwise. */
+bool try_transpose_tiles(const Dims &shape, const Dims &st, int64_t base, const void *in, void *out, size_t elem) {
+  size_t r = shape.size();
+  if (r < 2 || st[r - 2] != 1 || st[r - 1] == 1 || (elem != 1 && elem != 2 && elem != 4 && elem != 8)) return false;
+  Dims bshape(shape.begin(), shape.end() - 2), bst(st.begin(), st.end() - 2);
+  int64_t batch = detail::product(bshape), rows = shape[r - 2], cols = shape[r - 1];
+  if (!hd::fits_strided_index(bshape, batch) || (rows + kTile - 1) / kTile > 65535 ||
+      (cols + kTile - 1) / kTile >= (int64_t{1} << 31))
+    return false;
+  hd::StridedIndex bsrc = hd::make_strided_index(bshape, bst);
+  dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
+            static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  dim3 block(kTile, kTileRows);
+  const char *src = static_cast<const char *>(in) + base * static_cast<int64_t>(elem);
+  switch (elem) {
+    case 1: CLEAVE_LAUNCH(transpose_tiles<uint8_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint8_t *>(src), static_cast<uint8_t *>(out)); break;
+    case 2: CLEAVE_LAUNCH(transpose_tiles<uint16_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint16_t *>(src), static_cast<uint16_t *>(out)); break;
+    case 4: CLEAVE_LAUNCH(transpose_tiles<uint32_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint32_t *>(src), static_cast<uint32_t *>(out)); break;
+    default: CLEAVE_LAUNCH(transpose_tiles<uint64_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint64_t *>(src), static_cast<uint64_t *>(out)); break;
+  }
+  return true;
+}
+
+/** Dispatches a strided gather on the element size (a size other than 1/2/4/8 becomes a trailing dim of bytes).
+ *  The walk is coalesced first; below 2^31 elements it runs with 32-bit indices, as a tiled transpose where it is
+ *  one. */
 void gather_bytes(Dims shape, Dims st, int64_t base, const void *in, void *out, size_t elem_size, const char *what) {
   int64_t n = detail::product(shape);
   if (n == 0) return;
@@ -61,6 +125,24 @@ void gather_bytes(Dims shape, Dims st, int64_t base, const void *in, void *out, 
     st.push_back(1);
     elem_size = 1;
     n *= static_cast<int64_t>(shape.back());
+  }
+  hd::coalesce_dims(shape, st);
+  if (shape.size() == 1 && st[0] == 1) {  // one contiguous run
+    copy(out, static_cast<const char *>(in) + base * static_cast<int64_t>(elem_size),
+         n * static_cast<int64_t>(elem_size));
+    return;
+  }
+  if (try_transpose_tiles(shape, st, base, in, out, elem_size)) return;
+  if (hd::fits_strided_index(shape, n)) {
+    hd::StridedIndex idx = hd::make_strided_index(shape, st);
+    unsigned g = detail::grid_for(n);
+    switch (elem_size) {
+      case 1: CLEAVE_LAUNCH(strided_gather_fast<uint8_t>, g, detail::kThreads, static_cast<uint32_t>(n), idx, base, static_cast<const uint8_t *>(in), static_cast<uint8_t *>(out)); break;
+      case 2: CLEAVE_LAUNCH(strided_gather_fast<uint16_t>, g, detail::kThreads, static_cast<uint32_t>(n), idx, base, static_cast<const uint16_t *>(in), static_cast<uint16_t *>(out)); break;
+      case 4: CLEAVE_LAUNCH(strided_gather_fast<uint32_t>, g, detail::kThreads, static_cast<uint32_t>(n), idx, base, static_cast<const uint32_t *>(in), static_cast<uint32_t *>(out)); break;
+      default: CLEAVE_LAUNCH(strided_gather_fast<uint64_t>, g, detail::kThreads, static_cast<uint32_t>(n), idx, base, static_cast<const uint64_t *>(in), static_cast<uint64_t *>(out)); break;
+    }
+    return;
   }
   Small sh = small(shape, what), ss = small(st, what);
   unsigned g = detail::grid_for(n);
@@ -172,8 +254,45 @@ ReductionPlan plan_reduction(const Dims &x_shape, const std::vector<bool> &reduc
   return p;
 }
 
-void launch_reduce(const ReductionPlan &p, const float *x, float *y, double divisor, const char *what) {
+// Sums over the outer dims of contiguous columns (bias gradients: [rows, cols] -> [cols]), in two passes so that
+// enough threads run and the order of the additions is fixed: thread (chunk, column) sums a chunk of rows in double,
+// then one thread per column adds the chunks' sums in order.
+__global__ void reduce_columns_partial(int64_t cols, uint32_t nred, uint32_t chunk, hd::StridedIndex red,
+                                       const float *x, double *partial) {
+  int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (k >= cols) return;
+  uint32_t r0 = blockIdx.y * chunk, r1 = r0 + chunk < nred ? r0 + chunk : nred;
+  double acc = 0;
+  for (uint32_t r = r0; r < r1; ++r) acc += x[red.offset(r) + k];
+  partial[blockIdx.y * cols + k] = acc;
+}
+
+__global__ void reduce_columns_final(int64_t cols, unsigned chunks, const double *partial, float *y, double divisor) {
+  int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (k >= cols) return;
+  double acc = 0;
+  for (unsigned c = 0; c < chunks; ++c) acc += partial[c * cols + k];
+  y[k] = static_cast<float>(acc / divisor);
+}
+
+void launch_reduce(ReductionPlan p, const float *x, float *y, double divisor, const char *what) {
   if (p.ny == 0) return;
+  hd::coalesce_dims(p.kept, p.kst);
+  hd::coalesce_dims(p.red, p.rst);
+  if (p.kept.size() == 1 && p.kst[0] == 1 && p.nred > 1 && hd::fits_strided_index(p.red, p.nred)) {
+    int64_t cols = p.ny;
+    int64_t want = std::max<int64_t>(1, (int64_t{1} << 18) / cols);  // about 256K threads over the chunks
+    int64_t chunks = std::min<int64_t>({want, p.nred, 65535});
+    int64_t chunk = (p.nred + chunks - 1) / chunks;
+    chunks = (p.nred + chunk - 1) / chunk;
+    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(chunks * cols) * sizeof(double)));
+    dim3 grid(static_cast<unsigned>((cols + detail::kThreads - 1) / detail::kThreads), static_cast<unsigned>(chunks));
+    CLEAVE_LAUNCH(reduce_columns_partial, grid, detail::kThreads, cols, static_cast<uint32_t>(p.nred),
+                  static_cast<uint32_t>(chunk), hd::make_strided_index(p.red, p.rst), x, partial);
+    CLEAVE_LAUNCH(reduce_columns_final, static_cast<unsigned>((cols + detail::kThreads - 1) / detail::kThreads),
+                  detail::kThreads, cols, static_cast<unsigned>(chunks), partial, y, divisor);
+    return;
+  }
   CLEAVE_LAUNCH(reduce_kernel, detail::rows_grid(p.ny), detail::kThreads, p.ny, small(p.kept, what),
                 small(p.kst, what), p.nred, small(p.red, what), small(p.rst, what), x, y, divisor);
 }
@@ -364,6 +483,12 @@ void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, con
   fill_bytes(dx, 0, detail::product(shape) * 4);
   int64_t n = detail::product(out);
   if (n == 0) return;
+  hd::coalesce_dims(out, st);
+  if (hd::fits_strided_index(out, n)) {
+    CLEAVE_LAUNCH(strided_scatter_fast<float>, detail::grid_for(n), detail::kThreads, static_cast<uint32_t>(n),
+                  hd::make_strided_index(out, st), base, dy, dx);
+    return;
+  }
   CLEAVE_LAUNCH(strided_scatter<float>, detail::grid_for(n), detail::kThreads, n, small(out, "slice_backward"),
                 small(st, "slice_backward"), base, dy, dx);
 }

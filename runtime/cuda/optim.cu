@@ -2,6 +2,7 @@
 // once). Dropout draws from cleave/rng.h (CLEAVE_HD), so the masks are bit-identical to the CPU backend's.
 #include <cmath>
 
+#include "common/strided_index.h"
 #include "cuda/internal.cuh"
 
 #define CLEAVE_FOR_EACH(i, n)                                                                          \
@@ -112,6 +113,15 @@ __global__ void dropout_kernel(int64_t n, detail::Small shape, detail::Small off
   }
 }
 
+__global__ void dropout_kernel_fast(int64_t n, hd::StridedIndex global, int64_t base, uint64_t seed, int64_t step,
+                                    float ratio, double scale, const float *x, float *y, uint8_t *mask) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    bool keep = dropout_keep(seed, step, base + global.offset(i), ratio);
+    y[i] = keep ? static_cast<float>(x[i] * scale) : 0.0f;
+    if (mask) mask[i] = keep ? 1 : 0;
+  }
+}
+
 __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy, const uint8_t *mask, float *dx) {
   CLEAVE_FOR_EACH(i, n) dx[i] = mask[i] ? static_cast<float>(dy[i] * scale) : 0.0f;
 }
@@ -204,6 +214,22 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
   if (global_offset.size() != r || global_strides.size() != r) fail("dropout_forward: one offset/stride per dim");
   if (!(ratio >= 0 && ratio < 1)) fail("dropout_forward: ratio " + std::to_string(ratio) + " is not in [0, 1)");
   int64_t n = detail::product(shape);
+  if (ratio == 0) {  // every element kept, y = x: copies, no index arithmetic
+    if (y != x) copy(y, x, n * static_cast<int64_t>(sizeof(float)));
+    if (mask) fill_bytes(mask, 1, n);
+    return;
+  }
+  if (hd::fits_strided_index(shape, n)) {
+    // The global index of element i: the shard's offset plus its position, both in the full tensor's strides.
+    Dims st(global_strides);
+    int64_t base = 0;
+    for (size_t d = 0; d < r; ++d) base += global_offset[d] * global_strides[d];
+    Dims sh(shape);
+    hd::coalesce_dims(sh, st);
+    CLEAVE_ELEMENTWISE(dropout_kernel_fast, n, hd::make_strided_index(sh, st), base, seed, step, ratio,
+                       1.0 / (1.0 - static_cast<double>(ratio)), x, y, mask);
+    return;
+  }
   CLEAVE_ELEMENTWISE(dropout_kernel, n, detail::small(shape, "dropout_forward"),
                      detail::small(global_offset, "dropout_forward"), detail::small(global_strides, "dropout_forward"),
                      seed, step, ratio, 1.0 / (1.0 - static_cast<double>(ratio)), x, y, mask);

@@ -344,6 +344,24 @@ void layout_cases() {
   record("region_copy_i64", i64_dst, 4 * 8);
   auto *mask = static_cast<uint8_t *>(alloc_bytes(2 * 3 * 8));
   rt::broadcast_bytes({3, 1}, {2, 3, 8}, mask, static_cast<uint8_t *>(alloc_bytes(48)), 1);
+  // The coalesced walks (common/strided_index.h): tiled 2-D and batched transposes with partial tiles, a bias
+  // broadcast over rows, column sums in chunks, a contiguous slice (one copy).
+  float *w = input(3 * 37 * 70, 67);
+  rt::transpose({37, 70}, {1, 0}, w, output("transpose_2d_tiles", 37 * 70));
+  rt::transpose({3, 37, 70}, {0, 2, 1}, w, output("transpose_batched_tiles", 3 * 37 * 70));
+  rt::transpose({3, 37, 70}, {2, 1, 0}, w, output("transpose_reversed", 3 * 37 * 70));
+  auto *w64 = static_cast<int64_t *>(alloc_bytes(37 * 70 * 8));
+  rt::map_index(37 * 70, [=] CLEAVE_HD(int64_t i) { w64[i] = i * 1000000007ll; });
+  auto *w64_t = static_cast<int64_t *>(alloc_bytes(37 * 70 * 8));
+  rt::transpose({37, 70}, {1, 0}, reinterpret_cast<const float *>(w64), reinterpret_cast<float *>(w64_t), 8);
+  record("transpose_i64_tiles", w64_t, 37 * 70 * 8);
+  rt::broadcast({70}, {3, 37, 70}, input(70, 68), output("broadcast_rows", 3 * 37 * 70));
+  rt::reduce_to_shape({3, 37, 70}, {70}, w, output("reduce_columns", 70));
+  rt::reduce_to_shape({3, 37, 70}, {1, 1, 70}, w, output("reduce_columns_keepdims", 70));
+  float *tall = input(3000 * 5, 69);
+  rt::reduce_to_shape({3000, 5}, {5}, tall, output("reduce_columns_tall", 5));
+  rt::reduce({3000, 5}, {0}, tall, output("reduce_mean_columns", 5), true);
+  rt::slice({3, 37, 70}, {1, 0, 0}, {3, 37, 70}, {1, 1, 1}, w, output("slice_contiguous", 2 * 37 * 70));
 }
 
 void optim_dropout_cases() {
@@ -358,6 +376,10 @@ void optim_dropout_cases() {
   rt::dropout_forward({4, 50}, {2, 10}, {100, 1}, 1234, 5, 0.3f, input(200, 65), output("dropout_y", 200), dmask);
   record("dropout_mask", dmask, 200);
   rt::dropout_backward(200, 0.3f, input(200, 66), dmask, output("dropout_dx", 200));
+  auto *keep_all = static_cast<uint8_t *>(alloc_bytes(4 * 50));
+  rt::dropout_forward({4, 50}, {2, 10}, {100, 1}, 1234, 5, 0.0f, input(200, 70), output("dropout_ratio0_y", 200),
+                      keep_all);
+  record("dropout_ratio0_mask", keep_all, 200);
 }
 
 }  // namespace

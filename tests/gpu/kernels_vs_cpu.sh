@@ -15,8 +15,10 @@ trap 'rm -rf "$tmp"' EXIT
 "$1" "$tmp/cpu.bin"
 "$2" "$tmp/cuda.bin"
 CLEAVE_CUDNN_POOL_NORM=0 "$2" "$tmp/cuda_kernels.bin"
-exact=(dropout_mask region_copy_i64 maxpool2d_floor_indices_indices argmax argmax_last argmin argmin_last one_hot
-       gather_elements scatter_elements gather_nd gather_nd_pairs)
+exact=(dropout_mask dropout_ratio0_mask dropout_ratio0_y transpose_i64_tiles transpose_2d_tiles
+       transpose_batched_tiles transpose_reversed broadcast_rows slice_contiguous region_copy_i64
+       maxpool2d_floor_indices_indices argmax argmax_last argmin argmin_last one_hot gather_elements scatter_elements
+       gather_nd gather_nd_pairs)
 status=0
 echo "== CUDA (cuDNN for pooling and batch norm where it applies) vs CPU"
 python3 "$3/tests/gpu/compare_checkpoints.py" "$tmp/cuda.bin" "$tmp/cpu.bin" --exact "${exact[@]}" || status=1
