@@ -8,8 +8,9 @@
 // communication stream joins the capture through the events that order it) and launched; later steps replay it.
 //
 // What the step does on the host is recorded while capturing and redone at each replay:
-//  - samples (TrainingRun::read_samples -> graph_feed): the graph copies from a pinned host buffer per read; before a
-//    replay the host fills it with that step's samples (the sample offset moves by a batch per step);
+//  - samples (TrainingRun::read_samples -> graph_feed): the graph copies from a pinned host buffer per read. Once a
+//    launched step's copy from a buffer is done (an event the graph records after it), the host fills the buffer with
+//    the next step's samples (the sample offset moves by a batch per step) while the GPU runs the rest of the step;
 //  - the learning rate (TrainingRun::lr -> graph_note_lr): a replay whose rates differ is captured again;
 //  - the loss line (log_loss) and the kernels' error flag (check_error_flag): read after each replay.
 // Statement timing (CLEAVE_PROFILE) only sees steps that run as they come; step times are measured either way.
@@ -29,6 +30,8 @@ struct Feed {
   void *dst = nullptr;
   void *pinned = nullptr;
   std::function<void(int64_t, void *)> fill;
+  cudaEvent_t copied = nullptr;  // recorded by the graph after its copy from `pinned`
+  int64_t holds = -1;            // the step whose samples `pinned` holds
 };
 
 struct StepGraph {
@@ -75,6 +78,7 @@ void capture(int64_t step, const std::function<void()> &body) {
   if (g.next_feed != g.feeds.size())
     fail("CUDA graph: step " + std::to_string(step) + " read " + std::to_string(g.next_feed) +
          " sample buffers, the captured step " + std::to_string(g.feeds.size()));
+  for (Feed &f : g.feeds) f.holds = step;
   CLEAVE_CUDA(cudaGraphGetNodes, graph, nullptr, &g.nodes);
   bool updated = false;
   if (g.exec) {
@@ -95,11 +99,19 @@ void capture(int64_t step, const std::function<void()> &body) {
              " nodes; later steps replay it (--cuda-graphs off runs every step as it comes)");
 }
 
-/** Launches the graph for `step` and does what its host part would have done after it. */
-void launch(int64_t step) {
+/** Launches the graph for `step`, reads the next step's samples into the pinned buffers while it runs, and does
+ *  what the step's host part would have done after it. */
+void launch(int64_t step, int64_t batch) {
   StepGraph &g = g_graph;
   CLEAVE_CUDA(cudaGraphLaunch, g.exec, compute_stream());
   detail::nccl_graph_launched();
+  // Samples the run never uses (after its last step) are read too: the sample stream is endless (it wraps, and each
+  // epoch's permutation depends on the seed and the epoch alone).
+  for (Feed &f : g.feeds) {
+    CLEAVE_CUDA(cudaEventSynchronize, f.copied);
+    f.fill(f.first + (step + 1 - g.captured_step) * batch, f.pinned);
+    f.holds = step + 1;
+  }
   if (!g.checks.empty()) {
     std::string msg = g.checks.front();
     for (size_t i = 1; i < g.checks.size(); ++i)
@@ -142,15 +154,19 @@ void run_step(TrainingRun &run, int64_t step, const std::function<void()> &body)
     case Phase::capture:
       capture(step, body);
       g.phase = Phase::replay;
-      return launch(step);
+      return launch(step, run.batch());
     case Phase::replay:
       if (!same_rates(run, step)) {
         capture(step, body);
-        return launch(step);
+        return launch(step, run.batch());
       }
-      sync_compute();  // the last replay has read the pinned buffers
-      for (Feed &f : g.feeds) f.fill(f.first + (step - g.captured_step) * run.batch(), f.pinned);
-      return launch(step);
+      for (Feed &f : g.feeds)
+        if (f.holds != step) {  // not read ahead (launch does): once the last replay's copy from it is done
+          CLEAVE_CUDA(cudaEventSynchronize, f.copied);
+          f.fill(f.first + (step - g.captured_step) * run.batch(), f.pinned);
+          f.holds = step;
+        }
+      return launch(step, run.batch());
   }
 }
 
@@ -171,6 +187,8 @@ void graph_feed(int64_t first, int64_t bytes, void *dst, std::function<void(int6
   f.fill(first, host);
   if (bytes > 0) CLEAVE_CUDA(cudaMemcpyAsync, dst, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
                              compute_stream());
+  if (!f.copied) CLEAVE_CUDA(cudaEventCreateWithFlags, &f.copied, cudaEventDisableTiming);
+  CLEAVE_CUDA(cudaEventRecord, f.copied, compute_stream());  // a node of the graph
 }
 
 void graph_note_lr(float base, float value) { g_graph.lrs.emplace_back(base, value); }
@@ -196,8 +214,10 @@ bool graph_defer_loss(const float *loss) {
 void release_graph() {
   StepGraph &g = g_graph;
   if (g.exec) CLEAVE_CUDA(cudaGraphExecDestroy, g.exec);
-  for (Feed &f : g.feeds)
+  for (Feed &f : g.feeds) {
     if (f.pinned) CLEAVE_CUDA(cudaFreeHost, f.pinned);
+    if (f.copied) CLEAVE_CUDA(cudaEventDestroy, f.copied);
+  }
   g = StepGraph{};
 }
 
