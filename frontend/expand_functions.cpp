@@ -19,7 +19,6 @@ constexpr int64_t kMaxNodes = 100000;
 /** The start of the reasons that concern the whole nest of bodies (reported as they are, not once per level). */
 const std::string kLimit = "its function bodies ";
 
-bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 std::string norm_domain(const std::string &d) { return is_onnx_domain(d) ? "" : d; }
 
 /** Opset version by domain ("" = ai.onnx), as a model or a function imports them. */

@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "frontend/node_attrs.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
@@ -11,7 +12,7 @@ namespace cleave {
 namespace {
 
 bool is_onnx_op(const onnx::NodeProto &n, const char *op) {
-  return n.op_type() == op && (n.domain().empty() || n.domain() == "ai.onnx") && n.output_size() == 1;
+  return n.op_type() == op && is_onnx_domain(n.domain()) && n.output_size() == 1;
 }
 
 const onnx::AttributeProto *find_attr(const onnx::NodeProto &n, const std::string &name) {

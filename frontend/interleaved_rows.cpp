@@ -7,10 +7,6 @@
 namespace cleave {
 namespace {
 
-bool is_ai_onnx(const onnx::NodeProto &n, const char *op_type) {
-  return n.op_type() == op_type && (n.domain().empty() || n.domain() == "ai.onnx");
-}
-
 /** The attribute `name` of a Gemm is absent or equals `value`. */
 bool attr_is(const onnx::NodeProto &n, const char *name, double value) {
   for (const auto &a : n.attribute())
@@ -41,17 +37,17 @@ std::map<int, RowGemm> find_row_gemms(const onnx::GraphProto &g) {
   std::map<int, RowGemm> found;
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &first = g.node(i);
-    if (!is_ai_onnx(first, "Reshape") || first.output_size() != 1) continue;
+    if (!is_onnx_op(first, "Reshape") || first.output_size() != 1) continue;
     int k = only_reader(first.output(0));
     if (k < 0) continue;
     const onnx::NodeProto &gemm = g.node(k);
-    if (!is_ai_onnx(gemm, "Gemm") || gemm.input_size() < 2 || gemm.input(0) != first.output(0) ||
+    if (!is_onnx_op(gemm, "Gemm") || gemm.input_size() < 2 || gemm.input(0) != first.output(0) ||
         gemm.input(1) == first.output(0) || !initializer_of_rank(gemm.input(1), 2) || gemm.output_size() != 1 ||
         !attr_is(gemm, "transA", 0) || !attr_is(gemm, "alpha", 1.0) || !attr_is(gemm, "beta", 1.0))
       continue;
     if (gemm.input_size() > 2 && !gemm.input(2).empty() && !initializer_of_rank(gemm.input(2), 1)) continue;
     int j = only_reader(gemm.output(0));
-    if (j < 0 || !is_ai_onnx(g.node(j), "Reshape") || g.node(j).input(0) != gemm.output(0)) continue;
+    if (j < 0 || !is_onnx_op(g.node(j), "Reshape") || g.node(j).input(0) != gemm.output(0)) continue;
     found[i] = {i, k, j};
   }
   return found;

@@ -13,7 +13,6 @@
 namespace cleave {
 namespace {
 
-bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
 bool has_control_char(const std::string &s) {
   for (char c : s)

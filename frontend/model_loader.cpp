@@ -30,7 +30,6 @@ std::string attr_type_label(int type) {
   return n;
 }
 
-bool is_onnx_domain(const std::string &d) { return d.empty() || d == "ai.onnx"; }
 
 /** ai.onnx ops whose behaviour on Cleave's dtypes is the same at every opset from 7 to 17. */
 bool stable_since_opset7(const std::string &op) {

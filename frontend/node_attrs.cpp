@@ -5,6 +5,11 @@
 #include "ir/error.h"
 
 namespace cleave {
+
+bool is_onnx_op(const onnx::NodeProto &n, const std::string &op_type) {
+  return n.op_type() == op_type && is_onnx_domain(n.domain());
+}
+
 namespace {
 
 std::string type_name(int type) {

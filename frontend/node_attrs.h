@@ -14,6 +14,11 @@ class TensorProto;
 
 namespace cleave {
 
+/** Whether an operator-set domain is ONNX's default one: "" or "ai.onnx". */
+inline bool is_onnx_domain(const std::string &domain) { return domain.empty() || domain == "ai.onnx"; }
+/** Whether `n` is the default domain's operator `op_type`. */
+bool is_onnx_op(const onnx::NodeProto &n, const std::string &op_type);
+
 class NodeAttrs {
  public:
   /** `label` prefixes every message, e.g. `node "c1" (Conv, opset 13)`. */

@@ -56,5 +56,24 @@ TEST(InterleavedRows, BatchFirstRowsKeepTheirGemm) {
   EXPECT_EQ(test::count_ops(g, OpKind::MatMul), 0) << print_graph(g);
 }
 
+TEST(InterleavedRows, RowsShapeFromARuntimeValueIsOneErrorNamingTheNode) {
+  // The chain's first Reshape takes its shape from a graph input: the rewrite needs it at compile time, as node-by-node
+  // import does, and says so naming the node.
+  test::ModelBuilder mb(14);
+  mb.input("x", kF32, {B, T, E});
+  mb.input("rows_shape", test::kI64, {2});
+  mb.init_f("out_proj.weight", {F, E}, test::random_floats(F * E, 1, 1.0f));
+  mb.init_i64("out_shape", {3}, {T, B, -1});
+  test::set_ints(mb.node("Transpose", {"x"}, {"xt"}, "/attn/Transpose"), "perm", {1, 0, 2});
+  mb.node("Reshape", {"xt", "rows_shape"}, {"rows"}, "/attn/Reshape_3");
+  test::set_int(mb.node("Gemm", {"rows", "out_proj.weight"}, {"proj"}, "/attn/Gemm"), "transB", 1);
+  mb.node("Reshape", {"proj", "out_shape"}, {"y"}, "/attn/Reshape_4");
+  mb.output("y", 3);
+  auto [message, code] = test::import_error(mb, "rows_shape_runtime");
+  EXPECT_NE(message.find("/attn/Reshape_3"), std::string::npos) << message;
+  EXPECT_NE(message.find("shape"), std::string::npos) << message;
+  EXPECT_NE(code, 0);
+}
+
 }  // namespace
 }  // namespace cleave
