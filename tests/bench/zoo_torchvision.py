@@ -28,7 +28,8 @@ Usage (on demand, not in CI; tests/e2e/zoo_torchvision_small.py runs a few build
   /usr/bin/python3 tests/bench/zoo_torchvision.py <cleave-binary> <source-dir> [BUILDER ...]
       [--skip-ranks] [--giants] [--write-docs docs/zoo.md] [--keep DIR]
 The table is printed as markdown on stdout, progress on stderr. --write-docs replaces the table in the file (with
-the machine, the date and the command) between the markers <!-- zoo_torchvision begin/end -->.
+the machine, the date and the command) between the markers <!-- zoo_torchvision begin/end -->. --results FILE appends
+each row to FILE; `--from-results FILE --merge-docs docs/zoo.md` then replaces only those builders' rows.
 """
 import argparse
 import copy
@@ -438,6 +439,30 @@ def write_docs(path, text, argv):
         f.write(new)
 
 
+def merge_docs(path, rows, argv):
+    """Replaces the table rows of `rows`' builders in the zoo_torchvision block of `path`, keeping the others, and
+    says in the block's head which rows were rerun, when and how."""
+    old = open(path).read()
+    b, e = old.find("<!-- zoo_torchvision begin -->"), old.find("<!-- zoo_torchvision end -->")
+    if b < 0 or e < b:
+        raise SystemExit(f"{path}: no zoo_torchvision block to merge into")
+    block = old[b:e].split("\n")
+    fresh = {r["name"]: line for r, line in zip(rows, table(rows).split("\n")[2:])}
+    for i, line in enumerate(block):
+        name = line.split("|")[1].strip() if line.startswith("| ") else ""
+        if name in fresh:
+            block[i] = fresh.pop(name)
+    if fresh:  # builders the table did not have yet, before the block's end
+        while block and not block[-1].strip():
+            block.pop()
+        block += list(fresh.values()) + [""]
+    head = next(i for i, line in enumerate(block) if line.startswith("Machine:"))
+    block[head] += (f" Rows of {', '.join(r['name'] for r in rows)} rerun {datetime.date.today().isoformat()}: "
+                    f"`/usr/bin/python3 {' '.join(shlex.quote(a) for a in argv)}`.")
+    with open(path, "w") as f:
+        f.write(old[:b] + "\n".join(block) + old[e:])
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -463,6 +488,8 @@ def main(argv):
                     help="samples per step (default 2; at 2 the last BatchNorms of some nets normalise 8 values and "
                          "float32 runs drift apart within 3 steps: 8 conditions them)")
     ap.add_argument("--results", metavar="FILE", help="append each row to FILE as a JSON line")
+    ap.add_argument("--merge-docs", metavar="FILE", help="with --from-results: replace only those builders' rows in "
+                    "FILE's table, keeping the others")
     ap.add_argument("--from-results", metavar="FILE", help="run nothing: the table of FILE's rows (per builder, in "
                     "torchvision's order, its last row among those that ran checks and passed them all, else among those "
                     "that ran the most checks, at batch 2 where there is one)")
@@ -488,6 +515,8 @@ def main(argv):
         print(text)
         if args.write_docs:
             write_docs(args.write_docs, text, [sys.argv[0]] + argv)
+        if args.merge_docs:
+            merge_docs(args.merge_docs, rows, [sys.argv[0]] + argv)
         return 0 if all(r["ok"] for r in rows) else 1
     # The giants last: the others' rows come first on a slow machine.
     names = args.builders or sorted(all_builders(), key=lambda n: (n in GIANTS or n in TOO_BIG))
