@@ -1,11 +1,11 @@
 #pragma once
-// Index arithmetic for the CUDA backend's data-movement kernels (not part of the API): an element's row-major index
-// taken apart into per-dim indices costs a division per dim, and a 64-bit division is a long software sequence on a
-// GPU. So shapes are first coalesced on the host (dims of size 1 dropped, neighbours that walk the source as one
-// dim merged), and, for indices below 2^31, each division by a fixed extent becomes a multiply-high and a shift with
-// a magic number computed once on the host (Granlund and Montgomery, "Division by invariant integers using
-// multiplication", 1994; the form torch's IntDivider uses). Header-only and CLEAVE_HD, so the CPU tests check the
-// same code the kernels run.
+// Index arithmetic of the data-movement kernels (not part of the API). coalesce_dims rewrites a strided walk over
+// fewer dims (size-1 dims dropped, neighbours that walk the source as one dim merged); both backends use it. On a
+// GPU an element's row-major index taken apart into per-dim indices costs a division per dim, and a 64-bit division
+// is a long software sequence: below 2^31 elements, StridedIndex divides by each fixed extent with a multiply-high
+// and a shift, its magic number computed once on the host (Granlund and Montgomery, "Division by invariant integers
+// using multiplication", 1994; the form torch's IntDivider uses). Header-only and CLEAVE_HD, so the CPU tests check
+// the same code the kernels run.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -73,29 +73,8 @@ inline void coalesce_dims(std::vector<int64_t> &shape, std::vector<int64_t> &str
   strides = st;
 }
 
-/** As coalesce_dims, for two walks over one shape (a source and a destination): a dim merges only where it does in
- *  both. */
-inline void coalesce_dims2(std::vector<int64_t> &shape, std::vector<int64_t> &a, std::vector<int64_t> &b) {
-  std::vector<int64_t> sh, sa, sb;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (!sh.empty() && sa.back() == a[d] * shape[d] && sb.back() == b[d] * shape[d]) {
-      sh.back() *= shape[d];
-      sa.back() = a[d];
-      sb.back() = b[d];
-    } else {
-      sh.push_back(shape[d]);
-      sa.push_back(a[d]);
-      sb.push_back(b[d]);
-    }
-  }
-  shape = sh;
-  a = sa;
-  b = sb;
-}
-
-/** Whether a walk of n elements over (shape, strides) from `base` fits StridedIndex: rank <= kStridedMaxRank, n and
- *  every extent below 2^31. */
+/** Whether a walk of n elements over `shape` fits StridedIndex: rank <= kStridedMaxRank, n and every extent below
+ *  2^31. */
 inline bool fits_strided_index(const std::vector<int64_t> &shape, int64_t n) {
   if (shape.size() > static_cast<size_t>(kStridedMaxRank) || n >= (int64_t{1} << 31)) return false;
   for (int64_t e : shape)

@@ -4,36 +4,19 @@
 #include <vector>
 
 #include "cleave/rt.h"
+#include "common/strided_index.h"
 
 namespace cleave::rt::detail {
 
-/** `dims` and the strides `st` of another buffer along them, size-1 dims dropped and neighbours merged where that
- *  buffer walks them contiguously too (st[d] == st[d + 1] * dims[d + 1]): the same element order over fewer, longer
- *  dims. */
-inline void merge_dims(const Dims &dims, const std::vector<int64_t> &st, Dims &out, std::vector<int64_t> &ms) {
-  out.clear();
-  ms.clear();
-  for (size_t d = 0; d < dims.size(); ++d) {
-    if (dims[d] == 1) continue;
-    if (!out.empty() && ms.back() == st[d] * dims[d]) {
-      out.back() *= dims[d];
-      ms.back() = st[d];
-    } else {
-      out.push_back(dims[d]);
-      ms.push_back(st[d]);
-    }
-  }
-}
-
-/** Calls row(flat, at, n, s) for each run of the innermost merged dim (merge_dims) of the row-major `dims`: its n
- *  elements from `flat` lie at at + j * s in the other buffer. An odometer over the outer dims (no divisions), the
- *  run left to the caller's loop, which the compiler can vectorise. Nothing for an empty tensor; one run of one
- *  element for a scalar. */
+/** Calls row(flat, at, n, s) for each run of the innermost merged dim (hd::coalesce_dims) of the row-major
+ *  `dims`: its n elements from `flat` lie at at + j * s in the other buffer. An odometer over the outer dims (no
+ *  divisions), the run left to the caller's loop, which the compiler can vectorise. Nothing for an empty tensor; one
+ *  run of one element for a scalar. */
 template <class Row>
 void for_each_row(const Dims &dims, const std::vector<int64_t> &st, Row row) {
-  Dims md;
-  std::vector<int64_t> ms;
-  merge_dims(dims, st, md, ms);
+  Dims md = dims;
+  std::vector<int64_t> ms = st;
+  hd::coalesce_dims(md, ms);
   int64_t n = 1;
   for (int64_t v : md) n *= v;
   if (n == 0) return;

@@ -49,7 +49,7 @@ void walk(const Dims &out_shape, const std::vector<int64_t> &st, F f) {
 
 /** y = x permuted, T-sized elements, for the walks where the input's innermost dim is not the output's: blocks of
  *  kTile x kTile over the two dims that are innermost in the output (`a`, input stride sa) and in the input (`b`,
- *  input stride 1), so both sides are read and written a cache line at a time. `out`/`ms` are merged (merge_dims). */
+ *  input stride 1), so both sides are read and written a cache line at a time. `out`/`ms` are merged (hd::coalesce_dims). */
 template <typename T>
 void transpose_tiled(const Dims &out, const std::vector<int64_t> &ms, size_t b, const T *x, T *y) {
   constexpr int64_t kTile = 32;
@@ -85,9 +85,9 @@ void transpose_tiled(const Dims &out, const std::vector<int64_t> &ms, size_t b, 
 
 template <typename T>
 void transpose_as(const Dims &out_shape, const std::vector<int64_t> &st, const T *x, T *y) {
-  Dims out;
-  std::vector<int64_t> ms;
-  detail::merge_dims(out_shape, st, out, ms);
+  Dims out = out_shape;
+  std::vector<int64_t> ms = st;
+  hd::coalesce_dims(out, ms);
   size_t r = out.size();
   if (r >= 2 && ms[r - 1] != 1)
     for (size_t d = 0; d + 1 < r; ++d)

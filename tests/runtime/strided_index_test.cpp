@@ -75,20 +75,6 @@ TEST(StridedIndex, CoalescedWalksEqualTheOriginal) {
   }
 }
 
-TEST(StridedIndex, TwoWalksMergeOnlyWhereBothDo) {
-  std::vector<int64_t> shape = {4, 3, 5}, a = {15, 5, 1}, b = {1, 4, 12};
-  std::vector<int64_t> sh = shape, sa = a, sb = b;
-  coalesce_dims2(sh, sa, sb);
-  ASSERT_EQ(sh.size(), 3u);  // a would merge to one dim, b merges nowhere
-  EXPECT_EQ(walk_fast(sh, sb), walk(shape, b));
-  shape = {4, 3, 5}, a = {15, 5, 1}, b = {30, 5, 1};
-  sh = shape, sa = a, sb = b;
-  coalesce_dims2(sh, sa, sb);
-  ASSERT_EQ(sh.size(), 2u);
-  EXPECT_EQ(walk_fast(sh, sa), walk(shape, a));
-  EXPECT_EQ(walk_fast(sh, sb), walk(shape, b));
-}
-
 TEST(StridedIndex, FitsOnlyBelowTwoToThe31) {
   EXPECT_TRUE(fits_strided_index({4096, 30522}, 4096 * 30522));
   EXPECT_FALSE(fits_strided_index({int64_t{1} << 31}, int64_t{1} << 31));
