@@ -149,6 +149,12 @@ TEST(RuntimeKernels, Conv) {
       {2, 6, 6, 6, {5, 5}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},   // depthwise
       {3, 2, 3, 1, {11}, {4}, {3}, {2, 1}, {2}},                     // 1-d
       {1, 2, 2, 1, {4, 5, 3}, {2, 3, 2}, {1, 2, 1}, {1, 0, 1, 0, 1, 1}, {1, 1, 2}},  // 3-d
+      // Taps that read only padding, which conv.cpp cuts off: a 3x3 conv on a 1x1 map (ResNet's layer4 at 32x32),
+      // on 2x2 at stride 2 (its first conv), a dilated one whose outer taps miss, and one cut in 1 of 3 dims.
+      {2, 4, 3, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {2, 4, 3, 1, {2, 2}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {1, 4, 4, 2, {3, 2}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+      {1, 2, 3, 1, {1, 4, 3}, {3, 2, 2}, {1, 1, 1}, {1, 0, 0, 1, 1, 1}, {1, 1, 1}},
   };
   // Random configurations from a fixed seed.
   std::mt19937 rng(1234);

@@ -102,6 +102,10 @@ TEST(RuntimeOneDnn, Conv) {
       {1, 4, 6, 2, {12, 8}, {3, 2}, {2, 1}, {-2, 0, -1, 1}, {1, 2}},
       {2, 3, 2, 1, {12}, {3}, {2}, {-3, -1}, {1}},
       {1, 2, 4, 1, {6, 7, 6}, {3, 3, 2}, {1, 2, 1}, {-1, 1, 0, 1, -1, -2}, {1, 1, 2}},
+      // Taps that read only padding: ours cuts them off before im2col, oneDNN here runs the whole kernel.
+      {4, 16, 8, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {4, 16, 8, 1, {2, 2}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+      {2, 4, 4, 2, {3, 2}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},
   };
   std::vector<KernelCase> cases;
   for (const Conv &p : params)
