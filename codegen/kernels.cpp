@@ -418,6 +418,8 @@ void check_kernel_split(const KernelCall &call) {
     const Shape &sliced = g.tensor(fwd ? op.outputs[0] : op.inputs[0]).shape;
     SliceAttrs a = slice_attrs(op, full);
     Shape starts, ends;
+    CLEAVE_CHECK(strided.size() == full.size() && dense.size() == full.size(), "op ", op.name,
+                 ": a shard of a slice without a region");
     if (!local_slice(a, strided, dense, starts, ends)) unsupported_split(call);
     // SliceGrad writes zeros wherever no local dY lands: every slice element inside the dX box must be local.
     if (!fwd)

@@ -165,13 +165,17 @@ Descs describe_Slice(const Graph &g, const Op &op) {
 }
 
 Descs describe_SliceGrad(const Graph &g, const Op &op) {
-  // dX[i] = dY[(i - start) / step] where exact and in range, else 0.
+  // dX[i] = dY[(i - start) / step] where exact and in range, else 0; a negative step as (start - i) / -step.
   Builder b(g, op, 0, "dX");
   std::vector<SliceDim> dims = resolve_slice(op, b.out_shape());
   std::vector<Var> v = out_vars(b, b.out_shape());
   std::vector<Ix> yi;
-  for (size_t d = 0; d < dims.size(); ++d)
-    yi.push_back(dims[d].step == 1 ? Ix(v[d] - dims[d].start) : Ix::divided(v[d] - dims[d].start, dims[d].step));
+  for (size_t d = 0; d < dims.size(); ++d) {
+    int64_t step = dims[d].step, start = dims[d].start;
+    if (step == 1) yi.emplace_back(v[d] - start);
+    else if (step > 0) yi.push_back(Ix::divided(v[d] - start, step));
+    else yi.push_back(Ix::divided(Affine(start) - v[d], -step));
+  }
   Operand dy = b.in(0, "dY");
   return {std::move(b).build(idx(v), Reduce::none, dy(yi))};
 }

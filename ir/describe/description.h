@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/graph.h"
 
 namespace cleave::describe {
@@ -154,7 +155,9 @@ struct Ix {
   Ix(int64_t c) { index.affine = Affine(c); }                             // NOLINT
   Ix(int c) { index.affine = Affine(static_cast<int64_t>(c)); }           // NOLINT
   Ix(const E &indirect) { index.indirect = indirect.ptr(); }              // NOLINT
+  /** a / div where exact (div > 0: the interval analyses divide ranges by it). */
   static Ix divided(Affine a, int64_t div) {
+    CLEAVE_CHECK(div > 0, "index divisor ", div, " is not positive");
     Ix i(std::move(a));
     i.index.div = div;
     return i;

@@ -5,8 +5,8 @@ one step like torch, on 1 rank (`cleave eval`) and on 2 (`cleave compile --plann
 Six models, each a trainable weight w times an input x, the ops under test on the product, and a scalar loss:
   - torch_reduce: torch 1.13's export (opset 14, training mode, no constant folding) of logsumexp, norm p=2 and p=1
     (ReduceLogSumExp, ReduceL2, ReduceL1), and triu/tril of run-time values (Trilu, lowered to Where);
-  - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, fmod (Mod fmod=1), argmax
-    (ArgMax, cast to float: no gradient flows through it) and one_hot of an int64 input (OneHot with int64 values);
+  - torch_layout: the export of pixel_shuffle (DepthToSpace CRD), repeat (Tile), cumsum, a reversed cumsum (flip:
+    Slice with step -1), fmod (Mod fmod=1), argmax (ArgMax, cast to float: no gradient flows through it) and one_hot of an int64 input (OneHot with int64 values);
   - torch_einsum: torch.einsum (Einsum) contracting batches (attention's bqd,bkd->bqk and bqk,bkd->bqd), a linear
     map, a per-sample dot, an outer product, three operands, an implicit output and a transpose with a sum;
   - onnx_ops: the ops torch does not export, written with onnx.helper and computed in torch by their ONNX definition:
@@ -70,6 +70,8 @@ class TorchLayout(nn.Module):
         loss = (F.pixel_shuffle(h, 2) ** 2).sum()                # DepthToSpace CRD -> [B, 2, 4, 6]
         loss = loss + (h.repeat(1, 2, 1, 3) ** 3).sum() * 0.1     # Tile
         loss = loss + (torch.cumsum(h, dim=3) ** 2).sum()        # CumSum
+        rev = torch.cumsum(h.flip(3), dim=3).flip(3)             # Slice with step -1 (and its gradient)
+        loss = loss + (rev * torch.arange(1.0, 4.0)).sum()
         loss = loss + (torch.fmod(h, 0.7) ** 2).sum()            # Mod fmod=1
         top = torch.argmax(h, dim=1).float()                     # ArgMax, no gradient
         loss = loss + (h.sum(dim=1) * top).sum() * 0.1

@@ -192,9 +192,13 @@ tensor t f32[10,6] activation
 tensor r f32[3,2,10] activation
 tensor c f32[6,20] activation
 tensor m f32[6,6] activation
+tensor sg2 f32[6,10] grad
+tensor sg3 f32[6,10] grad
 op slice Slice forward (x) -> (s) {axes=[0,1], ends=[5,9], starts=[1,1], steps=[2,2]}
 op slice.g SliceGrad backward group=slice (s) -> (sg) {axes=[0,1], ends=[5,9], starts=[1,1], steps=[2,2]}
 op neg Slice forward (x) -> (n) {axes=[0,1], ends=[0,0], starts=[5,9], steps=[-2,-2]}
+op neg.g SliceGrad backward group=neg (n) -> (sg2) {axes=[0,1], ends=[0,0], starts=[5,9], steps=[-2,-2]}
+op flip.g SliceGrad backward group=neg (x) -> (sg3) {axes=[1], ends=[-11], starts=[9], steps=[-1]}
 op tr Transpose forward (x) -> (t) {perm=[1,0]}
 op rs Reshape forward (x) -> (r) {shape=[3,2,10]}
 op cat Concat forward (x, x) -> (c) {axis=1}
