@@ -291,8 +291,9 @@ std::string layer_norm_code(const KernelCall &call) {
            (call.ins.size() > 2 ? or_null(call.ins[2]) : std::string("nullptr")) + ", " +
            float_literal(op.attr_float("epsilon", 1e-5)) + ", " + call.outs[0] + ", " + opt_out(1) + ", " +
            opt_out(2) + ");";
+  // The scale is read for dX only: without dX (a norm of a graph input) no shard holds it.
   return "rt::layer_norm_backward(" + rows + ", " + inner + ", " + call.ins[0] + ", " + call.ins[1] + ", " +
-         call.ins[2] + ", " + call.ins[3] + ", " + call.ins[4] + ", " + opt_out(0) + ", " + opt_out(1) + ", " +
+         or_null(call.ins[2]) + ", " + call.ins[3] + ", " + call.ins[4] + ", " + opt_out(0) + ", " + opt_out(1) + ", " +
          opt_out(2) + ");";
 }
 

@@ -30,7 +30,7 @@ std::string instance_norm_code(const KernelCall &call) {
     return "rt::instance_norm_forward(" + planes + ", " + in[0] + ", " + in[1] + ", " + in[2] + ", " +
            float_literal(op.attr_float("epsilon", 1e-5)) + ", " + out[0] + ", " + opt(out, 1) + ", " + opt(out, 2) +
            ");";
-  return "rt::instance_norm_backward(" + planes + ", " + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] + ", " +
+  return "rt::instance_norm_backward(" + planes + ", " + in[0] + ", " + in[1] + ", " + or_null(in[2]) + ", " + in[3] + ", " +
          in[4] + ", " + opt(out, 0) + ", " + opt(out, 1) + ", " + opt(out, 2) + ");";
 }
 

@@ -186,7 +186,7 @@ std::string norm_kernel_code(const KernelCall &call) {
       std::string code = comm.empty() ? "rt::batch_norm_backward("
                                       : "rt::batch_norm_backward_synced(" + comm + ", " + num(prod(gx) / gx[1]) + ", ";
       return code + num(x[0]) + ", " + num(x[1]) + ", " + num(prod(x, 2)) + ", " + in(0) + ", " + in(1) + ", " +
-             in(2) + ", " + in(3) + ", " + in(4) + ", " + (has_out(0) ? out(0) : "nullptr") + ", " +
+             or_null(in(2)) + ", " + in(3) + ", " + in(4) + ", " + (has_out(0) ? out(0) : "nullptr") + ", " +
              (has_out(1) ? out(1) : "nullptr") + ", " + (has_out(2) ? out(2) : "nullptr") + ");";
     }
     default:

@@ -268,7 +268,8 @@ void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, c
 /** Inference mode: normalises with the running statistics. */
 void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
                               const float *mean, const float *var, float eps, float *y);
-/** Gradient of the training-mode forward; dx, dscale, dbias may each be null. */
+/** Gradient of the training-mode forward; dx, dscale, dbias may each be null (scale too where dx is: only dx reads
+ *  it). */
 void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
                          const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
 // BatchNormalization with the batch split over ranks: each rank computes partial sums of its shard, the caller
@@ -356,7 +357,7 @@ void gather_nd_backward(const Dims &data_shape, const Dims &ind_shape, int64_t b
 void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
                         float *y, float *mean, float *invstd);
 /** Its gradient from the forward's mean/invstd: dx [outer, inner], dscale/dbias [inner] summed over this shard's
- *  rows (partial sums when the rows are split); each may be null. */
+ *  rows (partial sums when the rows are split); each may be null (scale too where dx is). */
 void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
                          const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
 
@@ -368,7 +369,7 @@ void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const fl
 void instance_norm_forward(int64_t n, int64_t c, int64_t s, const float *x, const float *scale, const float *bias,
                            float eps, float *y, float *mean, float *invstd);
 /** Its gradient from the forward's mean/invstd: dx [n, c, s], dscale/dbias [c] summed over this shard's n and s
- *  (partial sums when the batch is split); each may be null. */
+ *  (partial sums when the batch is split); each may be null (scale too where dx is). */
 void instance_norm_backward(int64_t n, int64_t c, int64_t s, const float *dy, const float *x, const float *scale,
                             const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
 
