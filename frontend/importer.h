@@ -139,6 +139,7 @@ void translate_shape(Importer &, const NodeCtx &);         // Shape, Size (folde
 void translate_range(Importer &, const NodeCtx &);         // folded into a constant
 void translate_trilu(Importer &, const NodeCtx &);         // of constants only: folded
 void translate_scatter_nd(Importer &, const NodeCtx &);    // of constants only: folded
+void translate_reduce_prod(Importer &, const NodeCtx &);   // of constants only: folded
 void translate_cast(Importer &, const NodeCtx &);          // Cast, CastLike
 void translate_pad(Importer &, const NodeCtx &);
 void translate_conv(Importer &, const NodeCtx &);

@@ -50,6 +50,7 @@ const std::map<std::string, std::set<std::string>> &flag_attributes() {
       {"ReduceSum", {"keepdims", "noop_with_empty_axes"}},
       {"ReduceMax", {"keepdims", "noop_with_empty_axes"}},
       {"ReduceMin", {"keepdims", "noop_with_empty_axes"}},
+      {"ReduceProd", {"keepdims", "noop_with_empty_axes"}},
       {"Trilu", {"upper"}},
       {"LSTM", {"input_forget", "layout"}},
       {"GRU", {"layout", "linear_before_reset"}},

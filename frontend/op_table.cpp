@@ -38,6 +38,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Range"}] = translate_range;
     t[{"", "Trilu"}] = translate_trilu;
     t[{"", "ScatterND"}] = translate_scatter_nd;
+    t[{"", "ReduceProd"}] = translate_reduce_prod;
     t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
     t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;

@@ -459,6 +459,48 @@ void translate_scatter_nd(Importer &im, const NodeCtx &n) {
   im.define_const(std::move(t));
 }
 
+void translate_reduce_prod(Importer &im, const NodeCtx &n) {
+  // torch exports var/std's element count as ReduceProd of a Shape's dims, known at compile time: fold it. Of
+  // run-time values it would need a kernel and a gradient of its own.
+  const_doubles(im, n, 0, "\"data\"");  // the standard errors when the input is not known at compile time
+  if (!im.is_const(n.in(0)))
+    throw UserError(n.label + ": ReduceProd of a trainable initializer is not supported (only of constants)", 2);
+  const Tensor &x = *im.known_value(n.in(0));
+  auto rank = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> axes;
+  if (n.opset >= 18 && !n.in(1).empty()) axes = const_ints(im, n, 1, "\"axes\"");
+  else axes = n.attrs.opt_ints("axes").value_or(std::vector<int64_t>{});
+  bool keepdims = n.attrs.get_int("keepdims", 1) != 0;
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  if (axes.empty() && n.attrs.get_int("noop_with_empty_axes", 0) != 0) reduced.assign(reduced.size(), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(norm_axis(n, a, rank))] = true;
+  Shape out_shape, kept_strides;  // per input dim, its stride in the output (0 where reduced)
+  int64_t stride = 1;
+  kept_strides.assign(static_cast<size_t>(rank), 0);
+  for (int64_t d = rank; d-- > 0;)
+    if (!reduced[static_cast<size_t>(d)]) {
+      kept_strides[static_cast<size_t>(d)] = stride;
+      stride *= x.shape[static_cast<size_t>(d)];
+    }
+  for (int64_t d = 0; d < rank; ++d)
+    if (!reduced[static_cast<size_t>(d)]) out_shape.push_back(x.shape[static_cast<size_t>(d)]);
+    else if (keepdims) out_shape.push_back(1);
+  std::vector<double> v = data_as_doubles(x), out(static_cast<size_t>(stride), 1.0);
+  for (size_t e = 0; e < v.size(); ++e) {
+    int64_t rest = static_cast<int64_t>(e), o = 0;
+    for (int64_t d = rank; d-- > 0;) {
+      o += rest % x.shape[static_cast<size_t>(d)] * kept_strides[static_cast<size_t>(d)];
+      rest /= x.shape[static_cast<size_t>(d)];
+    }
+    out[static_cast<size_t>(o)] *= v[e];
+  }
+  Tensor t{n.out(0), x.dtype, out_shape, Role::constant, {}};
+  t.data = is_float(x.dtype) ? encode_doubles(x.dtype, out)
+                             : encode_ints(x.dtype, std::vector<int64_t>(out.begin(), out.end()));
+  if (im.defined(t.name)) n.fail("output \"" + t.name + "\" is already defined");
+  im.define_const(std::move(t));
+}
+
 void translate_cast(Importer &im, const NodeCtx &n) {
   // CastLike takes its target type from its second input.
   DType target;
