@@ -7,6 +7,7 @@
 
 #include "frontend/importer.h"
 #include "ir/error.h"
+#include "ir/tensor_data.h"
 
 namespace cleave {
 namespace {
@@ -202,6 +203,53 @@ void translate_dropout(Importer &im, const NodeCtx &n) {
 
 namespace cleave {
 
+namespace {
+/** Edge and reflect Pad as one Gather per padded axis by constant indices (output position o reads o - pad_begin,
+ *  mirrored at the ends without repeating them, or clamped): their gradient (a scatter-add), kernels and splits are
+ *  Gather's. Negative pads crop through the same indices. */
+void gather_pad(Importer &im, const NodeCtx &n, const Shape &x, const std::vector<int64_t> &pads, bool reflect) {
+  size_t rank = x.size();
+  std::vector<size_t> axes;
+  for (size_t d = 0; d < rank; ++d)
+    if (pads[d] != 0 || pads[d + rank] != 0) axes.push_back(d);
+  if (axes.empty()) {
+    OpSpec s = same_operands(n, OpKind::Identity);
+    s.inputs.resize(1);
+    im.emit(s, n.name, n);
+    return;
+  }
+  std::string cur = n.in(0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    size_t d = axes[k];
+    int64_t len = x[d], begin = pads[d], end = pads[d + rank], out = len + begin + end;
+    if (out <= 0) n.fail("pads crop dim " + std::to_string(d) + " of extent " + std::to_string(len) + " to nothing");
+    if (reflect && (begin >= len || end >= len))
+      n.fail("reflect pads " + std::to_string(begin) + ", " + std::to_string(end) + " of dim " + std::to_string(d) +
+             " must be smaller than its extent " + std::to_string(len));
+    std::vector<int64_t> idx;
+    for (int64_t o = 0; o < out; ++o) {
+      int64_t i = o - begin;
+      if (i < 0) i = reflect ? -i : 0;
+      else if (i >= len) i = reflect ? 2 * (len - 1) - i : len - 1;
+      idx.push_back(i);
+    }
+    Tensor t{im.fresh_tensor_name(n.out(0) + ".index" + std::to_string(d)), DType::i64, {out}, Role::constant, {}};
+    t.data = encode_ints(DType::i64, idx);
+    bool last = k + 1 == axes.size();
+    std::string next = last ? n.out(0) : im.fresh_tensor_name(n.out(0) + ".axis" + std::to_string(d));
+    OpSpec s;
+    s.kind = OpKind::Gather;
+    s.phase = n.phase;
+    s.inputs = {cur, t.name};
+    s.outputs = {next};
+    s.attrs["axis"] = static_cast<int64_t>(d);
+    im.define_const(std::move(t));
+    im.emit(s, k == 0 ? n.name : im.fresh_op_name(n.name), n);
+    cur = next;
+  }
+}
+}  // namespace
+
 void translate_pad(Importer &im, const NodeCtx &n) {
   Shape x = im.type_of(n.in(0), n).shape;
   std::string mode = n.attrs.get_string("mode", "constant");
@@ -216,11 +264,11 @@ void translate_pad(Importer &im, const NodeCtx &n) {
     if (v.size() != 1) n.fail("input \"constant_value\" must be a scalar");
     value = v[0];
   }
+  if (mode != "constant") return gather_pad(im, n, x, pads, mode == "reflect");
   OpSpec s = same_operands(n, OpKind::Pad);
   s.inputs.resize(1);
   s.attrs["pads"] = pads;
   s.attrs["value"] = value;
-  if (mode != "constant") s.attrs["mode"] = mode;  // absent = constant, so constant-mode IR text is unchanged
   im.emit(s, n.name, n);
 }
 
