@@ -52,6 +52,7 @@ Bundle read_bundle(const std::string &dir) {
     // The backend the bundle was compiled for (cleave compile --backend): a cuda bundle builds with nvcc and its
     // ranks need one GPU each (local rank = GPU index).
     b.backend = m.value("backend", std::string("cpu"));
+    b.precision = m.value("precision", std::string("fp32"));
     b.model = m.at("model").get<std::string>();
     std::string program = m.value("program", std::string("rank_<r>"));
     if (program != "ranks" && program != "rank_<r>")
@@ -91,6 +92,10 @@ std::string runtime_cache_dir() {
   return "";
 }
 
+std::string runtime_library(const Bundle &b) {
+  return "libcleave_rt_" + b.backend + (b.precision == "fp64" ? "_f64" : "") + ".a";
+}
+
 std::string cached_runtime(const Bundle &b, const std::string &build_type) {
   std::string cache = runtime_cache_dir();
   if (cache.empty()) return "";
@@ -100,10 +105,12 @@ std::string cached_runtime(const Bundle &b, const std::string &build_type) {
   for (const auto &e : fs::recursive_directory_iterator(runtime))
     if (e.is_regular_file()) files.push_back(fs::relative(e.path(), runtime).string());
   std::sort(files.begin(), files.end());
-  std::string all = b.backend + "\n" + build_type + "\n";
+  // fp64 bundles build the runtime with rt::real = double: a library of its own.
+  std::string real = b.precision == "fp64" ? "-f64" : "";
+  std::string all = b.backend + real + "\n" + build_type + "\n";
   for (const std::string &f : files) all += f + "\n" + read_file(runtime / f) + "\n";
-  fs::path kept = fs::path(cache) / ("runtime-" + b.backend + "-" + build_type + "-" + fnv1a64_hex(all));
-  fs::path lib = kept / ("libcleave_rt_" + b.backend + ".a");
+  fs::path kept = fs::path(cache) / ("runtime-" + b.backend + real + "-" + build_type + "-" + fnv1a64_hex(all));
+  fs::path lib = kept / runtime_library(b);
   if (fs::is_regular_file(lib)) return kept.string();
   std::error_code ec;
   fs::create_directories(cache, ec);
@@ -121,10 +128,10 @@ std::string cached_runtime(const Bundle &b, const std::string &build_type) {
     fs::remove_all(work, ec);
     CLEAVE_USER_ERROR(b.dir, ": building the runtime failed");
   }
-  fs::copy_file(work / "build" / "runtime" / ("lib" + target + ".a"), work / ("lib" + target + ".a"), ec);
+  fs::copy_file(work / "build" / "runtime" / runtime_library(b), work / runtime_library(b), ec);
   if (ec) {
     fs::remove_all(work, ec);
-    CLEAVE_USER_ERROR(b.dir, ": the runtime build made no lib", target, ".a");
+    CLEAVE_USER_ERROR(b.dir, ": the runtime build made no ", runtime_library(b));
   }
   fs::remove_all(work / "build", ec);
   fs::rename(work, kept, ec);  // fails when another build of this key finished first: keep that one
@@ -137,6 +144,9 @@ std::string build_bundle(const Bundle &b, const BuildOptions &options) {
   fs::path dir = b.dir, build = dir / "build";
   std::string runtime_dir =
       options.runtime_dir.empty() ? cached_runtime(b, options.build_type) : fs::absolute(options.runtime_dir).string();
+  if (!runtime_dir.empty() && !fs::is_regular_file(fs::path(runtime_dir) / runtime_library(b)))
+    CLEAVE_USER_ERROR("--runtime-dir ", runtime_dir, ": no ", runtime_library(b),
+                      b.precision == "fp64" ? " (this bundle is float64: a runtime built with -DCLEAVE_RT_F64=ON)" : "");
   std::string cached_type, cached_backend, cached_runtime_dir;
   if (fs::exists(build / "build.ninja")) {
     std::istringstream cache(read_file(build / "CMakeCache.txt"));

@@ -24,6 +24,7 @@ struct Bundle {
   std::string dir;  // absolute
   int ranks = 0;
   std::string backend;  // cpu | cuda
+  std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16 | fp64 (the runtime computes in double)
   std::string model;    // the model the bundle was compiled from
   bool shared_program = false;  // one program, "ranks", runs as every rank (manifest "program")
   /** The executable rank r runs, in the build directory. */
@@ -58,8 +59,13 @@ struct BuildOptions {
  *  $HOME/.cache/cleave; empty when CLEAVE_RUNTIME_CACHE=0 or none of them is set (each bundle then builds its own). */
 std::string runtime_cache_dir();
 
-/** The prebuilt runtime library directory for `b`'s backend and `build_type`, from the cache: built there from the
- *  bundle's runtime/ the first time (keyed by the FNV-1a-64 of its files, the backend and the build type, so a
+/** The file name of `b`'s runtime library in a prebuilt runtime directory: libcleave_rt_<backend>.a, or
+ *  libcleave_rt_cpu_f64.a for a float64 bundle (its runtime computes in double: -DCLEAVE_RT_F64=ON). */
+std::string runtime_library(const Bundle &b);
+
+/** The prebuilt runtime library directory for `b`'s backend, precision and `build_type`, from the cache: built there
+ *  from the bundle's runtime/ the first time (keyed by the FNV-1a-64 of its files, the backend, whether it is float64
+ *  and the build type, so a
  *  changed runtime builds anew), reused by every later bundle. Concurrent builds of one key are safe: each builds in
  *  its own directory and the first to finish is kept. Throws UserError when the build fails. */
 std::string cached_runtime(const Bundle &b, const std::string &build_type);

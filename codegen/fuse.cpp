@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "codegen/lower.h"
 #include "ir/error.h"
 
 namespace cleave::codegen {
@@ -76,12 +77,13 @@ MapSpec fuse(const MapSpec &producer, const MapSpec &consumer) {
 
 std::string map_code(const MapSpec &spec) {
   std::string code = "rt::map(" + std::to_string(spec.n) + ", [] CLEAVE_HD (";
-  for (size_t i = 0; i < spec.ins.size(); ++i) code += (i ? ", float x" : "float x") + std::to_string(i);
+  const std::string real = real_type();
+  for (size_t i = 0; i < spec.ins.size(); ++i) code += (i ? ", " : "") + real + " x" + std::to_string(i);
   code += ") {";
   for (size_t k = 0; k + 1 < spec.lets.size(); ++k)
-    code += " const float v" + std::to_string(k) + " = " + spec.lets[k] + ";";
+    code += " const " + real + " v" + std::to_string(k) + " = " + spec.lets[k] + ";";
   code += " return " + spec.lets.back() + "; }, " + spec.out;
-  for (const std::string &in : spec.ins) code += ", static_cast<const float *>(" + in + ")";
+  for (const std::string &in : spec.ins) code += ", static_cast<const " + real + " *>(" + in + ")";
   return code + ");";
 }
 

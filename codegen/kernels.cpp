@@ -79,11 +79,12 @@ std::string unary(const KernelCall &call, const std::string &expr) {
   return map_code(spec);
 }
 
-/** Input `i` as a float literal when it is a one-element, finite float32 constant of the model (an exponent, an
+/** Input `i` as a float_literal when it is a one-element, finite real_dtype() constant of the model (an exponent, an
  *  epsilon, a scale); "" otherwise. */
 std::string constant_literal(const KernelCall &call, size_t i) {
   const Tensor &t = call.graph().tensor(call.node().inputs.at(i));
-  if (t.role != Role::constant || t.dtype != DType::f32 || prod(t.shape) != 1 || t.data.size() != sizeof(float))
+  if (t.role != Role::constant || t.dtype != real_dtype() || prod(t.shape) != 1 ||
+      t.data.size() != static_cast<size_t>(dtype_size(t.dtype)))
     return "";
   double v = data_as_doubles(t)[0];
   return std::isfinite(v) ? float_literal(v) : "";
@@ -148,7 +149,7 @@ std::string indexed(const KernelCall &call, const std::string &body) {
       code += "const " + std::string(t) + " *" + p + " = " + call.ins[i] + ";\n";
     } else {
       int64_t size = dtype_size(g.tensor(op.inputs[i]).dtype);
-      std::string tmp = "reinterpret_cast<" + std::string(t) + " *>(" + call.scratch((prod(ys) * size + 3) / 4) + ")";
+      std::string tmp = "reinterpret_cast<" + std::string(t) + " *>(" + call.scratch((prod(ys) * size + dtype_size(real_dtype()) - 1) / dtype_size(real_dtype())) + ")";
       code += "rt::broadcast_bytes(" + dims_literal(call.in_shapes[i]) + ", " + dims_literal(ys) + ", " +
               call.ins[i] + ", " + tmp + ", sizeof(" + t + "));\nconst " + t + " *" + p + " = " + tmp + ";\n";
     }
@@ -457,7 +458,7 @@ std::string validation_kernel_code(const KernelCall &call) {
   const Op &op = call.node();
   if (is_norm_kind(op.kind)) return norm_validation_code(call);
   if (op.kind == OpKind::Dropout && op.attr_int("training_mode", 0) != 0) {
-    std::string code = copy_bytes(call.outs.at(0), call.ins.at(0), prod(call.in_shapes[0]) * 4);
+    std::string code = copy_bytes(call.outs.at(0), call.ins.at(0), prod(call.in_shapes[0]) * dtype_size(real_dtype()));
     if (call.outs.size() > 1 && !call.outs[1].empty())
       code += "\nrt::fill_bytes(" + call.outs[1] + ", 1, " + num(prod(call.in_shapes[0])) + ");";
     return code;
@@ -481,7 +482,7 @@ std::string kernel_code(const KernelCall &call) {
       op.kind == OpKind::SliceGrad || op.kind == OpKind::Gather || op.kind == OpKind::GatherGrad ||
       op.kind == OpKind::MatMul) {
     DType dt = g.tensor(op.outputs[0]).dtype;
-    if (dt != DType::f32)
+    if (dt != real_dtype())
       CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", dtype_name(dt),
                         " data is not supported by codegen yet");
   }
@@ -525,7 +526,8 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::TanhGrad: return binary(call, "a * (1.0f - b * b)");
     case OpKind::SqrtGrad: return binary(call, "a * 0.5f / b");
     case OpKind::ErfGrad:
-      return binary(call, "a * 1.12837916709551257f * std::exp(-b * b)");
+      return binary(call, std::string("a * 1.12837916709551257") + (real_dtype() == DType::f64 ? "" : "f") +
+                              " * std::exp(-b * b)");  // 2 / sqrt(pi)
     case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::LeakyRelu: case OpKind::Elu:
     case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
     case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
@@ -547,7 +549,7 @@ std::string kernel_code(const KernelCall &call) {
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
     case OpKind::Expand: {
       DType t = g.tensor(op.outputs[0]).dtype;
-      if (t == DType::f32)
+      if (t == real_dtype())
         return "rt::broadcast(" + dims_literal(in_shapes[0]) + ", " + dims_literal(out_shapes[0]) + ", " + in(0) +
                ", " + out(0) + ");";
       // Masks (bool) and indices (int64) expand by their bytes.
@@ -576,7 +578,8 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::MatMul: return matmul_code(call);
     case OpKind::Concat: {
       std::string parts = "{";
-      for (size_t i = 0; i < ins.size(); ++i) parts += (i ? ", " : "") + std::string("static_cast<const float *>(") + in(i) + ")";
+      for (size_t i = 0; i < ins.size(); ++i)
+        parts += std::string(i ? ", " : "") + "static_cast<const " + real_type() + " *>(" + in(i) + ")";
       return "rt::concat(" + parts + "}, " + parts_shapes(in_shapes, 0, in_shapes.size()) + ", " +
              num(op.attr_int("axis")) + ", " + out(0) + ");";
     }
@@ -647,7 +650,7 @@ std::string kernel_code(const KernelCall &call) {
       const Shape &x = in_shapes[0];
       bool mask = outs.size() > 1 && !outs[1].empty();
       if (op.attr_int("training_mode", 0) == 0) {
-        std::string code = copy_bytes(out(0), in(0), prod(x) * 4);
+        std::string code = copy_bytes(out(0), in(0), prod(x) * dtype_size(real_dtype()));
         if (mask) code += "\nrt::fill_bytes(" + out(1) + ", 1, " + num(prod(x)) + ");";
         return code;
       }

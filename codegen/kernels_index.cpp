@@ -33,7 +33,7 @@ void need_aligned(const KernelCall &call, const plan::Box &a, const plan::Box &b
 
 std::string gather_scatter_code(const KernelCall &call) {
   const Op &op = call.node();
-  need_dtype(call, op.input(0), DType::f32, op.kind == OpKind::GatherNDGrad ? "dY" : "data");
+  need_dtype(call, op.input(0), real_dtype(), op.kind == OpKind::GatherNDGrad ? "dY" : "data");
   need_dtype(call, op.input(1), DType::i64, "indices");
   const std::string &ind = call.ins[1];
   switch (op.kind) {
@@ -81,11 +81,11 @@ std::string index_kernel_code(const KernelCall &call) {
   switch (op.kind) {
     case OpKind::ArgMax:
     case OpKind::ArgMin:
-      need_dtype(call, op.input(0), DType::f32, "X");
+      need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::arg_extreme(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] +
              ", " + (op.kind == OpKind::ArgMin ? "true" : "false") + ", " + flag("select_last_index") + ");";
     case OpKind::CumSum:
-      need_dtype(call, op.input(0), DType::f32, "X");
+      need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::cumsum(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] + ", " +
              flag("exclusive") + ", " + flag("reverse") + ");";
     case OpKind::OneHot:

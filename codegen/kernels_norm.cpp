@@ -159,7 +159,7 @@ std::string norm_kernel_code(const KernelCall &call) {
       double eps = op.attr_float("epsilon", 1e-5), momentum = op.attr_float("momentum", 0.9);
       std::string code = "{\n";
       for (size_t o = 1; o <= 2; ++o)
-        if (has_out(o)) code += copy_bytes(out(o), in(2 + o), x[1] * 4) + "\n";
+        if (has_out(o)) code += copy_bytes(out(o), in(2 + o), x[1] * dtype_size(real_dtype())) + "\n";
       if (op.attr_int("training_mode", 0) != 0) {
         std::string comm = sync_comm(call);
         const Shape &gx = call.graph().tensor(op.inputs[0]).shape;

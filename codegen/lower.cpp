@@ -19,10 +19,33 @@ namespace cleave::codegen {
 
 int64_t Buffer::bytes() const { return elems * dtype_size(dtype); }
 
+namespace {
+/** Set by lower() for its duration (codegen is single-threaded per graph; thread_local keeps tests that lower
+ *  graphs in parallel apart). */
+thread_local DType g_real = DType::f32;
+}  // namespace
+
+DType real_dtype() { return g_real; }
+const char *real_type() { return g_real == DType::f64 ? "double" : "float"; }
+
 std::string float_literal(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
+  if (g_real == DType::f64) std::snprintf(buf, sizeof buf, "%a", v);
+  else std::snprintf(buf, sizeof buf, "%af", static_cast<double>(static_cast<float>(v)));
   return buf;
+}
+
+DType real_dtype(const Graph &g) {
+  const Tensor *f64 = nullptr, *f32 = nullptr;
+  for (const Tensor &t : g.tensors()) {
+    if (t.dtype == DType::f64 && !f64) f64 = &t;
+    if (t.dtype == DType::f32 && !f32) f32 = &t;
+  }
+  if (!f64) return DType::f32;
+  if (f32)
+    CLEAVE_USER_ERROR("tensor \"", f32->name, "\" is f32 and tensor \"", f64->name, "\" f64: a bundle computes in one ",
+                      "floating type (export the model with every floating tensor in float32, or every one in float64)");
+  return DType::f64;
 }
 
 std::string dims_literal(const std::vector<int64_t> &d) {
@@ -304,6 +327,7 @@ class Lowerer {
   void reduce_scatter(const plan::CommStep &st) {
     int gid = group_id(st.group);
     const Tensor &tensor = g_.tensor(st.tensor);
+    const int esize = static_cast<int>(dtype_size(tensor.dtype));
     int64_t count = box_volume(st.blocks[0]);
     for (int r : st.group) {
       int full = tensor_buf_[r][st.tensor];
@@ -313,8 +337,8 @@ class Lowerer {
         for (size_t k = 0; k < st.group.size(); ++k)
           emit_copy(r,
                     copy_code_at(ref(full), st.whole, at(send, static_cast<int64_t>(k) * count), st.blocks[k],
-                                 st.blocks[k], 4),
-                    {full, send}, 4 * count);
+                                 st.blocks[k], esize),
+                    {full, send}, esize * count);
       }
       int mine = new_buffer(r, tensor.name, tensor.dtype, count, false);
       emit(r,
@@ -330,6 +354,7 @@ class Lowerer {
   void all_gather(const plan::CommStep &st) {
     int gid = group_id(st.group);
     const Tensor &tensor = g_.tensor(st.tensor);
+    const int esize = static_cast<int>(dtype_size(tensor.dtype));
     const Box &want = st.whole;
     int64_t count = box_volume(st.blocks[0]);
     for (int r : st.group) {
@@ -344,8 +369,8 @@ class Lowerer {
         for (size_t k = 0; k < st.group.size(); ++k)
           emit_copy(r,
                     copy_code_at(at(recv, static_cast<int64_t>(k) * count), st.blocks[k], ref(dst), want, st.blocks[k],
-                                 4),
-                    {recv, dst}, 4 * count);
+                                 esize),
+                    {recv, dst}, esize * count);
       assembled_[std::make_tuple(r, st.tensor, plan::box_str(want))] = dst;
     }
   }
@@ -354,6 +379,7 @@ class Lowerer {
   void all_to_all(const plan::CommStep &st) {
     int gid = group_id(st.group);
     const Tensor &tensor = g_.tensor(st.tensor);
+    const int esize = static_cast<int>(dtype_size(tensor.dtype));
     const std::vector<Box> &owned = st.blocks, &wanted = st.wanted;
     int64_t count = box_volume(box_intersect(owned[0], wanted[0]));
     int64_t n = static_cast<int64_t>(st.group.size());
@@ -365,8 +391,8 @@ class Lowerer {
       int dst = new_buffer(r, tensor.name + " (assembled)", tensor.dtype, box_volume(wanted[i]), false);
       for (size_t j = 0; j < st.group.size(); ++j) {
         Box part = box_intersect(owned[i], wanted[j]);
-        emit_copy(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, 4),
-                  {src, send}, 4 * count);
+        emit_copy(r, copy_code_at(ref(src), owned[i], at(send, static_cast<int64_t>(j) * count), part, part, esize),
+                  {src, send}, esize * count);
       }
       emit(r,
            "rt::all_to_all(G" + std::to_string(gid) + ", " + ref(send) + ", " + ref(recv) + ", " +
@@ -374,8 +400,8 @@ class Lowerer {
            {send, recv});
       for (size_t j = 0; j < st.group.size(); ++j) {
         Box part = box_intersect(owned[j], wanted[i]);
-        emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, 4),
-                  {recv, dst}, 4 * count);
+        emit_copy(r, copy_code_at(at(recv, static_cast<int64_t>(j) * count), part, ref(dst), wanted[i], part, esize),
+                  {recv, dst}, esize * count);
       }
       assembled_[std::make_tuple(r, st.tensor, plan::box_str(wanted[i]))] = dst;
     }
@@ -498,7 +524,7 @@ class Lowerer {
         continue;
       }
       call.scratch = [this, r, &used, &op](int64_t elems) {
-        int b = new_buffer(r, op.name + " (scratch)", DType::f32, elems, false);
+        int b = new_buffer(r, op.name + " (scratch)", real_dtype(), elems, false);
         used.push_back(b);
         return ref(b);
       };
@@ -805,10 +831,17 @@ Lowered lower(const Graph &g, const plan::Plan &p, bool need_values) {
     if (!codegen_supports(t.dtype))
       CLEAVE_USER_ERROR("tensor \"", t.name, "\" has dtype ", dtype_name(t.dtype),
                         ", which code generation does not support (only f32, f64, i64, i32, bool)");
+  DType real = real_dtype(g);
   plan::validate_plan(g, p);
   std::vector<plan::CommStep> steps;
   plan::derive_communication(g, p, steps);
-  return Lowerer(g, p, std::move(steps), need_values).run();
+  struct RealScope {
+    explicit RealScope(DType t) { g_real = t; }
+    ~RealScope() { g_real = DType::f32; }
+  } scope(real);
+  Lowered l = Lowerer(g, p, std::move(steps), need_values).run();
+  if (real == DType::f64) l.precision = "fp64";
+  return l;
 }
 
 }  // namespace cleave::codegen

@@ -99,7 +99,8 @@ struct Lowered {
   /** Why the ranks have no validation pass (RankProgram::validation empty), as --val-data's error says it. */
   std::string no_validation;
   /** cleave compile --precision: "fp32", "tf32" (rank programs call rt::set_math(rt::Math::tf32)) or "bf16" (the
-   *  graph holds RoundToBf16 ops, ir/autocast.h; recorded in the manifest). */
+   *  graph holds RoundToBf16 ops, ir/autocast.h); "fp64" for a float64 graph, whose bundle builds the runtime with
+   *  rt::real = double (CLEAVE_RT_F64). Recorded in the manifest. */
   std::string precision = "fp32";
 };
 
@@ -110,7 +111,16 @@ struct Lowered {
  *  sources need no initial value then. */
 Lowered lower(const Graph &g, const plan::Plan &p, bool need_values = true);
 
-/** C++ literal of a float, exact ("0x1.99999ap-4f"). */
+/** The dtype of a graph's floating tensors for code generation: f64 when it has float64 tensors (then every floating
+ *  tensor must be float64: UserError naming the first that is not), else f32. */
+DType real_dtype(const Graph &g);
+
+/** The floating dtype of the graph lower() is lowering (f32 outside lower()), and its C++ type, "float" or
+ *  "double": the kernel emitters write rt::real's values with these. */
+DType real_dtype();
+const char *real_type();
+
+/** C++ literal of real_type(), exact: v rounded to float ("0x1.99999ap-4f"), or v itself for double ("0x1.999...p-4"). */
 std::string float_literal(double v);
 /** "{1, 2, 3}". */
 std::string dims_literal(const std::vector<int64_t> &d);

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   // Backend memory (device memory on cuda), zero-filled: the values do not change the time.
   size_t buffer_bytes = static_cast<size_t>(max_floats * ctx.world) * 4;
   rt::Arena send_arena(buffer_bytes), recv_arena(buffer_bytes);
-  float *send = send_arena.f32(0), *recv = recv_arena.f32(0);
+  float *send = send_arena.reals(0), *recv = recv_arena.reals(0);
   const char *kinds[] = {"all_gather", "all_reduce", "all_to_all", "reduce_scatter", "send_recv"};
   for (int p = 2; p <= ctx.world; ++p) {
     const rt::Comm *g = groups[static_cast<size_t>(p)];

@@ -70,7 +70,7 @@ void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst) {
   }
 }
 
-template void read_samples<float>(const NpyFile &, int64_t, int64_t, float *);
+template void read_samples<real>(const NpyFile &, int64_t, int64_t, real *);
 template void read_samples<int64_t>(const NpyFile &, int64_t, int64_t, int64_t *);
 
 DurableFile::DurableFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {

@@ -11,7 +11,7 @@
 
 namespace cleave::rt::host {
 
-/** npy_read_samples into host memory (float or int64_t; converts from the file's dtype). */
+/** npy_read_samples into host memory (real or int64_t; converts from the file's dtype). */
 template <typename T>
 void read_samples(const NpyFile &f, int64_t first, int64_t count, T *dst);
 

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <cstdint>
 
-#include "cleave/rng.h"  // CLEAVE_HD
+#include "cleave/rt.h"  // rt::real; CLEAVE_HD (cleave/rng.h)
 
 namespace cleave::rt::hd {
 
-CLEAVE_HD inline bool is_nan(float a) {
+CLEAVE_HD inline bool is_nan(real a) {
 #if defined(__CUDA_ARCH__)
   return isnan(a);
 #else
@@ -19,11 +19,11 @@ CLEAVE_HD inline bool is_nan(float a) {
 
 /** ArgMax (ArgMin with `min`) of row[0], row[stride], ..., row[(len - 1) * stride], len >= 1: the first NaN wins
  *  (the last with `last`), else the first extreme (the last with `last`), as the interpreter picks. */
-CLEAVE_HD inline int64_t arg_extreme_line(const float *row, int64_t len, int64_t stride, bool min, bool last) {
+CLEAVE_HD inline int64_t arg_extreme_line(const real *row, int64_t len, int64_t stride, bool min, bool last) {
   int64_t best = 0;
-  float bv = row[0];
+  real bv = row[0];
   for (int64_t j = 1; j < len; ++j) {
-    float a = row[j * stride];
+    real a = row[j * stride];
     bool better = is_nan(bv) ? last && is_nan(a) : is_nan(a) || (min ? a < bv : a > bv) || (last && a == bv);
     if (better) {
       best = j;
@@ -35,17 +35,17 @@ CLEAVE_HD inline int64_t arg_extreme_line(const float *row, int64_t len, int64_t
 
 /** CumSum of the line x[0], x[stride], ..., x[(len - 1) * stride] into y's same positions, accumulated in double;
  *  `exclusive` leaves out each element's own value, `reverse` sums from the end. */
-CLEAVE_HD inline void cumsum_line(const float *x, float *y, int64_t len, int64_t stride, bool exclusive,
+CLEAVE_HD inline void cumsum_line(const real *x, real *y, int64_t len, int64_t stride, bool exclusive,
                                   bool reverse) {
   double acc = 0;
   for (int64_t s = 0; s < len; ++s) {
     int64_t e = (reverse ? len - 1 - s : s) * stride;
     if (exclusive) {
-      y[e] = static_cast<float>(acc);
+      y[e] = static_cast<real>(acc);
       acc += x[e];
     } else {
       acc += x[e];
-      y[e] = static_cast<float>(acc);
+      y[e] = static_cast<real>(acc);
     }
   }
 }

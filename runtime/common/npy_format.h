@@ -33,7 +33,7 @@ struct Header {
  *  fortran order, a shape that is not a tuple of integers. */
 Header read_header(const std::string &path);
 
-/** Why `h` cannot feed a tensor of integer elements (`integer`: labels, indices) or float elements, or "" if it
+/** Why `h` cannot feed a tensor of integer elements (`integer`: labels, indices) or floating elements, or "" if it
  *  can: an integer tensor needs an integer file (a float file's 3.5 is not a class). */
 std::string feed_problem(const Header &h, bool integer);
 

@@ -29,10 +29,10 @@ namespace detail {
 bool g_skip_updates = false;
 int64_t g_skipped_updates = 0;
 
-bool skipped_update(int64_t n, std::initializer_list<std::pair<const float *, float *>> kept) {
+bool skipped_update(int64_t n, std::initializer_list<std::pair<const real *, real *>> kept) {
   if (!g_skip_updates) return false;
   for (const auto &[in, out] : kept)
-    if (in != out) copy(out, in, n * static_cast<int64_t>(sizeof(float)));
+    if (in != out) copy(out, in, n * static_cast<int64_t>(sizeof(real)));
   return true;
 }
 }  // namespace detail
@@ -271,7 +271,7 @@ NpyFile TrainingRun::val_data(const std::string &name, int64_t outer) {
   fail("--val-data: no validation data for input " + name + " (give " + name + "=FILE.npy)");
 }
 
-void TrainingRun::read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, float *dst) {
+void TrainingRun::read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, real *dst) {
   npy_read_samples(f, vb * batch_ + first, count, dst);
 }
 
@@ -280,17 +280,17 @@ void TrainingRun::read_val_samples(const NpyFile &f, int64_t vb, int64_t first, 
 }
 
 void TrainingRun::add_validation(const val::LossKind &kind, int64_t vb, int64_t first, int64_t n, int64_t c,
-                                 int64_t d, const float *scores, const int64_t *labels, const float *weights,
+                                 int64_t d, const real *scores, const int64_t *labels, const real *weights,
                                  bool counted) {
   if (!counted) return;
-  std::vector<float> &s = val_scores_, &w = val_weights_;
+  std::vector<real> &s = val_scores_, &w = val_weights_;
   std::vector<int64_t> &y = val_labels_;
   s.resize(static_cast<size_t>(n * c * d));
   w.resize(weights ? static_cast<size_t>(c) : 0);
   y.resize(static_cast<size_t>(n * d));
-  copy_to_host(s.data(), scores, static_cast<int64_t>(s.size() * sizeof(float)));
+  copy_to_host(s.data(), scores, static_cast<int64_t>(s.size() * sizeof(real)));
   copy_to_host(y.data(), labels, static_cast<int64_t>(y.size() * sizeof(int64_t)));
-  if (weights) copy_to_host(w.data(), weights, static_cast<int64_t>(w.size() * sizeof(float)));
+  if (weights) copy_to_host(w.data(), weights, static_cast<int64_t>(w.size() * sizeof(real)));
   // Samples of the batch past the set's end are its first samples again: counted once, in batch 0.
   int64_t fresh = val_samples_ - (vb * batch_ + first);
   int64_t bad = val::add_classified(val_sums_, kind, n, c, d, s.data(), y.data(), weights ? w.data() : nullptr, fresh);
@@ -326,7 +326,7 @@ const T *TrainingRun::gather_shuffled(const NpyFile &f, int64_t first, int64_t c
   one.outer = 1;
   size_t elems = static_cast<size_t>(count * f.sample_elems);
   std::vector<T> *held;
-  if constexpr (std::is_same_v<T, float>) held = &staged_f32_;
+  if constexpr (std::is_same_v<T, real>) held = &staged_real_;
   else held = &staged_i64_;
   std::vector<T> &staged = *held;
   if (staged.size() < 2 * elems) staged.resize(2 * elems);
@@ -357,7 +357,7 @@ void TrainingRun::samples_to_host(const NpyFile &f, int64_t first, int64_t count
   std::copy(laid, laid + count * f.sample_elems, host);
 }
 
-void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host) {
+void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, real *host) {
   samples_to_host(f, first, count, host);
 }
 
@@ -365,7 +365,7 @@ void TrainingRun::read_samples_to_host(const NpyFile &f, int64_t first, int64_t 
   samples_to_host(f, first, count, host);
 }
 
-void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
+void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, real *dst) {
   read_shuffled(f, first, count, dst);
 }
 
@@ -373,22 +373,22 @@ void TrainingRun::read_samples(const NpyFile &f, int64_t first, int64_t count, i
   read_shuffled(f, first, count, dst);
 }
 
-void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro) {
+void TrainingRun::accumulate(const std::vector<GradShard> &grads, real *loss, int64_t micro) {
   if (accumulate_ == 1) return;
   // sums_ holds every shard's sum, then the loss's: [n_0][n_1]...[1].
   int64_t total = 1;
   for (const GradShard &g : grads) total += g.n;
-  if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(float));
+  if (sums_.size() == 0) sums_ = Arena(static_cast<size_t>(total) * sizeof(real));
   int64_t at = 0;
   // `mean`: leave the mean, else the sum. Under loss scaling each pass's backward was seeded with scale / K
   // (scale_losses): the gradients' sum is their mean times the scale, as with torch's recipe of scaling loss / K.
-  auto add = [&](float *x, int64_t n, bool mean) {
-    float *sum = sums_.f32(static_cast<size_t>(at) * sizeof(float), static_cast<size_t>(n));
-    if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(float)));
+  auto add = [&](real *x, int64_t n, bool mean) {
+    real *sum = sums_.reals(static_cast<size_t>(at) * sizeof(real), static_cast<size_t>(n));
+    if (micro == 0) copy(sum, x, n * static_cast<int64_t>(sizeof(real)));
     else add_in_place(sum, x, n);
     if (micro + 1 == accumulate_) {  // the mean, where the updates (and the loss line) read
-      copy(x, sum, n * static_cast<int64_t>(sizeof(float)));
-      if (mean) scale_in_place(x, n, 1.0f / static_cast<float>(accumulate_));
+      copy(x, sum, n * static_cast<int64_t>(sizeof(real)));
+      if (mean) scale_in_place(x, n, 1.0f / static_cast<real>(accumulate_));
     }
     at += n;
   };
@@ -396,10 +396,10 @@ void TrainingRun::accumulate(const std::vector<GradShard> &grads, float *loss, i
   if (loss) add(loss, 1, true);
 }
 
-float TrainingRun::lr(float base, int64_t step) {
+real TrainingRun::lr(real base, int64_t step) {
   last_lr_ = schedule_.lr(base, step);
-  if (detail::graph_capturing()) detail::graph_note_lr(base, static_cast<float>(last_lr_));
-  return static_cast<float>(last_lr_);
+  if (detail::graph_capturing()) detail::graph_note_lr(base, static_cast<real>(last_lr_));
+  return static_cast<real>(last_lr_);
 }
 
 void TrainingRun::run_step(int64_t step, const std::function<void()> &body) { detail::run_step(*this, step, body); }
@@ -413,7 +413,7 @@ std::string TrainingRun::graph_obstacle() const {
   return "";
 }
 
-void TrainingRun::scale_losses(float init, int64_t growth_interval, float *scale) {
+void TrainingRun::scale_losses(real init, int64_t growth_interval, real *scale) {
   if (!(init > 0) || !std::isfinite(init) || growth_interval < 1)
     fail("scale_losses: a first scale of " + std::to_string(init) + " and growth interval " +
          std::to_string(growth_interval));
@@ -427,30 +427,30 @@ void TrainingRun::scale_losses(float init, int64_t growth_interval, float *scale
 
 void TrainingRun::write_scale() {
   // The seed of each pass: scale / K under --accumulate K (accumulate() sums the passes' gradients then).
-  float s = static_cast<float>(scale_ / static_cast<double>(accumulate_));
+  real s = static_cast<real>(scale_ / static_cast<double>(accumulate_));
   if (scale_buffer_) copy_from_host(scale_buffer_, &s, sizeof s);
 }
 
 void TrainingRun::unscale_grads(const std::vector<GradShard> &grads, int64_t step) {
   if (!scaling_) fail("unscale_grads before scale_losses");
-  // A sum of squares in double is finite exactly when every float element is (|x| < 2^128, so x^2 < 2^256).
-  std::vector<std::pair<const float *, int64_t>> parts;
+  // A sum of squares in double is finite exactly when every float32 element is (|x| < 2^128, so x^2 < 2^256; loss scaling runs in float32 only).
+  std::vector<std::pair<const real *, int64_t>> parts;
   for (const GradShard &g : grads) parts.emplace_back(g.ptr, g.n);
   int local = std::isfinite(sum_of_squares(parts)) ? 0 : 1, any = 0;
   CLEAVE_MPI(MPI_Allreduce, &local, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   double used = scale_;
   detail::g_skip_updates = any != 0;
   if (any) {  // torch.cuda.amp.GradScaler: backoff factor 0.5, the tracker restarts
-    scale_ = static_cast<float>(scale_ * 0.5);
+    scale_ = static_cast<real>(scale_ * 0.5);
     scale_tracker_ = 0;
     ++detail::g_skipped_updates;
     if (scale_ == 0) fail("step " + std::to_string(step) + ": the loss scale fell to 0: every step overflowed");
   } else {
-    float inv = static_cast<float>(1.0 / scale_);  // torch: the reciprocal in double, rounded to float
+    real inv = static_cast<real>(1.0 / scale_);  // torch: the reciprocal in double, rounded to real
     for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, inv);
     // (>=: a run resumed with a shorter interval than its checkpoint's run had grows at once.)
     if (++scale_tracker_ >= scale_growth_interval_) {  // growth factor 2, where the result is finite
-      if (std::isfinite(static_cast<float>(scale_ * 2))) scale_ = static_cast<float>(scale_ * 2);
+      if (std::isfinite(static_cast<real>(scale_ * 2))) scale_ = static_cast<real>(scale_ * 2);
       scale_tracker_ = 0;
     }
   }
@@ -464,17 +464,17 @@ void TrainingRun::clip_grads(const std::vector<GradShard> &grads, int64_t step) 
     return;
   }
   if (clip_norm_ <= 0 && log_json_.empty()) return;
-  std::vector<std::pair<const float *, int64_t>> counted;
+  std::vector<std::pair<const real *, int64_t>> counted;
   for (const GradShard &g : grads)
     if (g.counted) counted.emplace_back(g.ptr, g.n);
   double local = sum_of_squares(counted), total = 0;
   CLEAVE_MPI(MPI_Allreduce, &local, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   // torch computes the norm and the coefficient in float32.
-  float norm = static_cast<float>(std::sqrt(total));
+  real norm = static_cast<real>(std::sqrt(total));
   last_grad_norm_ = norm;
   if (!std::isfinite(norm)) fail("step " + std::to_string(step) + ": the gradient norm is " + std::to_string(norm));
   if (clip_norm_ <= 0) return;
-  float coef = std::min(static_cast<float>(clip_norm_) / (norm + 1e-6f), 1.0f);
+  real coef = std::min<real>(static_cast<real>(clip_norm_) / (norm + static_cast<real>(1e-6)), 1);
   if (coef < 1.0f)
     for (const GradShard &g : grads) scale_in_place(g.ptr, g.n, coef);
 }

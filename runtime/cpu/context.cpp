@@ -47,7 +47,7 @@ void finalize() {
   g_initialised = false;
 }
 
-void log_loss(int64_t step, const float *loss) {
+void log_loss(int64_t step, const real *loss) {
   if (host::message_rank() > 0) return;
   host::print_loss(step, static_cast<double>(*loss));
 }

@@ -58,23 +58,23 @@ Geometry make_geometry(const ConvShape &s) {
 }
 
 /** col [cg * nk, ny] of the channels of one (sample, group) starting at x. */
-void im2col(const Geometry &g, const float *x, float *col) {
+void im2col(const Geometry &g, const real *x, real *col) {
   for (int64_t ci = 0; ci < g.cg; ++ci)
     for (int64_t kf = 0; kf < g.nk; ++kf) {
       const int64_t *tap = &g.taps[static_cast<size_t>(kf * g.ny)];
-      float *dst = col + (ci * g.nk + kf) * g.ny;
-      const float *src = x + ci * g.nx;
+      real *dst = col + (ci * g.nk + kf) * g.ny;
+      const real *src = x + ci * g.nx;
       for (int64_t yf = 0; yf < g.ny; ++yf) dst[yf] = tap[yf] >= 0 ? src[tap[yf]] : 0.0f;
     }
 }
 
 /** The adjoint of im2col: dx += scatter of col. */
-void col2im(const Geometry &g, const float *col, float *dx) {
+void col2im(const Geometry &g, const real *col, real *dx) {
   for (int64_t ci = 0; ci < g.cg; ++ci)
     for (int64_t kf = 0; kf < g.nk; ++kf) {
       const int64_t *tap = &g.taps[static_cast<size_t>(kf * g.ny)];
-      const float *src = col + (ci * g.nk + kf) * g.ny;
-      float *dst = dx + ci * g.nx;
+      const real *src = col + (ci * g.nk + kf) * g.ny;
+      real *dst = dx + ci * g.nx;
       for (int64_t yf = 0; yf < g.ny; ++yf)
         if (tap[yf] >= 0) dst[tap[yf]] += src[yf];
     }
@@ -134,8 +134,8 @@ LiveTaps live_taps(const ConvShape &s) {
 int64_t kernel_rows(const ConvShape &s) { return s.m * (s.c / s.group); }
 
 /** The kept taps of each kernel row of w [m, c / group, taps...]. */
-const float *cut_weights(const LiveTaps &t, const float *w) {
-  thread_local std::vector<float> cut;
+const real *cut_weights(const LiveTaps &t, const real *w) {
+  thread_local std::vector<real> cut;
   int64_t rows = kernel_rows(t.shape), kept = static_cast<int64_t>(t.offsets.size());
   cut.resize(static_cast<size_t>(rows * kept));
   for (int64_t r = 0; r < rows; ++r)
@@ -143,15 +143,15 @@ const float *cut_weights(const LiveTaps &t, const float *w) {
   return cut.data();
 }
 
-void conv_forward_taps(const ConvShape &s, const float *x, const float *w, const float *b, float *y) {
+void conv_forward_taps(const ConvShape &s, const real *x, const real *w, const real *b, real *y) {
   if (detail::onednn::conv_forward(s, x, w, b, y)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
-  std::vector<float> col(static_cast<size_t>(kdim * g.ny));
+  std::vector<real> col(static_cast<size_t>(kdim * g.ny));
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t grp = 0; grp < s.group; ++grp) {
       im2col(g, x + (n * s.c + grp * g.cg) * g.nx, col.data());
-      float *yg = y + (n * s.m + grp * g.mg) * g.ny;
+      real *yg = y + (n * s.m + grp * g.mg) * g.ny;
       gemm(false, false, g.mg, g.ny, kdim, 1.0f, w + grp * g.mg * kdim, kdim, col.data(), g.ny, 0.0f, yg, g.ny);
       if (b)
         for (int64_t mi = 0; mi < g.mg; ++mi)
@@ -159,12 +159,12 @@ void conv_forward_taps(const ConvShape &s, const float *x, const float *w, const
     }
 }
 
-void conv_backward_data_taps(const ConvShape &s, const float *dy, const float *w, float *dx) {
+void conv_backward_data_taps(const ConvShape &s, const real *dy, const real *w, real *dx) {
   if (detail::onednn::conv_backward_data(s, dy, w, dx)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dx, dx + s.n * s.c * g.nx, 0.0f);
-  std::vector<float> col(static_cast<size_t>(kdim * g.ny));
+  std::vector<real> col(static_cast<size_t>(kdim * g.ny));
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t grp = 0; grp < s.group; ++grp) {
       // col [kdim, ny] = W_g^T [kdim, mg] x dY_g [mg, ny]
@@ -174,12 +174,12 @@ void conv_backward_data_taps(const ConvShape &s, const float *dy, const float *w
     }
 }
 
-void conv_backward_filter_taps(const ConvShape &s, const float *dy, const float *x, float *dw) {
+void conv_backward_filter_taps(const ConvShape &s, const real *dy, const real *x, real *dw) {
   if (detail::onednn::conv_backward_filter(s, dy, x, dw)) return;
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dw, dw + s.m * kdim, 0.0f);
-  std::vector<float> col(static_cast<size_t>(kdim * g.ny));
+  std::vector<real> col(static_cast<size_t>(kdim * g.ny));
   for (int64_t n = 0; n < s.n; ++n)
     for (int64_t grp = 0; grp < s.group; ++grp) {
       im2col(g, x + (n * s.c + grp * g.cg) * g.nx, col.data());
@@ -191,25 +191,25 @@ void conv_backward_filter_taps(const ConvShape &s, const float *dy, const float 
 
 }  // namespace
 
-void conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y) {
+void conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
   if (t.cut) conv_forward_taps(t.shape, x, cut_weights(t, w), b, y);
   else conv_forward_taps(s, x, w, b, y);
 }
 
-void conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx) {
+void conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
   if (t.cut) conv_backward_data_taps(t.shape, dy, cut_weights(t, w), dx);
   else conv_backward_data_taps(s, dy, w, dx);
 }
 
-void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw) {
+void conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
   if (!t.cut) return conv_backward_filter_taps(s, dy, x, dw);
-  thread_local std::vector<float> cut;
+  thread_local std::vector<real> cut;
   int64_t rows = kernel_rows(s), kept = static_cast<int64_t>(t.offsets.size());
   cut.resize(static_cast<size_t>(rows * kept));
   conv_backward_filter_taps(t.shape, dy, x, cut.data());
@@ -218,13 +218,13 @@ void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, f
     for (int64_t i = 0; i < kept; ++i) dw[r * t.taps + t.offsets[i]] = cut[static_cast<size_t>(r * kept + i)];
 }
 
-void conv_backward_bias(const ConvShape &s, const float *dy, float *db) {
+void conv_backward_bias(const ConvShape &s, const real *dy, real *db) {
   int64_t ny = product(s.y);
   for (int64_t mi = 0; mi < s.m; ++mi) {
     double sum = 0;
     for (int64_t n = 0; n < s.n; ++n)
       for (int64_t yf = 0; yf < ny; ++yf) sum += dy[(n * s.m + mi) * ny + yf];
-    db[mi] = static_cast<float>(sum);
+    db[mi] = static_cast<real>(sum);
   }
 }
 

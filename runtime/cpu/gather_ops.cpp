@@ -58,31 +58,31 @@ void for_each_gather_nd(const Dims &data_shape, const Dims &ind_shape, int64_t b
 }  // namespace
 
 void gather_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
-                     const float *data, float *y) {
+                     const real *data, real *y) {
   for_each_element_index(data_shape, ind_shape, axis, indices, "gather_elements",
                          [&](int64_t src, int64_t p) { y[p] = data[src]; });
 }
 
 void scatter_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
-                      const float *data, const float *updates, float *y, bool add) {
+                      const real *data, const real *updates, real *y, bool add) {
   int64_t n = 1;
   for (int64_t v : data_shape) n *= v;
-  if (y != data) std::memcpy(y, data, static_cast<size_t>(n) * sizeof(float));
+  if (y != data) std::memcpy(y, data, static_cast<size_t>(n) * sizeof(real));
   for_each_element_index(data_shape, ind_shape, axis, indices, "scatter_elements", [&](int64_t dst, int64_t p) {
     y[dst] = add ? y[dst] + updates[p] : updates[p];
   });
 }
 
 void gather_nd(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
-               const float *data, float *y) {
+               const real *data, real *y) {
   for_each_gather_nd(data_shape, ind_shape, batch_dims, indices, [&](int64_t src, int64_t dst) { y[dst] = data[src]; });
 }
 
 void gather_nd_backward(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
-                        const float *dy, float *ddata) {
+                        const real *dy, real *ddata) {
   int64_t n = 1;
   for (int64_t v : data_shape) n *= v;
-  std::memset(ddata, 0, static_cast<size_t>(n) * sizeof(float));
+  std::memset(ddata, 0, static_cast<size_t>(n) * sizeof(real));
   for_each_gather_nd(data_shape, ind_shape, batch_dims, indices,
                      [&](int64_t src, int64_t dst) { ddata[src] += dy[dst]; });
 }

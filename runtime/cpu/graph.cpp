@@ -11,6 +11,6 @@ void graph_feed(int64_t, int64_t, void *, std::function<void(int64_t, void *)>) 
   fail("graph_feed outside a CUDA graph capture");
 }
 
-void graph_note_lr(float, float) {}
+void graph_note_lr(real, real) {}
 
 }  // namespace cleave::rt::detail

@@ -8,14 +8,14 @@
 
 namespace cleave::rt {
 
-void arg_extreme(int64_t outer, int64_t len, int64_t inner, const float *x, int64_t *y, bool min, bool last) {
+void arg_extreme(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, bool min, bool last) {
   if (len < 1) fail("arg_extreme: empty axis");
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
       y[o * inner + i] = hd::arg_extreme_line(x + o * len * inner + i, len, inner, min, last);
 }
 
-void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y, bool exclusive, bool reverse) {
+void cumsum(int64_t outer, int64_t len, int64_t inner, const real *x, real *y, bool exclusive, bool reverse) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       int64_t base = o * len * inner + i;

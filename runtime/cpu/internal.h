@@ -95,7 +95,7 @@ class ReductionWalk {
 
 /** acc[o + j * s] += x[j] for j in [0, n), in double: a row's sum (s == 0, four interleaved partial sums) or a
  *  column update (s != 0). The reductions' inner loop (ReductionWalk::each_row). */
-inline void accumulate_row(const float *x, int64_t n, double *acc, int64_t s) {
+inline void accumulate_row(const real *x, int64_t n, double *acc, int64_t s) {
   if (s != 0) {
     for (int64_t j = 0; j < n; ++j) acc[j * s] += x[j];
     return;

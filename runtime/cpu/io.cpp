@@ -6,7 +6,7 @@
 
 namespace cleave::rt {
 
-void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst) {
+void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, real *dst) {
   host::read_samples(f, first, count, dst);
 }
 

@@ -8,19 +8,19 @@
 
 namespace cleave::rt {
 
-void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
-                        float *y, float *mean, float *invstd) {
+void layer_norm_forward(int64_t outer, int64_t inner, const real *x, const real *scale, const real *bias, real eps,
+                        real *y, real *mean, real *invstd) {
   if (inner <= 0) fail("layer_norm_forward: empty normalised dims");
   if (detail::onednn::layer_norm_forward(outer, inner, x, scale, bias, eps, y, mean, invstd)) return;
   for (int64_t r = 0; r < outer; ++r) {
-    const float *row = x + r * inner;
+    const real *row = x + r * inner;
     double sum = 0, sq = 0;
     for (int64_t i = 0; i < inner; ++i) sum += row[i];
     double m = sum / static_cast<double>(inner);
     for (int64_t i = 0; i < inner; ++i) sq += (row[i] - m) * (row[i] - m);
     double is = 1.0 / std::sqrt(sq / static_cast<double>(inner) + static_cast<double>(eps));
     // Normalise with the rounded statistics the backward pass will read, so both passes agree.
-    float mf = static_cast<float>(m), isf = static_cast<float>(is);
+    real mf = static_cast<real>(m), isf = static_cast<real>(is);
     for (int64_t i = 0; i < inner; ++i)
       y[r * inner + i] = (row[i] - mf) * isf * scale[i] + (bias ? bias[i] : 0.0f);
     if (mean) mean[r] = mf;
@@ -28,13 +28,13 @@ void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const floa
   }
 }
 
-void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
-                         const float *mean, const float *invstd, float *dx, float *dscale, float *dbias) {
+void layer_norm_backward(int64_t outer, int64_t inner, const real *dy, const real *x, const real *scale,
+                         const real *mean, const real *invstd, real *dx, real *dscale, real *dbias) {
   bool dx_done = dx && detail::onednn::layer_norm_backward_data(outer, inner, dy, x, scale, mean, invstd, dx);
   std::vector<double> ds(dscale ? static_cast<size_t>(inner) : 0, 0.0), db(dbias ? static_cast<size_t>(inner) : 0, 0.0);
   const double n = static_cast<double>(inner);
   for (int64_t r = 0; r < outer; ++r) {
-    const float *xr = x + r * inner, *dyr = dy + r * inner;
+    const real *xr = x + r * inner, *dyr = dy + r * inner;
     const double m = mean[r], is = invstd[r];
     // dscale and dbias: a column sum per element, which the compiler vectorises across the row.
     if (dscale)
@@ -52,12 +52,12 @@ void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const fl
     for (int64_t i = 0; i < inner; ++i) {
       double xhat = (static_cast<double>(xr[i]) - m) * is;
       double g = static_cast<double>(dyr[i]) * scale[i];
-      dx[r * inner + i] = static_cast<float>(is * (g - sg / n - xhat * sgx / n));
+      dx[r * inner + i] = static_cast<real>(is * (g - sg / n - xhat * sgx / n));
     }
   }
   for (int64_t i = 0; i < inner; ++i) {
-    if (dscale) dscale[i] = static_cast<float>(ds[static_cast<size_t>(i)]);
-    if (dbias) dbias[i] = static_cast<float>(db[static_cast<size_t>(i)]);
+    if (dscale) dscale[i] = static_cast<real>(ds[static_cast<size_t>(i)]);
+    if (dbias) dbias[i] = static_cast<real>(db[static_cast<size_t>(i)]);
   }
 }
 

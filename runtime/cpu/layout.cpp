@@ -105,18 +105,18 @@ void fill_bytes(void *dst, uint8_t value, int64_t bytes) {
   if (bytes > 0) std::memset(dst, value, static_cast<size_t>(bytes));
 }
 
-void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+void broadcast(const Dims &in_shape, const Dims &out_shape, const real *x, real *y) {
   walk(out_shape, broadcast_strides(in_shape, out_shape), [&](int64_t o, int64_t i) { y[o] = x[i]; });
 }
 
-void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y) {
+void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const real *x, real *y) {
   // The adjoint of broadcast(out_shape -> in_shape): accumulate in double, then round once.
   std::vector<double> acc(static_cast<size_t>(product(out_shape)), 0.0);
   walk(in_shape, broadcast_strides(out_shape, in_shape), [&](int64_t o, int64_t i) { acc[static_cast<size_t>(i)] += x[o]; });
-  for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<float>(acc[i]);
+  for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<real>(acc[i]);
 }
 
-void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size) {
+void transpose(const Dims &shape, const Dims &perm, const real *x, real *y, size_t elem_size) {
   size_t r = shape.size();
   if (perm.size() != r) fail("transpose: perm rank differs from the shape's");
   std::vector<int64_t> in_st(r), st(r);
@@ -145,7 +145,7 @@ void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, si
   walk(out, st, [&](int64_t o, int64_t i) { std::memcpy(dst + o * elem_size, src + i * elem_size, elem_size); });
 }
 
-void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y) {
+void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *x, real *y) {
   Dims out;
   std::vector<int64_t> st;
   int64_t base = 0;
@@ -153,17 +153,17 @@ void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &
   walk(out, st, [&](int64_t o, int64_t i) { y[o] = x[base + i]; });
 }
 
-void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *dy,
-                    float *dx) {
+void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *dy,
+                    real *dx) {
   Dims out;
   std::vector<int64_t> st;
   int64_t base = 0;
   host::slice_geometry(shape, starts, ends, steps, out, st, base);
-  std::memset(dx, 0, static_cast<size_t>(product(shape)) * sizeof(float));
+  std::memset(dx, 0, static_cast<size_t>(product(shape)) * sizeof(real));
   walk(out, st, [&](int64_t o, int64_t i) { dx[base + i] = dy[o]; });
 }
 
-void concat(const std::vector<const float *> &parts, const std::vector<Dims> &shapes, int64_t axis, float *y) {
+void concat(const std::vector<const real *> &parts, const std::vector<Dims> &shapes, int64_t axis, real *y) {
   if (parts.size() != shapes.size() || parts.empty()) fail("concat: one shape per part expected");
   size_t a = static_cast<size_t>(axis);
   int64_t outer = 1, inner = 1, total = 0;
@@ -176,12 +176,12 @@ void concat(const std::vector<const float *> &parts, const std::vector<Dims> &sh
   for (size_t p = 0; p < parts.size(); ++p) {
     int64_t chunk = shapes[p][a] * inner;
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(y + o * total * inner + off, parts[p] + o * chunk, static_cast<size_t>(chunk) * sizeof(float));
+      std::memcpy(y + o * total * inner + off, parts[p] + o * chunk, static_cast<size_t>(chunk) * sizeof(real));
     off += chunk;
   }
 }
 
-void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x, const std::vector<float *> &parts) {
+void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const real *x, const std::vector<real *> &parts) {
   if (sizes.size() != parts.size()) fail("split: one size per part expected");
   size_t a = static_cast<size_t>(axis);
   int64_t outer = 1, inner = 1;
@@ -193,7 +193,7 @@ void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x,
   for (size_t p = 0; p < parts.size(); ++p) {
     int64_t chunk = sizes[p] * inner;
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(parts[p] + o * chunk, x + o * total * inner + off, static_cast<size_t>(chunk) * sizeof(float));
+      std::memcpy(parts[p] + o * chunk, x + o * total * inner + off, static_cast<size_t>(chunk) * sizeof(real));
     off += chunk;
   }
   if (off != total * inner) fail("split: sizes do not add up to the axis length");
@@ -217,24 +217,24 @@ void for_each_local_index(const int64_t *indices, int64_t num_indices, int64_t d
 
 }  // namespace
 
-void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
-            float *y, int64_t global_dim, int64_t index_base) {
+void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const real *data,
+            real *y, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
   host::gather_view(data_shape, axis, outer, dim, inner);
   for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
     for (int64_t o = 0; o < outer; ++o) {
-      float *dst = y + (o * num_indices + j) * inner;
-      if (row < 0) std::memset(dst, 0, static_cast<size_t>(inner) * sizeof(float));
-      else std::memcpy(dst, data + (o * dim + row) * inner, static_cast<size_t>(inner) * sizeof(float));
+      real *dst = y + (o * num_indices + j) * inner;
+      if (row < 0) std::memset(dst, 0, static_cast<size_t>(inner) * sizeof(real));
+      else std::memcpy(dst, data + (o * dim + row) * inner, static_cast<size_t>(inner) * sizeof(real));
     }
   });
 }
 
 void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
-                     const float *dy, float *ddata, int64_t global_dim, int64_t index_base) {
+                     const real *dy, real *ddata, int64_t global_dim, int64_t index_base) {
   int64_t outer, dim, inner;
   host::gather_view(data_shape, axis, outer, dim, inner);
-  std::memset(ddata, 0, static_cast<size_t>(outer * dim * inner) * sizeof(float));
+  std::memset(ddata, 0, static_cast<size_t>(outer * dim * inner) * sizeof(real));
   for_each_local_index(indices, num_indices, dim, global_dim, index_base, [&](int64_t row, int64_t j) {
     if (row < 0) return;
     for (int64_t o = 0; o < outer; ++o)

@@ -97,16 +97,16 @@ const Comm &group(const std::vector<int> &ranks) {
   return *it->second;
 }
 
-void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+void all_reduce_sum(const Comm &c, const real *send, real *recv, int64_t count) {
   detail::CommWatch watch("all_reduce_sum", c.ranks);
   const void *s = send == recv ? MPI_IN_PLACE : send;
-  CLEAVE_MPI(MPI_Allreduce, s, recv, as_count(count, "all_reduce_sum"), MPI_FLOAT, MPI_SUM, handle_of(c));
+  CLEAVE_MPI(MPI_Allreduce, s, recv, as_count(count, "all_reduce_sum"), host::mpi_real(), MPI_SUM, handle_of(c));
 }
 
 namespace {
 /** A started all-reduce on this backend: what wait() reduces. */
 struct Deferred {
-  float *buf;
+  real *buf;
   int64_t count;
 };
 }  // namespace
@@ -115,7 +115,7 @@ struct Deferred {
 // its start and wait took 2-3x a blocking MPI_Allreduce of up to 4 KB here (Open MPI 4.1, 2 ranks; 1.2x at 64 KB).
 // The reduction therefore runs, blocking, inside wait(). Waits stand where the blocking all-reduces stood before
 // codegen split them (codegen/overlap.h), so every member still reduces in the same order.
-Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count) {
+Pending all_reduce_sum_start(const Comm &c, real *buf, int64_t count) {
   as_count(count, "all_reduce_sum_start");
   handle_of(c);  // a bad group fails here, where it is named, not at the wait
   return Pending{&c, new Deferred{buf, count}};
@@ -128,28 +128,28 @@ void wait(Pending &p) {
   all_reduce_sum(*p.comm, d->buf, d->buf, d->count);  // watched: a dead peer would hang this rank here
 }
 
-void all_gather(const Comm &c, const float *send, float *recv, int64_t count) {
+void all_gather(const Comm &c, const real *send, real *recv, int64_t count) {
   detail::CommWatch watch("all_gather", c.ranks);
   int n = as_count(count, "all_gather");
-  CLEAVE_MPI(MPI_Allgather, send, n, MPI_FLOAT, recv, n, MPI_FLOAT, handle_of(c));
+  CLEAVE_MPI(MPI_Allgather, send, n, host::mpi_real(), recv, n, host::mpi_real(), handle_of(c));
 }
 
-void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count) {
+void reduce_scatter_sum(const Comm &c, const real *send, real *recv, int64_t count) {
   detail::CommWatch watch("reduce_scatter_sum", c.ranks);
   host::pairwise_reduce_scatter(handle_of(c), c.index, c.size(), send, recv,
                                 as_count(count, "reduce_scatter_sum"));
 }
 
-void all_to_all(const Comm &c, const float *send, float *recv, int64_t count) {
+void all_to_all(const Comm &c, const real *send, real *recv, int64_t count) {
   detail::CommWatch watch("all_to_all", c.ranks);
   int n = as_count(count, "all_to_all");
-  CLEAVE_MPI(MPI_Alltoall, send, n, MPI_FLOAT, recv, n, MPI_FLOAT, handle_of(c));
+  CLEAVE_MPI(MPI_Alltoall, send, n, host::mpi_real(), recv, n, host::mpi_real(), handle_of(c));
 }
 
-void broadcast(const Comm &c, float *buf, int64_t count, int root) {
+void broadcast(const Comm &c, real *buf, int64_t count, int root) {
   detail::CommWatch watch("broadcast", c.ranks);
   if (root < 0 || root >= c.size()) fail("broadcast root " + std::to_string(root) + " is not a group index");
-  CLEAVE_MPI(MPI_Bcast, buf, as_count(count, "broadcast"), MPI_FLOAT, root, handle_of(c));
+  CLEAVE_MPI(MPI_Bcast, buf, as_count(count, "broadcast"), host::mpi_real(), root, handle_of(c));
 }
 
 void send_recv(const std::vector<Transfer> &transfers) {

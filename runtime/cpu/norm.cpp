@@ -12,19 +12,19 @@
 
 namespace cleave::rt {
 
-void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                              float eps, float momentum, float *y, float *running_mean, float *running_var,
-                              float *saved_mean, float *saved_invstd, bool unbiased) {
-  std::vector<float> batch_mean(static_cast<size_t>(c)), batch_var(static_cast<size_t>(c));
+void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const real *x, const real *scale, const real *bias,
+                              real eps, real momentum, real *y, real *running_mean, real *running_var,
+                              real *saved_mean, real *saved_invstd, bool unbiased) {
+  std::vector<real> batch_mean(static_cast<size_t>(c)), batch_var(static_cast<size_t>(c));
   double count = static_cast<double>(n * d), var_scale = unbiased && count > 1 ? count / (count - 1) : 1.0;
   if (detail::onednn::batch_norm_train_forward(n, c, d, x, scale, bias, eps, y, batch_mean.data(), batch_var.data())) {
     double mom = momentum;
     for (int64_t ch = 0; ch < c; ++ch) {
       double mean = batch_mean[static_cast<size_t>(ch)], var = batch_var[static_cast<size_t>(ch)];
-      if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-      if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
-      if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
-      if (saved_invstd) saved_invstd[ch] = static_cast<float>(1.0 / std::sqrt(var + static_cast<double>(eps)));
+      if (running_mean) running_mean[ch] = static_cast<real>(mom * running_mean[ch] + (1 - mom) * mean);
+      if (running_var) running_var[ch] = static_cast<real>(mom * running_var[ch] + (1 - mom) * var * var_scale);
+      if (saved_mean) saved_mean[ch] = static_cast<real>(mean);
+      if (saved_invstd) saved_invstd[ch] = static_cast<real>(1.0 / std::sqrt(var + static_cast<double>(eps)));
     }
     return;
   }
@@ -43,30 +43,30 @@ void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, c
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < d; ++j) {
         int64_t e = (i * c + ch) * d + j;
-        y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+        y[e] = static_cast<real>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
       }
     double mom = momentum;
-    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
-    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
-    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+    if (running_mean) running_mean[ch] = static_cast<real>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<real>(mom * running_var[ch] + (1 - mom) * var * var_scale);
+    if (saved_mean) saved_mean[ch] = static_cast<real>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<real>(invstd);
   }
 }
 
-void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                              const float *mean, const float *var, float eps, float *y) {
+void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const real *x, const real *scale, const real *bias,
+                              const real *mean, const real *var, real eps, real *y) {
   for (int64_t ch = 0; ch < c; ++ch) {
     double invstd = 1.0 / std::sqrt(static_cast<double>(var[ch]) + static_cast<double>(eps));
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < d; ++j) {
         int64_t e = (i * c + ch) * d + j;
-        y[e] = static_cast<float>(scale[ch] * (x[e] - mean[ch]) * invstd + bias[ch]);
+        y[e] = static_cast<real>(scale[ch] * (x[e] - mean[ch]) * invstd + bias[ch]);
       }
   }
 }
 
-void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
-                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias) {
+void batch_norm_backward(int64_t n, int64_t c, int64_t d, const real *dy, const real *x, const real *scale,
+                         const real *saved_mean, const real *saved_invstd, real *dx, real *dscale, real *dbias) {
   if (detail::onednn::batch_norm_backward(n, c, d, dy, x, scale, saved_mean, saved_invstd, dx, dscale, dbias)) return;
   // xhat = (x - mean) * invstd; dB = sum dY; dscale = sum dY * xhat; dX = scale * invstd / M * (M dY - dB - xhat dscale)
   double m = static_cast<double>(n * d);
@@ -84,14 +84,14 @@ void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const
         for (int64_t j = 0; j < d; ++j) {
           int64_t e = (i * c + ch) * d + j;
           double xhat = (x[e] - mean) * invstd;
-          dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+          dx[e] = static_cast<real>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
         }
-    if (dscale) dscale[ch] = static_cast<float>(ds);
-    if (dbias) dbias[ch] = static_cast<float>(db);
+    if (dscale) dscale[ch] = static_cast<real>(ds);
+    if (dbias) dbias[ch] = static_cast<real>(db);
   }
 }
 
-void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *shift, float *stats) {
+void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const real *x, const real *shift, real *stats) {
   for (int64_t ch = 0; ch < c; ++ch) {
     double s = shift ? shift[ch] : 0.0, sum = 0, sq = 0;
     for (int64_t i = 0; i < n; ++i)
@@ -100,15 +100,15 @@ void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, c
         sum += e;
         sq += e * e;
       }
-    stats[ch] = static_cast<float>(sum);
-    stats[c + ch] = static_cast<float>(sq);
+    stats[ch] = static_cast<real>(sum);
+    stats[c + ch] = static_cast<real>(sq);
   }
 }
 
-void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
-                                         const float *bias, const float *stats, const float *shift, int64_t count,
-                                         float eps, float momentum, float *y, float *running_mean, float *running_var,
-                                         float *saved_mean, float *saved_invstd, bool unbiased) {
+void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const real *x, const real *scale,
+                                         const real *bias, const real *stats, const real *shift, int64_t count,
+                                         real eps, real momentum, real *y, real *running_mean, real *running_var,
+                                         real *saved_mean, real *saved_invstd, bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_from_stats: count must be positive");
   double m = static_cast<double>(count), mom = momentum, var_scale = unbiased && m > 1 ? m / (m - 1) : 1.0;
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -119,17 +119,17 @@ void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const 
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < d; ++j) {
         int64_t e = (i * c + ch) * d + j;
-        y[e] = static_cast<float>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
+        y[e] = static_cast<real>(scale[ch] * (x[e] - mean) * invstd + bias[ch]);
       }
-    if (running_mean) running_mean[ch] = static_cast<float>(mom * running_mean[ch] + (1 - mom) * mean);
-    if (running_var) running_var[ch] = static_cast<float>(mom * running_var[ch] + (1 - mom) * var * var_scale);
-    if (saved_mean) saved_mean[ch] = static_cast<float>(mean);
-    if (saved_invstd) saved_invstd[ch] = static_cast<float>(invstd);
+    if (running_mean) running_mean[ch] = static_cast<real>(mom * running_mean[ch] + (1 - mom) * mean);
+    if (running_var) running_var[ch] = static_cast<real>(mom * running_var[ch] + (1 - mom) * var * var_scale);
+    if (saved_mean) saved_mean[ch] = static_cast<real>(mean);
+    if (saved_invstd) saved_invstd[ch] = static_cast<real>(invstd);
   }
 }
 
-void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
-                                      const float *saved_mean, const float *saved_invstd, float *sums) {
+void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const real *dy, const real *x,
+                                      const real *saved_mean, const real *saved_invstd, real *sums) {
   for (int64_t ch = 0; ch < c; ++ch) {
     double db = 0, ds = 0, mean = saved_mean[ch], invstd = saved_invstd[ch];
     for (int64_t i = 0; i < n; ++i)
@@ -138,14 +138,14 @@ void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const flo
         db += dy[e];
         ds += dy[e] * (x[e] - mean) * invstd;
       }
-    sums[ch] = static_cast<float>(db);
-    sums[c + ch] = static_cast<float>(ds);
+    sums[ch] = static_cast<real>(db);
+    sums[c + ch] = static_cast<real>(ds);
   }
 }
 
-void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
-                                        const float *scale, const float *saved_mean, const float *saved_invstd,
-                                        const float *sums, int64_t count, float *dx) {
+void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const real *dy, const real *x,
+                                        const real *scale, const real *saved_mean, const real *saved_invstd,
+                                        const real *sums, int64_t count, real *dx) {
   double m = static_cast<double>(count);
   for (int64_t ch = 0; ch < c; ++ch) {
     double mean = saved_mean[ch], invstd = saved_invstd[ch], db = sums[ch], ds = sums[c + ch];
@@ -153,32 +153,32 @@ void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const f
       for (int64_t j = 0; j < d; ++j) {
         int64_t e = (i * c + ch) * d + j;
         double xhat = (x[e] - mean) * invstd;
-        dx[e] = static_cast<float>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
+        dx[e] = static_cast<real>(scale[ch] * invstd / m * (m * dy[e] - db - xhat * ds));
       }
   }
 }
 
-void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
-                                     const float *scale, const float *bias, float eps, float momentum, float *y,
-                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd,
+void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const real *x,
+                                     const real *scale, const real *bias, real eps, real momentum, real *y,
+                                     real *running_mean, real *running_var, real *saved_mean, real *saved_invstd,
                                      bool unbiased) {
   if (count <= 0) fail("batch_norm_train_forward_synced: count must be positive");
-  std::vector<float> stats(static_cast<size_t>(2 * c)), mean(static_cast<size_t>(c));
+  std::vector<real> stats(static_cast<size_t>(2 * c)), mean(static_cast<size_t>(c));
   batch_norm_partial_stats(n, c, d, x, nullptr, stats.data());
   all_reduce_sum(g, stats.data(), stats.data(), c);
   // Every member computes the same mean from the same all-reduced sums, so the shift agrees across ranks.
   for (int64_t ch = 0; ch < c; ++ch)
-    mean[static_cast<size_t>(ch)] = static_cast<float>(stats[static_cast<size_t>(ch)] / static_cast<double>(count));
+    mean[static_cast<size_t>(ch)] = static_cast<real>(stats[static_cast<size_t>(ch)] / static_cast<double>(count));
   batch_norm_partial_stats(n, c, d, x, mean.data(), stats.data());
   all_reduce_sum(g, stats.data(), stats.data(), 2 * c);
   batch_norm_train_forward_from_stats(n, c, d, x, scale, bias, stats.data(), mean.data(), count, eps, momentum, y,
                                       running_mean, running_var, saved_mean, saved_invstd, unbiased);
 }
 
-void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
-                                const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
-                                float *dx, float *dscale, float *dbias) {
-  std::vector<float> sums(static_cast<size_t>(2 * c));
+void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const real *dy,
+                                const real *x, const real *scale, const real *saved_mean, const real *saved_invstd,
+                                real *dx, real *dscale, real *dbias) {
+  std::vector<real> sums(static_cast<size_t>(2 * c));
   batch_norm_backward_partial_sums(n, c, d, dy, x, saved_mean, saved_invstd, sums.data());
   all_reduce_sum(g, sums.data(), sums.data(), 2 * c);
   if (dx) batch_norm_backward_data_from_sums(n, c, d, dy, x, scale, saved_mean, saved_invstd, sums.data(), count, dx);
@@ -186,24 +186,24 @@ void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t
   if (dscale) std::copy(sums.begin() + c, sums.end(), dscale);
 }
 
-void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean) {
+void reduce(const Dims &x_shape, const Dims &axes, const real *x, real *y, bool mean) {
   detail::ReductionWalk walk(x_shape, axes, "reduce");
   std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
   walk.each_row([&](int64_t f, int64_t o, int64_t n, int64_t s) {
     detail::accumulate_row(x + f, n, acc.data() + o, s);
   });
   double div = mean && walk.ny > 0 ? static_cast<double>(walk.nx / walk.ny) : 1.0;
-  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
+  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<real>(acc[static_cast<size_t>(i)] / div);
 }
 
-void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y) {
+void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const real *x, real *y) {
   detail::ReductionWalk walk(x_shape, axes, "reduce_mean");
   std::vector<double> acc(static_cast<size_t>(walk.ny), 0.0);
   walk.each_row([&](int64_t f, int64_t o, int64_t n, int64_t s) {
     detail::accumulate_row(x + f, n, acc.data() + o, s);
   });
   double div = count > 0 ? static_cast<double>(count) : 1.0;
-  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<float>(acc[static_cast<size_t>(i)] / div);
+  for (int64_t i = 0; i < walk.ny; ++i) y[i] = static_cast<real>(acc[static_cast<size_t>(i)] / div);
 }
 
 }  // namespace cleave::rt

@@ -21,11 +21,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace cleave::rt::detail::onednn {
 namespace {
+
+// oneDNN computes in float32 here: a CLEAVE_RT_F64 runtime is built without it (runtime/CMakeLists.txt).
+static_assert(std::is_same_v<real, float>);
 
 using dnnl::memory;
 using Md = memory::desc;
@@ -717,31 +721,31 @@ namespace cleave::rt::detail::onednn {
 
 bool enabled() { return false; }
 void set_enabled(bool) {}
-bool conv_forward(const ConvShape &, const float *, const float *, const float *, float *) { return false; }
-bool conv_backward_data(const ConvShape &, const float *, const float *, float *) { return false; }
-bool conv_backward_filter(const ConvShape &, const float *, const float *, float *) { return false; }
-bool max_pool_forward(const PoolShape &, const float *, float *) { return false; }
-bool max_pool_backward(const PoolShape &, const float *, const float *, float *) { return false; }
-bool avg_pool_forward(const PoolShape &, const float *, float *) { return false; }
-bool avg_pool_backward(const PoolShape &, const float *, float *) { return false; }
-bool batch_norm_train_forward(int64_t, int64_t, int64_t, const float *, const float *, const float *, float, float *,
-                              float *, float *) {
+bool conv_forward(const ConvShape &, const real *, const real *, const real *, real *) { return false; }
+bool conv_backward_data(const ConvShape &, const real *, const real *, real *) { return false; }
+bool conv_backward_filter(const ConvShape &, const real *, const real *, real *) { return false; }
+bool max_pool_forward(const PoolShape &, const real *, real *) { return false; }
+bool max_pool_backward(const PoolShape &, const real *, const real *, real *) { return false; }
+bool avg_pool_forward(const PoolShape &, const real *, real *) { return false; }
+bool avg_pool_backward(const PoolShape &, const real *, real *) { return false; }
+bool batch_norm_train_forward(int64_t, int64_t, int64_t, const real *, const real *, const real *, real, real *,
+                              real *, real *) {
   return false;
 }
-bool batch_norm_backward(int64_t, int64_t, int64_t, const float *, const float *, const float *, const float *,
-                         const float *, float *, float *, float *) {
+bool batch_norm_backward(int64_t, int64_t, int64_t, const real *, const real *, const real *, const real *,
+                         const real *, real *, real *, real *) {
   return false;
 }
-bool layer_norm_forward(int64_t, int64_t, const float *, const float *, const float *, float, float *, float *,
-                        float *) {
+bool layer_norm_forward(int64_t, int64_t, const real *, const real *, const real *, real, real *, real *,
+                        real *) {
   return false;
 }
-bool layer_norm_backward_data(int64_t, int64_t, const float *, const float *, const float *, const float *,
-                              const float *, float *) {
+bool layer_norm_backward_data(int64_t, int64_t, const real *, const real *, const real *, const real *,
+                              const real *, real *) {
   return false;
 }
-bool softmax_forward(int64_t, int64_t, int64_t, const float *, float *) { return false; }
-bool softmax_backward(int64_t, int64_t, int64_t, const float *, const float *, float *) { return false; }
+bool softmax_forward(int64_t, int64_t, int64_t, const real *, real *) { return false; }
+bool softmax_backward(int64_t, int64_t, int64_t, const real *, const real *, real *) { return false; }
 
 }  // namespace cleave::rt::detail::onednn
 #endif

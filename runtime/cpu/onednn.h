@@ -12,30 +12,30 @@ namespace cleave::rt::detail::onednn {
 bool enabled();
 void set_enabled(bool on);
 
-bool conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y);
-bool conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx);
-bool conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw);
+bool conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y);
+bool conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx);
+bool conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw);
 
-bool max_pool_forward(const PoolShape &s, const float *x, float *y);
-bool max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx);
-bool avg_pool_forward(const PoolShape &s, const float *x, float *y);
-bool avg_pool_backward(const PoolShape &s, const float *dy, float *dx);
+bool max_pool_forward(const PoolShape &s, const real *x, real *y);
+bool max_pool_backward(const PoolShape &s, const real *dy, const real *x, real *dx);
+bool avg_pool_forward(const PoolShape &s, const real *x, real *y);
+bool avg_pool_backward(const PoolShape &s, const real *dy, real *dx);
 
 /** mean and var [c] receive the batch mean and biased variance. */
-bool batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                              float eps, float *y, float *mean, float *var);
-bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
-                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
+bool batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const real *x, const real *scale, const real *bias,
+                              real eps, real *y, real *mean, real *var);
+bool batch_norm_backward(int64_t n, int64_t c, int64_t d, const real *dy, const real *x, const real *scale,
+                         const real *saved_mean, const real *saved_invstd, real *dx, real *dscale, real *dbias);
 
 /** Rows of [outer, inner]; bias may be null; mean and invstd [outer] (either may be null) as rt::layer_norm_forward
  *  writes them. The backward writes dX only. */
-bool layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
-                        float *y, float *mean, float *invstd);
-bool layer_norm_backward_data(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
-                              const float *mean, const float *invstd, float *dx);
+bool layer_norm_forward(int64_t outer, int64_t inner, const real *x, const real *scale, const real *bias, real eps,
+                        real *y, real *mean, real *invstd);
+bool layer_norm_backward_data(int64_t outer, int64_t inner, const real *dy, const real *x, const real *scale,
+                              const real *mean, const real *invstd, real *dx);
 
 /** Softmax (not log-softmax) of X viewed as [outer, dim, inner] along the middle axis, and its gradient from Y. */
-bool softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y);
-bool softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx);
+bool softmax_forward(int64_t outer, int64_t dim, int64_t inner, const real *x, real *y);
+bool softmax_backward(int64_t outer, int64_t dim, int64_t inner, const real *dy, const real *y, real *dx);
 
 }  // namespace cleave::rt::detail::onednn

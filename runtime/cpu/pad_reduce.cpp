@@ -38,7 +38,7 @@ void broadcast_bytes(const Dims &in_shape, const Dims &out_shape, const void *x,
   }
 }
 
-void pad_constant(const Dims &x_shape, const Dims &pads, float value, const float *x, float *y) {
+void pad_constant(const Dims &x_shape, const Dims &pads, real value, const real *x, real *y) {
   size_t r = x_shape.size();
   if (pads.size() != 2 * r) fail("pad_constant: pads needs 2 values per dim");
   Dims ys(r), xst(r, 1);
@@ -66,12 +66,12 @@ void pad_constant(const Dims &x_shape, const Dims &pads, float value, const floa
   }
 }
 
-void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min) {
+void reduce_max(const Dims &x_shape, const Dims &axes, const real *x, real *y, bool min) {
   detail::ReductionWalk walk(x_shape, axes, "reduce_max");
-  float init = min ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  real init = min ? std::numeric_limits<real>::infinity() : -std::numeric_limits<real>::infinity();
   for (int64_t i = 0; i < walk.ny; ++i) y[i] = init;
   walk.each([&](int64_t f, int64_t o) {
-    float v = x[f];
+    real v = x[f];
     if (std::isnan(v) || (min ? v < y[o] : v > y[o])) y[o] = v;
   });
 }

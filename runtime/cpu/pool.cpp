@@ -73,7 +73,7 @@ void require_whole_windows(const Windows &w, const char *kernel) {
 
 /** The first maximum of window yf over plane x (the last NaN if any, as torch's max_pool), or -1 if the window
  *  holds no element. */
-int64_t argmax(const Windows &w, int64_t yf, const float *x) {
+int64_t argmax(const Windows &w, int64_t yf, const real *x) {
   int64_t best = -1;
   const int64_t *tap = &w.taps[static_cast<size_t>(yf * w.nk)];
   for (int64_t kf = 0; kf < w.nk; ++kf)
@@ -105,7 +105,7 @@ std::vector<int64_t> x_to_dx(const PoolShape &s) {
 
 }  // namespace
 
-void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices) {
+void max_pool_forward(const PoolShape &s, const real *x, real *y, int64_t *indices) {
   host::check_pool_ranks(s);
   if (!indices && detail::onednn::max_pool_forward(s, x, y)) return;
   Windows w = make_windows(s);
@@ -121,7 +121,7 @@ void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *ind
     }
 }
 
-void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx) {
+void max_pool_backward(const PoolShape &s, const real *dy, const real *x, real *dx) {
   host::check_pool_ranks(s);
   if (detail::onednn::max_pool_backward(s, dy, x, dx)) return;
   Windows w = make_windows(s);
@@ -149,7 +149,7 @@ void max_pool_backward(const PoolShape &s, const float *dy, const float *x, floa
     }
 }
 
-void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
+void avg_pool_forward(const PoolShape &s, const real *x, real *y) {
   host::check_pool_ranks(s);
   if (detail::onednn::avg_pool_forward(s, x, y)) return;
   Windows w = make_windows(s);
@@ -161,11 +161,11 @@ void avg_pool_forward(const PoolShape &s, const float *x, float *y) {
       for (int64_t kf = 0; kf < w.nk; ++kf)
         if (tap[kf] >= 0) sum += x[p * w.nx + tap[kf]];
       int64_t count = w.count[static_cast<size_t>(yf)];
-      y[p * w.ny + yf] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+      y[p * w.ny + yf] = count > 0 ? static_cast<real>(sum / static_cast<double>(count)) : 0.0f;
     }
 }
 
-void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
+void avg_pool_backward(const PoolShape &s, const real *dy, real *dx) {
   host::check_pool_ranks(s);
   if (detail::onednn::avg_pool_backward(s, dy, dx)) return;
   Windows w = make_windows(s);
@@ -174,24 +174,24 @@ void avg_pool_backward(const PoolShape &s, const float *dy, float *dx) {
     for (int64_t yf = 0; yf < w.ny; ++yf) {
       int64_t count = w.count[static_cast<size_t>(yf)];
       if (count == 0) continue;
-      float g = dy[p * w.ny + yf] / static_cast<float>(count);
+      real g = dy[p * w.ny + yf] / static_cast<real>(count);
       const int64_t *tap = &w.taps[static_cast<size_t>(yf * w.nk)];
       for (int64_t kf = 0; kf < w.nk; ++kf)
         if (tap[kf] >= 0) dx[p * w.nx + tap[kf]] += g;
     }
 }
 
-void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y, int64_t divisor) {
+void global_avg_pool_forward(int64_t nc, int64_t spatial, const real *x, real *y, int64_t divisor) {
   double div = static_cast<double>(divisor > 0 ? divisor : spatial);
   for (int64_t p = 0; p < nc; ++p) {
     double sum = 0;
     for (int64_t i = 0; i < spatial; ++i) sum += x[p * spatial + i];
-    y[p] = static_cast<float>(sum / div);
+    y[p] = static_cast<real>(sum / div);
   }
 }
 
-void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor) {
-  float div = static_cast<float>(divisor > 0 ? divisor : spatial);
+void global_avg_pool_backward(int64_t nc, int64_t spatial, const real *dy, real *dx, int64_t divisor) {
+  real div = static_cast<real>(divisor > 0 ? divisor : spatial);
   for (int64_t p = 0; p < nc; ++p)
     for (int64_t i = 0; i < spatial; ++i) dx[p * spatial + i] = dy[p] / div;
 }

@@ -49,27 +49,27 @@ int64_t plane_size(const Dims &d) {
 
 }  // namespace
 
-void resize_forward(const ResizeShape &s, const float *x, float *y) {
+void resize_forward(const ResizeShape &s, const real *x, real *y) {
   std::vector<host::ResizeTaps> taps = host::resize_taps(s);
   int64_t nx = plane_size(s.x), ny = plane_size(s.y);
   std::vector<double> acc(static_cast<size_t>(ny));
   for (int64_t p = 0; p < s.planes; ++p) {
-    const float *xp = x + p * nx;
+    const real *xp = x + p * nx;
     std::fill(acc.begin(), acc.end(), 0.0);
     for_each_tap(s, taps, [&](int64_t xo, int64_t yo, double w) { acc[static_cast<size_t>(yo)] += w * xp[xo]; });
-    for (int64_t i = 0; i < ny; ++i) y[p * ny + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < ny; ++i) y[p * ny + i] = static_cast<real>(acc[static_cast<size_t>(i)]);
   }
 }
 
-void resize_backward(const ResizeShape &s, const float *dy, float *dx) {
+void resize_backward(const ResizeShape &s, const real *dy, real *dx) {
   std::vector<host::ResizeTaps> taps = host::resize_taps(s);
   int64_t nx = plane_size(s.x), ny = plane_size(s.y);
   std::vector<double> acc(static_cast<size_t>(nx));
   for (int64_t p = 0; p < s.planes; ++p) {
-    const float *dyp = dy + p * ny;
+    const real *dyp = dy + p * ny;
     std::fill(acc.begin(), acc.end(), 0.0);
     for_each_tap(s, taps, [&](int64_t xo, int64_t yo, double w) { acc[static_cast<size_t>(xo)] += w * dyp[yo]; });
-    for (int64_t i = 0; i < nx; ++i) dx[p * nx + i] = static_cast<float>(acc[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < nx; ++i) dx[p * nx + i] = static_cast<real>(acc[static_cast<size_t>(i)]);
   }
 }
 

@@ -1,6 +1,7 @@
 """What the bundle tests share: the prebuilt runtime to link bundles against, compiling and running a bundle
 (run_partitioned), and reading what `cleave eval` / `cleave run` produce (the `step <k> loss <v>` lines, a
 --save-model file's initializers)."""
+import json
 import os
 import subprocess
 
@@ -27,9 +28,12 @@ def check_output(cmd, timeout=1200):
     return r.stdout
 
 
-def runtime_flags(cleave):
+def runtime_flags(cleave, bundle=None):
     """`--runtime-dir` of the main build's runtime next to the cleave binary, so bundles compile only their rank
-    sources; empty if it is not built (each bundle then builds its own runtime copy)."""
+    sources; empty if it is not built, or `bundle` is float64 (the main build's runtime is float32): the bundle then
+    uses the runtime cache's."""
+    if bundle and json.load(open(os.path.join(bundle, "manifest.json"))).get("precision") == "fp64":
+        return []
     runtime_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cleave))), "runtime")
     return ["--runtime-dir", runtime_dir] if os.path.exists(os.path.join(runtime_dir, "libcleave_rt_cpu.a")) else []
 
@@ -42,7 +46,7 @@ def run_partitioned(cleave, model, bundle, how, data, steps, run_flags=(), sh=ch
     sh([cleave, "compile", model, "-o", bundle, *how])
     saved = bundle + "_trained.onnx"
     out = sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved, *run_flags]
-             + runtime_flags(cleave))
+             + runtime_flags(cleave, bundle))
     return losses(out), saved
 
 

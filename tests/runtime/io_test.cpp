@@ -84,7 +84,7 @@ TEST(RuntimeFiles, CheckpointRoundTripsNamedBuffers) {
 TEST(RuntimeFiles, ArenaHandsOutAlignedZeroedOffsets) {
   Arena a(1000, 128);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.at(0)) % 128, 0u);
-  float *f = a.f32(256, 10);
+  float *f = a.reals(256, 10);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(f[i], 0.0f);
   EXPECT_EQ(static_cast<char *>(a.at(256)), reinterpret_cast<char *>(f));
 }

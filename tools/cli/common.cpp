@@ -125,6 +125,12 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
   if (has_update && (flags.loss_scale || flags.loss_scale_growth_interval))
     CLEAVE_USER_ERROR(path, ": --loss-scale seeds the gradients Cleave derives; this model brings its own training "
                       "algorithm");
+  bool f64 = std::any_of(g.tensors().begin(), g.tensors().end(), [](const Tensor &t) { return t.dtype == DType::f64; });
+  if (f64 && flags.precision != "fp32")
+    CLEAVE_USER_ERROR(path, ": --precision ", flags.precision, " applies to float32 models; this model is float64, and ",
+                      "trains in float64");
+  if (f64 && (flags.loss_scale || flags.loss_scale_growth_interval))
+    CLEAVE_USER_ERROR(path, ": --loss-scale applies to float32 models; this model is float64");
   if (!has_update) {
     if (mixed) autocast(g, flags.precision == "bf16" ? DType::bf16 : DType::f16);
     build_training_graph(g, flags.options());

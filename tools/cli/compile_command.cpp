@@ -94,7 +94,7 @@ Command add_compile_command(CLI::App &app) {
     }
     plan::validate_plan(g, p);
     codegen::Lowered lowered = codegen::lower(g, p);
-    lowered.precision = args->train_flags.precision;
+    if (lowered.precision != "fp64") lowered.precision = args->train_flags.precision;  // fp64: the graph's own dtype
     std::optional<plan::CostReport> predicted;
     const plan::Profile *measured = profile ? &*profile : nullptr;
     if (topo) predicted = plan::estimate_cost(g, p, *topo, measured);

@@ -215,7 +215,13 @@ Command add_eval_command(CLI::App &app) {
       if (op.kind == OpKind::SGDUpdate || op.kind == OpKind::MomentumUpdate || op.kind == OpKind::AdamUpdate)
         grads.push_back(op.inputs[1]);
     }
-    auto to_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    // What the runtime rounds to float32 (averaged gradients, the scheduled rate, clipping) stays double in a float64
+    // model, as its bundle's runtime computes in double (rt::real; codegen::real_dtype).
+    auto has = [&g](DType d) {
+      return std::any_of(g.tensors().begin(), g.tensors().end(), [d](const Tensor &t) { return t.dtype == d; });
+    };
+    const bool f64 = has(DType::f64) && !has(DType::f32);
+    auto to_float = [f64](double v) { return f64 ? v : static_cast<double>(static_cast<float>(v)); };
     // Loss scaling (Graph::loss_scaling): the scale, steps in a row without overflow, steps skipped.
     const LossScaling &scaling = g.loss_scaling;
     const bool scaled = scaling.scale != kNoTensor;
@@ -277,15 +283,15 @@ Command add_eval_command(CLI::App &app) {
         double squares = 0;
         for (TensorId t : grads)
           for (double v : values[t]->data) squares += v * v;
-        float norm = static_cast<float>(std::sqrt(squares));
+        double norm = to_float(std::sqrt(squares));
         if (!std::isfinite(norm)) CLEAVE_USER_ERROR("step ", step, ": the gradient norm is ", norm);
-        float coef = std::min(static_cast<float>(*knobs.clip_grad_norm) / (norm + 1e-6f), 1.0f);
-        if (coef < 1.0f)
+        double coef = std::min(to_float(to_float(*knobs.clip_grad_norm) / to_float(norm + to_float(1e-6))), 1.0);
+        if (coef < 1.0)
           for (TensorId t : grads)
-            for (double &v : values[t]->data) v = static_cast<float>(static_cast<float>(v) * coef);
+            for (double &v : values[t]->data) v = to_float(to_float(v) * coef);
       }
       interp::Context ctx{step - skipped_steps};  // Adam counts the updates it made
-      ctx.lr = [&](double base) { return static_cast<double>(static_cast<float>(schedule.lr(static_cast<float>(base), step))); };
+      ctx.lr = [&](double base) { return to_float(schedule.lr(to_float(base), step)); };
       if (!skip)
         for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
       std::printf("step %lld loss %.9g", static_cast<long long>(step), loss);

@@ -120,7 +120,7 @@ struct PreparedPlan {
 /** Compiles one plan into a bundle in `dir` with synthetic inputs (one batch), and builds it. */
 PreparedPlan prepare_plan(const ProfileArgs &a, const Graph &g, const NamedPlan &np, const fs::path &dir) {
   codegen::Lowered lowered = codegen::lower(g, np.plan);
-  lowered.precision = a.train_flags.precision;
+  if (lowered.precision != "fp64") lowered.precision = a.train_flags.precision;  // fp64: the graph's own dtype
   fs::create_directories(dir);
   codegen::write_bundle(g, np.plan, lowered, dir.string(), fs::absolute(a.model).lexically_normal().string(),
                         a.backend);

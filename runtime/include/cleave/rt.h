@@ -3,7 +3,8 @@
 // compiler's, so a bundle builds with only MPI, BLAS and its copy of runtime/.
 //
 // Conventions for every function below:
-//  - Tensors are float32 (labels/indices int64), dense and row-major, passed as raw pointers with explicit shapes.
+//  - Floating tensors are `real` (float32; float64 in a runtime built with CLEAVE_RT_F64), labels/indices
+//    int64, dense and row-major, passed as raw pointers with explicit shapes.
 //  - Output buffers are written, never accumulated into, unless the function says so; they must not alias inputs
 //    unless the function says so.
 //  - Sizes are int64_t element counts. A precondition violated by the caller is a bug in generated code: the runtime
@@ -79,6 +80,18 @@ CLEAVE_HD inline float round_fp16(float x) {
 
 namespace cleave::rt {
 
+/** The floating type of every tensor the runtime computes on: float, or double in a runtime built with CLEAVE_RT_F64
+ *  (cpu backend only; a float64 model's bundle: codegen/emit_bundle.cpp). Generated code and the runtime must agree (the
+ *  definition is public on the runtime target); a mismatch fails to link, as every signature names the type. */
+#if defined(CLEAVE_RT_F64)
+#if defined(__CUDACC__)
+#error "CLEAVE_RT_F64: the cuda backend computes in float32 only"
+#endif
+using real = double;
+#else
+using real = float;
+#endif
+
 using Dims = std::vector<int64_t>;
 
 // ---------------------------------------------------------------- context, errors, logging (context.cpp)
@@ -115,7 +128,7 @@ void check_mpi(int code, const char *call, const char *file, int line);
 /** On rank 0 only: prints `step <k> loss <value>` (value with %.9g, as `cleave eval`) to stdout and flushes. `loss`
  *  points at the backend's buffer holding the scalar (device memory under CUDA), so generated code never dereferences
  *  a buffer itself. */
-void log_loss(int64_t step, const float *loss);
+void log_loss(int64_t step, const real *loss);
 /** On rank 0 only: prints `cleave: <msg>` to stderr. */
 void log_info(const std::string &msg);
 
@@ -186,7 +199,7 @@ class Arena {
 
   /** The byte at `offset`; fail()s if offset + bytes exceeds the arena. */
   void *at(size_t offset, size_t bytes = 0) const;
-  float *f32(size_t offset, size_t count = 0) const { return static_cast<float *>(at(offset, count * 4)); }
+  real *reals(size_t offset, size_t count = 0) const { return static_cast<real *>(at(offset, count * sizeof(real))); }
   int64_t *i64(size_t offset, size_t count = 0) const { return static_cast<int64_t *>(at(offset, count * 8)); }
   size_t size() const { return size_; }
 
@@ -199,12 +212,12 @@ class Arena {
 
 /** C = alpha * op(A) * op(B) + beta * C with op(A) [m, k], op(B) [k, n], C [m, n]; lda/ldb/ldc are the row strides
  *  of A, B, C as stored (row-major). beta = 0 ignores C's old contents (even NaN). */
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-          const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a, int64_t lda,
+          const real *b, int64_t ldb, real beta, real *c, int64_t ldc);
 /** `batch` independent GEMMs; matrix i starts at a + i * stride_a (likewise b, c). A stride of 0 broadcasts. */
-void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                          int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b, float beta,
-                          float *c, int64_t ldc, int64_t stride_c, int64_t batch);
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a,
+                          int64_t lda, int64_t stride_a, const real *b, int64_t ldb, int64_t stride_b, real beta,
+                          real *c, int64_t ldc, int64_t stride_c, int64_t batch);
 
 // ---------------------------------------------------------------- convolution (conv.cpp)
 
@@ -218,13 +231,13 @@ struct ConvShape {
   Dims x, w, y, strides, pads, dilations;  // w: the kernel's spatial dims
 };
 /** Y = conv(X, W) + B (B [m] may be null). */
-void conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y);
+void conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y);
 /** dX = conv_transpose(dY, W). */
-void conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx);
+void conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx);
 /** dW = correlation of dY with X. */
-void conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw);
+void conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw);
 /** dB[m] = sum of dY over n and the spatial dims. */
-void conv_backward_bias(const ConvShape &s, const float *dy, float *db);
+void conv_backward_bias(const ConvShape &s, const real *dy, real *db);
 
 // ---------------------------------------------------------------- pooling (pool.cpp)
 
@@ -244,16 +257,16 @@ struct PoolShape {
 };
 /** Y = max over each window; indices (may be null) = flat index into X including the nc offset (ONNX's Indices with
  *  storage_order 0; whole ops only). A window with no element of X fail()s. */
-void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices);
+void max_pool_forward(const PoolShape &s, const real *x, real *y, int64_t *indices);
 /** dX: each dY goes to its window's first maximum in X. */
-void max_pool_backward(const PoolShape &s, const float *dy, const float *x, float *dx);
-void avg_pool_forward(const PoolShape &s, const float *x, float *y);
-void avg_pool_backward(const PoolShape &s, const float *dy, float *dx);
+void max_pool_backward(const PoolShape &s, const real *dy, const real *x, real *dx);
+void avg_pool_forward(const PoolShape &s, const real *x, real *y);
+void avg_pool_backward(const PoolShape &s, const real *dy, real *dx);
 /** Y[i] = sum of X[i, :spatial] / divisor (0: spatial). A block of the spatial dims with the whole op's divisor gives
  *  partial means that add up to the mean. */
-void global_avg_pool_forward(int64_t nc, int64_t spatial, const float *x, float *y, int64_t divisor = 0);
+void global_avg_pool_forward(int64_t nc, int64_t spatial, const real *x, real *y, int64_t divisor = 0);
 /** dX[i, :spatial] = dY[i] / divisor (0: spatial). */
-void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, float *dx, int64_t divisor = 0);
+void global_avg_pool_backward(int64_t nc, int64_t spatial, const real *dy, real *dx, int64_t divisor = 0);
 
 // ---------------------------------------------------------------- normalisation and reductions (norm.cpp)
 
@@ -262,67 +275,67 @@ void global_avg_pool_backward(int64_t nc, int64_t spatial, const float *dy, floa
  *  with `unbiased`, the running variance takes the batch's unbiased variance (M / (M - 1) times the biased one, M
  *  values per channel), as torch's does; saved_mean/saved_invstd (may be null) receive the batch mean and
  *  1/sqrt(var + eps). */
-void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                              float eps, float momentum, float *y, float *running_mean, float *running_var,
-                              float *saved_mean, float *saved_invstd, bool unbiased = false);
+void batch_norm_train_forward(int64_t n, int64_t c, int64_t d, const real *x, const real *scale, const real *bias,
+                              real eps, real momentum, real *y, real *running_mean, real *running_var,
+                              real *saved_mean, real *saved_invstd, bool unbiased = false);
 /** Inference mode: normalises with the running statistics. */
-void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const float *x, const float *scale, const float *bias,
-                              const float *mean, const float *var, float eps, float *y);
+void batch_norm_infer_forward(int64_t n, int64_t c, int64_t d, const real *x, const real *scale, const real *bias,
+                              const real *mean, const real *var, real eps, real *y);
 /** Gradient of the training-mode forward; dx, dscale, dbias may each be null (scale too where dx is: only dx reads
  *  it). */
-void batch_norm_backward(int64_t n, int64_t c, int64_t d, const float *dy, const float *x, const float *scale,
-                         const float *saved_mean, const float *saved_invstd, float *dx, float *dscale, float *dbias);
+void batch_norm_backward(int64_t n, int64_t c, int64_t d, const real *dy, const real *x, const real *scale,
+                         const real *saved_mean, const real *saved_invstd, real *dx, real *dscale, real *dbias);
 // BatchNormalization with the batch split over ranks: each rank computes partial sums of its shard, the caller
 // all-reduces them (all_reduce_sum over the group sharing the channels) and finishes with the global count
-// M = (total samples) * d. With one rank these equal the functions above up to float rounding.
+// M = (total samples) * d. With one rank these equal the functions above up to rounding.
 /** stats [2c] = per channel sum of (x - shift) then sum of (x - shift)^2; shift [c] (may be null = 0) must be the same
  *  on every rank (e.g. the running mean: it keeps the variance free of cancellation). */
-void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *shift, float *stats);
+void batch_norm_partial_stats(int64_t n, int64_t c, int64_t d, const real *x, const real *shift, real *stats);
 /** The training forward from all-reduced stats over `count` = M elements per channel; outputs as
  *  batch_norm_train_forward. */
-void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const float *x, const float *scale,
-                                         const float *bias, const float *stats, const float *shift, int64_t count,
-                                         float eps, float momentum, float *y, float *running_mean, float *running_var,
-                                         float *saved_mean, float *saved_invstd, bool unbiased = false);
+void batch_norm_train_forward_from_stats(int64_t n, int64_t c, int64_t d, const real *x, const real *scale,
+                                         const real *bias, const real *stats, const real *shift, int64_t count,
+                                         real eps, real momentum, real *y, real *running_mean, real *running_var,
+                                         real *saved_mean, real *saved_invstd, bool unbiased = false);
 /** sums [2c] = per channel sum of dY (dbias), then sum of dY * xhat (dscale): all-reduced, they are dB and dscale. */
-void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
-                                      const float *saved_mean, const float *saved_invstd, float *sums);
+void batch_norm_backward_partial_sums(int64_t n, int64_t c, int64_t d, const real *dy, const real *x,
+                                      const real *saved_mean, const real *saved_invstd, real *sums);
 /** dX of the shard from the all-reduced sums and the global count M. */
-void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const float *dy, const float *x,
-                                        const float *scale, const float *saved_mean, const float *saved_invstd,
-                                        const float *sums, int64_t count, float *dx);
+void batch_norm_backward_data_from_sums(int64_t n, int64_t c, int64_t d, const real *dy, const real *x,
+                                        const real *scale, const real *saved_mean, const real *saved_invstd,
+                                        const real *sums, int64_t count, real *dx);
 struct Comm;
 // The same with the all-reduces done over `g` (the ranks that split the batch and spatial dims; every member calls
 // it): `count` is M over all of them. The forward all-reduces the sums, then the sums about the global mean (two
 // passes, like the whole-batch forward, so the variance has no cancellation); every rank gets the whole statistics
-// (running_mean/var, saved_*, dscale, dbias), equal to the whole-batch ones up to float rounding.
-void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *x,
-                                     const float *scale, const float *bias, float eps, float momentum, float *y,
-                                     float *running_mean, float *running_var, float *saved_mean, float *saved_invstd,
+// (running_mean/var, saved_*, dscale, dbias), equal to the whole-batch ones up to rounding.
+void batch_norm_train_forward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const real *x,
+                                     const real *scale, const real *bias, real eps, real momentum, real *y,
+                                     real *running_mean, real *running_var, real *saved_mean, real *saved_invstd,
                                      bool unbiased = false);
-void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const float *dy,
-                                const float *x, const float *scale, const float *saved_mean, const float *saved_invstd,
-                                float *dx, float *dscale, float *dbias);
+void batch_norm_backward_synced(const Comm &g, int64_t count, int64_t n, int64_t c, int64_t d, const real *dy,
+                                const real *x, const real *scale, const real *saved_mean, const real *saved_invstd,
+                                real *dx, real *dscale, real *dbias);
 /** Y = sum (or mean) of X over `axes` (sorted, distinct); Y holds the kept dims in order (keepdims does not change
  *  the data layout). */
-void reduce(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool mean);
+void reduce(const Dims &x_shape, const Dims &axes, const real *x, real *y, bool mean);
 /** Y = sum of X over `axes` divided by `count`, laid out as reduce(). `count` is the whole tensor's number of reduced
  *  elements: when X is one shard of the reduced dims (a ReduceMean split along them), each rank's Y is its share of
  *  the global mean, and the partial all-reduce sums the shares to it. */
-void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const float *x, float *y);
+void reduce_mean(const Dims &x_shape, const Dims &axes, int64_t count, const real *x, real *y);
 
 /** Y = max (or min) of X over `axes` (sorted, distinct), laid out as reduce(); NaN propagates. */
-void reduce_max(const Dims &x_shape, const Dims &axes, const float *x, float *y, bool min);
+void reduce_max(const Dims &x_shape, const Dims &axes, const real *x, real *y, bool min);
 
 // ---------------------------------------------------------------- index and scan ops (index_ops.cpp)
 // Each views its tensor as [outer, len, inner] around one axis.
 
 /** y [outer * inner] = the position along len of the max (or min, `min`) of x: the first one, or the last with
  *  `last`; NaN counts as the extreme (numpy, torch). */
-void arg_extreme(int64_t outer, int64_t len, int64_t inner, const float *x, int64_t *y, bool min, bool last);
+void arg_extreme(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, bool min, bool last);
 /** Running sums of x along len (from the end with `reverse`; without the element itself with `exclusive`),
  *  accumulated in double. */
-void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y, bool exclusive, bool reverse);
+void cumsum(int64_t outer, int64_t len, int64_t inner, const real *x, real *y, bool exclusive, bool reverse);
 /** y [outer, depth, inner] = values[1] where indices [outer * inner] (plus depth if negative) is the position along
  *  depth, else values[0]; values is a 2-element buffer of elements of elem_size bytes (1, 4 or 8: torch exports int64
  *  values, then casts). */
@@ -336,46 +349,46 @@ void one_hot(int64_t outer, int64_t depth, int64_t inner, const int64_t *indices
 /** GatherElements: y (ind_shape) [p] = data[p with p[axis] = indices[p]]; data (data_shape) has indices' rank and is
  *  no smaller off the axis. */
 void gather_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
-                     const float *data, float *y);
+                     const real *data, real *y);
 /** ScatterElements: y (data_shape) = data, then y[p with p[axis] = indices[p]] = updates[p] (or += with `add`) for
  *  every p of ind_shape (updates' shape too). Repeated targets without `add`: the last update wins on the CPU, any one
  *  of them on the GPU (ONNX leaves it undefined). */
 void scatter_elements(const Dims &data_shape, const Dims &ind_shape, int64_t axis, const int64_t *indices,
-                      const float *data, const float *updates, float *y, bool add);
+                      const real *data, const real *updates, real *y, bool add);
 /** GatherND: y [indices[:-1] + data[batch_dims + k:]] = the slices of data (data_shape) at the k-tuples of indices
  *  (ind_shape, k = its last dim), the first batch_dims dims of both walked together. */
 void gather_nd(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
-               const float *data, float *y);
+               const real *data, real *y);
 /** The adjoint: ddata (data_shape, zeroed first) += dy scattered to the slices gather_nd read; repeats accumulate. */
 void gather_nd_backward(const Dims &data_shape, const Dims &ind_shape, int64_t batch_dims, const int64_t *indices,
-                        const float *dy, float *ddata);
+                        const real *dy, real *ddata);
 
 // ---------------------------------------------------------------- layer normalisation (layer_norm.cpp)
 
 /** LayerNormalization of X viewed as [outer, inner] over each row (inner = the normalised trailing dims), biased
  *  variance: Y = (x - mean) * invstd * scale + bias (bias may be null). mean/invstd [outer] may be null. */
-void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const float *scale, const float *bias, float eps,
-                        float *y, float *mean, float *invstd);
+void layer_norm_forward(int64_t outer, int64_t inner, const real *x, const real *scale, const real *bias, real eps,
+                        real *y, real *mean, real *invstd);
 /** Its gradient from the forward's mean/invstd: dx [outer, inner], dscale/dbias [inner] summed over this shard's
  *  rows (partial sums when the rows are split); each may be null (scale too where dx is). */
-void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
-                         const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
+void layer_norm_backward(int64_t outer, int64_t inner, const real *dy, const real *x, const real *scale,
+                         const real *mean, const real *invstd, real *dx, real *dscale, real *dbias);
 
 // ---------------------------------------------------------------- image layers (instance_norm.cpp, conv_transpose.cpp,
 //                                                                  resize.cpp)
 
 /** InstanceNormalization of X [n, c, s] (s = the spatial size; n, c this shard's planes): biased statistics per
  *  plane, Y = (x - mean) * invstd * scale[c] + bias[c]; mean/invstd [n, c] may be null. */
-void instance_norm_forward(int64_t n, int64_t c, int64_t s, const float *x, const float *scale, const float *bias,
-                           float eps, float *y, float *mean, float *invstd);
+void instance_norm_forward(int64_t n, int64_t c, int64_t s, const real *x, const real *scale, const real *bias,
+                           real eps, real *y, real *mean, real *invstd);
 /** Its gradient from the forward's mean/invstd: dx [n, c, s], dscale/dbias [c] summed over this shard's n and s
  *  (partial sums when the batch is split); each may be null (scale too where dx is). */
-void instance_norm_backward(int64_t n, int64_t c, int64_t s, const float *dy, const float *x, const float *scale,
-                            const float *mean, const float *invstd, float *dx, float *dscale, float *dbias);
+void instance_norm_backward(int64_t n, int64_t c, int64_t s, const real *dy, const real *x, const real *scale,
+                            const real *mean, const real *invstd, real *dx, real *dscale, real *dbias);
 
 /** ConvTranspose: Y = conv_backward_data(s, X, W) + B[channel] (B may be null). `s` describes the Conv whose input
  *  is Y (s.c = Y's channels, s.x its spatial dims) and whose output is X (s.m = X's channels, s.y). */
-void conv_transpose_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y);
+void conv_transpose_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y);
 
 /** Resize over the spatial dims of `planes` planes (n * c), ONNX semantics: output position o of a dim reads the
  *  source coordinate of `coord` (scale = scales[d], the resized length scale * x[d], a real number), then the
@@ -392,16 +405,16 @@ struct ResizeShape {
   ResizeCoord coord = ResizeCoord::half_pixel;
   ResizeNearest nearest = ResizeNearest::round_prefer_floor;
 };
-void resize_forward(const ResizeShape &s, const float *x, float *y);
+void resize_forward(const ResizeShape &s, const real *x, real *y);
 /** dX = the adjoint of resize_forward: each dY scattered back with its weights (dX is overwritten). */
-void resize_backward(const ResizeShape &s, const float *dy, float *dx);
+void resize_backward(const ResizeShape &s, const real *dy, real *dx);
 
 // ---------------------------------------------------------------- softmax and losses (loss.cpp)
 
 /** Softmax (or log-softmax) of X viewed as [outer, dim, inner] along the middle axis. */
-void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y, bool log);
+void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const real *x, real *y, bool log);
 /** dX from dY and the forward's output Y: softmax Y*(dY - sum dY*Y); log-softmax dY - exp(Y)*sum dY. */
-void softmax_backward(int64_t outer, int64_t dim, int64_t inner, const float *dy, const float *y, float *dx, bool log);
+void softmax_backward(int64_t outer, int64_t dim, int64_t inner, const real *dy, const real *y, real *dx, bool log);
 
 enum class Reduction { none, sum, mean };
 /** A loss over input [n, c, d] (class axis 1, d = product of trailing dims) and labels [n, d]. */
@@ -415,60 +428,60 @@ struct LossShape {
   double mean_divisor = 0;
   /** For mean, CUDA backend: the divisor in device memory when not null (sync_loss_divisor), read by the kernels
    *  instead of mean_divisor, so that no host round trip sits inside the step. */
-  const float *mean_divisor_at = nullptr;
+  const real *mean_divisor_at = nullptr;
 };
 /** SoftmaxCrossEntropyLoss: loss ([n, d] for none, else a scalar); log_prob [n, c, d] may be null. weights [c] may
  *  be null. A label outside [0, c) that is not ignore_index fail()s. */
-void softmax_cross_entropy_forward(const LossShape &s, const float *scores, const int64_t *labels,
-                                   const float *weights, float *loss, float *log_prob);
+void softmax_cross_entropy_forward(const LossShape &s, const real *scores, const int64_t *labels,
+                                   const real *weights, real *loss, real *log_prob);
 /** dscores from dloss (shaped like loss) and the forward's log_prob. */
-void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, const float *log_prob,
-                                    const int64_t *labels, const float *weights, float *dscores);
+void softmax_cross_entropy_backward(const LossShape &s, const real *dloss, const real *log_prob,
+                                    const int64_t *labels, const real *weights, real *dscores);
 /** NegativeLogLikelihoodLoss over log-probabilities `input` [n, c, d]. */
-void nll_forward(const LossShape &s, const float *input, const int64_t *labels, const float *weights, float *loss);
-void nll_backward(const LossShape &s, const float *dloss, const int64_t *labels, const float *weights,
-                  float *dinput);
+void nll_forward(const LossShape &s, const real *input, const int64_t *labels, const real *weights, real *loss);
+void nll_backward(const LossShape &s, const real *dloss, const int64_t *labels, const real *weights,
+                  real *dinput);
 /** The sum of weights over non-ignored positions (what mean divides by), for summing across ranks. */
-double loss_weight_total(const LossShape &s, const int64_t *labels, const float *weights);
+double loss_weight_total(const LossShape &s, const int64_t *labels, const real *weights);
 /** loss_weight_total summed over the ranks of `g` (every member calls it): the mean_divisor of a weighted-mean loss
  *  whose positions are split over them. */
-double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const float *weights);
+double loss_weight_total_synced(const Comm &g, const LossShape &s, const int64_t *labels, const real *weights);
 /** Sets the divisor of a mean loss whose positions are split over the ranks of `g` (every member calls it) to
  *  loss_weight_total_synced: in s.mean_divisor on the cpu backend; under CUDA on the device (s.mean_divisor_at,
  *  summed by NCCL; staged ranks as the cpu backend). */
-void sync_loss_divisor(const Comm &g, LossShape &s, const int64_t *labels, const float *weights);
+void sync_loss_divisor(const Comm &g, LossShape &s, const int64_t *labels, const real *weights);
 
 // ---------------------------------------------------------------- layout ops (layout.cpp)
 
 /** Y (out_shape) = X (in_shape) broadcast numpy-style (in_shape right-aligned, size-1 dims repeated). */
-void broadcast(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
+void broadcast(const Dims &in_shape, const Dims &out_shape, const real *x, real *y);
 /** Y = sum of X (in_shape) down to out_shape: the adjoint of broadcast (gradients of broadcast operands). */
-void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const float *x, float *y);
+void reduce_to_shape(const Dims &in_shape, const Dims &out_shape, const real *x, real *y);
 /** broadcast() for elements of any size (masks, int64 indices): elem_size bytes per element. */
 void broadcast_bytes(const Dims &in_shape, const Dims &out_shape, const void *x, void *y, size_t elem_size);
 /** Y = X padded by pads (all begins, then all ends; negative values crop) with `value` outside X (constant Pad). */
-void pad_constant(const Dims &x_shape, const Dims &pads, float value, const float *x, float *y);
+void pad_constant(const Dims &x_shape, const Dims &pads, real value, const real *x, real *y);
 /** Y[i_perm[0], ...] = X[i...]: Y's dim d is X's dim perm[d]. */
-void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size = 4);
+void transpose(const Dims &shape, const Dims &perm, const real *x, real *y, size_t elem_size = sizeof(real));
 /** Y = X[starts[d] : ends[d] : steps[d]] on every dim (one entry per dim, already clamped; steps may be negative). */
-void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *x, float *y);
+void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *x, real *y);
 /** dX = zeros with dY written where slice() read. */
-void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const float *dy,
-                    float *dx);
+void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *dy,
+                    real *dx);
 /** Y = concatenation of the parts along `axis`; every part has y_shape except on axis. */
-void concat(const std::vector<const float *> &parts, const std::vector<Dims> &shapes, int64_t axis, float *y);
+void concat(const std::vector<const real *> &parts, const std::vector<Dims> &shapes, int64_t axis, real *y);
 /** The inverse of concat: parts[i] receives its extent of X along `axis`. */
-void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const float *x, const std::vector<float *> &parts);
+void split(const Dims &x_shape, int64_t axis, const Dims &sizes, const real *x, const std::vector<real *> &parts);
 
 /** Gather along `axis` (ONNX Gather) from a shard of the data: the local data (data_shape) holds rows
  *  [index_base, index_base + data_shape[axis]) of a whole of global_dim rows on that axis. Y has shape
  *  data_shape[:axis] + [num_indices] + data_shape[axis+1:]. Negative indices wrap by global_dim; an index outside
  *  [-global_dim, global_dim) fail()s; rows held by another shard read as zeros (sum the shards' outputs). */
-void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const float *data,
-            float *y, int64_t global_dim, int64_t index_base = 0);
+void gather(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices, const real *data,
+            real *y, int64_t global_dim, int64_t index_base = 0);
 /** The adjoint: ddata (data_shape, zeroed first) += dY scattered to the local rows; repeated indices accumulate. */
 void gather_backward(const Dims &data_shape, int64_t axis, const int64_t *indices, int64_t num_indices,
-                     const float *dy, float *ddata, int64_t global_dim, int64_t index_base = 0);
+                     const real *dy, real *ddata, int64_t global_dim, int64_t index_base = 0);
 
 /** One box of a region copy: the hyper-rectangle [src_start, src_start + extent) of a source buffer of src_shape
  *  goes to [dst_start, dst_start + extent) of the destination. */
@@ -478,7 +491,7 @@ struct Box {
 };
 /** Tofu's MultiFetch: gathers several strided boxes (of equal rank to dst_shape) into one destination buffer in one
  *  call. Boxes must lie inside their source and the destination; elem_size is the element size in bytes. */
-void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size = 4);
+void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size = sizeof(real));
 
 // ---------------------------------------------------------------- raw bytes (layout.cpp)
 // Generated code moves bytes only through these (never memcpy/memset or a dereference), so the same rank source
@@ -515,7 +528,7 @@ inline unsigned grid_for(int64_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 template <typename F, typename... In>
-__global__ void map_kernel(int64_t n, F f, float *out, const In *...ins) {
+__global__ void map_kernel(int64_t n, F f, real *out, const In *...ins) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
     out[i] = f(ins[i]...);
@@ -543,7 +556,7 @@ __global__ void map_index_kernel(int64_t n, F f) {
 /** out[i] = f(ins[i]...) for i in [0, n). f is a generated fused functor marked CLEAVE_HD so both backends run the
  *  same body; out may alias an input (each element is read and written by one thread). */
 template <typename F, typename... In>
-void map(int64_t n, F f, float *out, const In *...ins) {
+void map(int64_t n, F f, real *out, const In *...ins) {
 #if defined(__CUDACC__)
   if (n > 0) CLEAVE_LAUNCH(detail::map_kernel, detail::grid_for(n), detail::kThreads, n, f, out, ins...);
 #else
@@ -573,50 +586,50 @@ extern bool g_skip_updates;
 extern int64_t g_skipped_updates;
 /** In a skipped step (g_skip_updates): copies each (input, output) pair's n floats where they differ and returns
  *  true, and the optimizer step returns at once; otherwise false. */
-bool skipped_update(int64_t n, std::initializer_list<std::pair<const float *, float *>> kept);
+bool skipped_update(int64_t n, std::initializer_list<std::pair<const real *, real *>> kept);
 }  // namespace detail
 
 /** torch.optim.SGD: p' = p - lr * (g + wd * p). p_out may alias p. */
-void sgd_step(int64_t n, const float *p, const float *g, float lr, float weight_decay, float *p_out);
+void sgd_step(int64_t n, const real *p, const real *g, real lr, real weight_decay, real *p_out);
 /** torch.optim.SGD with momentum (dampening 0): b' = mu * b + (g + wd * p); p' = p - lr * (nesterov ? g' + mu b' : b').
  *  Outputs may alias their inputs. */
-void momentum_step(int64_t n, const float *p, const float *g, const float *b, float lr, float momentum,
-                   float weight_decay, bool nesterov, float *p_out, float *b_out);
+void momentum_step(int64_t n, const real *p, const real *g, const real *b, real lr, real momentum,
+                   real weight_decay, bool nesterov, real *p_out, real *b_out);
 /** torch.optim.Adam (decoupled = false) / AdamW (true) at step t >= 1 (less the steps loss scaling skipped, as
  *  detail::g_skipped_updates says). Outputs may alias their inputs. */
-void adam_step(int64_t n, const float *p, const float *g, const float *m, const float *v, float lr, float beta1,
-               float beta2, float eps, float weight_decay, bool decoupled, int64_t step, float *p_out, float *m_out,
-               float *v_out);
+void adam_step(int64_t n, const real *p, const real *g, const real *m, const real *v, real lr, real beta1,
+               real beta2, real eps, real weight_decay, bool decoupled, int64_t step, real *p_out, real *m_out,
+               real *v_out);
 
 /** The sum of x[i]^2 over [0, n), accumulated in double (gradient norms). */
-double sum_of_squares(const float *x, int64_t n);
+double sum_of_squares(const real *x, int64_t n);
 /** The sum of squares of several arrays (x, n), in double, with one round trip to the host under CUDA: gradient
  *  norms and loss scaling's overflow check (the sum is finite exactly when every element is). */
-double sum_of_squares(const std::vector<std::pair<const float *, int64_t>> &parts);
+double sum_of_squares(const std::vector<std::pair<const real *, int64_t>> &parts);
 /** x[i] *= s over [0, n) (gradient clipping). */
-void scale_in_place(float *x, int64_t n, float s);
+void scale_in_place(real *x, int64_t n, real s);
 /** y[i] += x[i] over [0, n) (gradient accumulation). */
-void add_in_place(float *y, const float *x, int64_t n);
+void add_in_place(real *y, const real *x, int64_t n);
 
 /** ai.onnx.preview.training Momentum for one tensor (R = lr, T = update count): g' = norm * x + g;
  *  v' = alpha * v + (T > 0 ? beta : 1) * g'; x' = x - lr * v' (standard) or x - lr * (g' + alpha * v') (nesterov). */
-void onnx_momentum_step(int64_t n, const float *x, const float *g, const float *v, float lr, int64_t t, float alpha,
-                        float beta, float norm_coefficient, bool nesterov, float *x_out, float *v_out);
+void onnx_momentum_step(int64_t n, const real *x, const real *g, const real *v, real lr, int64_t t, real alpha,
+                        real beta, real norm_coefficient, bool nesterov, real *x_out, real *v_out);
 /** ai.onnx.preview.training Adam for one tensor; bias correction only when T > 0. */
-void onnx_adam_step(int64_t n, const float *x, const float *g, const float *v, const float *h, float lr, int64_t t,
-                    float alpha, float beta, float epsilon, float norm_coefficient, float norm_coefficient_post,
-                    float *x_out, float *v_out, float *h_out);
+void onnx_adam_step(int64_t n, const real *x, const real *g, const real *v, const real *h, real lr, int64_t t,
+                    real alpha, real beta, real epsilon, real norm_coefficient, real norm_coefficient_post,
+                    real *x_out, real *v_out, real *h_out);
 /** ai.onnx.preview.training Adagrad for one tensor: lr' = lr / (1 + T * decay_factor). */
-void onnx_adagrad_step(int64_t n, const float *x, const float *g, const float *h, float lr, int64_t t,
-                       float decay_factor, float epsilon, float norm_coefficient, float *x_out, float *h_out);
+void onnx_adagrad_step(int64_t n, const real *x, const real *g, const real *h, real lr, int64_t t,
+                       real decay_factor, real epsilon, real norm_coefficient, real *x_out, real *h_out);
 
 /** Training-mode Dropout of a shard: element (i...) of the local [shape] tensor is global element
  *  sum((global_offset[d] + i[d]) * global_strides[d]); it is kept iff dropout_keep(seed, step, that index, ratio),
  *  and scaled by 1/(1-ratio). mask (may be null) gets 1 or 0. Results do not depend on the split. */
 void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
-                     int64_t step, float ratio, const float *x, float *y, uint8_t *mask);
+                     int64_t step, real ratio, const real *x, real *y, uint8_t *mask);
 /** dX = mask ? dY / (1 - ratio) : 0. */
-void dropout_backward(int64_t n, float ratio, const float *dy, const uint8_t *mask, float *dx);
+void dropout_backward(int64_t n, real ratio, const real *dy, const uint8_t *mask, real *dx);
 
 // ---------------------------------------------------------------- MPI communication (mpi.cpp)
 
@@ -637,13 +650,13 @@ void create_groups(const std::vector<std::vector<int>> &groups);
 const Comm &group(const std::vector<int> &ranks);
 
 /** recv = elementwise sum over the group of send (count floats). send == recv is in place. */
-void all_reduce_sum(const Comm &c, const float *send, float *recv, int64_t count);
+void all_reduce_sum(const Comm &c, const real *send, real *recv, int64_t count);
 /** recv [size * count] = concatenation of every member's send [count], in group order. */
-void all_gather(const Comm &c, const float *send, float *recv, int64_t count);
+void all_gather(const Comm &c, const real *send, real *recv, int64_t count);
 /** Member i receives into recv [count] block i of the sum over the group of send [size * count]. */
-void reduce_scatter_sum(const Comm &c, const float *send, float *recv, int64_t count);
+void reduce_scatter_sum(const Comm &c, const real *send, real *recv, int64_t count);
 /** Member i sends block j of send [size * count] to member j, which stores it as block i of recv. */
-void all_to_all(const Comm &c, const float *send, float *recv, int64_t count);
+void all_to_all(const Comm &c, const real *send, real *recv, int64_t count);
 /** An all-reduce in flight: started by all_reduce_sum_start, completed by wait. Move-only; one that is destroyed or
  *  overwritten before its wait fail()s (naming its group): on cpu its reduction would never run (and the group's later
  *  collectives would pair with the wrong partners), on cuda the compute stream's later kernels would race with it
@@ -686,12 +699,12 @@ class Pending {
  *  first reader, so the reduction overlaps the kernels in between (cuda: on the communication stream; cpu: no
  *  overlap: MPI would progress an MPI_Iallreduce only inside MPI calls, so the reduction is a blocking all-reduce
  *  run by wait()). */
-Pending all_reduce_sum_start(const Comm &c, float *buf, int64_t count);
+Pending all_reduce_sum_start(const Comm &c, real *buf, int64_t count);
 /** Completes a started collective: cpu runs it (blocking); cuda makes the compute stream's later work wait
  *  for it. */
 void wait(Pending &p);
 /** buf [count] of member `root` (a group index) is copied to every member. */
-void broadcast(const Comm &c, float *buf, int64_t count, int root);
+void broadcast(const Comm &c, real *buf, int64_t count, int root);
 
 /** One transfer of a grouped send/recv. peer is a world rank; bytes are sent as raw bytes. */
 struct Transfer {
@@ -731,8 +744,8 @@ void copy_from_host(void *dst, const void *src, int64_t bytes);
 /** Parses the header; fail()s naming the file on anything else than the formats above. */
 NpyFile npy_open(const std::string &path);
 /** Reads samples (first + i) mod shape[0] for i in [0, count) into dst (count * sample_elems values, laid out as
- *  f.outer says), converting to float. Only those samples are read from disk. */
-void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
+ *  f.outer says), converting to the runtime's floating type. Only those samples are read from disk. */
+void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, real *dst);
 /** As above, converting integer files to int64 (labels). */
 void npy_read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
 
@@ -808,7 +821,7 @@ class TrainingRun {
   /** The pass number (from 1) of pass `micro` of step `step`: the data position and Dropout's key. */
   int64_t pass(int64_t step, int64_t micro) const { return (step - 1) * accumulate_ + micro + 1; }
   /** npy_read_samples of the sample stream's [first, first + count) (--shuffle: through each epoch's permutation). */
-  void read_samples(const NpyFile &f, int64_t first, int64_t count, float *dst);
+  void read_samples(const NpyFile &f, int64_t first, int64_t count, real *dst);
   void read_samples(const NpyFile &f, int64_t first, int64_t count, int64_t *dst);
 
   /** The first step to run: 1, or the step after the resumed checkpoint's. */
@@ -816,11 +829,11 @@ class TrainingRun {
   /** The last step to run (--steps). */
   int64_t last_step() const { return last_step_; }
   /** The learning rate of step `step` for an optimizer whose base rate is `base`, as torch.optim.lr_scheduler would
-   *  have set it before that step's update (computed in double, rounded to float as torch's kernels do). */
-  float lr(float base, int64_t step);
+   *  have set it before that step's update (computed in double, rounded to that type as torch's kernels do). */
+  real lr(real base, int64_t step);
   /** A gradient shard an optimizer update of this rank reads: `counted` for the first rank holding its box. */
   struct GradShard {
-    float *ptr = nullptr;
+    real *ptr = nullptr;
     int64_t n = 0;
     bool counted = true;
   };
@@ -833,7 +846,7 @@ class TrainingRun {
    *  at `init` (or the resumed checkpoint's), doubles after `growth_interval` steps in a row without overflow, and is
    *  written into `scale` (the backward pass's seed; null on a rank that holds none) for every step, divided by
    *  --accumulate's K (whose passes' gradients accumulate() then sums). */
-  void scale_losses(float init, int64_t growth_interval, float *scale);
+  void scale_losses(real init, int64_t growth_interval, real *scale);
   /** Between the gradients and clip_grads of step `step` (every rank calls it; an all-reduce over the world): when
    *  any element of any rank's shards is not finite, the step's updates are skipped (detail::g_skip_updates) and the
    *  scale halved; otherwise the shards are multiplied by 1/scale, as torch.cuda.amp.GradScaler unscales them. */
@@ -841,7 +854,7 @@ class TrainingRun {
   /** After pass `micro` of a step (every rank calls it): with --accumulate K > 1, sums the gradient shards and the
    *  loss (rank 0's scalar; null elsewhere) over the passes, and after the last one leaves their means in place (the
    *  gradients' sums under loss scaling, whose passes were seeded with scale / K). */
-  void accumulate(const std::vector<GradShard> &grads, float *loss, int64_t micro);
+  void accumulate(const std::vector<GradShard> &grads, real *loss, int64_t micro);
   /** Ends step `step`: progress, --log-json, a checkpoint when one is due. Returns false when the run must stop now
    *  (a stop signal: the checkpoint is written; call finish(), which exits with kStoppedForResume). */
   bool end_step(int64_t step);
@@ -854,13 +867,13 @@ class TrainingRun {
   /** Batches of a validation pass (the samples over the batch, rounded up). */
   int64_t val_batches() const { return (val_samples_ + batch_ - 1) / batch_; }
   /** Reads samples [first, first + count) of validation batch `vb` (from 0), in file order, wrapping around. */
-  void read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, float *dst);
+  void read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, real *dst);
   void read_val_samples(const NpyFile &f, int64_t vb, int64_t first, int64_t count, int64_t *dst);
   /** Adds this rank's shard of a classifier's scores [n, c, d] (samples [first, first + n) of validation batch `vb`,
    *  labels [n, d], the loss op's class weights or null) to the validation sums. Ranks holding a replica of a shard
    *  call it with `counted` false. */
   void add_validation(const val::LossKind &kind, int64_t vb, int64_t first, int64_t n, int64_t c, int64_t d,
-                      const float *scores, const int64_t *labels, const float *weights, bool counted);
+                      const real *scores, const int64_t *labels, const real *weights, bool counted);
   /** After a validation pass (every rank calls it): the sums over the world; rank 0 prints the line. */
   void end_validation(int64_t step);
 
@@ -876,7 +889,7 @@ class TrainingRun {
    *  --accumulate, --clip-grad-norm or --log-json (host round trips between the passes and the updates). */
   std::string graph_obstacle() const;
   /** Reads samples [first, first + count) of the sample stream as read_samples lays them out, into host memory. */
-  void read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, float *host);
+  void read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, real *host);
   void read_samples_to_host(const NpyFile &f, int64_t first, int64_t count, int64_t *host);
 
   /** After the loop: --save's file, then finalize() and the exit code (0, or kStoppedForResume). */
@@ -897,7 +910,7 @@ class TrainingRun {
   void samples_to_host(const NpyFile &f, int64_t first, int64_t count, T *host);
   bool cuda_graphs_ = true;
   // --shuffle's samples, gathered on the host and copied to the rank's buffer at once (kept between steps).
-  std::vector<float> staged_f32_;
+  std::vector<real> staged_real_;
   std::vector<int64_t> staged_i64_;
   std::string weights_, save_, checkpoint_dir_, resume_, log_json_;
   std::vector<std::pair<std::string, std::string>> data_;
@@ -906,7 +919,7 @@ class TrainingRun {
   int64_t val_every_ = 0, val_samples_ = 0;
   val::Sums val_sums_;
   // A validation batch's scores, labels and class weights on the host (kept between batches).
-  std::vector<float> val_scores_, val_weights_;
+  std::vector<real> val_scores_, val_weights_;
   std::vector<int64_t> val_labels_;
   std::vector<NamedBuffer> state_;
   sched::LrSchedule schedule_;
@@ -918,7 +931,7 @@ class TrainingRun {
   // interval; a resumed checkpoint's scale (0: none) and tracker until scale_losses takes them.
   bool scaling_ = false;
   double scale_ = 0, resumed_scale_ = 0;
-  float *scale_buffer_ = nullptr;
+  real *scale_buffer_ = nullptr;
   int64_t scale_tracker_ = 0, scale_growth_interval_ = 0, resumed_tracker_ = 0;
   double last_lr_ = 0, started_ = 0, last_progress_ = -1;
   int64_t last_checkpoint_ = 0;
@@ -936,7 +949,7 @@ bool graph_capturing();
 void graph_feed(int64_t first, int64_t bytes, void *dst, std::function<void(int64_t first, void *host)> fill);
 /** While capturing: the step's kernels take learning rate `value` = lr(base, step); a replay whose lr differs is
  *  captured again. */
-void graph_note_lr(float base, float value);
+void graph_note_lr(real base, real value);
 }  // namespace detail
 
 }  // namespace cleave::rt
