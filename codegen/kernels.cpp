@@ -495,6 +495,18 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Erf: return unary(call, "std::erf(a)");
     case OpKind::Sigmoid: return unary(call, "1.0f / (1.0f + std::exp(-a))");
     case OpKind::Tanh: return unary(call, "std::tanh(a)");
+    // std:: overloads: sinf etc. for float (also in CUDA device code), sin etc. for double.
+    case OpKind::Sin: return unary(call, "std::sin(a)");
+    case OpKind::Cos: return unary(call, "std::cos(a)");
+    case OpKind::Tan: return unary(call, "std::tan(a)");
+    case OpKind::Asin: return unary(call, "std::asin(a)");
+    case OpKind::Acos: return unary(call, "std::acos(a)");
+    case OpKind::Atan: return unary(call, "std::atan(a)");
+    case OpKind::Sinh: return unary(call, "std::sinh(a)");
+    case OpKind::Cosh: return unary(call, "std::cosh(a)");
+    case OpKind::Asinh: return unary(call, "std::asinh(a)");
+    case OpKind::Acosh: return unary(call, "std::acosh(a)");
+    case OpKind::Atanh: return unary(call, "std::atanh(a)");
     case OpKind::Identity:
       return copy_bytes(out(0), in(0), prod(out_shapes[0]) * dtype_size(g.tensor(op.outputs[0]).dtype));
     case OpKind::Add: return binary(call, "a + b");
@@ -528,6 +540,17 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::ErfGrad:
       return binary(call, std::string("a * 1.12837916709551257") + (real_dtype() == DType::f64 ? "" : "f") +
                               " * std::exp(-b * b)");  // 2 / sqrt(pi)
+    case OpKind::SinGrad: return binary(call, "a * std::cos(b)");
+    case OpKind::CosGrad: return binary(call, "-a * std::sin(b)");
+    case OpKind::TanGrad: return binary(call, "a * (1.0f + b * b)");
+    case OpKind::AsinGrad: return binary(call, "a / std::sqrt(1.0f - b * b)");
+    case OpKind::AcosGrad: return binary(call, "-a / std::sqrt(1.0f - b * b)");
+    case OpKind::AtanGrad: return binary(call, "a / (1.0f + b * b)");
+    case OpKind::SinhGrad: return binary(call, "a * std::cosh(b)");
+    case OpKind::CoshGrad: return binary(call, "a * std::sinh(b)");
+    case OpKind::AsinhGrad: return binary(call, "a / std::sqrt(b * b + 1.0f)");
+    case OpKind::AcoshGrad: return binary(call, "a / std::sqrt(b * b - 1.0f)");
+    case OpKind::AtanhGrad: return binary(call, "a / (1.0f - b * b)");
     case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::LeakyRelu: case OpKind::Elu:
     case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
     case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:

@@ -123,7 +123,8 @@ using Translator = void (*)(Importer &, const NodeCtx &);
 /** The translator of (domain, op_type), or nullptr if unsupported. Domain "" is ai.onnx. */
 Translator find_translator(const std::string &domain, const std::string &op_type);
 
-void translate_elementwise(Importer &, const NodeCtx &);  // Add..Tanh, Identity, Where, comparisons, logic, Max/Min
+void translate_elementwise(Importer &, const NodeCtx &);  // Add..Tanh, Identity, Where, comparisons, logic, Max/Min,
+                                                          // trigonometric and hyperbolic functions
 void translate_matmul(Importer &, const NodeCtx &);        // MatMul, Gemm
 void translate_softmax(Importer &, const NodeCtx &);       // Softmax, LogSoftmax
 void translate_loss(Importer &, const NodeCtx &);          // SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss

@@ -16,7 +16,8 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     std::map<std::pair<std::string, std::string>, Translator> t;
     for (const char *op : {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Exp", "Log", "Erf", "Relu", "Sigmoid",
                            "Tanh", "Identity", "Reciprocal", "Where", "Equal", "Less", "Greater", "LessOrEqual",
-                           "GreaterOrEqual", "Not", "And", "Or", "Xor", "Max", "Min"})
+                           "GreaterOrEqual", "Not", "And", "Or", "Xor", "Max", "Min", "Sin", "Cos", "Tan", "Asin",
+                           "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
       t[{"", op}] = translate_elementwise;
     for (const char *op : {"HardSigmoid", "HardSwish", "LeakyRelu", "Elu", "Selu", "Celu", "PRelu", "Softplus",
                            "Softsign", "ThresholdedRelu", "Abs", "Sign", "Floor", "Ceil", "Round"})

@@ -21,7 +21,7 @@ bool float32_only(OpKind k, DType low) {
   switch (k) {
     case OpKind::Exp: case OpKind::Log: case OpKind::Pow: case OpKind::Reciprocal: case OpKind::Softplus:
     case OpKind::LayerNormalization: case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::ReduceSum:
-    case OpKind::CumSum:
+    case OpKind::CumSum: case OpKind::Tan: case OpKind::Asin: case OpKind::Acos: case OpKind::Sinh: case OpKind::Cosh:
       return true;
     default:
       return false;

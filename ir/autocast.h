@@ -17,10 +17,12 @@ namespace cleave {
  *    kernels do on such tensors; one with a float32 operand of several elements gives float32 (type promotion);
  *    BatchNormalization and InstanceNormalization (and for bf16 LayerNormalization) give their input's type;
  *  - autocast's fp32 list computes in float32 and gives float32: the classification losses (SoftmaxCrossEntropyLoss,
- *    NegativeLogLikelihoodLoss) for both; for fp16 also Exp, Log, Pow, Reciprocal, Softplus, LayerNormalization,
- *    Softmax, LogSoftmax, ReduceSum and CumSum (CUDA's fp32 and fp32_set_opt_dtype lists). Not torch's: GroupNorm,
- *    exported as InstanceNormalization between Reshapes, follows its input here, where CUDA autocast computes
- *    group_norm in float32 (the graph no longer says it was a GroupNorm);
+ *    NegativeLogLikelihoodLoss) for both; for fp16 also Exp, Log, Pow, Reciprocal, Softplus, Tan, Asin, Acos, Sinh,
+ *    Cosh, LayerNormalization, Softmax, LogSoftmax, ReduceSum and CumSum (CUDA's fp32 and fp32_set_opt_dtype lists;
+ *    Sin, Cos, Atan, Asinh, Acosh and Atanh are on none, so they follow their input, as all eleven trigonometric and
+ *    hyperbolic functions do for bf16). Not torch's: GroupNorm, exported as InstanceNormalization between Reshapes,
+ *    follows its input here, where CUDA autocast computes group_norm in float32 (the graph no longer says it was a
+ *    GroupNorm);
  *  and every `low` result that an op may not already hold as a `low` value is rounded by a rounding op
  *  (`<tensor>.f32` is then the unrounded result): a Linear exported as MatMul + Add of a 1-d bias parameter is one
  *  GEMM (bias rounded, the sum rounded once, as torch's linear); no rounding inside chains of pointwise arithmetic

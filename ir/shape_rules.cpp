@@ -138,6 +138,17 @@ Types rule_Relu(const RuleArgs &r) { return unary(r); }
 Types rule_Sigmoid(const RuleArgs &r) { return unary(r); }
 Types rule_Tanh(const RuleArgs &r) { return unary(r); }
 Types rule_Identity(const RuleArgs &r) { return unary(r); }
+Types rule_Sin(const RuleArgs &r) { return unary(r); }
+Types rule_Cos(const RuleArgs &r) { return unary(r); }
+Types rule_Tan(const RuleArgs &r) { return unary(r); }
+Types rule_Asin(const RuleArgs &r) { return unary(r); }
+Types rule_Acos(const RuleArgs &r) { return unary(r); }
+Types rule_Atan(const RuleArgs &r) { return unary(r); }
+Types rule_Sinh(const RuleArgs &r) { return unary(r); }
+Types rule_Cosh(const RuleArgs &r) { return unary(r); }
+Types rule_Asinh(const RuleArgs &r) { return unary(r); }
+Types rule_Acosh(const RuleArgs &r) { return unary(r); }
+Types rule_Atanh(const RuleArgs &r) { return unary(r); }
 
 Types softmax_like(const RuleArgs &r) {
   r.need_inputs(1, 1);
@@ -834,6 +845,17 @@ Types rule_SigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_TanhGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_ErfGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_SqrtGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SinGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_CosGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_TanGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AsinGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AcosGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AtanGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_SinhGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_CoshGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AsinhGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AcoshGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_AtanhGrad(const RuleArgs &r) { return elementwise_grad(r); }
 
 Types rule_PowGrad(const RuleArgs &r) {
   r.need_inputs(3, 3);

@@ -718,6 +718,18 @@ constexpr GradRule kRule_OneHot = rule(grad_OneHot);
 constexpr GradRule kRule_GatherElements = rule(grad_GatherElements);
 constexpr GradRule kRule_ScatterElements = rule(grad_ScatterElements);
 constexpr GradRule kRule_GatherND = rule(grad_GatherND);
+// The trigonometric and hyperbolic functions: dX = <Kind>Grad(dY, X) (Tan: of Y, as torch: dY * (1 + y^2)).
+constexpr GradRule kRule_Sin = rule(grad_unary_kernel<OpKind::SinGrad, false>);
+constexpr GradRule kRule_Cos = rule(grad_unary_kernel<OpKind::CosGrad, false>);
+constexpr GradRule kRule_Tan = rule(grad_unary_kernel<OpKind::TanGrad, true>);
+constexpr GradRule kRule_Asin = rule(grad_unary_kernel<OpKind::AsinGrad, false>);
+constexpr GradRule kRule_Acos = rule(grad_unary_kernel<OpKind::AcosGrad, false>);
+constexpr GradRule kRule_Atan = rule(grad_unary_kernel<OpKind::AtanGrad, false>);
+constexpr GradRule kRule_Sinh = rule(grad_unary_kernel<OpKind::SinhGrad, false>);
+constexpr GradRule kRule_Cosh = rule(grad_unary_kernel<OpKind::CoshGrad, false>);
+constexpr GradRule kRule_Asinh = rule(grad_unary_kernel<OpKind::AsinhGrad, false>);
+constexpr GradRule kRule_Acosh = rule(grad_unary_kernel<OpKind::AcoshGrad, false>);
+constexpr GradRule kRule_Atanh = rule(grad_unary_kernel<OpKind::AtanhGrad, false>);
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -753,6 +765,17 @@ constexpr GradRule kRule_PReluGrad = kNoRule;
 constexpr GradRule kRule_SoftplusGrad = kNoRule;
 constexpr GradRule kRule_SoftsignGrad = kNoRule;
 constexpr GradRule kRule_ThresholdedReluGrad = kNoRule;
+constexpr GradRule kRule_SinGrad = kNoRule;
+constexpr GradRule kRule_CosGrad = kNoRule;
+constexpr GradRule kRule_TanGrad = kNoRule;
+constexpr GradRule kRule_AsinGrad = kNoRule;
+constexpr GradRule kRule_AcosGrad = kNoRule;
+constexpr GradRule kRule_AtanGrad = kNoRule;
+constexpr GradRule kRule_SinhGrad = kNoRule;
+constexpr GradRule kRule_CoshGrad = kNoRule;
+constexpr GradRule kRule_AsinhGrad = kNoRule;
+constexpr GradRule kRule_AcoshGrad = kNoRule;
+constexpr GradRule kRule_AtanhGrad = kNoRule;
 // Update kinds: the optimizer step is not differentiated.
 constexpr GradRule kRule_SGDUpdate = kNoRule;
 constexpr GradRule kRule_MomentumUpdate = kNoRule;
@@ -766,7 +789,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 122, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 144, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

@@ -126,6 +126,17 @@ Descs describe_Relu(const Graph &g, const Op &op) { return unary(g, op, [](const
 Descs describe_Sigmoid(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return sigmoid(x); }); }
 Descs describe_Tanh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return tanh(x); }); }
 Descs describe_Identity(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return x; }); }
+Descs describe_Sin(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return sin(x); }); }
+Descs describe_Cos(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return cos(x); }); }
+Descs describe_Tan(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return tan(x); }); }
+Descs describe_Asin(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return asin(x); }); }
+Descs describe_Acos(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return acos(x); }); }
+Descs describe_Atan(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return atan(x); }); }
+Descs describe_Sinh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return sinh(x); }); }
+Descs describe_Cosh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return cosh(x); }); }
+Descs describe_Asinh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return asinh(x); }); }
+Descs describe_Acosh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return acosh(x); }); }
+Descs describe_Atanh(const Graph &g, const Op &op) { return unary(g, op, [](const E &x) { return atanh(x); }); }
 Descs describe_Softmax(const Graph &g, const Op &op) { return softmax_like(g, op, "softmax"); }
 Descs describe_LogSoftmax(const Graph &g, const Op &op) { return softmax_like(g, op, "logsoftmax"); }
 Descs describe_ReduceMean(const Graph &g, const Op &op) { return reduce(g, op, true); }

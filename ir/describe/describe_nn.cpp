@@ -328,6 +328,39 @@ Descs describe_ErfGrad(const Graph &g, const Op &op) {
 Descs describe_SqrtGrad(const Graph &g, const Op &op) {
   return elementwise_grad(g, op, "Y", [](const E &dy, const E &y) { return dy / (E(2.0) * y); });
 }
+Descs describe_SinGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy * cos(x); });
+}
+Descs describe_CosGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return -(dy * sin(x)); });
+}
+Descs describe_TanGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "Y", [](const E &dy, const E &y) { return dy * (E(1.0) + y * y); });
+}
+Descs describe_AsinGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy / sqrt(E(1.0) - x * x); });
+}
+Descs describe_AcosGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return -(dy / sqrt(E(1.0) - x * x)); });
+}
+Descs describe_AtanGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy / (E(1.0) + x * x); });
+}
+Descs describe_SinhGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy * cosh(x); });
+}
+Descs describe_CoshGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy * sinh(x); });
+}
+Descs describe_AsinhGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy / sqrt(x * x + E(1.0)); });
+}
+Descs describe_AcoshGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy / sqrt(x * x - E(1.0)); });
+}
+Descs describe_AtanhGrad(const Graph &g, const Op &op) {
+  return elementwise_grad(g, op, "X", [](const E &dy, const E &x) { return dy / (E(1.0) - x * x); });
+}
 
 Descs describe_PowGrad(const Graph &g, const Op &op) {
   Descs out;

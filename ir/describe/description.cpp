@@ -98,6 +98,17 @@ std::string fn_name(Fn f) {
     case Fn::sign: return "sign";
     case Fn::round_bf16: return "round_bf16";
     case Fn::round_fp16: return "round_fp16";
+    case Fn::sin: return "sin";
+    case Fn::cos: return "cos";
+    case Fn::tan: return "tan";
+    case Fn::asin: return "asin";
+    case Fn::acos: return "acos";
+    case Fn::atan: return "atan";
+    case Fn::sinh: return "sinh";
+    case Fn::cosh: return "cosh";
+    case Fn::asinh: return "asinh";
+    case Fn::acosh: return "acosh";
+    case Fn::atanh: return "atanh";
     case Fn::max: return "max";
     case Fn::min: return "min";
     case Fn::eq: return "eq";

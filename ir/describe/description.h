@@ -63,6 +63,8 @@ enum class Fn : uint8_t {
   abs, floor, ceil, round, sign,                            // unary; round: halves to even; sign(NaN) = 0
   round_bf16,                                               // unary: to the nearest bfloat16, ties to even
   round_fp16,                                               // unary: to the nearest binary16, ties to even
+  sin, cos, tan, asin, acos, atan,                          // unary, C's functions
+  sinh, cosh, asinh, acosh, atanh,                          // unary, C's functions
   max, min,                                                 // binary; NaN if either operand is NaN
   eq,                                                       // eq(a, b) = a == b ? 1 : 0
   where,                                                    // where(c, a, b) = c != 0 ? a : b
@@ -135,6 +137,17 @@ inline E round(const E &a) { return call(Fn::round, {a}); }
 inline E sign(const E &a) { return call(Fn::sign, {a}); }
 inline E round_bf16(const E &a) { return call(Fn::round_bf16, {a}); }
 inline E round_fp16(const E &a) { return call(Fn::round_fp16, {a}); }
+inline E sin(const E &a) { return call(Fn::sin, {a}); }
+inline E cos(const E &a) { return call(Fn::cos, {a}); }
+inline E tan(const E &a) { return call(Fn::tan, {a}); }
+inline E asin(const E &a) { return call(Fn::asin, {a}); }
+inline E acos(const E &a) { return call(Fn::acos, {a}); }
+inline E atan(const E &a) { return call(Fn::atan, {a}); }
+inline E sinh(const E &a) { return call(Fn::sinh, {a}); }
+inline E cosh(const E &a) { return call(Fn::cosh, {a}); }
+inline E asinh(const E &a) { return call(Fn::asinh, {a}); }
+inline E acosh(const E &a) { return call(Fn::acosh, {a}); }
+inline E atanh(const E &a) { return call(Fn::atanh, {a}); }
 inline E max(const E &a, const E &b) { return call(Fn::max, {a, b}); }
 inline E min(const E &a, const E &b) { return call(Fn::min, {a, b}); }
 inline E pow(const E &a, const E &b) { return call(Fn::pow, {a, b}); }

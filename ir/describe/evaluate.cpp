@@ -154,6 +154,17 @@ class Evaluator {
       case Fn::sign: return a > 0 ? 1 : a < 0 ? -1 : 0;
       case Fn::round_bf16: return double_from_bf16_bits(bf16_bits_from_double(a));
       case Fn::round_fp16: return double_from_f16_bits(f16_bits_from_double(a));
+      case Fn::sin: return std::sin(a);
+      case Fn::cos: return std::cos(a);
+      case Fn::tan: return std::tan(a);
+      case Fn::asin: return std::asin(a);
+      case Fn::acos: return std::acos(a);
+      case Fn::atan: return std::atan(a);
+      case Fn::sinh: return std::sinh(a);
+      case Fn::cosh: return std::cosh(a);
+      case Fn::asinh: return std::asinh(a);
+      case Fn::acosh: return std::acosh(a);
+      case Fn::atanh: return std::atanh(a);
       case Fn::max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
       case Fn::min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
       case Fn::eq: return a == b ? 1 : 0;

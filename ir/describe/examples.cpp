@@ -112,6 +112,8 @@ Graph example_op(OpKind kind) {
       return Example(kind).in("A", m2).in("B", {6}).out("C").build(fwd);
     case K::Sqrt: case K::Neg: case K::Exp: case K::Log: case K::Erf: case K::Relu: case K::Sigmoid: case K::Tanh:
     case K::Identity:
+    case K::Sin: case K::Cos: case K::Tan: case K::Asin: case K::Acos: case K::Atan: case K::Sinh: case K::Cosh:
+    case K::Asinh: case K::Acosh: case K::Atanh:
       return Example(kind).in("X", m2).out("Y").build(fwd);
     case K::Softmax: case K::LogSoftmax:
       return Example(kind).in("X", m2).attr("axis", int64_t{1}).out("Y").build(fwd);
@@ -230,8 +232,10 @@ Graph example_op(OpKind kind) {
     case K::LayerNormalizationGrad:
       return Example(kind).in("dY", {2, 3, 4}).in("X", {2, 3, 4}).in("scale", {4}).in("mean", {2, 3, 1})
           .in("invstd", {2, 3, 1}).attr("axis", int64_t{2}).out("dX").out("dscale").out("dB").build(bwd);
-    case K::ReluGrad: case K::ErfGrad: return Example(kind).in("dY", m2).in("X", m2).out("dX").build(bwd);
-    case K::SigmoidGrad: case K::TanhGrad: case K::SqrtGrad:
+    case K::ReluGrad: case K::ErfGrad: case K::SinGrad: case K::CosGrad: case K::AsinGrad: case K::AcosGrad:
+    case K::AtanGrad: case K::SinhGrad: case K::CoshGrad: case K::AsinhGrad: case K::AcoshGrad: case K::AtanhGrad:
+      return Example(kind).in("dY", m2).in("X", m2).out("dX").build(bwd);
+    case K::SigmoidGrad: case K::TanhGrad: case K::SqrtGrad: case K::TanGrad:
       return Example(kind).in("dY", m2).in("Y", m2).out("dX").build(bwd);
     case K::PowGrad: return Example(kind).in("dY", m2).in("A", m2).in("B", {6}).out("dA").out("dB").build(bwd);
     case K::SoftmaxGrad: case K::LogSoftmaxGrad:

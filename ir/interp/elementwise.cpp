@@ -1,4 +1,5 @@
-// Elementwise kernels: broadcast binary ops, unary math, their gradients, Dropout.
+// Elementwise kernels: broadcast binary ops, unary math (trigonometric and hyperbolic functions too), their gradients,
+// Dropout.
 #include <cmath>
 
 #include "ir/interp/kernels.h"
@@ -56,6 +57,19 @@ void kernel_Sigmoid(const KernelArgs &k) { unary(k, [](double x) { return 1.0 / 
 void kernel_Tanh(const KernelArgs &k) { unary(k, [](double x) { return std::tanh(x); }); }
 void kernel_Identity(const KernelArgs &k) { unary(k, [](double x) { return x; }); }
 
+// Trigonometric and hyperbolic functions: NaN outside their domains, as std:: gives it.
+void kernel_Sin(const KernelArgs &k) { unary(k, [](double x) { return std::sin(x); }); }
+void kernel_Cos(const KernelArgs &k) { unary(k, [](double x) { return std::cos(x); }); }
+void kernel_Tan(const KernelArgs &k) { unary(k, [](double x) { return std::tan(x); }); }
+void kernel_Asin(const KernelArgs &k) { unary(k, [](double x) { return std::asin(x); }); }
+void kernel_Acos(const KernelArgs &k) { unary(k, [](double x) { return std::acos(x); }); }
+void kernel_Atan(const KernelArgs &k) { unary(k, [](double x) { return std::atan(x); }); }
+void kernel_Sinh(const KernelArgs &k) { unary(k, [](double x) { return std::sinh(x); }); }
+void kernel_Cosh(const KernelArgs &k) { unary(k, [](double x) { return std::cosh(x); }); }
+void kernel_Asinh(const KernelArgs &k) { unary(k, [](double x) { return std::asinh(x); }); }
+void kernel_Acosh(const KernelArgs &k) { unary(k, [](double x) { return std::acosh(x); }); }
+void kernel_Atanh(const KernelArgs &k) { unary(k, [](double x) { return std::atanh(x); }); }
+
 void kernel_ReluGrad(const KernelArgs &k) {
   unary_grad(k, [](double dy, double x) { return x <= 0 ? 0.0 : dy; });  // torch: NaN passes dY
 }
@@ -72,6 +86,27 @@ void kernel_ErfGrad(const KernelArgs &k) {
 void kernel_SqrtGrad(const KernelArgs &k) {
   unary_grad(k, [](double dy, double y) { return dy / (2.0 * y); });
 }
+
+// torch's backward formulas (derivatives.yaml); TanGrad reads Y, the others X.
+void kernel_SinGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return dy * std::cos(x); }); }
+void kernel_CosGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return -dy * std::sin(x); }); }
+void kernel_TanGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double y) { return dy * (1.0 + y * y); }); }
+void kernel_AsinGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) { return dy / std::sqrt(1.0 - x * x); });
+}
+void kernel_AcosGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) { return -dy / std::sqrt(1.0 - x * x); });
+}
+void kernel_AtanGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return dy / (1.0 + x * x); }); }
+void kernel_SinhGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return dy * std::cosh(x); }); }
+void kernel_CoshGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return dy * std::sinh(x); }); }
+void kernel_AsinhGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) { return dy / std::sqrt(x * x + 1.0); });
+}
+void kernel_AcoshGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) { return dy / std::sqrt(x * x - 1.0); });
+}
+void kernel_AtanhGrad(const KernelArgs &k) { unary_grad(k, [](double dy, double x) { return dy / (1.0 - x * x); }); }
 
 void kernel_PowGrad(const KernelArgs &k) {
   // (dY, A, B) -> (dA?, dB?), both in the broadcast shape (autodiff reduces them to A's and B's shapes).

@@ -59,6 +59,26 @@ TEST(GradCheck, UnaryOps) {
     }
 }
 
+TEST(GradCheck, TrigonometricAndHyperbolicOps) {
+  // Inside each domain, away from the poles of the derivatives (|x| = 1 for Asin, Acos, Atanh; x = 1 for Acosh) and of
+  // Tan (pi / 2), where a central difference would not resolve them.
+  struct Case {
+    OpKind kind;
+    double lo, hi;
+  };
+  const std::vector<Case> cases = {{OpKind::Sin, -3, 3},      {OpKind::Cos, -3, 3},       {OpKind::Tan, -1.2, 1.2},
+                                   {OpKind::Asin, -0.9, 0.9}, {OpKind::Acos, -0.9, 0.9},  {OpKind::Atan, -3, 3},
+                                   {OpKind::Sinh, -2, 2},     {OpKind::Cosh, -2, 2},      {OpKind::Asinh, -3, 3},
+                                   {OpKind::Acosh, 1.1, 3},   {OpKind::Atanh, -0.9, 0.9}};
+  int seed = 250;
+  for (const Case &c : cases)
+    for (const Shape &s : {Shape{2, 3, 4}, Shape{5}}) {
+      GraphBuilder b(++seed);
+      TensorId x = b.input(s, c.lo, c.hi);
+      check_gradients(b, {b.op(c.kind, {x})}, {x}, std::string(op_kind_name(c.kind)) + shape_str(s));
+    }
+}
+
 TEST(GradCheck, SoftmaxAndLogSoftmax) {
   int seed = 300;
   for (OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax})

@@ -25,21 +25,32 @@ TEST(InterpTorch, UnaryOpsAndGradients) {
     OpKind fwd;
     std::optional<OpKind> grad;
     bool grad_reads_y;  // gradient's second operand is Y (else X)
-    bool positive;      // uses the positive input
+    const char *x;      // the input inside the function's domain: un.x, un.xpos (> 0), un.xhalf (|x| < 1), un.xgt1
   };
-  const U cases[] = {{"relu", OpKind::Relu, OpKind::ReluGrad, false, false},
-                     {"sigmoid", OpKind::Sigmoid, OpKind::SigmoidGrad, true, false},
-                     {"tanh", OpKind::Tanh, OpKind::TanhGrad, true, false},
-                     {"erf", OpKind::Erf, OpKind::ErfGrad, false, false},
-                     {"sqrt", OpKind::Sqrt, OpKind::SqrtGrad, true, true},
-                     {"exp", OpKind::Exp, {}, false, false},
-                     {"log", OpKind::Log, {}, false, true},
-                     {"neg", OpKind::Neg, {}, false, false}};
+  const U cases[] = {{"relu", OpKind::Relu, OpKind::ReluGrad, false, "un.x"},
+                     {"sigmoid", OpKind::Sigmoid, OpKind::SigmoidGrad, true, "un.x"},
+                     {"tanh", OpKind::Tanh, OpKind::TanhGrad, true, "un.x"},
+                     {"erf", OpKind::Erf, OpKind::ErfGrad, false, "un.x"},
+                     {"sqrt", OpKind::Sqrt, OpKind::SqrtGrad, true, "un.xpos"},
+                     {"exp", OpKind::Exp, {}, false, "un.x"},
+                     {"log", OpKind::Log, {}, false, "un.xpos"},
+                     {"neg", OpKind::Neg, {}, false, "un.x"},
+                     {"sin", OpKind::Sin, OpKind::SinGrad, false, "un.x"},
+                     {"cos", OpKind::Cos, OpKind::CosGrad, false, "un.x"},
+                     {"tan", OpKind::Tan, OpKind::TanGrad, true, "un.x"},
+                     {"asin", OpKind::Asin, OpKind::AsinGrad, false, "un.xhalf"},
+                     {"acos", OpKind::Acos, OpKind::AcosGrad, false, "un.xhalf"},
+                     {"atan", OpKind::Atan, OpKind::AtanGrad, false, "un.x"},
+                     {"sinh", OpKind::Sinh, OpKind::SinhGrad, false, "un.x"},
+                     {"cosh", OpKind::Cosh, OpKind::CoshGrad, false, "un.x"},
+                     {"asinh", OpKind::Asinh, OpKind::AsinhGrad, false, "un.x"},
+                     {"acosh", OpKind::Acosh, OpKind::AcoshGrad, false, "un.xgt1"},
+                     {"atanh", OpKind::Atanh, OpKind::AtanhGrad, false, "un.xhalf"}};
   for (const U &u : cases) {
     SCOPED_TRACE(u.name);
     std::string p = std::string("un.") + u.name;
     Case c;
-    TensorId x = c.feed(u.positive ? "un.xpos" : "un.x"), dy = c.feed("un.dy");
+    TensorId x = c.feed(u.x), dy = c.feed("un.dy");
     TensorId y = c.out_like(p + ".y");
     c.op(u.fwd, {x}, {y});
     TensorId dx = kNoTensor;

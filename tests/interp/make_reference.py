@@ -165,6 +165,19 @@ for name, f, inp in (("relu", torch.relu, x), ("sigmoid", torch.sigmoid, x), ("t
     y = f(inp)
     emit(f"un.{name}.y", y.detach())
     emit(f"un.{name}.dx", torch.autograd.grad(y, inp, dy)[0])
+# The trigonometric and hyperbolic functions, each inside its domain: x / 2 (|x / 2| < 1, exact in float32) for Asin,
+# Acos and Atanh, xpos + 1 (rounded to float32) for Acosh.
+xhalf = (x / 2).detach().requires_grad_()
+emit("un.xhalf", xhalf.detach())
+xgt1 = torch.tensor((xpos.detach().numpy() + 1).astype(np.float32).astype(np.float64), requires_grad=True)
+emit("un.xgt1", xgt1.detach())
+for name, f, inp in (("sin", torch.sin, x), ("cos", torch.cos, x), ("tan", torch.tan, x), ("asin", torch.asin, xhalf),
+                     ("acos", torch.acos, xhalf), ("atan", torch.atan, x), ("sinh", torch.sinh, x),
+                     ("cosh", torch.cosh, x), ("asinh", torch.asinh, x), ("acosh", torch.acosh, xgt1),
+                     ("atanh", torch.atanh, xhalf)):
+    y = f(inp)
+    emit(f"un.{name}.y", y.detach())
+    emit(f"un.{name}.dx", torch.autograd.grad(y, inp, dy)[0])
 
 # ---- Shape ops and their gradients ----
 x = rand("sh.x", 2, 3, 4)

@@ -104,6 +104,33 @@ output loss
   EXPECT_EQ(rounded_inputs(fp, OpKind::RoundToFp16), (std::set<std::string>{"x", "w", "h.f32"}));
 }
 
+/** Tan (with Asin, Acos, Sinh and Cosh) is on CUDA's fp32 list, Sin on none: under fp16 Sin's result is float16 and
+ *  rounds, Tan's is float32, and their product promotes. CPU autocast lists neither: under bf16 both round. */
+TEST(Autocast, TanIsFloat32UnderFp16SinFollowsItsInput) {
+  const std::string text = R"(graph trig
+tensor x f32[4,3] input
+tensor w f32[3,3] param
+tensor h f32[4,3] activation
+tensor s f32[4,3] activation
+tensor t f32[4,3] activation
+tensor p f32[4,3] activation
+tensor loss f32[] activation
+op fc MatMul forward (x, w) -> (h)
+op sin Sin forward (h) -> (s)
+op tan Tan forward (h) -> (t)
+op mul Mul forward (s, t) -> (p)
+op sum ReduceSum forward (p) -> (loss) {axes=[0,1], keepdims=0}
+output loss
+)";
+  Graph bf = parse_graph(text), fp = parse_graph(text);
+  autocast(bf, DType::bf16);
+  autocast(fp, DType::f16);
+  verify(bf);
+  verify(fp);
+  EXPECT_EQ(rounded_inputs(bf), (std::set<std::string>{"x", "w", "h.f32", "s.f32", "t.f32", "p.f32", "loss.f32"}));
+  EXPECT_EQ(rounded_inputs(fp, OpKind::RoundToFp16), (std::set<std::string>{"x", "w", "h.f32", "s.f32"}));
+}
+
 TEST(Autocast, LinearBiasAddRoundsOnceNormsFollowTheirInput) {
   Graph g = parse_graph("graph seq\n" + kLinearTensors + R"(tensor scale f32[5] param
 tensor shift f32[5] param

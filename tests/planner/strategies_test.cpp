@@ -29,7 +29,7 @@ using describe::ExprPtr;
 using describe::SplitKind;
 
 /** Inputs valid for the op (as tests/describe/description_vs_interp_test.cpp makes them): indices and labels in
- *  range, positive values where a function needs them, the step T = 3. */
+ *  range, positive values where a function needs them, x > 1 for Acosh, the step T = 3. */
 interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt19937 &rng) {
   const Tensor &t = g.tensor(op.inputs[slot]);
   interp::Value v{t.dtype, t.shape, std::vector<double>(static_cast<size_t>(num_elements(t.shape)))};
@@ -62,6 +62,7 @@ interp::Value random_input(const Graph &g, const Op &op, size_t slot, std::mt199
       bool second_moment = (op.kind == OpKind::AdamUpdate && slot == 3) ||
                            ((op.kind == OpKind::Adam || op.kind == OpKind::Adagrad) && t.name.rfind("H", 0) == 0);
       x = positive ? uniform(0.5, 2.0) : second_moment ? uniform(0.0, 1.0) : uniform(-1.0, 1.0);
+      if (op.kind == OpKind::Acosh || (op.kind == OpKind::AcoshGrad && slot == 1)) x = uniform(1.1, 3.0);  // x >= 1
       if (t.dtype == DType::f32) x = static_cast<float>(x);
     }
   }
