@@ -25,12 +25,12 @@ EXPECTED lists every case that does not pass all four checks, with its expected 
 A case that deviates from its expectation fails the test, including one expected to fail that passes now (remove it
 from EXPECTED), so the table stays true.
 
-Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, about 30 cases, about 3
-minutes on 2 cores); --all runs all 231 (about 20 minutes); CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps
-each case's files (the export, the data, the bundle, log.txt with every command and its output) under DIR/<case>;
---list lists the cases (ci: in the subset) with their expectation.
-Usage (on demand; to join CTest under tests/e2e once its CI subset is timed): /usr/bin/python3 tests/bench/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all]
-               [--keep DIR] [--list]
+Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 27 cases, about 3 minutes on
+2 cores: 164 to 175 s measured): CTest runs it as e2e.torch_nn_layers. --all runs all 231 (about 20 minutes);
+CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
+with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
+Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
+               [--list]
 """
 import fnmatch
 import os
@@ -47,9 +47,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SRC = sys.argv[2] if len(sys.argv) > 2 else "."
-sys.path.insert(0, os.path.join(SRC, "tests", "codegen"))
-sys.path.insert(0, os.path.join(SRC, "tests", "e2e"))
+# The helpers next to this script (tests/e2e) and in tests/codegen, wherever it runs from.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "codegen"))
+sys.path.insert(0, HERE)
 import torch_compare as tc  # noqa: E402
 from bundle_check import losses, runtime_flags  # noqa: E402
 
@@ -1035,7 +1036,7 @@ def main():
     unknown = flags - {"--all", "--list"}
     args = [a for a in argv if not a.startswith("--")]
     if unknown or (len(args) < 2 and "--list" not in flags):
-        sys.exit(__doc__.split("Usage ")[1] + f"unknown flags {sorted(unknown)}" * bool(unknown))
+        sys.exit("usage: " + __doc__.split("Usage: ")[1] + f"unknown flags {sorted(unknown)}" * bool(unknown))
     assert not set(EXPECTED) - set(CASES), f"EXPECTED names no case: {sorted(set(EXPECTED) - set(CASES))}"
     assert not set(CI_CASES) - set(CASES), f"CI_CASES names no case: {sorted(set(CI_CASES) - set(CASES))}"
     globs = args[2:]
