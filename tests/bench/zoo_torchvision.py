@@ -13,13 +13,14 @@ opset 13 without constant folding, and then:
   grads64  float64 end to end: the module exported in double, `cleave eval` (the interpreter runs float64) one step
            at lr 1, w0 - w1 against torch float64's gradient (norm epsilons rounded to float32 as ONNX stores them):
            the worst error relative to each parameter's largest gradient must be within issue 24's 1e-6;
-  data/tofu  `cleave compile --devices 2 --planner data|tofu` + `cleave run` (2 MPI ranks): one float32 step at
-           lr 1e4, its gradients against `cleave eval`'s (worst error relative to each parameter's largest gradient,
-           within max(1e-5, 2 x torch float32's own error)); and 3 SGD steps (lr 1e-4) of the float64 export (its
-           bundle's runtime computes in double): losses and saved weights within 1e-5 of `cleave eval`'s 3 float64
-           steps on the same data. (In float32, random-init nets at batch 2 are chaotic: shufflenet_v2_x0_5's torch
-           float32 and float64 weights part by 69% of a parameter's update after 2 steps at lr 1e-2, and two float32
-           programs that sum in different orders part as much.)
+  data/tofu  `cleave compile --devices 2 --planner data|tofu` + `cleave run` (2 MPI ranks) of the float64 export (its
+           bundle's runtime computes in double), against `cleave eval` of the same file: one step at lr 1, its
+           gradients w0 - w1 (measured as grads64, within 1e-6), and 3 SGD steps (lr 1e-4): losses and saved weights
+           within 1e-5 of eval's. (In float32 the check has no power on these nets: random-init nets at small batch
+           are chaotic, shufflenet_v2_x0_5's torch float32 and float64 weights part by 69% of a parameter's update
+           after 2 steps at lr 1e-2, and two float32 programs that sum in different orders part as much; one
+           step's float32 gradients differ by up to 27% (mobilenet_v2) where an activation sits on a ReLU6 or ReLU
+           kink, while in float64 the same plans agree with eval to 1e-10.)
 Inputs are 64x64 (DEFAULT_SIDE says why not 32) unless SIDE below says otherwise; batch 2 (--batch: 8 conditions
 the BatchNorm nets whose float32 runs drift apart at 2; the table says where).
 Giants (GIANTS below: a CPU step of the interpreter takes minutes, or the export passes protobuf's 2 GB) are checked
@@ -234,6 +235,7 @@ def gradients64(cleave, case, timeout):
     data = f"x={xp},y={case.data1.split('y=')[1]}"
     out = sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--optimizer", "sgd",
               "--lr", "1", "--save-model", saved], timeout)
+    case.data64, case.step64 = data, saved
     loss = tc.step_loss(out)
     ref = m64(x, y)
     ref.backward()
@@ -259,21 +261,21 @@ def eval_steps(cleave, case, timeout):
 
 
 def ranks(cleave, case, planner, ref, timeout):
-    """2 ranks under `planner` vs `cleave eval`: one float32 step's gradients (lr 1e4, recovered from the saved
-    models) and the float64 export's 3 steps' losses and weights (lr RANK_LR). (worst gradient error relative to each
-    parameter's largest, worst loss rel diff over 3 steps, gradient problems, 3-step problems)."""
+    """2 ranks under `planner` vs `cleave eval`, both on the float64 export: one step's gradients (lr 1, w0 - w1 from
+    the saved models, as the f64 column) and 3 steps' losses and weights (lr RANK_LR). (worst gradient error relative
+    to each parameter's largest, worst loss rel diff over 3 steps, gradient problems, 3-step problems)."""
     tc, bc = helpers()
     grad_problems = []
     how = ["--planner", planner, "--devices", "2", "--batch", str(BATCH), "--optimizer", "sgd"]
-    _, saved = bc.run_partitioned(cleave, case.path, os.path.join(case.tmp, f"{case.name}_{planner}_grad"),
-                                  how + ["--lr", repr(GRAD_LR)], case.data1, 1, sh=lambda cmd: sh(cmd, timeout))
-    got = tc.recovered_gradients(case.path, saved, GRAD_LR)
-    want = tc.recovered_gradients(case.path, os.path.join(case.tmp, case.name + "_grad.onnx"), GRAD_LR)
-    floor = 1e-6 * max(np.abs(g).max() for g in want.values())
+    _, saved = bc.run_partitioned(cleave, case.path64, os.path.join(case.tmp, f"{case.name}_{planner}_grad"),
+                                  how + ["--lr", "1"], case.data64, 1, sh=lambda cmd: sh(cmd, timeout))
+    got = tc.recovered_gradients(case.path64, saved, 1.0)
+    want = tc.recovered_gradients(case.path64, case.step64, 1.0)
+    floor = 1e-9 * max(np.abs(g).max() for g in want.values())  # as gradients64
     gworst, gname = tc.worst_error(got, want, floor)
-    if gworst > max(tc.GRAD_RTOL, GRAD_SLACK * case.worst32):
-        grad_problems.append(f"1-step gradient of {gname} off from eval's by {gworst:.3g} of its largest value "
-                             f"(torch float32 vs float64: {case.worst32:.3g})")
+    if gworst > GRAD64_RTOL:
+        grad_problems.append(f"1-step float64 gradient of {gname} off from eval's by {gworst:.3g} of its largest "
+                             f"value")
     got, saved = bc.run_partitioned(cleave, case.path64, os.path.join(case.tmp, f"{case.name}_{planner}"),
                                     how + ["--lr", repr(RANK_LR)], case.data3, STEPS, sh=lambda cmd: sh(cmd, timeout))
     problems, worst = bc.compare_run(planner, got, ref[0], saved, ref[1], STEPS, RANK_RTOL)
@@ -375,10 +377,10 @@ def run_builder(cleave, name, tmp, do_ranks, giants, timeout, import_only=False,
             continue
         try:
             gworst, worst, gproblems, problems = ranks(cleave, case, planner, ref, timeout)
-            row[planner] = (f"grads {gworst:.1g}{' MISS' if gproblems else ''}; 3 f64 steps {worst:.1g}"
+            row[planner] = (f"f64: grads {gworst:.1g}{' MISS' if gproblems else ''}; 3 steps {worst:.1g}"
                             f"{' MISS' if problems else ''}")
-            log(f"{name}: 2 ranks ({planner}) vs eval: 1-step float32 gradients worst {gworst:.3g}, 3 float64 steps "
-                f"worst loss rel {worst:.3g}")
+            log(f"{name}: 2 ranks ({planner}) vs eval in float64: 1-step gradients worst {gworst:.3g}, 3 steps worst "
+                f"loss rel {worst:.3g}")
             if gproblems or problems:
                 row["ok"] = False
                 row["notes"] += [short(p if p.startswith(planner + ":") else f"{planner}: {p}")

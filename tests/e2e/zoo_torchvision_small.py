@@ -7,7 +7,7 @@ torchvision 0.14's classification builders on demand; this one runs in CI):
     gradients only.
 Each must export, import, match torch float64's gradients (float32: no worse than torch float32's own error, at least
 1e-5 of each parameter's largest gradient; float64 end to end: within 1e-6) and, where run, match `cleave eval` on 2
-ranks: one float32 step's gradients, and 3 SGD steps of the float64 export (1e-5).
+ranks, both on the float64 export: one step's gradients (1e-6) and 3 SGD steps (1e-5).
 Usage (CTest): /usr/bin/python3 tests/e2e/zoo_torchvision_small.py <cleave-binary> <source-dir>
 """
 import os
