@@ -165,6 +165,21 @@ std::vector<TensorId> Importer::emit(const OpSpec &spec, const std::string &name
   return ids;
 }
 
+void translate_node(Importer &im, const NodeCtx &n) {
+  Translator t = find_translator(n.domain, n.op_type);
+  CLEAVE_CHECK(t != nullptr, n.label);
+  try {
+    t(im, n);
+  } catch (const UserError &e) {
+    std::string msg = e.what();
+    // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
+    std::string ir_prefix = "op \"" + n.name + "\" (";
+    if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
+    if (msg.rfind("node \"", 0) != 0 && msg.rfind(kUnsupportedNodeLine, 0) != 0) msg = n.label + ": " + msg;
+    throw UserError(msg, e.exit_code());
+  }
+}
+
 // ---- helpers ----
 
 namespace {

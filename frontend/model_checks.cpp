@@ -1,6 +1,7 @@
 #include "frontend/model_checks.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -37,6 +38,16 @@ std::string number_text(double v) {
 /** The node's name for messages: its own, or `<OpType>_<index>` as the importer names unnamed nodes. */
 std::string node_name(const onnx::NodeProto &n, int index) {
   return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+}
+
+/** Calls f on each graph-valued attribute's graph of g's nodes (If's branches), recursively. */
+template <typename F>
+void for_each_subgraph(const onnx::GraphProto &g, const F &f) {
+  for (const auto &n : g.node())
+    for (const auto &a : n.attribute()) {
+      if (a.has_g()) f(a.g());
+      for (const auto &sub : a.graphs()) f(sub);
+    }
 }
 
 /** Attributes that are flags: 0 or 1. */
@@ -115,7 +126,7 @@ void check_names(const onnx::ModelProto &m) {
   auto check_tensor = [](const std::string &name) {
     if (has_control_char(name)) CLEAVE_USER_ERROR("tensor name ", quote_excerpt(name), " contains a control character");
   };
-  auto scan = [&](const onnx::GraphProto &g) {
+  std::function<void(const onnx::GraphProto &)> scan = [&](const onnx::GraphProto &g) {
     for (int i = 0; i < g.node_size(); ++i) {
       const onnx::NodeProto &n = g.node(i);
       if (has_control_char(n.name()) || has_control_char(n.op_type()) || has_control_char(n.domain()))
@@ -129,6 +140,7 @@ void check_names(const onnx::ModelProto &m) {
     for (const auto &vi : g.input()) check_tensor(vi.name());
     for (const auto &vi : g.output()) check_tensor(vi.name());
     for (const auto &vi : g.value_info()) check_tensor(vi.name());
+    for_each_subgraph(g, scan);
   };
   scan(m.graph());
   for (const auto &ti : m.training_info()) {
@@ -138,13 +150,14 @@ void check_names(const onnx::ModelProto &m) {
 }
 
 void check_initializer_data(const onnx::ModelProto &m) {
-  auto scan = [&](const onnx::GraphProto &g) {
+  std::function<void(const onnx::GraphProto &)> scan = [&](const onnx::GraphProto &g) {
     for (const auto &t : g.initializer()) check_inline_data(t, "initializer " + quote_excerpt(t.name(), 200));
     for (int i = 0; i < g.node_size(); ++i)
       for (const auto &a : g.node(i).attribute())
         if (a.type() == onnx::AttributeProto::TENSOR && a.has_t())
           check_inline_data(a.t(), "node " + quote_excerpt(node_name(g.node(i), i), 200) + " (" + g.node(i).op_type() +
                                        "): attribute \"" + a.name() + "\"");
+    for_each_subgraph(g, scan);
   };
   scan(m.graph());
   for (const auto &ti : m.training_info()) {
@@ -154,30 +167,33 @@ void check_initializer_data(const onnx::ModelProto &m) {
 }
 
 void check_attribute_values(const onnx::ModelProto &m) {
-  const onnx::GraphProto &g = m.graph();
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto &n = g.node(i);
-    if (!is_onnx_domain(n.domain())) continue;
-    NodeAttrs attrs(n, node_label(node_name(n, i), n.op_type(), n.domain(), model_opset(m, n.domain())));
-    const std::string &op = n.op_type();
-    for (const auto &a : n.attribute()) {
-      // Float attributes: finite (Constant's value_float may hold any float).
-      if (op != "Constant" && a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()))
-        attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(a.f()));
-      if (op != "Constant" && a.type() == onnx::AttributeProto::FLOATS)
-        for (float f : a.floats())
-          if (!std::isfinite(f)) attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(f));
+  std::function<void(const onnx::GraphProto &)> scan = [&](const onnx::GraphProto &g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto &n = g.node(i);
+      if (!is_onnx_domain(n.domain())) continue;
+      NodeAttrs attrs(n, node_label(node_name(n, i), n.op_type(), n.domain(), model_opset(m, n.domain())));
+      const std::string &op = n.op_type();
+      for (const auto &a : n.attribute()) {
+        // Float attributes: finite (Constant's value_float may hold any float).
+        if (op != "Constant" && a.type() == onnx::AttributeProto::FLOAT && !std::isfinite(a.f()))
+          attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(a.f()));
+        if (op != "Constant" && a.type() == onnx::AttributeProto::FLOATS)
+          for (float f : a.floats())
+            if (!std::isfinite(f)) attrs.fail("attribute \"" + a.name() + "\" must be finite, got " + number_text(f));
+      }
+      if (auto it = flag_attributes().find(op); it != flag_attributes().end())
+        for (const std::string &key : it->second)
+          if (std::optional<int64_t> v = attrs.opt_int(key); v && *v != 0 && *v != 1)
+            attrs.fail("attribute \"" + key + "\" must be 0 or 1, got " + std::to_string(*v));
+      if (op == "BatchNormalization" || op == "LayerNormalization" || op == "InstanceNormalization")
+        if (std::optional<double> eps = attrs.opt_float("epsilon"); eps && *eps < 0)
+          attrs.fail("attribute \"epsilon\" must be >= 0, got " + number_text(*eps));
+      if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "ConvTranspose")
+        check_window(attrs);
     }
-    if (auto it = flag_attributes().find(op); it != flag_attributes().end())
-      for (const std::string &key : it->second)
-        if (std::optional<int64_t> v = attrs.opt_int(key); v && *v != 0 && *v != 1)
-          attrs.fail("attribute \"" + key + "\" must be 0 or 1, got " + std::to_string(*v));
-    if (op == "BatchNormalization" || op == "LayerNormalization" || op == "InstanceNormalization")
-      if (std::optional<double> eps = attrs.opt_float("epsilon"); eps && *eps < 0)
-        attrs.fail("attribute \"epsilon\" must be >= 0, got " + number_text(*eps));
-    if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "ConvTranspose")
-      check_window(attrs);
-  }
+    for_each_subgraph(g, scan);  // If's branches reach shape inference too
+  };
+  scan(m.graph());
 }
 
 }  // namespace cleave

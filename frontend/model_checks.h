@@ -14,13 +14,13 @@ void check_opset_imports(const onnx::ModelProto &m);
 void check_names(const onnx::ModelProto &m);
 
 /** Runs check_inline_data (tensor_proto.h) on every initializer and every tensor-valued attribute (Constant's
- *  value), in the main graph and the training graphs. */
+ *  value), in the main graph, the training graphs and the branches of their If nodes. */
 void check_initializer_data(const onnx::ModelProto &m);
 
 /** Rejects attribute values the ops' schemas allow by type but not by meaning: non-positive strides, dilations and
  *  kernel sizes and negative pads of windowed ops, explicit pads beside an auto_pad other than NOTSET, flags other
  *  than 0/1 (Gemm transA/transB, pooling ceil_mode, BatchNormalization training_mode, ...), negative or non-finite
- *  epsilons and non-finite float attributes. */
+ *  epsilons and non-finite float attributes; in the main graph and its If nodes' branches. */
 void check_attribute_values(const onnx::ModelProto &m);
 
 }  // namespace cleave

@@ -5,6 +5,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -84,24 +85,30 @@ void check_opsets(const onnx::ModelProto &m) {
 }
 
 void check_node_attributes(const onnx::ModelProto &m) {
-  const onnx::GraphProto &g = m.graph();
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto &n = g.node(i);
-    int64_t opset = model_opset(m, n.domain());
-    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), n.domain());
-    if (schema == nullptr) continue;  // onnx's checker reports it
-    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
-    NodeAttrs attrs(n, node_label(name, n.op_type(), n.domain(), opset));
-    for (const auto &a : n.attribute()) {
-      auto it = schema->attributes().find(a.name());
-      if (it == schema->attributes().end() || !a.ref_attr_name().empty()) continue;
-      if (a.type() != it->second.type)
-        attrs.fail("attribute \"" + a.name() + "\" must be " + attr_type_label(it->second.type) + ", got " +
-                   attr_type_label(a.type()));
+  std::function<void(const onnx::GraphProto &)> scan = [&](const onnx::GraphProto &g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto &n = g.node(i);
+      int64_t opset = model_opset(m, n.domain());
+      const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), n.domain());
+      if (schema == nullptr) continue;  // onnx's checker reports it
+      std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+      NodeAttrs attrs(n, node_label(name, n.op_type(), n.domain(), opset));
+      for (const auto &a : n.attribute()) {
+        auto it = schema->attributes().find(a.name());
+        if (it == schema->attributes().end() || !a.ref_attr_name().empty()) continue;
+        if (a.type() != it->second.type)
+          attrs.fail("attribute \"" + a.name() + "\" must be " + attr_type_label(it->second.type) + ", got " +
+                     attr_type_label(a.type()));
+      }
+      for (const auto &[key, spec] : schema->attributes())
+        if (spec.required && !attrs.has(key)) attrs.fail("missing required attribute \"" + key + "\"");
+      for (const auto &a : n.attribute()) {  // If's branches: their nodes reach shape inference too
+        if (a.has_g()) scan(a.g());
+        for (const auto &sub : a.graphs()) scan(sub);
+      }
     }
-    for (const auto &[key, spec] : schema->attributes())
-      if (spec.required && !attrs.has(key)) attrs.fail("missing required attribute \"" + key + "\"");
-  }
+  };
+  scan(m.graph());
 }
 
 void run_onnx_checker(const onnx::ModelProto &model, const std::string &model_dir) {

@@ -21,8 +21,9 @@ int64_t model_opset(const onnx::ModelProto &m, const std::string &domain);
  *  whose semantics have not changed since opset 7 (the ONNX gradient tests are written at opset 12). */
 void check_opsets(const onnx::ModelProto &m);
 
-/** Checks every main-graph node's attributes against its ONNX schema (types, required ones), with messages naming
- *  node, op and attribute. Runs before onnx's checker, whose messages are terser. */
+/** Checks every main-graph node's attributes (and those of its If nodes' branches) against its ONNX schema (types,
+ *  required ones), with messages naming node, op and attribute. Runs before onnx's checker, whose messages are
+ *  terser. */
 void check_node_attributes(const onnx::ModelProto &m);
 
 /** onnx's checker; its exceptions become one-line UserErrors. External data is checked (not read) first. */

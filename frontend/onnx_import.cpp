@@ -187,18 +187,8 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     return NodeCtx{node, name, node.op_type(), node.domain(), opset, label, NodeAttrs(node, label), phase};
   };
   auto translate = [&](const NodeCtx &ctx) {
-    Translator t = find_translator(ctx.domain, ctx.op_type);
-    CLEAVE_CHECK(t != nullptr, ctx.label);  // check_nodes_supported ran first
-    try {
-      t(im, ctx);
-    } catch (const UserError &e) {
-      std::string msg = e.what();
-      // Errors from the IR's shape rules and interpreter start with `op "name" (Kind): `; the node's label says more.
-      std::string ir_prefix = "op \"" + ctx.name + "\" (";
-      if (msg.rfind(ir_prefix, 0) == 0 && msg.find("): ") != std::string::npos) msg = msg.substr(msg.find("): ") + 3);
-      if (msg.rfind("node \"", 0) != 0) msg = ctx.label + ": " + msg;
-      throw UserError(msg, e.exit_code());
-    }
+    CLEAVE_CHECK(find_translator(ctx.domain, ctx.op_type) != nullptr, ctx.label);  // check_nodes_supported ran first
+    translate_node(im, ctx);
   };
   std::set<int> fused;  // nodes of layer norms already translated as one op
   std::map<int, const RowGemm *> deferred;  // the Gemm and last Reshape of row chains, translated at the last
