@@ -50,6 +50,18 @@ def run_partitioned(cleave, model, bundle, how, data, steps, run_flags=(), sh=ch
     return losses(out), saved
 
 
+def run_and_compare(cleave, bundle, data, steps, ref, ref_w, where, sh=check_output):
+    """Runs a compiled `bundle` `steps` steps on `data` against the prebuilt runtime and compares it with the reference
+    run (compare_run); prints the worst loss difference. Returns the problems."""
+    saved = bundle + "_trained.onnx"
+    got = losses(sh([cleave, "run", bundle, "--data", data, "--steps", str(steps), "--save-model", saved]
+                    + runtime_flags(cleave, bundle)))
+    found, worst = compare_run(where, got, ref, saved, ref_w, steps)
+    if len(got) == steps:
+        print(f"{where}: worst loss rel diff {worst:.3g}, losses {got}", flush=True)
+    return found
+
+
 def losses(out):
     """The loss of each `step <k> loss <v>` line, checking k counts 1, 2, ..."""
     vals = []

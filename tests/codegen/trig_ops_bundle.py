@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bundle_check import compare_run, losses, runtime_flags, weights  # noqa: E402
+from bundle_check import losses, run_and_compare, weights  # noqa: E402
 
 CLEAVE, SRC = sys.argv[1], sys.argv[2]
 STEPS, BATCH = 4, 8
@@ -90,15 +90,7 @@ def main():
             absent = [f for f in FUNCTIONS if f"std::{f.lower()}(" not in source]
             if absent:
                 problems.append(f"{planner} on {n} rank(s): the rank source calls no std:: function of {absent}")
-            saved = bundle + "_trained.onnx"
-            got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
-                            + runtime_flags(CLEAVE)))
-            where = f"{planner} on {n} rank(s)"
-            found, worst = compare_run(where, got, ref, saved, ref_w, STEPS)
-            problems += found
-            if len(got) != STEPS:
-                continue
-            print(f"{where}: worst loss rel diff {worst:.3g}, losses {got}", flush=True)
+            problems += run_and_compare(CLEAVE, bundle, data, STEPS, ref, ref_w, f"{planner} on {n} rank(s)")
     if problems:
         print("\n".join(problems))
         return 1
