@@ -60,6 +60,10 @@ Plan data_plan(const Graph &g, int devices) {
   const std::vector<int64_t> mesh{devices};
   auto choose = [&](const Op &op, const std::vector<Description> &descs) {
     ParallelConfig c{all, mesh, {""}};
+    // The optimizer runs replicated, as the parameters and their state are: a gradient left split by the batch (a
+    // parameter whose dim pairs with the samples', as torch.bmm's second operand [B, K, N]) is gathered to be read,
+    // and the updated value is whole where its assign stores it.
+    if (op.phase == Phase::update) return c;
     const Description &d = descs[primary_output(op)];
     int v = batch_var(op, d, batch);
     if (v < 0) return c;

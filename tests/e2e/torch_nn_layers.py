@@ -870,8 +870,6 @@ EXPECTED = {
                     "float labels, which ONNX does not allow (ce_probs_manual writes it by hand)"),
     "baddbmm": gap("ranks", "assign across shardings is not supported", "a parameter with the batch size as "
                    "leading dim: the data plan shards it unlike its update (assign across shardings)"),
-    "bmm_param": gap("ranks", "assign across shardings is not supported", "a parameter with the batch size as "
-                     "leading dim: the data plan shards it unlike its update (assign across shardings)"),
 }
 
 # The CI subset (no case arguments): each family once, one case of each expectation kind. (Batch and instance norms

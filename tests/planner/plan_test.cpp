@@ -574,3 +574,36 @@ TEST(Planners, EverySplittableVarOfEveryKindValidatesOrSaysWhy) {
 
 }  // namespace
 }  // namespace cleave::plan
+
+namespace cleave::plan {
+namespace {
+
+TEST(Planners, DataPlanKeepsTheUpdateOfABatchShapedParameterWhole) {
+  // torch.bmm(x, w) with a parameter w [B, K, N]: w's gradient is split by the batch (each sample's slice of w gets its
+  // own sample's gradient), yet w lives whole on every device. The update reads the gathered gradient, so its new
+  // value is whole where the assign stores it (a split update was "assign across shardings" in codegen).
+  Graph g = parse_graph(R"(graph g
+tensor x f32[2,3,4] input
+tensor w f32[2,4,5] param
+tensor h f32[2,3,5] activation
+tensor loss f32[] activation
+op bmm MatMul forward (x, w) -> (h)
+op l ReduceSum forward (h) -> (loss) {axes=[0,1,2], keepdims=0}
+output loss
+)");
+  build_training_graph(g, TrainOptions{});
+  verify(g);
+  EXPECT_EQ(batch_dims(g)[static_cast<size_t>(*g.find_tensor("w.grad"))], 0);
+  Plan p = data_plan(g, 2);
+  EXPECT_EQ(plan_problems(g, p), std::vector<std::string>{});
+  EXPECT_EQ(data_var(g, p, "bmm"), "b");
+  auto kind = [&](const std::string &t) { return p.tensors[static_cast<size_t>(*g.find_tensor(t))].sharding.axes[0].kind; };
+  EXPECT_EQ(kind("w.grad"), AxisSharding::Kind::split);
+  for (const Op &op : g.ops())
+    if (op.phase == Phase::update) EXPECT_EQ(data_var(g, p, op.name), "") << op.name;
+  ASSERT_EQ(g.assigns.size(), 1u);
+  EXPECT_EQ(p.tensors[static_cast<size_t>(g.assigns[0].src)].sharding.axes[0].kind, AxisSharding::Kind::replicate);
+}
+
+}  // namespace
+}  // namespace cleave::plan
