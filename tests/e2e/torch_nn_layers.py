@@ -868,8 +868,6 @@ EXPECTED = {
     "grid_sample_manual": gap("ir", "(GridSample, ai.onnx", "GridSample"),
     "ce_probs": gap("ir", "labels typestr: Tind", "torch exports probability targets as SoftmaxCrossEntropyLoss with "
                     "float labels, which ONNX does not allow (ce_probs_manual writes it by hand)"),
-    "baddbmm": gap("ranks", "assign across shardings is not supported", "a parameter with the batch size as "
-                   "leading dim: the data plan shards it unlike its update (assign across shardings)"),
 }
 
 # The CI subset (no case arguments): each family once, one case of each expectation kind. (Batch and instance norms
