@@ -226,8 +226,8 @@ class Expander {
   int64_t visited_ = 0;  // body nodes looked at, by all expansions
 };
 
-/** The IR op names the importer gives the nodes of `g` (onnx_import.cpp's op_names): the node's name when set and
- *  unique, else `<OpType>_<index>`. */
+}  // namespace
+
 std::vector<std::string> importer_names(const onnx::GraphProto &g) {
   std::set<std::string> taken;
   std::vector<std::string> names(g.node_size());
@@ -237,8 +237,6 @@ std::vector<std::string> importer_names(const onnx::GraphProto &g) {
     if (names[i].empty()) names[i] = Expander::fresh(taken, g.node(i).op_type() + "_" + std::to_string(i));
   return names;
 }
-
-}  // namespace
 
 UnexpandedNodes expand_functions(onnx::ModelProto &m) {
   onnx::GraphProto *g = m.mutable_graph();

@@ -3,6 +3,7 @@
 // FunctionProto of ModelProto.functions) defines as a composition of other ops, is imported as that composition.
 #include <map>
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -33,5 +34,10 @@ using UnexpandedNodes = std::map<int, std::string>;
  *  the importer would have given it (an unnamed one `<OpType>_<index before expansion>`), so IR names do not shift.
  *  Nodes of training algorithms are not expanded. */
 UnexpandedNodes expand_functions(onnx::ModelProto &m);
+
+/** The IR op names the importer gives the nodes of `g` (onnx_import.cpp's op_names): the node's name when set and
+ *  unique, else `<OpType>_<index>`. A pass that replaces a node by several names every node so first, so the
+ *  generated names of the nodes after it do not shift. */
+std::vector<std::string> importer_names(const onnx::GraphProto &g);
 
 }  // namespace cleave

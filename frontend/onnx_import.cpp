@@ -15,6 +15,7 @@
 #include "frontend/transposed_weights.h"
 #include "frontend/model_checks.h"
 #include "frontend/model_loader.h"
+#include "frontend/prob_targets.h"
 #include "frontend/tensor_proto.h"
 #include "ir/error.h"
 
@@ -320,6 +321,7 @@ Graph import_model(const std::string &path, const ImportOptions &opts) {
   // Function ops are expanded before every other check, so the checks, ONNX's checker and shape inference see the
   // nodes that are translated; the support check then lists what is left, with why a body did not expand.
   UnexpandedNodes unexpanded = expand_functions(m);
+  expand_prob_target_losses(m);
   check_nodes_supported(m, path, unexpanded);
   check_names(m);
   check_node_order(m);

@@ -633,6 +633,10 @@ loss_case("ce_ignore_index", 30,
 loss_case("ce_label_smoothing", C, nn.CrossEntropyLoss(label_smoothing=0.1), None)
 loss_case("ce_weight", C, nn.CrossEntropyLoss(weight=torch.linspace(0.5, 2.0, C)), None)
 loss_case("ce_probs", C, nn.CrossEntropyLoss(), _probs)
+loss_case("ce_probs_sum", C, nn.CrossEntropyLoss(reduction="sum"), _probs)
+loss_case("ce_probs_smoothing", C, nn.CrossEntropyLoss(label_smoothing=0.2), _probs)
+loss_case("ce_probs_2d", 40, lambda h, y: F.cross_entropy(h.view(B, C, 2, 2), y),
+          lambda rng: np.stack([_probs(rng) for _ in range(4)], -1).reshape(B, C, 2, 2))
 loss_case("ce_sum", C, nn.CrossEntropyLoss(reduction="sum"), None)
 loss_case("ce_2d", 40, lambda h, y: F.cross_entropy(h.view(B, C, 2, 2), y),
           lambda rng: rng.integers(0, C, (B, 2, 2)).astype(np.int64))
@@ -800,6 +804,8 @@ EXPECTED = {
     # (a) torch 1.13 cannot export it (opset 13 unless the name says otherwise).
     "conv2d_same": export_fails("aten::_convolution_mode", "Conv2d(padding='same') has no ONNX symbolic"),
     "channelshuffle": export_fails("aten::channel_shuffle", "ChannelShuffle has no ONNX symbolic"),
+    "ce_probs_smoothing": export_fails("ONNX does not support label_smoothing", "torch 1.13 exports label smoothing "
+                                       "only with class-index targets"),
     "threshold": export_fails("non-zero threshold", "Threshold exports only with threshold 0"),
     "bilinear": export_fails("aten::bilinear", "Bilinear has no ONNX symbolic (einsum_bilinear writes it by hand)"),
     "unflatten": export_fails("aten::unflatten", "Unflatten has no ONNX symbolic in 1.13"),
@@ -866,8 +872,6 @@ EXPECTED = {
     "sort_desc_idx": gap("ir", "(TopK, ai.onnx", "TopK (torch exports sort as TopK)"),
     "prod_dim": gap("ir", "must be a compile-time constant", "ReduceProd of run-time values"),
     "grid_sample_manual": gap("ir", "(GridSample, ai.onnx", "GridSample"),
-    "ce_probs": gap("ir", "labels typestr: Tind", "torch exports probability targets as SoftmaxCrossEntropyLoss with "
-                    "float labels, which ONNX does not allow (ce_probs_manual writes it by hand)"),
 }
 
 # The CI subset (no case arguments): each family once, one case of each expectation kind. (Batch and instance norms
@@ -877,7 +881,7 @@ CI_CASES = (
     "batchnorm_input", "instancenorm_input", "pixelshuffle", "gelu_tanh", "embedding_maxnorm", "maxpool2d_ceil_pad",
     "reflectionpad2d", "unfold_overlap", "cumsum_reverse", "flip_2d", "scatter_add_opset16", "gru_bi2",
     "lstm_timemajor", "rnn_relu", "mha_masks", "transformer_decoder_layer_normfirst_gelu", "nll_weight_ignore",
-    "bce_logits_posw", "conv2d_same", "softplus", "topk", "localresponsenorm",
+    "bce_logits_posw", "conv2d_same", "softplus", "topk", "localresponsenorm", "ce_probs_2d",
 )
 
 

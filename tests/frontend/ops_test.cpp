@@ -429,3 +429,71 @@ TEST(ImportOps, GradientNodeInMainGraph) {
 
 }  // namespace
 }  // namespace cleave
+
+namespace cleave {
+namespace {
+
+using test::ModelBuilder;
+
+TEST(ImportOps, SoftmaxCrossEntropyWithProbabilityTargets) {
+  // torch's F.cross_entropy(scores, probs): float labels of the scores' shape, which the ONNX schema does not allow.
+  // Imported as -mean_n sum_c probs[n, c] * log_softmax(scores)[n, c]; checked against that formula in double.
+  const std::vector<float> probs = {0.1f, 0.2f, 0.3f, 0.4f, 0.7f, 0.1f, 0.1f, 0.1f, 0.25f, 0.25f, 0.25f, 0.25f};
+  const std::vector<float> x = test::random_floats(12, 3, 2.0f);
+  for (const char *reduction : {"mean", "sum", "none"}) {
+    SCOPED_TRACE(reduction);
+    ModelBuilder mb;
+    mb.input("scores", test::kF32, {3, 4});
+    mb.init_f("probs", {3, 4}, probs);
+    auto &n = mb.node("SoftmaxCrossEntropyLoss", {"scores", "probs"}, {"loss", "log_prob"}, "sce");
+    test::set_string(n, "reduction", reduction);
+    test::set_int(n, "ignore_index", -100);  // torch writes its default
+    mb.output("loss", std::string(reduction) == "none" ? 1 : 0);
+    Graph g = test::import(mb, "sce_probs");
+    EXPECT_EQ(test::count_ops(g, OpKind::SoftmaxCrossEntropyLoss), 0);
+    EXPECT_EQ(test::count_ops(g, OpKind::LogSoftmax), 1);
+    EXPECT_NE(g.find_op("sce/LogSoftmax"), std::nullopt);
+    std::vector<double> want(3), got = test::run_forward(g, "scores", x, "loss");
+    for (int r = 0; r < 3; ++r) {
+      double mx = -1e300, z = 0, dot = 0;
+      for (int c = 0; c < 4; ++c) mx = std::max(mx, static_cast<double>(x[r * 4 + c]));
+      for (int c = 0; c < 4; ++c) z += std::exp(x[r * 4 + c] - mx);
+      for (int c = 0; c < 4; ++c) dot += probs[r * 4 + c] * (x[r * 4 + c] - mx - std::log(z));
+      want[static_cast<size_t>(r)] = -dot;
+    }
+    if (std::string(reduction) != "none") {
+      double s = want[0] + want[1] + want[2];
+      want = {std::string(reduction) == "mean" ? s / 3 : s};
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  }
+}
+
+TEST(ImportOps, SoftmaxCrossEntropyProbabilityTargetsRefusals) {
+  auto model = [](const std::vector<int64_t> &label_dims, bool weight, int64_t ignore_index) {
+    ModelBuilder mb;
+    mb.input("scores", test::kF32, {3, 4});
+    mb.input("probs", test::kF32, label_dims);
+    std::vector<std::string> ins = {"scores", "probs"};
+    if (weight) {
+      mb.init_f("w", {4}, {1, 2, 3, 4});
+      ins.push_back("w");
+    }
+    auto &n = mb.node("SoftmaxCrossEntropyLoss", ins, {"loss"}, "sce");
+    test::set_int(n, "ignore_index", ignore_index);
+    mb.output("loss", 0);
+    return mb;
+  };
+  auto [weighted, code] = import_error(model({3, 4}, true, -100), "sce_probs_weight");
+  EXPECT_HAS(weighted, "node \"sce\" (SoftmaxCrossEntropyLoss, opset 13): its labels \"probs\" are float "
+                       "(probability targets), which cannot take a class weight here");
+  EXPECT_EQ(code, 1);
+  EXPECT_HAS(import_error(model({3, 4}, false, 0), "sce_probs_ignore").first, "cannot take an ignore_index (0)");
+  EXPECT_HAS(import_error(model({3}, false, -100), "sce_probs_rank1").first,
+             "its labels \"probs\" are float (probability targets) of rank 1: probability targets have the scores' "
+             "shape [N, C, ...]");
+}
+
+}  // namespace
+}  // namespace cleave

@@ -52,10 +52,10 @@ std::map<std::string, std::string> data_files(const codegen::Bundle &bundle, con
     if (!files.emplace(item.substr(0, eq), fs::absolute(item.substr(eq + 1)).string()).second)
       CLEAVE_USER_ERROR(flag, ": input \"", item.substr(0, eq), "\" given twice");
   }
-  for (const auto &[name, path] : files)
+  for (const auto &file : files)
     if (std::none_of(bundle.inputs.begin(), bundle.inputs.end(),
-                     [&](const codegen::BundleInput &in) { return in.name == name; }))
-      CLEAVE_USER_ERROR(flag, ": the model has no input \"", name, "\"");
+                     [&](const codegen::BundleInput &in) { return in.name == file.first; }))
+      CLEAVE_USER_ERROR(flag, ": the model has no input \"", file.first, "\"");
   // The ranks read the files with the same reader (runtime/common/npy_format.h): what passes here, they accept.
   std::string first_name;
   int64_t first_samples = -1;
