@@ -116,7 +116,8 @@ void expand_prob_target_losses(onnx::ModelProto &m) {
       a->set_type(onnx::AttributeProto::INT);
       a->set_i(v);
     };
-    std::string log_prob = n.output_size() > 1 && !n.output(1).empty() ? n.output(1) : fresh(tensors, name + "/log_prob");
+    bool asked = n.output_size() > 1 && !n.output(1).empty();
+    std::string log_prob = asked ? n.output(1) : fresh(tensors, name + "/log_prob");
     set_int(add("LogSoftmax", {n.input(0)}, log_prob), "axis", 1);
     std::string weighted = fresh(tensors, name + "/weighted_log_prob");
     add("Mul", {log_prob, n.input(1)}, weighted);

@@ -135,6 +135,58 @@ void translate_reduce(Importer &im, const NodeCtx &n) {
   im.emit(s, n.name, n);
 }
 
+namespace {
+
+/** The source P (param or optimizer state) whose values `t` holds repeated whole, element k of t being P's element
+ *  (k mod |P|): torch's InstanceNorm with track_running_stats tiles its running statistics over the batch this way
+ *  (Tile of an Expand) before a BatchNormalization over [1, N*C, ...]. Follows Identity, Reshape and Expand ops back
+ *  to the source and replays them on P's element indices; kNoTensor when the chain is anything else. */
+TensorId tiled_source(const Graph &g, TensorId t) {
+  std::vector<const Op *> chain;
+  while (g.tensor(t).producer != kNoOp) {
+    const Op &op = g.op(g.tensor(t).producer);
+    if (op.kind != OpKind::Identity && op.kind != OpKind::Reshape && op.kind != OpKind::Expand) return kNoTensor;
+    chain.push_back(&op);
+    t = op.inputs[0];
+  }
+  Role role = g.tensor(t).role;
+  if (role != Role::param && role != Role::optimizer_state) return kNoTensor;
+  Shape shape = g.tensor(t).shape;
+  int64_t n = num_elements(shape);
+  if (n <= 0) return kNoTensor;
+  std::vector<int64_t> index(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) index[static_cast<size_t>(k)] = k;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Shape &out = g.tensor((*it)->outputs[0]).shape;
+    if ((*it)->kind == OpKind::Expand) {
+      // numpy broadcasting: dims aligned on the right, a dim of 1 read at 0.
+      int64_t volume = num_elements(out);
+      if (volume > (int64_t{1} << 24) || out.size() < shape.size()) return kNoTensor;
+      std::vector<int64_t> next(static_cast<size_t>(volume));
+      size_t lead = out.size() - shape.size();
+      for (int64_t k = 0; k < volume; ++k) {
+        int64_t rest = k, from = 0, stride = 1;
+        for (size_t d = out.size(); d-- > 0;) {
+          int64_t i = rest % out[d];
+          rest /= out[d];
+          if (d < lead) continue;
+          int64_t dim = shape[d - lead];
+          from += (dim == 1 ? 0 : i) * stride;
+          stride *= dim;
+        }
+        next[static_cast<size_t>(k)] = index[static_cast<size_t>(from)];
+      }
+      index = std::move(next);
+    }
+    shape = out;
+  }
+  for (size_t k = 0; k < index.size(); ++k)
+    if (index[k] != static_cast<int64_t>(k) % n) return kNoTensor;
+  return index.size() % static_cast<size_t>(n) == 0 ? t : kNoTensor;
+}
+
+}  // namespace
+
 void translate_batchnorm(Importer &im, const NodeCtx &n) {
   OpSpec s = same_operands(n, OpKind::BatchNormalization);
   s.attrs["epsilon"] = n.attrs.get_float("epsilon", double{1e-5f});
@@ -159,10 +211,34 @@ void translate_batchnorm(Importer &im, const NodeCtx &n) {
   for (size_t i = 1; i <= 2; ++i) {
     TensorId dst = im.use(n.in(2 + i), &n);
     Role r = im.g.tensor(dst).role;
-    if (r != Role::param && r != Role::optimizer_state && r != Role::input)
-      n.fail("training mode needs input \"" + n.in(2 + i) + "\" to be an initializer or graph input, so the " +
-             "running statistics can be updated");
-    im.g.assigns.push_back(Assign{dst, outs[i]});
+    if (r == Role::param || r == Role::optimizer_state || r == Role::input) {
+      im.g.assigns.push_back(Assign{dst, outs[i]});
+      continue;
+    }
+    // Statistics tiled from a source P (torch's InstanceNorm(track_running_stats)): P takes the mean of the updated
+    // copies, as torch's instance_norm copies running_mean_.view(N, C).mean(0) back.
+    TensorId src = tiled_source(im.g, dst);
+    if (src == kNoTensor)
+      n.fail("training mode needs input \"" + n.in(2 + i) + "\" to be an initializer or graph input (or one "
+             "repeated whole), so the running statistics can be updated");
+    int64_t c = num_elements(im.g.tensor(src).shape), copies = num_elements(im.g.tensor(outs[i]).shape) / c;
+    std::string name = im.g.tensor(outs[i]).name;
+    auto op = [&](OpKind kind, const std::string &in, AttrMap attrs, const std::string &suffix) {
+      OpSpec m;
+      m.kind = kind;
+      m.inputs = {in};
+      m.outputs = {im.fresh_tensor_name(name + suffix)};
+      m.attrs = std::move(attrs);
+      m.foldable = false;
+      im.emit(m, im.fresh_op_name(n.name + suffix), n);
+      return m.outputs[0];
+    };
+    std::string copies_by_channel = op(OpKind::Reshape, name, {{"shape", Shape{copies, c}}}, ".copies");
+    AttrMap over_copies{{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}};
+    std::string mean = op(OpKind::ReduceMean, copies_by_channel, over_copies, ".mean_of_copies");
+    if (im.g.tensor(src).shape != Shape{c})
+      mean = op(OpKind::Reshape, mean, {{"shape", im.g.tensor(src).shape}}, ".shaped");
+    im.g.assigns.push_back(Assign{src, im.use(mean, &n)});
   }
 }
 

@@ -2,11 +2,11 @@
 partitioned runs equal `cleave eval` to float64 rounding, where float32 runs of a chaotic net part by 1e-5 and more.
 
 The net (batch 4, torch.manual_seed(0) weights, 3x12x12 inputs, 10 classes) has the kernels of the torchvision zoo's
-nets: conv (strided, grouped) + BatchNorm + ReLU, max and average pooling, LayerNorm, GELU (erf), a softmax attention
+nets: conv (strided, grouped) + BatchNorm (+ InstanceNorm with running statistics) + ReLU, max and average pooling, LayerNorm, GELU (erf), a softmax attention
 (batched MatMul), Linear, cross-entropy. It is exported with `model.double()` by torch 1.13 in training mode.
   - one `cleave eval` step at lr 1: w0 - w1 (exact to an ulp of w) against torch float64's gradients, within 1e-9 of
     each parameter's largest gradient (at least 1e-6 of the model's; norm epsilons rounded to float32 on the torch
-    side, as ONNX stores them);
+    side, as ONNX stores them), and every running statistic within 1e-9 of torch's after its forward;
   - 2 ranks with the data, tofu and a random plan, 3 SGD steps: the losses (printed to 9 digits) within 1e-9 and every
     trained weight and running statistic within 1e-12 of `cleave eval`'s. A float32 runtime misses this by ~1e-7.
 Usage (CTest): /usr/bin/python3 tests/e2e/float64_ranks.py <cleave-binary> <source-dir>
@@ -40,13 +40,14 @@ class Net(nn.Module):
         self.b1 = nn.BatchNorm2d(8)
         self.c2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2)
         self.b2 = nn.BatchNorm2d(16)
+        self.i2 = nn.InstanceNorm2d(16, affine=True, track_running_stats=True)
         self.ln = nn.LayerNorm(16)
         self.q = nn.Linear(16, 16)
         self.fc = nn.Linear(16, CLASSES)
 
     def forward(self, x, y):
         h = F.max_pool2d(F.relu(self.b1(self.c1(x))), 2)                  # 12 -> 6
-        h = F.relu(self.b2(self.c2(h)))                                   # 6 -> 3
+        h = F.relu(self.i2(self.b2(self.c2(h))))                          # 6 -> 3
         t = self.ln(h.flatten(2).transpose(1, 2))                         # [B, 9, 16]
         a = torch.softmax(self.q(t) @ t.transpose(1, 2) / 4.0, dim=-1)    # [B, 9, 9]
         t = F.gelu(a @ t) + t
@@ -75,10 +76,28 @@ def main():
         for m in ref.modules():
             if isinstance(getattr(m, "eps", None), float):
                 m.eps = float(np.float32(m.eps))
+            if isinstance(getattr(m, "momentum", None), float):  # ONNX stores 1 - momentum as a float32
+                m.momentum = 1 - float(np.float32(1 - m.momentum))
+        # The running statistics from those the export saved (its tracing forward updated them).
+        w0 = weights(path)
+        with torch.no_grad():
+            for n, b in ref.named_buffers():
+                if n in w0:
+                    b.copy_(torch.from_numpy(w0[n]))
         ref(torch.from_numpy(x[:BATCH]), torch.from_numpy(y[:BATCH])).backward()
         step1 = os.path.join(tmp, "eval1.onnx")
         sh([cleave, "eval", path, "--data", data, "--batch", str(BATCH), "--steps", "1", "--optimizer", "sgd",
             "--lr", "1", "--save-model", step1])
+        # BatchNorm's and the tracking InstanceNorm's running statistics after the step (torch's instance_norm
+        # updates a tiled copy per sample and keeps their mean).
+        w1 = weights(step1)
+        for n, b in ref.named_buffers():
+            if "running" not in n:
+                continue
+            err = float(np.abs(w1[n] - b.numpy()).max()) / max(1.0, float(b.abs().max()))
+            print(f"eval running statistic {n} vs torch float64: {err:.3g}")
+            if err > GRAD_RTOL:
+                problems.append(f"eval running statistic {n} off torch float64's by {err:.3g} (bound {GRAD_RTOL})")
         got = tc.recovered_gradients(path, step1, 1.0)
         want = {n: p.grad.numpy() for n, p in ref.named_parameters()}
         # The biases of the convs that feed a BatchNorm have a zero gradient in exact arithmetic: their error is

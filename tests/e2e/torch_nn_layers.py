@@ -861,8 +861,6 @@ EXPECTED = {
     "upsample_bicubic": gap("ir", 'mode "cubic" is not supported', "Resize mode cubic"),
     "upsample_bicubic_ac": gap("ir", 'mode "cubic" is not supported', "Resize mode cubic"),
     "upsample_bicubic_opset17": gap("ir", 'mode "cubic" is not supported', "Resize mode cubic"),
-    "instancenorm2d_track": gap("ir", "training mode needs input", "InstanceNorm(track_running_stats) exports as "
-                                "BatchNormalization on Tile'd running statistics, not initializers"),
     "rrelu_eval": gap("ir", "(RandomUniformLike, ai.onnx", "RReLU in training mode exports RandomUniformLike"),
     "embeddingbag_sum": gap("ir", "(Loop, ai.onnx", "EmbeddingBag exports a Loop"),
     "embeddingbag_mean": gap("ir", "(Loop, ai.onnx", "EmbeddingBag exports a Loop"),

@@ -210,7 +210,7 @@ TEST(ImportOps, BatchNormTrainingBindsRunningStatistics) {
   mb.init_f("mean", {3}, {0, 0, 0});
   mb.init_f("var", {3}, {1, 1, 1});
   // ONNX requires the running statistics outputs in training mode; the saved statistics are created for autodiff.
-  auto &bn = mb.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "rm", "rv"}, "bn");
+  auto &bn = mb.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y", "rm", "rv", "sm", "sv"}, "bn");
   test::set_int(bn, "training_mode", 1);
   mb.output("y", 4);
   Graph g = import(mb, "bn");
@@ -493,6 +493,28 @@ TEST(ImportOps, SoftmaxCrossEntropyProbabilityTargetsRefusals) {
   EXPECT_HAS(import_error(model({3}, false, -100), "sce_probs_rank1").first,
              "its labels \"probs\" are float (probability targets) of rank 1: probability targets have the scores' "
              "shape [N, C, ...]");
+}
+
+}  // namespace
+}  // namespace cleave
+
+namespace cleave {
+namespace {
+
+TEST(ImportOps, BatchNormTrainingStatisticsMustBeStoredOrTiled) {
+  // Running statistics computed by anything but a whole repetition of a stored tensor cannot be written back.
+  ModelBuilder mb(13);
+  mb.input("x", test::kF32, {2, 3, 4});
+  mb.init_f("scale", {3}, {1, 1, 1});
+  mb.init_f("bias", {3}, {0, 0, 0});
+  mb.init_f("m0", {3}, {0.1f, 0.2f, 0.3f});
+  mb.init_f("v0", {3}, {1, 1, 1});
+  mb.node("Relu", {"m0"}, {"m"}, "relu");
+  mb.node("BatchNormalization", {"x", "scale", "bias", "m", "v0"}, {"y", "rm", "rv", "sm", "sv"}, "bn");
+  mb.output("y", 3);
+  EXPECT_HAS(import_error(mb, "bn_computed_stats").first,
+             "node \"bn\" (BatchNormalization, opset 13): training mode needs input \"m\" to be an initializer or graph "
+             "input (or one repeated whole)");
 }
 
 }  // namespace

@@ -597,7 +597,9 @@ output loss
   Plan p = data_plan(g, 2);
   EXPECT_EQ(plan_problems(g, p), std::vector<std::string>{});
   EXPECT_EQ(data_var(g, p, "bmm"), "b");
-  auto kind = [&](const std::string &t) { return p.tensors[static_cast<size_t>(*g.find_tensor(t))].sharding.axes[0].kind; };
+  auto kind = [&](const std::string &t) {
+    return p.tensors[static_cast<size_t>(*g.find_tensor(t))].sharding.axes[0].kind;
+  };
   EXPECT_EQ(kind("w.grad"), AxisSharding::Kind::split);
   for (const Op &op : g.ops())
     if (op.phase == Phase::update) EXPECT_EQ(data_var(g, p, op.name), "") << op.name;
