@@ -15,6 +15,8 @@ if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLEAVE_FUZZ=ON \
     -DCLEAVE_ENABLE_CUDA=OFF > "$build.configure.log" || { cat "$build.configure.log" >&2; exit 1; }
 fi
+grep -q '^CLEAVE_FUZZ:BOOL=ON$' "$build/CMakeCache.txt" ||
+  { echo "error: $build is not a CLEAVE_FUZZ build (configure it with CXX=clang++ -DCLEAVE_FUZZ=ON)" >&2; exit 2; }
 ninja -C "$build" "fuzz_$target" >&2
 corpus=$build/corpus/$target
 mkdir -p "$corpus" "tests/fuzz/regressions/$target"

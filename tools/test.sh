@@ -45,8 +45,10 @@ case $mode in
     export LSAN_OPTIONS="suppressions=$(realpath "$build/lsan.supp"):print_suppressions=0"
     # -O1 -g1: line tables for the stacks, and half the compile time of -O2 -g under the sanitizers (codegen's
     # emit_bundle.cpp: 75 s against 142 s here), which keeps CI within its time. No CUDA: the fast tests use none.
-    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
-      -DCLEAVE_SANITIZE=ON -DCLEAVE_ENABLE_CUDA=OFF >/dev/null
+    # clang with CLEAVE_FUZZ (which implies the sanitizers): the same tree builds tools/fuzz.sh's libFuzzer targets
+    # (CLEAVE_FUZZ_BUILD_DIR=build-asan), so CI compiles the sources under the sanitizers once, not twice.
+    CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCLEAVE_FUZZ=ON -DCLEAVE_ENABLE_CUDA=OFF >/dev/null
     if [ "${sanitize_all:-0}" = 1 ]; then target=tests_fast label='^fast$'; else target=tests_sanitize label='^sanitize$'; fi
     ninja -C "$build" -j "$jobs" "$target"
     ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 1800 -L "$label" "$@"
