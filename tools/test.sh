@@ -2,8 +2,8 @@
 # Sets up, builds and runs the tests. Every test has a label (tests/CMakeLists.txt): fast, bundle, e2e, cuda, gpu.
 #   tools/test.sh             everything: builds the whole tree, runs every test (what CI runs first)
 #   tools/test.sh --fast      builds only what the fast tests run (target tests_fast) and runs the fast label
-#   tools/test.sh --sanitize  the sanitize label (fast tests on what reads users' files), built with ASan+UBSan
-#                             (CLEAVE_SANITIZE=ON, no CUDA) in build-asan or $CLEAVE_SANITIZE_BUILD_DIR (what CI runs
+#   tools/test.sh --sanitize  the sanitize label (fast tests on what reads users' files), built by clang with ASan+UBSan
+#                             (CLEAVE_FUZZ=ON, no CUDA) in build-asan or $CLEAVE_SANITIZE_BUILD_DIR (what CI runs
 #                             second); --sanitize-all: every fast test so (about three times the build)
 # Further arguments go to ctest (e.g. -R planner).
 set -euo pipefail
