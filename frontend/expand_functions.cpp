@@ -99,11 +99,11 @@ class Expander {
     for (int i = 0; i < f->input_size(); ++i) rename[f->input(i)] = i < n.input_size() ? n.input(i) : "";
     for (int i = 0; i < f->output_size(); ++i)
       rename[f->output(i)] = i < n.output_size() && !n.output(i).empty() ? n.output(i)
-                                                                          : fresh(tensor_names_, name + "/" + f->output(i));
+                                                                          : fresh_name(tensor_names_, name + "/" + f->output(i));
     auto renamed = [&](const std::string &s) {
       if (s.empty()) return s;
       auto it = rename.find(s);
-      if (it == rename.end()) it = rename.emplace(s, fresh(tensor_names_, name + "/" + s)).first;
+      if (it == rename.end()) it = rename.emplace(s, fresh_name(tensor_names_, name + "/" + s)).first;
       return it->second;
     };
 
@@ -121,7 +121,7 @@ class Expander {
       for (auto &s : *c.mutable_output()) s = renamed(s);
       substitute_attributes(c, n, schema);
       std::string base = b.name().empty() ? b.op_type() + "_" + std::to_string(j) : b.name();
-      c.set_name(fresh(node_names_, name + "/" + base));
+      c.set_name(fresh_name(node_names_, name + "/" + base));
       std::string domain = norm_domain(c.domain());
       if (find_translator(domain, c.op_type())) {
         auto body = body_opsets.find(domain);
@@ -146,13 +146,6 @@ class Expander {
     std::string why;
     for (const auto &p : problems) why += (why.empty() ? "" : "; ") + p;
     return why;
-  }
-
-  static std::string fresh(std::set<std::string> &taken, const std::string &base) {
-    std::string name = base;
-    for (int k = 1; taken.count(name); ++k) name = base + "." + std::to_string(k);
-    taken.insert(name);
-    return name;
   }
 
  private:
@@ -228,13 +221,20 @@ class Expander {
 
 }  // namespace
 
+std::string fresh_name(std::set<std::string> &taken, const std::string &base) {
+  std::string name = base;
+  for (int k = 1; taken.count(name); ++k) name = base + "." + std::to_string(k);
+  taken.insert(name);
+  return name;
+}
+
 std::vector<std::string> importer_names(const onnx::GraphProto &g) {
   std::set<std::string> taken;
   std::vector<std::string> names(g.node_size());
   for (int i = 0; i < g.node_size(); ++i)
     if (!g.node(i).name().empty() && taken.insert(g.node(i).name()).second) names[i] = g.node(i).name();
   for (int i = 0; i < g.node_size(); ++i)
-    if (names[i].empty()) names[i] = Expander::fresh(taken, g.node(i).op_type() + "_" + std::to_string(i));
+    if (names[i].empty()) names[i] = fresh_name(taken, g.node(i).op_type() + "_" + std::to_string(i));
   return names;
 }
 

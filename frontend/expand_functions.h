@@ -2,6 +2,7 @@
 // Function ops: an op Cleave has no translator for, but which ONNX (its schema's function body) or the model (a
 // FunctionProto of ModelProto.functions) defines as a composition of other ops, is imported as that composition.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ using UnexpandedNodes = std::map<int, std::string>;
  *  the importer would have given it (an unnamed one `<OpType>_<index before expansion>`), so IR names do not shift.
  *  Nodes of training algorithms are not expanded. */
 UnexpandedNodes expand_functions(onnx::ModelProto &m);
+
+/** `base`, or `base.1`, `base.2`, ... : the first not in `taken`, which it joins. */
+std::string fresh_name(std::set<std::string> &taken, const std::string &base);
 
 /** The IR op names the importer gives the nodes of `g` (onnx_import.cpp's op_names): the node's name when set and
  *  unique, else `<OpType>_<index>`. A pass that replaces a node by several names every node so first, so the

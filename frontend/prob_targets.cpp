@@ -37,19 +37,6 @@ std::map<std::string, Declared> declared_types(const onnx::GraphProto &g) {
   return out;
 }
 
-std::string fresh(std::set<std::string> &taken, const std::string &base) {
-  std::string name = base;
-  for (int k = 1; taken.count(name); ++k) name = base + "." + std::to_string(k);
-  taken.insert(name);
-  return name;
-}
-
-const onnx::AttributeProto *attribute(const onnx::NodeProto &n, const std::string &name) {
-  for (const auto &a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
 }  // namespace
 
 void expand_prob_target_losses(onnx::ModelProto &m) {
@@ -89,23 +76,23 @@ void expand_prob_target_losses(onnx::ModelProto &m) {
     }
     std::string where = node_label(name, n.op_type(), n.domain(), opset);
     std::string labels = "its labels \"" + n.input(1) + "\" are float (probability targets)";
+    NodeAttrs attrs(n, where);
     if (n.input_size() > 2 && !n.input(2).empty())
       CLEAVE_USER_ERROR(where, ": ", labels, ", which cannot take a class weight here");
     // torch writes its default ignore_index (-100) with probability targets too, and ignores a negative one.
-    if (const onnx::AttributeProto *a = attribute(n, "ignore_index"); a && a->i() >= 0)
-      CLEAVE_USER_ERROR(where, ": ", labels, ", which cannot take an ignore_index (", a->i(), ")");
+    if (int64_t ignore = attrs.get_int("ignore_index", -1); ignore >= 0)
+      CLEAVE_USER_ERROR(where, ": ", labels, ", which cannot take an ignore_index (", ignore, ")");
     if (declared[n.input(1)].rank >= 0 && declared[n.input(1)].rank < 2)
       CLEAVE_USER_ERROR(where, ": ", labels, " of rank ", declared[n.input(1)].rank,
                         ": probability targets have the scores' shape [N, C, ...]");
-    std::string reduction = "mean";
-    if (const onnx::AttributeProto *a = attribute(n, "reduction")) reduction = a->s();
+    std::string reduction = attrs.get_string("reduction", "mean");
     if (reduction != "mean" && reduction != "sum" && reduction != "none")
       CLEAVE_USER_ERROR(where, ": reduction \"", reduction, "\" is not mean, sum or none");
 
     auto add = [&](const std::string &op, std::vector<std::string> inputs, const std::string &output) {
       onnx::NodeProto *b = nodes.Add();
       b->set_op_type(op);
-      b->set_name(fresh(node_names, name + "/" + op));
+      b->set_name(fresh_name(node_names, name + "/" + op));
       for (auto &s : inputs) b->add_input(s);
       b->add_output(output);
       return b;
@@ -117,15 +104,15 @@ void expand_prob_target_losses(onnx::ModelProto &m) {
       a->set_i(v);
     };
     bool asked = n.output_size() > 1 && !n.output(1).empty();
-    std::string log_prob = asked ? n.output(1) : fresh(tensors, name + "/log_prob");
+    std::string log_prob = asked ? n.output(1) : fresh_name(tensors, name + "/log_prob");
     set_int(add("LogSoftmax", {n.input(0)}, log_prob), "axis", 1);
-    std::string weighted = fresh(tensors, name + "/weighted_log_prob");
+    std::string weighted = fresh_name(tensors, name + "/weighted_log_prob");
     add("Mul", {log_prob, n.input(1)}, weighted);
     // The sum over the classes: axis 1 (ReduceSum takes its axes as an input from opset 13).
-    std::string per_sample = fresh(tensors, name + "/sample_log_likelihood");
+    std::string per_sample = fresh_name(tensors, name + "/sample_log_likelihood");
     onnx::NodeProto *sum = nullptr;
     if (opset >= 13) {
-      std::string axes = fresh(tensors, name + "/class_axis");
+      std::string axes = fresh_name(tensors, name + "/class_axis");
       onnx::NodeProto *c = add("Constant", {}, axes);
       onnx::AttributeProto *value = c->add_attribute();
       value->set_name("value");
@@ -145,7 +132,7 @@ void expand_prob_target_losses(onnx::ModelProto &m) {
     std::string loss_in = per_sample;
     if (reduction != "none") {
       // ReduceMean / ReduceSum without axes reduce every axis: a scalar.
-      loss_in = fresh(tensors, name + "/" + reduction + "_log_likelihood");
+      loss_in = fresh_name(tensors, name + "/" + reduction + "_log_likelihood");
       set_int(add(reduction == "mean" ? "ReduceMean" : "ReduceSum", {per_sample}, loss_in), "keepdims", 0);
     }
     add("Neg", {loss_in}, n.output(0));
