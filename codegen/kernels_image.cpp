@@ -46,7 +46,11 @@ std::string resize_code(const KernelCall &call) {
   const std::string &ctm = op.attr_string("coordinate_transformation_mode");
   std::string code = "{\nrt::ResizeShape rs{" + num(xs[0] * xs[1]) + ", " + dims_literal(tail(xs, 2)) + ", " +
                      dims_literal(tail(ys, 2)) + ", " + sc + ", rt::ResizeMode::" + op.attr_string("mode") +
-                     ", rt::ResizeCoord::" + ctm + ", rt::ResizeNearest::" + op.attr_string("nearest_mode") + "};\n";
+                     ", rt::ResizeCoord::" + ctm + ", rt::ResizeNearest::" + op.attr_string("nearest_mode");
+  if (op.attr_string("mode") == "cubic")
+    code += ", " + double_literal(op.attr_float("cubic_coeff_a")) + ", " +
+            (op.attr_int("exclude_outside") != 0 ? "true" : "false");
+  code += "};\n";
   return code + (grad ? "rt::resize_backward(rs, " : "rt::resize_forward(rs, ") + call.ins[0] + ", " + call.outs[0] +
          ");\n}";
 }

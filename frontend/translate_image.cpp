@@ -97,7 +97,8 @@ void translate_resize(Importer &im, const NodeCtx &n) {
   std::string mode = n.attrs.get_string("mode", "nearest");
   std::string ctm = n.attrs.get_string("coordinate_transformation_mode", "half_pixel");
   std::string nearest = n.attrs.get_string("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") unsupported(n, "mode \"" + mode + "\" is not supported (nearest, linear)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    n.fail("attribute \"mode\" has unknown value \"" + mode + "\" (nearest, linear, cubic)");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" && ctm != "asymmetric" &&
       ctm != "tf_half_pixel_for_nn")
     unsupported(n, "coordinate_transformation_mode \"" + ctm + "\" is not supported");
@@ -131,6 +132,10 @@ void translate_resize(Importer &im, const NodeCtx &n) {
   s.attrs["mode"] = mode;
   s.attrs["coordinate_transformation_mode"] = ctm;
   s.attrs["nearest_mode"] = nearest;
+  if (mode == "cubic") {  // only cubic reads them: the other modes' IR stays as it was
+    s.attrs["cubic_coeff_a"] = n.attrs.get_float("cubic_coeff_a", -0.75);
+    s.attrs["exclude_outside"] = n.attrs.get_int("exclude_outside", 0);
+  }
   s.attrs["scales"] = scales;
   s.attrs["sizes"] = sizes;
   im.emit(s, n.name, n);

@@ -661,7 +661,10 @@ Shape resize_shape(const RuleArgs &r, const Shape &x) {
     if (sizes[d] < 1 || scales[d] <= 0 || x[d] < 1)
       r.fail(detail::concat("sizes ", shape_str(sizes), " and scales must be positive, X ", shape_str(x), " not empty"));
   std::string mode = r.op.attr_string("mode");
-  if (mode != "nearest" && mode != "linear") r.fail("mode \"" + mode + "\" is not nearest or linear");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    r.fail("mode \"" + mode + "\" is not nearest, linear or cubic");
+  if (mode == "cubic" && (!r.op.has_attr("cubic_coeff_a") || !r.op.has_attr("exclude_outside")))
+    r.fail("mode \"cubic\" needs the attributes cubic_coeff_a and exclude_outside");
   return sizes;
 }
 

@@ -28,6 +28,15 @@ std::vector<Affine> plane_index(Var n, Var c, const std::vector<Var> &sp) {
   return i;
 }
 
+/** FLOPs of one output point of a resize: a multiply-add per tap combination (k^sp taps: k = 2 linear, 4 cubic), 1
+ *  for nearest. */
+int64_t resize_flops(const std::string &mode, size_t sp) {
+  if (mode == "nearest") return 1;
+  int64_t taps = 1;
+  for (size_t d = 0; d < sp; ++d) taps *= mode == "cubic" ? 4 : 2;
+  return 2 * taps;
+}
+
 }  // namespace
 
 Descs describe_InstanceNormalization(const Graph &g, const Op &op) {
@@ -95,22 +104,21 @@ Descs describe_InstanceNormalizationGrad(const Graph &g, const Op &op) {
 Descs describe_Resize(const Graph &g, const Op &op) {
   Builder b(g, op, 0, "Y");
   const Shape &xs = in_shape(g, op, 0), &ys = b.out_shape();
-  bool linear = op.attr_string("mode") == "linear";
+  const std::string &mode = op.attr_string("mode");
   Var n = b.out("b", ys[0]), c = b.out("c", ys[1]);
   std::vector<Var> o = spatial_vars(ys, [&](const std::string &nm, int64_t e) { return b.out(nm, e, true); });
   std::vector<Var> i = spatial_vars(xs, [&](const std::string &nm, int64_t e) { return b.internal(nm, e); }, "i");
   Operand x = b.in(0, "X");
-  // The opaque function sits in post, which is counted once per output point: each output reads 2^sp corners (one
-  // for nearest), not the whole plane the internal vars range over.
-  int64_t taps = linear ? int64_t{2} << (xs.size() - 2) : 1;
+  // The opaque function sits in post, which is counted once per output point: each output reads its taps, not the
+  // whole plane the internal vars range over.
   return {std::move(b).build(plane_index(n, c, o), Reduce::none, x(plane_ix(n, c, i)),
-                             opaque(linear ? "resize_linear" : "resize_nearest", {reduced()}, taps))};
+                             opaque("resize_" + mode, {reduced()}, resize_flops(mode, xs.size() - 2)))};
 }
 
 Descs describe_ResizeGrad(const Graph &g, const Op &op) {
   Builder b(g, op, 0, "dX");
   const Shape &ys = in_shape(g, op, 0), &xs = b.out_shape();
-  bool linear = op.attr_string("mode") == "linear";
+  const std::string &mode = op.attr_string("mode");
   Var n = b.out("b", xs[0]), c = b.out("c", xs[1]);
   std::vector<Var> h = spatial_vars(xs, [&](const std::string &nm, int64_t e) { return b.out(nm, e, true); });
   std::vector<Var> o = spatial_vars(ys, [&](const std::string &nm, int64_t e) { return b.internal(nm, e); }, "o");
@@ -121,9 +129,9 @@ Descs describe_ResizeGrad(const Graph &g, const Op &op) {
     in_plane *= xs[d];
     out_plane *= ys[d];
   }
-  int64_t taps = (linear ? int64_t{2} << (xs.size() - 2) : 1) * ((out_plane + in_plane - 1) / in_plane);
+  int64_t taps = resize_flops(mode, xs.size() - 2) * ((out_plane + in_plane - 1) / in_plane);
   return {std::move(b).build(plane_index(n, c, h), Reduce::none, dy(plane_ix(n, c, o)),
-                             opaque(linear ? "resize_linear_grad" : "resize_nearest_grad", {reduced()}, taps))};
+                             opaque("resize_" + mode + "_grad", {reduced()}, taps))};
 }
 
 }  // namespace cleave::describe

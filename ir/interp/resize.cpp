@@ -1,4 +1,4 @@
-// Resize (nearest and linear over the spatial dims, ONNX's coordinate transformations) and its gradient, the
+// Resize (nearest, linear and cubic over the spatial dims, ONNX's coordinate transformations) and its gradient, the
 // scatter-add of each output's weights back onto the input positions it read. In float64.
 #include <algorithm>
 #include <cmath>
@@ -36,14 +36,38 @@ int64_t nearest_index(const KernelArgs &k, const std::string &mode, double x) {
   CLEAVE_USER_ERROR(k.label(), ": nearest_mode \"", mode, "\" is not supported");
 }
 
+/** The four inputs around x with Keys' cubic weights (coefficient a), read with edge padding as ONNX's reference
+ *  reads them; exclude_outside zeroes the taps outside [0, in) and renormalises the others. */
+void cubic_taps(double x, int64_t in, double a, bool exclude_outside, std::vector<int64_t> &idx,
+                std::vector<double> &w) {
+  double f = std::floor(x), t = x - f;
+  auto near = [a](double s) { return (a + 2) * s * s * s - (a + 3) * s * s + 1; };
+  auto far = [a](double s) { return a * s * s * s - 5 * a * s * s + 8 * a * s - 4 * a; };
+  double coeff[4] = {far(1 + t), near(t), near(1 - t), far(2 - t)}, kept = 0;
+  for (int j = 0; j < 4; ++j) {
+    auto i = static_cast<int64_t>(f) - 1 + j;
+    if (exclude_outside && (i < 0 || i >= in)) coeff[j] = 0;
+    kept += coeff[j];
+    idx.push_back(std::clamp<int64_t>(i, 0, in - 1));
+  }
+  for (double c : coeff) w.push_back(exclude_outside ? c / kept : c);
+}
+
 Taps taps_of(const KernelArgs &k, int64_t in, int64_t out, double scale) {
   const Op &op = k.op;
   std::string ctm = op.attr_string("coordinate_transformation_mode");
-  bool linear = op.attr_string("mode") == "linear";
+  const std::string &mode = op.attr_string("mode");
   Taps t;
   for (int64_t o = 0; o < out; ++o) {
     double x = source_coord(k, ctm, o, scale, in);
-    if (!linear) {
+    if (mode == "cubic") {
+      t.idx.emplace_back();
+      t.w.emplace_back();
+      cubic_taps(x, in, op.attr_float("cubic_coeff_a", -0.75), op.attr_int("exclude_outside", 0) != 0,
+                 t.idx.back(), t.w.back());
+      continue;
+    }
+    if (mode == "nearest") {
       int64_t i = std::clamp<int64_t>(nearest_index(k, op.attr_string("nearest_mode"), x), 0, in - 1);
       t.idx.push_back({i});
       t.w.push_back({1.0});

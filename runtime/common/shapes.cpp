@@ -2,6 +2,7 @@
 #include "common/shapes.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -93,6 +94,14 @@ int64_t nearest_index(ResizeNearest mode, double x) {
   return static_cast<int64_t>(f);
 }
 
+/** Keys' cubic convolution weights of the taps at floor(x) - 1 .. floor(x) + 2 for t = x - floor(x), with ONNX's
+ *  cubic_coeff_a `a` (torch's bicubic: -0.75). */
+std::array<double, 4> cubic_weights(double t, double a) {
+  auto near = [a](double s) { return ((a + 2) * s - (a + 3)) * s * s + 1; };      // |s| <= 1
+  auto far = [a](double s) { return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a; };  // 1 < |s| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
 }  // namespace
 
 std::vector<ResizeTaps> resize_taps(const ResizeShape &s) {
@@ -102,21 +111,37 @@ std::vector<ResizeTaps> resize_taps(const ResizeShape &s) {
   for (size_t d = 0; d < sp; ++d) {
     if (s.x[d] < 1 || s.y[d] < 0 || !(s.scales[d] > 0)) fail("resize: empty input or non-positive scale");
     ResizeTaps &t = taps[d];
+    t.k = s.mode == ResizeMode::nearest ? 1 : s.mode == ResizeMode::linear ? 2 : 4;
+    int64_t last = s.x[d] - 1;
     for (int64_t o = 0; o < s.y[d]; ++o) {
       double x = source_coord(s.coord, o, s.scales[d], s.x[d]);
-      int64_t last = s.x[d] - 1;
       if (s.mode == ResizeMode::nearest) {
-        int64_t i = std::clamp<int64_t>(nearest_index(s.nearest, x), 0, last);
-        t.i0.push_back(i);
-        t.i1.push_back(i);
-        t.w1.push_back(0.0);
+        t.idx.push_back(std::clamp<int64_t>(nearest_index(s.nearest, x), 0, last));
+        t.w.push_back(1.0);
         continue;
       }
-      x = std::clamp(x, 0.0, static_cast<double>(last));
-      auto i0 = static_cast<int64_t>(std::floor(x));
-      t.i0.push_back(i0);
-      t.i1.push_back(std::min(i0 + 1, last));
-      t.w1.push_back(x - static_cast<double>(i0));
+      if (s.mode == ResizeMode::linear) {
+        x = std::clamp(x, 0.0, static_cast<double>(last));
+        auto i0 = static_cast<int64_t>(std::floor(x));
+        t.idx.insert(t.idx.end(), {i0, std::min(i0 + 1, last)});
+        t.w.insert(t.w.end(), {1.0 - (x - static_cast<double>(i0)), x - static_cast<double>(i0)});
+        continue;
+      }
+      // Cubic: the four inputs around x, read with edge padding (ONNX's reference; torch clamps the index alike);
+      // exclude_outside drops the taps outside the input and renormalises the rest.
+      double f = std::floor(x);
+      auto i0 = static_cast<int64_t>(f);
+      std::array<double, 4> w = cubic_weights(x - f, s.cubic_a);
+      double kept = 0;
+      for (int j = 0; j < 4; ++j) {
+        int64_t i = i0 - 1 + j;
+        if (s.exclude_outside && (i < 0 || i > last)) w[static_cast<size_t>(j)] = 0;
+        kept += w[static_cast<size_t>(j)];
+      }
+      for (int j = 0; j < 4; ++j) {
+        t.idx.push_back(std::clamp<int64_t>(i0 - 1 + j, 0, last));
+        t.w.push_back(s.exclude_outside ? w[static_cast<size_t>(j)] / kept : w[static_cast<size_t>(j)]);
+      }
     }
   }
   return taps;

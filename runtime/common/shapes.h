@@ -17,11 +17,12 @@ int64_t slice_len(int64_t start, int64_t end, int64_t step);
 void slice_geometry(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, Dims &out, Dims &st,
                     int64_t &base);
 
-/** One spatial dim of a resize: output o reads inputs i0[o] and i1[o] with weights 1 - w1[o] and w1[o] (nearest:
- *  i0 == i1, w1 == 0). */
+/** One spatial dim of a resize: output o reads the `k` inputs idx[o * k + j] with weights w[o * k + j], j < k (k = 1
+ *  for nearest, 2 for linear, 4 for cubic; indices already clamped to the edge). */
 struct ResizeTaps {
-  std::vector<int64_t> i0, i1;
-  std::vector<double> w1;
+  int k = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
 };
 /** The taps of every spatial dim of `s` (rt.h's ResizeShape); fail()s on inconsistent ranks or sizes. */
 std::vector<ResizeTaps> resize_taps(const ResizeShape &s);

@@ -1,4 +1,4 @@
-// Resize (nearest, linear) over the spatial dims of each plane and its adjoint, from the taps every backend
+// Resize (nearest, linear, cubic) over the spatial dims of each plane and its adjoint, from the taps every backend
 // computes alike (common/shapes.h).
 #include <algorithm>
 #include <vector>
@@ -9,32 +9,35 @@
 namespace cleave::rt {
 namespace {
 
-/** Calls f(x_offset, y_offset, weight) within one plane for every (output, tap) pair: one tap per output for nearest,
- *  the 2^sp corners for linear. */
+/** Calls f(x_offset, y_offset, weight) within one plane for every (output, tap) pair: the k^sp combinations of one
+ *  tap per spatial dim (k = 1 nearest, 2 linear, 4 cubic), weighted by the product of their weights. */
 template <typename F>
 void for_each_tap(const ResizeShape &s, const std::vector<host::ResizeTaps> &taps, F f) {
   size_t sp = s.x.size();
   std::vector<int64_t> xstr(sp, 1);
   for (size_t d = sp - 1; d-- > 0;) xstr[d] = xstr[d + 1] * s.x[d + 1];
-  int64_t ny = 1;
+  int64_t ny = 1, combos = 1;
   for (int64_t d : s.y) ny *= d;
-  int64_t corners = s.mode == ResizeMode::linear ? int64_t{1} << sp : 1;
+  for (const host::ResizeTaps &t : taps) combos *= t.k;
   std::vector<int64_t> o(sp);
+  std::vector<size_t> tap(sp);
   for (int64_t yf = 0; yf < ny; ++yf) {
     int64_t rest = yf;
     for (size_t d = sp; d-- > 0;) {
       o[d] = rest % s.y[d];
       rest /= s.y[d];
     }
-    for (int64_t c = 0; c < corners; ++c) {
+    for (int64_t c = 0; c < combos; ++c) {
+      int64_t digits = c;  // the first spatial dim's tap is the most significant digit
+      for (size_t d = sp; d-- > 0;) {
+        tap[d] = static_cast<size_t>(o[d] * taps[d].k + digits % taps[d].k);
+        digits /= taps[d].k;
+      }
       int64_t off = 0;
       double w = 1;
       for (size_t d = 0; d < sp; ++d) {
-        const host::ResizeTaps &t = taps[d];
-        auto od = static_cast<size_t>(o[d]);
-        bool hi = (c >> (sp - 1 - d)) & 1;
-        off += (hi ? t.i1[od] : t.i0[od]) * xstr[d];
-        w *= hi ? t.w1[od] : 1.0 - t.w1[od];
+        off += taps[d].idx[tap[d]] * xstr[d];
+        w *= taps[d].w[tap[d]];
       }
       f(off, yf, w);
     }

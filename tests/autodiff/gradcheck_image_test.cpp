@@ -59,6 +59,8 @@ TEST(GradCheck, Resize) {
       {{1, 2, 3, 3}, {1, 2, 6, 6}, "linear", "half_pixel", "floor"},
       {{1, 2, 3, 4}, {1, 2, 7, 5}, "linear", "align_corners", "floor"},
       {{2, 1, 5}, {2, 1, 3}, "linear", "pytorch_half_pixel", "floor"},
+      {{1, 2, 3, 4}, {1, 2, 6, 7}, "cubic", "pytorch_half_pixel", "floor"},
+      {{1, 1, 4, 3}, {1, 1, 3, 5}, "cubic", "align_corners", "floor"},
   };
   int seed = 3200;
   for (const Case &c : cases) {
@@ -69,6 +71,10 @@ TEST(GradCheck, Resize) {
       scales.push_back(static_cast<double>(c.sizes[d]) / static_cast<double>(c.x[d]));
     AttrMap attrs = {{"mode", c.mode},   {"coordinate_transformation_mode", c.coord}, {"nearest_mode", c.nearest},
                      {"scales", scales}, {"sizes", c.sizes}};
+    if (c.mode == "cubic") {
+      attrs["cubic_coeff_a"] = -0.75;
+      attrs["exclude_outside"] = int64_t{0};
+    }
     check_gradients(b, {b.op(OpKind::Resize, {x}, attrs)}, {x}, "Resize " + c.mode + " " + c.coord);
   }
 }

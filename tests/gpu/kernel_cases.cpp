@@ -227,6 +227,9 @@ void image_cases() {
   for (const R &r : {R{"resize_nearest", {5, 6}, {10, 12}, rt::ResizeMode::nearest, rt::ResizeCoord::asymmetric},
                      R{"resize_linear", {5, 6}, {10, 12}, rt::ResizeMode::linear, rt::ResizeCoord::half_pixel},
                      R{"resize_linear_corners", {4, 3, 5}, {8, 6, 7}, rt::ResizeMode::linear,
+                       rt::ResizeCoord::align_corners},
+                     R{"resize_cubic", {5, 6}, {10, 9}, rt::ResizeMode::cubic, rt::ResizeCoord::pytorch_half_pixel},
+                     R{"resize_cubic_corners", {4, 3, 5}, {8, 6, 3}, rt::ResizeMode::cubic,
                        rt::ResizeCoord::align_corners}}) {
     rt::ResizeShape s;
     s.planes = 6;

@@ -111,11 +111,16 @@ struct ResizeCase {
   Shape x;
   Ints sizes;
   std::string mode, coord, nearest;
+  double cubic_a = -0.75;
+  int64_t exclude_outside = 0;
 };
 
 KernelCase resize_case(const ResizeCase &c) {
   return {"RESIZE(x=" + dims_str(c.x) + ",sizes=" + dims_str(c.sizes) + "," + c.mode + "," + c.coord + "," +
-              c.nearest + ")",
+              c.nearest + (c.mode == "cubic" ? ",a=" + std::to_string(c.cubic_a) + ",exclude_outside=" +
+                                                   std::to_string(c.exclude_outside)
+                                             : "") +
+              ")",
           1e-5, [=] {
             std::mt19937 rng(static_cast<unsigned>(count(c.x) + count(c.sizes)));
             std::vector<double> scales;
@@ -126,6 +131,10 @@ KernelCase resize_case(const ResizeCase &c) {
                              {"nearest_mode", c.nearest},
                              {"scales", scales},
                              {"sizes", c.sizes}};
+            if (c.mode == "cubic") {
+              attrs["cubic_coeff_a"] = c.cubic_a;
+              attrs["exclude_outside"] = c.exclude_outside;
+            }
             auto xd = random_data(rng, count(c.x)), dyd = random_data(rng, count(c.sizes));
             OneOp f;
             f.in(c.x, xd);
@@ -140,7 +149,9 @@ KernelCase resize_case(const ResizeCase &c) {
             s.x.assign(c.x.begin() + 2, c.x.end());
             s.y.assign(c.sizes.begin() + 2, c.sizes.end());
             s.scales.assign(scales.begin() + 2, scales.end());
-            s.mode = c.mode == "linear" ? ResizeMode::linear : ResizeMode::nearest;
+            s.mode = c.mode == "linear" ? ResizeMode::linear : c.mode == "cubic" ? ResizeMode::cubic : ResizeMode::nearest;
+            s.cubic_a = c.cubic_a;
+            s.exclude_outside = c.exclude_outside != 0;
             s.coord = c.coord == "asymmetric"      ? ResizeCoord::asymmetric
                       : c.coord == "align_corners" ? ResizeCoord::align_corners
                       : c.coord == "pytorch_half_pixel" ? ResizeCoord::pytorch_half_pixel
@@ -164,7 +175,11 @@ TEST(RuntimeKernels, Resize) {
            {{1, 3, 6, 4}, {1, 3, 3, 7}, "linear", "pytorch_half_pixel", "floor"},
            {{2, 2, 5}, {2, 2, 11}, "linear", "half_pixel", "floor"},
            {{1, 2, 3, 4, 2}, {1, 2, 6, 8, 4}, "linear", "align_corners", "floor"},
-           {{1, 2, 5, 5}, {1, 2, 3, 2}, "nearest", "half_pixel", "round_prefer_floor"}})
+           {{1, 2, 5, 5}, {1, 2, 3, 2}, "nearest", "half_pixel", "round_prefer_floor"},
+           {{2, 2, 4, 5}, {2, 2, 8, 10}, "cubic", "pytorch_half_pixel", "floor"},
+           {{2, 2, 4, 5}, {2, 2, 7, 3}, "cubic", "align_corners", "floor"},
+           {{1, 2, 6, 4}, {1, 2, 4, 9}, "cubic", "half_pixel", "floor", -0.5, 1},
+           {{1, 2, 3, 4, 2}, {1, 2, 5, 8, 3}, "cubic", "asymmetric", "floor"}})
     cases.push_back(resize_case(c));
   run_cases(cases);
 }

@@ -392,9 +392,11 @@ void conv_transpose_forward(const ConvShape &s, const real *x, const real *w, co
 
 /** Resize over the spatial dims of `planes` planes (n * c), ONNX semantics: output position o of a dim reads the
  *  source coordinate of `coord` (scale = scales[d], the resized length scale * x[d], a real number), then the
- *  nearest input (rounded by `nearest`, clamped) or the two inputs around it (clamped to [0, x[d] - 1]) weighted
- *  linearly; a linear N-d resize multiplies the weights of every dim. */
-enum class ResizeMode { nearest, linear };
+ *  nearest input (rounded by `nearest`, clamped), or the two inputs around it (clamped to [0, x[d] - 1]) weighted
+ *  linearly, or the four around it weighted by Keys' cubic kernel with coefficient `cubic_a` (indices clamped to the
+ *  edge; with `exclude_outside` the taps outside the input get weight 0 and the rest are renormalised); an N-d
+ *  resize multiplies the weights of every dim. */
+enum class ResizeMode { nearest, linear, cubic };
 enum class ResizeCoord { half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
 enum class ResizeNearest { round_prefer_floor, round_prefer_ceil, floor, ceil };
 struct ResizeShape {
@@ -404,6 +406,8 @@ struct ResizeShape {
   ResizeMode mode = ResizeMode::nearest;
   ResizeCoord coord = ResizeCoord::half_pixel;
   ResizeNearest nearest = ResizeNearest::round_prefer_floor;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
 };
 void resize_forward(const ResizeShape &s, const real *x, real *y);
 /** dX = the adjoint of resize_forward: each dY scattered back with its weights (dX is overwritten). */
