@@ -1,4 +1,4 @@
-// ArgMax/ArgMin, CumSum and OneHot: runtime calls over [outer, len, inner] of the local buffers. Their descriptions
+// ArgMax/ArgMin, TopKIndices, CumSum and OneHot: runtime calls over [outer, len, inner] of the local buffers. Their descriptions
 // keep the axis whole (an internal or opaque var), so a rank's part is a set of whole lines: batch and other splits
 // need nothing but local shapes. GatherElements, ScatterElements, GatherND and GatherNDGrad likewise: the dims their
 // indices address are read (or written) whole, every other dim of their operands comes from the same var, so the local
@@ -69,7 +69,8 @@ std::string gather_scatter_code(const KernelCall &call) {
 }  // namespace
 
 bool is_index_kind(OpKind kind) {
-  return kind == OpKind::ArgMax || kind == OpKind::ArgMin || kind == OpKind::CumSum || kind == OpKind::OneHot ||
+  return kind == OpKind::ArgMax || kind == OpKind::ArgMin || kind == OpKind::TopKIndices || kind == OpKind::CumSum ||
+         kind == OpKind::OneHot ||
          kind == OpKind::GatherElements || kind == OpKind::ScatterElements || kind == OpKind::GatherND ||
          kind == OpKind::GatherNDGrad;
 }
@@ -84,6 +85,10 @@ std::string index_kernel_code(const KernelCall &call) {
       need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::arg_extreme(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] +
              ", " + (op.kind == OpKind::ArgMin ? "true" : "false") + ", " + flag("select_last_index") + ");";
+    case OpKind::TopKIndices:
+      need_dtype(call, op.input(0), real_dtype(), "X");
+      return "rt::top_k(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] + ", " +
+             num(op.attr_int("k")) + ", " + flag("largest") + ");";
     case OpKind::CumSum:
       need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::cumsum(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] + ", " +

@@ -171,6 +171,7 @@ void translate_einsum(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth
 // Kinds of their own (translate_index_ops.cpp):
 void translate_arg_extreme(Importer &, const NodeCtx &);       // ArgMax, ArgMin
+void translate_topk(Importer &, const NodeCtx &);
 void translate_cumsum(Importer &, const NodeCtx &);
 void translate_mod(Importer &, const NodeCtx &);
 void translate_onehot(Importer &, const NodeCtx &);

@@ -54,6 +54,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Einsum"}] = translate_einsum;
     t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;
     t[{"", "ArgMax"}] = t[{"", "ArgMin"}] = translate_arg_extreme;
+    t[{"", "TopK"}] = translate_topk;
     t[{"", "CumSum"}] = translate_cumsum;
     t[{"", "Mod"}] = translate_mod;
     t[{"", "OneHot"}] = translate_onehot;

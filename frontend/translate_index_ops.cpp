@@ -1,4 +1,4 @@
-// ArgMax, ArgMin, CumSum, Mod, OneHot, GatherElements, ScatterElements and GatherND: IR kinds of their own
+// ArgMax, ArgMin, TopK, CumSum, Mod, OneHot, GatherElements, ScatterElements and GatherND: IR kinds of their own
 // (ir/interp/index_ops.cpp, ir/interp/gather_ops.cpp). Axes are normalised, every attribute gets its ONNX default, and
 // the inputs that fix a shape or an axis (CumSum's axis, OneHot's depth) must be compile-time constants and become
 // attributes.
@@ -20,6 +20,41 @@ void translate_arg_extreme(Importer &im, const NodeCtx &n) {
   s.attrs["keepdims"] = int64_t{n.attrs.get_int("keepdims", 1) != 0};
   s.attrs["select_last_index"] = int64_t{n.attrs.get_int("select_last_index", 0) != 0};
   im.emit(s, n.name, n);
+}
+
+// TopK (opset 10+: K an input) is TopKIndices for the indices output and a GatherElements of X at them for the
+// values, so the values' gradient is GatherElements' (a scatter-add onto the chosen positions).
+void translate_topk(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(x.size());
+  if (rank == 0) n.fail("input must have rank >= 1");
+  if (n.opset < 10) n.fail("TopK before opset 10 (K as an attribute) is not supported");
+  std::vector<int64_t> k = const_ints(im, n, 1, "\"K\"");
+  if (k.size() != 1) n.fail("input \"K\" must hold one value");
+  int64_t axis = norm_axis(n, n.attrs.get_int("axis", -1), rank);
+  int64_t len = x[static_cast<size_t>(axis)];
+  if (k[0] < 1 || k[0] > len)
+    n.fail("K = " + std::to_string(k[0]) + " is outside [1, " + std::to_string(len) + "], the length of axis " +
+           std::to_string(axis));
+  // sorted = 0 leaves the order to the implementation: the sorted order is one.
+  std::string indices = n.num_out() > 1 && !n.out(1).empty() ? n.out(1) : im.fresh_tensor_name(n.name + "_indices");
+  OpSpec s;
+  s.kind = OpKind::TopKIndices;
+  s.phase = n.phase;
+  s.inputs = {n.in(0)};
+  s.outputs = {indices};
+  s.attrs["axis"] = axis;
+  s.attrs["k"] = k[0];
+  s.attrs["largest"] = int64_t{n.attrs.get_int("largest", 1) != 0};
+  im.emit(s, n.name, n);
+  if (n.out(0).empty()) return;
+  OpSpec g;
+  g.kind = OpKind::GatherElements;
+  g.phase = n.phase;
+  g.inputs = {n.in(0), indices};
+  g.outputs = {n.out(0)};
+  g.attrs["axis"] = axis;
+  im.emit(g, im.fresh_op_name(n.name + "_values"), n);
 }
 
 void translate_cumsum(Importer &im, const NodeCtx &n) {

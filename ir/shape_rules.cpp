@@ -703,6 +703,22 @@ Types arg_extreme(const RuleArgs &r) {
 Types rule_ArgMax(const RuleArgs &r) { return arg_extreme(r); }
 Types rule_ArgMin(const RuleArgs &r) { return arg_extreme(r); }
 
+/** TopKIndices: X's shape with k along the axis; int64 positions. */
+Types rule_TopKIndices(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  if (x.shape.empty()) r.fail("X must have rank >= 1");
+  auto axis = static_cast<size_t>(r.axis("axis", x.shape.size()));
+  int64_t k = r.op.attr_int("k");
+  if (k < 1 || k > x.shape[axis])
+    r.fail(detail::concat("k = ", k, " is outside [1, ", x.shape[axis], "] (axis ", axis, " of X ", shape_str(x.shape),
+                          ")"));
+  Shape y = x.shape;
+  y[axis] = k;
+  return {{DType::i64, y}};
+}
+
 Types rule_CumSum(const RuleArgs &r) {
   r.need_inputs(1, 1);
   TensorType x = r.type(0, "X");

@@ -712,6 +712,7 @@ constexpr GradRule kRule_Resize = rule(grad_Resize);
 // ArgMax/ArgMin give int64 positions: no gradient flows back through them.
 constexpr GradRule kRule_ArgMax = kNonDifferentiable;
 constexpr GradRule kRule_ArgMin = kNonDifferentiable;
+constexpr GradRule kRule_TopKIndices = kNonDifferentiable;  // TopK's values flow through its GatherElements
 constexpr GradRule kRule_CumSum = rule(grad_CumSum);
 constexpr GradRule kRule_Mod = rule(grad_Mod);
 constexpr GradRule kRule_OneHot = rule(grad_OneHot);
@@ -789,7 +790,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 144, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 145, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

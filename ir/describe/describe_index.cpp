@@ -1,4 +1,4 @@
-// Descriptions of ArgMax/ArgMin, CumSum, Mod and OneHot. ArgMax's axis is consumed by an opaque function (a position
+// Descriptions of ArgMax/ArgMin, TopKIndices, CumSum, Mod and OneHot. ArgMax's axis is consumed by an opaque function (a position
 // is not a sum or a max of values). CumSum is exact, a masked sum over the axis, but both of its axis vars are opaque:
 // the kernel scans a whole line, and a split of the summed var would need a prefix exchange, not a plain partial sum.
 // Mod is an opaque elementwise function (C's fmod has no expression here); OneHot is exact, its depth axis whole.
@@ -29,6 +29,25 @@ Descs arg_extreme(const Graph &g, const Op &op, const std::string &fname) {
 
 Descs describe_ArgMax(const Graph &g, const Op &op) { return arg_extreme(g, op, "argmax"); }
 Descs describe_ArgMin(const Graph &g, const Op &op) { return arg_extreme(g, op, "argmin"); }
+
+// TopKIndices reads whole lines, like ArgMax, and its k output positions along the axis are opaque too: position r is
+// the r-th of a sort, not a function of the input position r.
+Descs describe_TopKIndices(const Graph &g, const Op &op) {
+  Builder b(g, op, 0, "I");
+  const Shape &xs = in_shape(g, op, 0);
+  auto axis = static_cast<size_t>(op.attr_int("axis"));
+  int64_t k = op.attr_int("k");
+  std::vector<Var> v(xs.size());
+  std::vector<Affine> out;
+  for (size_t d = 0; d < xs.size(); ++d) {
+    v[d] = d == axis ? b.internal(generic_name(d), xs[d]) : b.out(generic_name(d), xs[d]);
+    out.emplace_back(d == axis ? b.out("r", k, true) : v[d]);
+  }
+  std::string name = std::string(op.attr_int("largest", 1) ? "top_k_" : "bottom_k_") + generic_name(axis);
+  Operand x = b.in(0, "X");
+  // One comparison per pair of the line's elements, counted once per output point (post).
+  return {std::move(b).build(out, Reduce::none, x(ix(v)), opaque(name, {reduced()}, xs[axis]))};
+}
 
 Descs describe_CumSum(const Graph &g, const Op &op) {
   // Y[.., i, ..] = sum(j) X[.., j, ..] * [j <= i]  ([j < i] exclusive; i and j swap roles in reverse).

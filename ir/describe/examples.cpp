@@ -195,6 +195,9 @@ Graph example_op(OpKind kind) {
     case K::ArgMax: case K::ArgMin:
       return Example(kind).in("X", {2, 5, 3}).attr("axis", int64_t{1}).attr("keepdims", int64_t{1})
           .attr("select_last_index", int64_t{0}).out("Y").build(fwd);
+    case K::TopKIndices:
+      return Example(kind).in("X", {2, 5, 3}).attr("axis", int64_t{1}).attr("k", int64_t{3})
+          .attr("largest", int64_t{1}).out("I").build(fwd);
     case K::CumSum:
       return Example(kind).in("X", m2).attr("axis", int64_t{1}).attr("exclusive", int64_t{0})
           .attr("reverse", int64_t{0}).out("Y").build(fwd);

@@ -1,6 +1,8 @@
-// Index and scan kernels: ArgMax/ArgMin, CumSum, Mod, OneHot. Each works along one axis of a row-major tensor,
+// Index and scan kernels: ArgMax/ArgMin, TopKIndices, CumSum, Mod, OneHot. Each works along one axis of a row-major tensor,
 // seen as [outer, len, inner].
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ir/interp/kernels.h"
 
@@ -47,6 +49,34 @@ void arg_extreme(const KernelArgs &k, bool min) {
 }  // namespace
 
 void kernel_ArgMax(const KernelArgs &k) { arg_extreme(k, false); }
+
+/** TopKIndices: a stable sort of each line's positions by value (descending for largest, NaN above every number),
+ *  its first k. */
+void kernel_TopKIndices(const KernelArgs &k) {
+  const Value &x = k.in(0);
+  auto axis = static_cast<size_t>(k.op.attr_int("axis"));
+  int64_t top = k.op.attr_int("k");
+  bool largest = k.op.attr_int("largest", 1) != 0;
+  AxisView v = axis_view(x.shape, axis);
+  Value &y = k.out(0);
+  CLEAVE_CHECK(static_cast<int64_t>(y.data.size()) == v.outer * top * v.inner, k.label(), ": output size");
+  std::vector<int64_t> pos(static_cast<size_t>(v.len));
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const double *row = x.data.data() + o * v.len * v.inner + i;
+      // a before b: a's value ranks first (NaN largest); equal values keep their order (stable_sort).
+      auto before = [&](int64_t a, int64_t b) {
+        double va = row[a * v.inner], vb = row[b * v.inner];
+        if (std::isnan(va) || std::isnan(vb)) return largest ? std::isnan(va) && !std::isnan(vb)
+                                                             : !std::isnan(va) && std::isnan(vb);
+        return largest ? va > vb : va < vb;
+      };
+      for (int64_t j = 0; j < v.len; ++j) pos[static_cast<size_t>(j)] = j;
+      std::stable_sort(pos.begin(), pos.end(), before);
+      for (int64_t j = 0; j < top; ++j)
+        y.data[static_cast<size_t>((o * top + j) * v.inner + i)] = static_cast<double>(pos[static_cast<size_t>(j)]);
+    }
+}
 void kernel_ArgMin(const KernelArgs &k) { arg_extreme(k, true); }
 
 void kernel_CumSum(const KernelArgs &k) {

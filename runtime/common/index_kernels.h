@@ -1,5 +1,5 @@
 #pragma once
-// The per-element bodies of the index ops (ArgMax/ArgMin, CumSum, OneHot, Gather): cpu/ runs them in loops, cuda/
+// The per-element bodies of the index ops (ArgMax/ArgMin, TopK, CumSum, OneHot, Gather): cpu/ runs them in loops, cuda/
 // one line or element per thread, so both backends compute the same thing (not part of the API). Header-only and
 // CLEAVE_HD (cleave/rng.h): __host__ __device__ under nvcc.
 #include <cmath>
@@ -31,6 +31,24 @@ CLEAVE_HD inline int64_t arg_extreme_line(const real *row, int64_t len, int64_t 
     }
   }
   return best;
+}
+
+/** The rank of row[j * stride] in its line of len under TopK's order: how many elements come before it (a larger
+ *  value for `largest`, a smaller one otherwise, NaN counting as the largest; an equal value at a lower position).
+ *  Ranks are 0 .. len - 1, each once. */
+CLEAVE_HD inline int64_t top_k_rank(const real *row, int64_t len, int64_t stride, int64_t j, bool largest) {
+  real v = row[j * stride];
+  bool v_nan = is_nan(v);
+  int64_t rank = 0;
+  for (int64_t m = 0; m < len; ++m) {
+    if (m == j) continue;
+    real a = row[m * stride];
+    bool a_nan = is_nan(a);
+    bool equal = a_nan ? v_nan : !v_nan && a == v;
+    bool ahead = equal ? m < j : largest ? a_nan || (!v_nan && a > v) : !a_nan && (v_nan || a < v);
+    rank += ahead ? 1 : 0;
+  }
+  return rank;
 }
 
 /** CumSum of the line x[0], x[stride], ..., x[(len - 1) * stride] into y's same positions, accumulated in double;

@@ -1,4 +1,4 @@
-// ArgMax/ArgMin, CumSum and OneHot along one axis of [outer, len, inner] (rt.h), as the interpreter computes them
+// ArgMax/ArgMin, TopK, CumSum and OneHot along one axis of [outer, len, inner] (rt.h), as the interpreter computes them
 // (ir/interp/index_ops.cpp); the per-line and per-element bodies are common/index_kernels.h's, which
 // cuda/index_ops.cu runs one line (or element) per thread.
 #include <cstring>
@@ -13,6 +13,18 @@ void arg_extreme(int64_t outer, int64_t len, int64_t inner, const real *x, int64
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i)
       y[o * inner + i] = hd::arg_extreme_line(x + o * len * inner + i, len, inner, min, last);
+}
+
+void top_k(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, int64_t k, bool largest) {
+  if (k < 1 || k > len) fail("top_k: k outside [1, len]");
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const real *row = x + o * len * inner + i;
+      for (int64_t j = 0; j < len; ++j) {
+        int64_t r = hd::top_k_rank(row, len, inner, j, largest);
+        if (r < k) y[(o * k + r) * inner + i] = j;
+      }
+    }
 }
 
 void cumsum(int64_t outer, int64_t len, int64_t inner, const real *x, real *y, bool exclusive, bool reverse) {

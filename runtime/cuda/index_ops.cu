@@ -1,5 +1,5 @@
-// ArgMax/ArgMin, CumSum and OneHot with cpu/index_ops.cpp's bodies (common/index_kernels.h): one thread per line
-// along the axis (lines are short in the models these ops come from; the scan is sequential, accumulated in double,
+// ArgMax/ArgMin, TopK, CumSum and OneHot with cpu/index_ops.cpp's bodies (common/index_kernels.h): one thread per line
+// along the axis (TopK: one per element, its rank in its line) (lines are short in the models these ops come from; the scan is sequential, accumulated in double,
 // as on the CPU), one-hot one thread per element.
 #include "common/index_kernels.h"
 #include "cuda/internal.cuh"
@@ -12,6 +12,17 @@ __global__ void arg_extreme_kernel(int64_t lines, int64_t len, int64_t inner, co
   for (int64_t l = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; l < lines;
        l += static_cast<int64_t>(blockDim.x) * gridDim.x)
     y[l] = hd::arg_extreme_line(x + (l / inner) * len * inner + l % inner, len, inner, min, last);
+}
+
+/** One thread per element: its rank in its line, written to the output where it is among the first k. */
+__global__ void top_k_kernel(int64_t total, int64_t len, int64_t inner, const float *x, int64_t *y, int64_t k,
+                             bool largest) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t i = e % inner, j = (e / inner) % len, o = e / (inner * len);
+    int64_t r = hd::top_k_rank(x + o * len * inner + i, len, inner, j, largest);
+    if (r < k) y[(o * k + r) * inner + i] = j;
+  }
 }
 
 __global__ void cumsum_kernel(int64_t lines, int64_t len, int64_t inner, const float *x, float *y, bool exclusive,
@@ -46,6 +57,13 @@ void arg_extreme(int64_t outer, int64_t len, int64_t inner, const float *x, int6
   int64_t lines = outer * inner;
   if (lines > 0)
     CLEAVE_LAUNCH(arg_extreme_kernel, detail::grid_for(lines), detail::kThreads, lines, len, inner, x, y, min, last);
+}
+
+void top_k(int64_t outer, int64_t len, int64_t inner, const float *x, int64_t *y, int64_t k, bool largest) {
+  if (k < 1 || k > len) fail("top_k: k outside [1, len]");
+  int64_t total = outer * len * inner;
+  if (total > 0)
+    CLEAVE_LAUNCH(top_k_kernel, detail::grid_for(total), detail::kThreads, total, len, inner, x, y, k, largest);
 }
 
 void cumsum(int64_t outer, int64_t len, int64_t inner, const float *x, float *y, bool exclusive, bool reverse) {

@@ -863,9 +863,6 @@ EXPECTED = {
     "embeddingbag_sum": gap("ir", "(Loop, ai.onnx", "EmbeddingBag exports a Loop"),
     "embeddingbag_mean": gap("ir", "(Loop, ai.onnx", "EmbeddingBag exports a Loop"),
     "embeddingbag_max": gap("ir", "(Loop, ai.onnx", "EmbeddingBag exports a Loop"),
-    "topk": gap("ir", "(TopK, ai.onnx", "TopK"),
-    "sort": gap("ir", "(TopK, ai.onnx", "TopK (torch exports sort as TopK)"),
-    "sort_desc_idx": gap("ir", "(TopK, ai.onnx", "TopK (torch exports sort as TopK)"),
     "prod_dim": gap("ir", "must be a compile-time constant", "ReduceProd of run-time values"),
     "grid_sample_manual": gap("ir", "(GridSample, ai.onnx", "GridSample"),
 }

@@ -517,5 +517,32 @@ TEST(ImportOps, BatchNormTrainingStatisticsMustBeStoredOrTiled) {
              "input (or one repeated whole)");
 }
 
+TEST(ImportOps, TopKIsIndicesAndAGatherOfTheValues) {
+  auto model = [](int64_t k, int64_t axis) {
+    ModelBuilder mb;
+    mb.input("x", test::kF32, {3, 5});
+    mb.init_i64("k", {1}, {k});
+    auto &n = mb.node("TopK", {"x", "k"}, {"values", "indices"}, "topk");
+    test::set_int(n, "axis", axis);
+    test::set_int(n, "largest", 0);
+    mb.output("values", 2);
+    return mb;
+  };
+  Graph g = test::import(model(2, -1), "topk");
+  const Op &top = only_op(g, OpKind::TopKIndices);
+  EXPECT_EQ(top.attr_int("axis"), 1);
+  EXPECT_EQ(top.attr_int("k"), 2);
+  EXPECT_EQ(top.attr_int("largest"), 0);
+  EXPECT_EQ(shape_of(g, "indices"), (Shape{3, 2}));
+  const Op &gather = only_op(g, OpKind::GatherElements);
+  EXPECT_EQ(g.tensor(gather.input(1)).name, "indices");
+  EXPECT_EQ(g.tensor(gather.output(0)).name, "values");
+  // ONNX's shape inference refuses a K past the axis first; a K of 0 passes it (an empty result) and is ours.
+  EXPECT_HAS(import_error(model(6, 1), "topk_k6").first,
+             "(op_type:TopK, node name: topk): [ShapeInferenceError] Axis has less than the requested k elements");
+  EXPECT_HAS(import_error(model(0, 0), "topk_k0").first,
+             "node \"topk\" (TopK, opset 13): K = 0 is outside [1, 3], the length of axis 0");
+}
+
 }  // namespace
 }  // namespace cleave

@@ -257,6 +257,12 @@ void index_cases() {
       rt::arg_extreme(outer, len, inner, x, y, min != 0, last != 0);
       record(std::string(min ? "argmin" : "argmax") + (last ? "_last" : ""), y, lines * 8);
     }
+  for (int largest = 0; largest < 2; ++largest) {
+    int64_t k = len > 2 ? len - 1 : len;
+    auto *y = static_cast<int64_t *>(alloc_bytes(outer * k * inner * 8));
+    rt::top_k(outer, len, inner, x, y, k, largest != 0);
+    record(largest ? "top_k" : "bottom_k", y, outer * k * inner * 8);
+  }
   float *cx = input(outer * len * inner, 62);
   for (int exclusive = 0; exclusive < 2; ++exclusive)
     for (int reverse = 0; reverse < 2; ++reverse)

@@ -1,5 +1,5 @@
 // The runtime kernels behind the index and scan kinds against the interpreter: arg_extreme (ArgMax, ArgMin, with
-// ties and NaN), cumsum (CumSum, exclusive and reverse) and one_hot (OneHot, negative and out-of-range indices, float
+// ties and NaN), top_k (TopKIndices, with ties and NaN), cumsum (CumSum, exclusive and reverse) and one_hot (OneHot, negative and out-of-range indices, float
 // and int64 values).
 #include <cmath>
 #include <limits>
@@ -55,6 +55,43 @@ TEST(RuntimeKernels, ArgMaxArgMin) {
       cases.push_back(arg_case({6, 7}, 1, min, last));
       cases.push_back(arg_case({9}, 0, min, last));
     }
+  run_cases(cases);
+}
+
+KernelCase top_k_case(Shape x, size_t axis, int64_t k, bool largest) {
+  return {"TOPK(x=" + dims_str(x) + ",axis=" + std::to_string(axis) + ",k=" + std::to_string(k) +
+              (largest ? "" : ",smallest") + ")",
+          0, [=] {
+            std::mt19937 rng(static_cast<unsigned>(count(x) * 5 + axis + k));
+            // Coarse values, so ties are common (lower position first), and two NaNs (above every number).
+            std::vector<double> xd = random_data(rng, count(x));
+            for (double &v : xd) v = std::round(v * 2) / 2;
+            if (xd.size() > 9) xd[3] = xd[9] = std::numeric_limits<double>::quiet_NaN();
+            Shape y = x;
+            y[axis] = k;
+            OneOp f;
+            f.in(x, xd);
+            f.out(y, DType::i64);
+            auto ref = f.run(OpKind::TopKIndices,
+                             {{"axis", static_cast<int64_t>(axis)}, {"k", k}, {"largest", int64_t{largest}}});
+            Line l = line_of(x, axis);
+            auto fx = to_f32(xd);
+            std::vector<int64_t> got(static_cast<size_t>(l.outer * k * l.inner));
+            top_k(l.outer, l.len, l.inner, fx.data(), got.data(), k, largest);
+            double err = 0;
+            for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(static_cast<double>(got[i]) - ref[0][i]));
+            return err;
+          }};
+}
+
+TEST(RuntimeKernels, TopK) {
+  std::vector<KernelCase> cases;
+  for (bool largest : {true, false}) {
+    cases.push_back(top_k_case({3, 5, 4}, 1, 3, largest));
+    cases.push_back(top_k_case({6, 7}, 1, 7, largest));
+    cases.push_back(top_k_case({4, 6}, 0, 2, largest));
+    cases.push_back(top_k_case({11}, 0, 5, largest));
+  }
   run_cases(cases);
 }
 

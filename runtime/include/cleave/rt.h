@@ -333,6 +333,9 @@ void reduce_max(const Dims &x_shape, const Dims &axes, const real *x, real *y, b
 /** y [outer * inner] = the position along len of the max (or min, `min`) of x: the first one, or the last with
  *  `last`; NaN counts as the extreme (numpy, torch). */
 void arg_extreme(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, bool min, bool last);
+/** y [outer, k, inner] = the positions along len of x's k largest (smallest with !largest) values, largest
+ *  (smallest) first; equal values in position order, NaN above every number (torch.topk). O(len^2) per line. */
+void top_k(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, int64_t k, bool largest);
 /** Running sums of x along len (from the end with `reverse`; without the element itself with `exclusive`),
  *  accumulated in double. */
 void cumsum(int64_t outer, int64_t len, int64_t inner, const real *x, real *y, bool exclusive, bool reverse);
