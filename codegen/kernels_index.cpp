@@ -1,5 +1,5 @@
-// ArgMax/ArgMin, TopKIndices, CumSum and OneHot: runtime calls over [outer, len, inner] of the local buffers. Their descriptions
-// keep the axis whole (an internal or opaque var), so a rank's part is a set of whole lines: batch and other splits
+// ArgMax/ArgMin, TopKIndices, CumSum and OneHot: runtime calls over [outer, len, inner] of the local buffers. Their
+// descriptions keep the axis whole (an internal or opaque var), so a rank's part is a set of whole lines: batch and other splits
 // need nothing but local shapes. GatherElements, ScatterElements, GatherND and GatherNDGrad likewise: the dims their
 // indices address are read (or written) whole, every other dim of their operands comes from the same var, so the local
 // buffers line up element for element (checked), and a split of GatherNDGrad's index tuples leaves partial sums.
@@ -70,9 +70,8 @@ std::string gather_scatter_code(const KernelCall &call) {
 
 bool is_index_kind(OpKind kind) {
   return kind == OpKind::ArgMax || kind == OpKind::ArgMin || kind == OpKind::TopKIndices || kind == OpKind::CumSum ||
-         kind == OpKind::OneHot ||
-         kind == OpKind::GatherElements || kind == OpKind::ScatterElements || kind == OpKind::GatherND ||
-         kind == OpKind::GatherNDGrad;
+         kind == OpKind::OneHot || kind == OpKind::GatherElements || kind == OpKind::ScatterElements ||
+         kind == OpKind::GatherND || kind == OpKind::GatherNDGrad;
 }
 
 std::string index_kernel_code(const KernelCall &call) {
@@ -88,7 +87,7 @@ std::string index_kernel_code(const KernelCall &call) {
     case OpKind::TopKIndices:
       need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::top_k(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] + ", " +
-             num(op.attr_int("k")) + ", " + flag("largest") + ");";
+             num(op.attr_int("k")) + ", " + (op.attr_int("largest", 1) != 0 ? "true" : "false") + ");";
     case OpKind::CumSum:
       need_dtype(call, op.input(0), real_dtype(), "X");
       return "rt::cumsum(" + axis_view(call.in_shapes[0], axis) + ", " + call.ins[0] + ", " + call.outs[0] + ", " +

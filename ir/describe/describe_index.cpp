@@ -1,5 +1,5 @@
-// Descriptions of ArgMax/ArgMin, TopKIndices, CumSum, Mod and OneHot. ArgMax's axis is consumed by an opaque function (a position
-// is not a sum or a max of values). CumSum is exact, a masked sum over the axis, but both of its axis vars are opaque:
+// Descriptions of ArgMax/ArgMin, TopKIndices, CumSum, Mod and OneHot. ArgMax's axis is consumed by an opaque function
+// (a position is not a sum or a max of values). CumSum is exact, a masked sum over the axis, but both of its axis vars are opaque:
 // the kernel scans a whole line, and a split of the summed var would need a prefix exchange, not a plain partial sum.
 // Mod is an opaque elementwise function (C's fmod has no expression here); OneHot is exact, its depth axis whole.
 #include "ir/describe/ops_util.h"

@@ -1,5 +1,5 @@
-// Index and scan kernels: ArgMax/ArgMin, TopKIndices, CumSum, Mod, OneHot. Each works along one axis of a row-major tensor,
-// seen as [outer, len, inner].
+// Index and scan kernels: ArgMax/ArgMin, TopKIndices, CumSum, Mod, OneHot. Each works along one axis of a row-major
+// tensor, seen as [outer, len, inner].
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -49,6 +49,7 @@ void arg_extreme(const KernelArgs &k, bool min) {
 }  // namespace
 
 void kernel_ArgMax(const KernelArgs &k) { arg_extreme(k, false); }
+void kernel_ArgMin(const KernelArgs &k) { arg_extreme(k, true); }
 
 /** TopKIndices: a stable sort of each line's positions by value (descending for largest, NaN above every number),
  *  its first k. */
@@ -77,7 +78,6 @@ void kernel_TopKIndices(const KernelArgs &k) {
         y.data[static_cast<size_t>((o * top + j) * v.inner + i)] = static_cast<double>(pos[static_cast<size_t>(j)]);
     }
 }
-void kernel_ArgMin(const KernelArgs &k) { arg_extreme(k, true); }
 
 void kernel_CumSum(const KernelArgs &k) {
   const Value &x = k.in(0);

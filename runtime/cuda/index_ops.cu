@@ -1,6 +1,6 @@
 // ArgMax/ArgMin, TopK, CumSum and OneHot with cpu/index_ops.cpp's bodies (common/index_kernels.h): one thread per line
-// along the axis (TopK: one per element, its rank in its line) (lines are short in the models these ops come from; the scan is sequential, accumulated in double,
-// as on the CPU), one-hot one thread per element.
+// along the axis (lines are short in the models these ops come from; the scan is sequential, accumulated in double,
+// as on the CPU), TopK and one-hot one thread per element (TopK: the element's rank in its line).
 #include "common/index_kernels.h"
 #include "cuda/internal.cuh"
 

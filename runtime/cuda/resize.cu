@@ -100,10 +100,10 @@ __global__ void round_to_float(int64_t n, const double *in, float *out) {
     out[i] = static_cast<float>(in[i]);
 }
 
-/** Tap combinations per output: k^sp (k = 1 nearest, 2 linear, 4 cubic). */
-int resize_combos(const ResizeShape &s) {
-  int k = s.mode == ResizeMode::nearest ? 1 : s.mode == ResizeMode::linear ? 2 : 4, combos = 1;
-  for (size_t d = 0; d < s.x.size(); ++d) combos *= k;
+/** Tap combinations per output: k^sp, k from the taps (host::resize_taps). */
+int tap_combos(const DeviceTaps &t, const ResizeShape &s) {
+  int combos = 1;
+  for (size_t d = 0; d < s.x.size(); ++d) combos *= t.k;
   return combos;
 }
 
@@ -112,7 +112,7 @@ int resize_combos(const ResizeShape &s) {
 void resize_forward(const ResizeShape &s, const float *x, float *y) {
   DeviceTaps t = upload_taps(s);
   int64_t nx = detail::product(s.x), ny = detail::product(s.y), total = s.planes * ny;
-  int combos = resize_combos(s);
+  int combos = tap_combos(t, s);
   if (total > 0)
     CLEAVE_LAUNCH(resize_forward_kernel, detail::grid_for(total), detail::kThreads, total, nx, ny, combos, t,
                   detail::small(s.x, "resize"), detail::small(s.y, "resize"), x, y);
@@ -121,7 +121,7 @@ void resize_forward(const ResizeShape &s, const float *x, float *y) {
 void resize_backward(const ResizeShape &s, const float *dy, float *dx) {
   DeviceTaps t = upload_taps(s);
   int64_t nx = detail::product(s.x), ny = detail::product(s.y), total = s.planes * ny, nxs = s.planes * nx;
-  int combos = resize_combos(s);
+  int combos = tap_combos(t, s);
   if (nxs == 0) return;
   auto *acc = static_cast<double *>(detail::scratch2(static_cast<size_t>(nxs) * sizeof(double)));
   CLEAVE_CUDA(cudaMemsetAsync, acc, 0, static_cast<size_t>(nxs) * sizeof(double), compute_stream());

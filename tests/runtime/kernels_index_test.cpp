@@ -20,6 +20,13 @@ Line line_of(const Shape &s, size_t axis) {
   return l;
 }
 
+/** The largest difference between the runtime's int64 results (positions, one-hot values) and the interpreter's. */
+double int64_error(const std::vector<int64_t> &got, const std::vector<double> &want) {
+  double err = 0;
+  for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(static_cast<double>(got[i]) - want[i]));
+  return err;
+}
+
 KernelCase arg_case(Shape x, size_t axis, bool min, bool last) {
   return {std::string(min ? "ARGMIN" : "ARGMAX") + "(x=" + dims_str(x) + ",axis=" + std::to_string(axis) +
               (last ? ",last" : "") + ")",
@@ -41,9 +48,7 @@ KernelCase arg_case(Shape x, size_t axis, bool min, bool last) {
             auto fx = to_f32(xd);
             std::vector<int64_t> got(static_cast<size_t>(l.outer * l.inner));
             arg_extreme(l.outer, l.len, l.inner, fx.data(), got.data(), min, last);
-            double err = 0;
-            for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(static_cast<double>(got[i]) - ref[0][i]));
-            return err;
+            return int64_error(got, ref[0]);
           }};
 }
 
@@ -78,9 +83,7 @@ KernelCase top_k_case(Shape x, size_t axis, int64_t k, bool largest) {
             auto fx = to_f32(xd);
             std::vector<int64_t> got(static_cast<size_t>(l.outer * k * l.inner));
             top_k(l.outer, l.len, l.inner, fx.data(), got.data(), k, largest);
-            double err = 0;
-            for (size_t i = 0; i < got.size(); ++i) err = std::max(err, std::fabs(static_cast<double>(got[i]) - ref[0][i]));
-            return err;
+            return int64_error(got, ref[0]);
           }};
 }
 
@@ -154,8 +157,7 @@ KernelCase one_hot_case(Shape ind, size_t axis, int64_t depth, DType values) {
               auto iv = to_i64(vd);
               std::vector<int64_t> got(static_cast<size_t>(count(y)));
               one_hot(l.outer, l.len, l.inner, fi.data(), iv.data(), got.data(), sizeof(int64_t));
-              for (size_t i = 0; i < got.size(); ++i)
-                err = std::max(err, std::fabs(static_cast<double>(got[i]) - ref[0][i]));
+              err = int64_error(got, ref[0]);
             }
             return err;
           }};
