@@ -665,6 +665,7 @@ Shape resize_shape(const RuleArgs &r, const Shape &x) {
     r.fail("mode \"" + mode + "\" is not nearest, linear or cubic");
   if (mode == "cubic" && (!r.op.has_attr("cubic_coeff_a") || !r.op.has_attr("exclude_outside")))
     r.fail("mode \"cubic\" needs the attributes cubic_coeff_a and exclude_outside");
+  if (mode == "cubic" && !std::isfinite(r.op.attr_float("cubic_coeff_a"))) r.fail("cubic_coeff_a is not finite");
   return sizes;
 }
 
@@ -709,6 +710,8 @@ Types rule_TopKIndices(const RuleArgs &r) {
   TensorType x = r.type(0, "X");
   r.need_float(x, "X");
   if (x.shape.empty()) r.fail("X must have rank >= 1");
+  for (const char *a : {"axis", "k", "largest"})  // no defaults: the interpreter and codegen read all three
+    if (!r.op.has_attr(a)) r.fail(detail::concat("needs the attribute ", a));
   auto axis = static_cast<size_t>(r.axis("axis", x.shape.size()));
   int64_t k = r.op.attr_int("k");
   if (k < 1 || k > x.shape[axis])

@@ -33,21 +33,22 @@ CLEAVE_HD inline int64_t arg_extreme_line(const real *row, int64_t len, int64_t 
   return best;
 }
 
-/** The rank of row[j * stride] in its line of len under TopK's order: how many elements come before it (a larger
- *  value for `largest`, a smaller one otherwise, NaN counting as the largest; an equal value at a lower position).
- *  Ranks are 0 .. len - 1, each once. */
+/** Whether value a at position ia comes before value b at position ib under TopK's order: a larger value first for
+ *  `largest`, a smaller one otherwise, NaN counting as the largest, equal values in position order. A strict total
+ *  order over a line's (value, position) pairs. */
+CLEAVE_HD inline bool top_k_before(real a, int64_t ia, real b, int64_t ib, bool largest) {
+  bool a_nan = is_nan(a), b_nan = is_nan(b);
+  bool equal = a_nan ? b_nan : !b_nan && a == b;
+  if (equal) return ia < ib;
+  return largest ? a_nan || (!b_nan && a > b) : !a_nan && (b_nan || a < b);
+}
+
+/** The rank of row[j * stride] in its line of len under top_k_before: how many elements come before it. Ranks are
+ *  0 .. len - 1, each once. O(len): one thread per element on the GPU. */
 CLEAVE_HD inline int64_t top_k_rank(const real *row, int64_t len, int64_t stride, int64_t j, bool largest) {
   real v = row[j * stride];
-  bool v_nan = is_nan(v);
   int64_t rank = 0;
-  for (int64_t m = 0; m < len; ++m) {
-    if (m == j) continue;
-    real a = row[m * stride];
-    bool a_nan = is_nan(a);
-    bool equal = a_nan ? v_nan : !v_nan && a == v;
-    bool ahead = equal ? m < j : largest ? a_nan || (!v_nan && a > v) : !a_nan && (v_nan || a < v);
-    rank += ahead ? 1 : 0;
-  }
+  for (int64_t m = 0; m < len; ++m) rank += m != j && top_k_before(row[m * stride], m, v, j, largest) ? 1 : 0;
   return rank;
 }
 

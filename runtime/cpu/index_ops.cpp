@@ -1,7 +1,10 @@
 // ArgMax/ArgMin, TopK, CumSum and OneHot along one axis of [outer, len, inner] (rt.h), as the interpreter computes them
 // (ir/interp/index_ops.cpp); the per-line and per-element bodies are common/index_kernels.h's, which
 // cuda/index_ops.cu runs one line (or element) per thread.
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 #include "cleave/rt.h"
 #include "common/index_kernels.h"
@@ -17,13 +20,17 @@ void arg_extreme(int64_t outer, int64_t len, int64_t inner, const real *x, int64
 
 void top_k(int64_t outer, int64_t len, int64_t inner, const real *x, int64_t *y, int64_t k, bool largest) {
   if (k < 1 || k > len) fail("top_k: k outside [1, len]");
+  // A partial sort of each line's positions, O(len log k): top_k_before is a strict total order, so the first k
+  // positions are the ones the GPU's ranks (top_k_rank) put first.
+  std::vector<int64_t> pos(static_cast<size_t>(len));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const real *row = x + o * len * inner + i;
-      for (int64_t j = 0; j < len; ++j) {
-        int64_t r = hd::top_k_rank(row, len, inner, j, largest);
-        if (r < k) y[(o * k + r) * inner + i] = j;
-      }
+      std::iota(pos.begin(), pos.end(), int64_t{0});
+      std::partial_sort(pos.begin(), pos.begin() + k, pos.end(), [&](int64_t a, int64_t b) {
+        return hd::top_k_before(row[a * inner], a, row[b * inner], b, largest);
+      });
+      for (int64_t r = 0; r < k; ++r) y[(o * k + r) * inner + i] = pos[static_cast<size_t>(r)];
     }
 }
 

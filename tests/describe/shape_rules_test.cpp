@@ -152,6 +152,14 @@ TEST(ShapeRules, Diagnostics) {
             "op \"n\" (Transpose): perm [0,0] is not a permutation of rank 2");
   EXPECT_EQ(OneOp(OpKind::NegativeLogLikelihoodLoss, {{{4, 5}, f}, {{3}, i64}}, {}).error(),
             "op \"n\" (NegativeLogLikelihoodLoss): target [3] must have shape [4] (input without its class dim)");
+  EXPECT_EQ(OneOp(OpKind::TopKIndices, {{{2, 5}, f}}, {{"axis", int64_t{1}}, {"k", int64_t{2}}}).error(),
+            "op \"n\" (TopKIndices): needs the attribute largest");
+  EXPECT_EQ(OneOp(OpKind::TopKIndices, {{{2, 5}, f}}, {{"axis", int64_t{1}}, {"k", int64_t{6}}, {"largest", int64_t{1}}})
+                .error(),
+            "op \"n\" (TopKIndices): k = 6 is outside [1, 5] (axis 1 of X [2,5])");
+  EXPECT_EQ(OneOp(OpKind::TopKIndices, {{{2, 5}, f}}, {{"axis", int64_t{1}}, {"k", int64_t{2}}, {"largest", int64_t{0}}})
+                .shape(),
+            (Shape{2, 2}));
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ TEST(RuntimeKernels, TopK) {
     cases.push_back(top_k_case({6, 7}, 1, 7, largest));
     cases.push_back(top_k_case({4, 6}, 0, 2, largest));
     cases.push_back(top_k_case({11}, 0, 5, largest));
+    cases.push_back(top_k_case({2, 500, 3}, 1, 9, largest));  // a long strided line: the CPU's partial sort
   }
   run_cases(cases);
 }
