@@ -145,7 +145,7 @@ void translate_shape(Importer &, const NodeCtx &);         // Shape, Size (folde
 void translate_range(Importer &, const NodeCtx &);         // folded into a constant
 void translate_trilu(Importer &, const NodeCtx &);         // of constants only: folded
 void translate_scatter_nd(Importer &, const NodeCtx &);    // of constants only: folded
-void translate_reduce_prod(Importer &, const NodeCtx &);   // of constants only: folded
+void translate_reduce_prod(Importer &, const NodeCtx &);   // of constants: folded; else lower_reduce_prod
 void translate_if(Importer &, const NodeCtx &);            // of a constant condition: the branch taken (fold_if.cpp)
 void translate_cast(Importer &, const NodeCtx &);          // Cast, CastLike
 void translate_pad(Importer &, const NodeCtx &);
@@ -166,6 +166,7 @@ void translate_resize(Importer &, const NodeCtx &);
 // Lowered to compositions of IR ops (translate_lowered.cpp):
 void translate_reduce_composite(Importer &, const NodeCtx &);  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum(Exp)
 void translate_lp_normalization(Importer &, const NodeCtx &);
+void lower_reduce_prod(Importer &, const NodeCtx &);  // ReduceProd of run-time values
 void translate_tile(Importer &, const NodeCtx &);
 void translate_einsum(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth

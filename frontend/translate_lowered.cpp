@@ -4,7 +4,8 @@
 // = Log(ReduceSum(x)), ReduceLogSumExp = m + Log(ReduceSum(Exp(x - m))) with m = ReduceMax(x) (stable for large x),
 // LpNormalization = x / ReduceL2 (p 2) or x / ReduceL1 (p 1) along its axis, Tile = Reshape + Expand + Reshape
 // (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes), Einsum =
-// pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has).
+// pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has),
+// ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -107,6 +108,39 @@ void translate_reduce_composite(Importer &im, const NodeCtx &n) {
                            keep ? "" : "keepdims", keep ? out : "");
     if (!keep) c.reshape(lse, reduced_shape(x, axes, false), "", out);
   }
+}
+
+void lower_reduce_prod(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes;
+  bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0 &&
+              n.attrs.opt_ints("axes").value_or(std::vector<int64_t>{}).empty();
+  if (!noop) axes = reduce_axes(n, rank);
+  bool keep = n.attrs.get_int("keepdims", 1) != 0;
+  // Mul's gradient rule makes each element's gradient the product of the others, exact where some are zero (a
+  // division of the product by the element would not be). log2(length) Muls per axis, each partitionable.
+  Chain c(im, n);
+  std::string v = n.in(0);
+  Shape s = x;
+  auto slice = [&](const std::string &t, int64_t axis, int64_t begin, int64_t end) {
+    return c.op(OpKind::Slice, {t},
+                {{"starts", std::vector<int64_t>{begin}}, {"ends", std::vector<int64_t>{end}},
+                 {"axes", std::vector<int64_t>{axis}}, {"steps", std::vector<int64_t>{1}}},
+                "slice");
+  };
+  for (int64_t a : axes) {
+    auto &len = s[static_cast<size_t>(a)];
+    if (len == 0) unsupported(n, "a product over the empty axis " + std::to_string(a) + " is not supported");
+    while (len > 1) {
+      int64_t half = len / 2;
+      std::string prod = c.op(OpKind::Mul, {slice(v, a, 0, half), slice(v, a, half, 2 * half)}, {}, "prod");
+      if (len % 2 != 0) prod = c.op(OpKind::Concat, {prod, slice(v, a, 2 * half, len)}, {{"axis", a}}, "prod");
+      v = prod;
+      len -= half;
+    }
+  }
+  c.reshape(v, noop ? x : reduced_shape(x, axes, keep), "", n.out(0));
 }
 
 void translate_lp_normalization(Importer &im, const NodeCtx &n) {

@@ -461,10 +461,11 @@ void translate_scatter_nd(Importer &im, const NodeCtx &n) {
 
 void translate_reduce_prod(Importer &im, const NodeCtx &n) {
   // torch exports var/std's element count as ReduceProd of a Shape's dims, known at compile time: fold it. Of
-  // run-time values it would need a kernel and a gradient of its own.
-  const_doubles(im, n, 0, "\"data\"");  // the standard errors when the input is not known at compile time
-  if (!im.is_const(n.in(0)))
-    throw UserError(n.label + ": ReduceProd of a trainable initializer is not supported (only of constants)", 2);
+  // run-time values (and trainable initializers) it is lowered to products of slices (translate_lowered.cpp).
+  if (!im.is_const(n.in(0))) {
+    lower_reduce_prod(im, n);
+    return;
+  }
   const Tensor &x = *im.known_value(n.in(0));
   auto rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> axes;

@@ -208,7 +208,7 @@ def gradients(cleave, case, timeout):
     saved = os.path.join(case.tmp, case.name + "_grad.onnx")
     out = sh([cleave, "eval", case.path, "--data", case.data1, "--batch", str(BATCH), "--steps", "1",
               "--optimizer", "sgd", "--lr", repr(GRAD_LR), "--save-model", saved], timeout)
-    ref = tc.module_reference(case.module, case.x[:BATCH], case.y[:BATCH])
+    ref = tc.module_reference(case.module, case.x[:BATCH], case.y[:BATCH], native_too=True)
     problems, worst, _ = tc.check_step(
         f"{case.name} grad", tc.step_loss(out), tc.recovered_gradients(case.path, saved, GRAD_LR), ref,
         slack=GRAD_SLACK, loss_slack=GRAD_SLACK, skip_unused=True, file=sys.stderr)
