@@ -7,8 +7,9 @@ opset 13 without constant folding, and then:
   imports  `cleave ir` reads it;
   grads    `cleave eval --steps 1` (SGD, lr 1e4) runs a step; each parameter's gradient, recovered from the saved
            model as (w0 - w1) / lr, is compared with torch float64's at the same float32 weights: the worst error
-           relative to that parameter's largest gradient, beside torch float32's own worst error for scale
-           (tests/e2e/torch_compare.py's check_step). Passes when Cleave's is no worse than max(1e-5, 2 x torch
+           relative to that parameter's largest gradient, beside torch float32's own worst error for scale (of
+           torch float32 with oneDNN and without, the further from float64: module_reference's native_too;
+           tests/e2e/torch_compare.py's check_step). Passes when Cleave's is no worse than max(1e-5, 2 x torch
            float32's) and the loss is within max(1e-5, 2 x torch float32's loss error) of float64's;
   grads64  float64 end to end: the module exported in double, `cleave eval` (the interpreter runs float64) one step
            at lr 1, w0 - w1 against torch float64's gradient (norm epsilons rounded to float32 as ONNX stores them):
