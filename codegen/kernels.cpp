@@ -477,8 +477,11 @@ std::string kernel_code(const KernelCall &call) {
   const std::vector<Shape> &in_shapes = call.in_shapes, &out_shapes = call.out_shapes;
   auto in = [&](size_t i) -> const std::string & { return ins.at(i); };
   auto out = [&](size_t i) -> const std::string & { return outs.at(i); };
-  // The runtime's layout kernels move float32 (integer tensors of this kind fold at import).
-  if (op.kind == OpKind::Concat || op.kind == OpKind::Split || op.kind == OpKind::Slice ||
+  // The runtime's layout kernels move float32 (integer tensors of this kind fold at import), except a Slice of unit
+  // steps, a box copy of any element size (EmbeddingBag's bags of run-time indices).
+  bool box_slice = op.kind == OpKind::Slice && slice_attrs(op, g.tensor(op.inputs[0]).shape).steps ==
+                                                   Shape(g.tensor(op.inputs[0]).shape.size(), 1);
+  if (op.kind == OpKind::Concat || op.kind == OpKind::Split || (op.kind == OpKind::Slice && !box_slice) ||
       op.kind == OpKind::SliceGrad || op.kind == OpKind::Gather || op.kind == OpKind::GatherGrad ||
       op.kind == OpKind::MatMul) {
     DType dt = g.tensor(op.outputs[0]).dtype;
@@ -650,6 +653,14 @@ std::string kernel_code(const KernelCall &call) {
                        starts, ends))
         unsupported_split(call);
       const Shape &dense = fwd ? in_shapes[0] : out_shapes[0];
+      DType dt = g.tensor(op.outputs[0]).dtype;
+      if (fwd && dt != real_dtype()) {  // box_slice above: unit steps
+        Shape extent(starts.size()), zeros(starts.size(), 0);
+        for (size_t d = 0; d < starts.size(); ++d) extent[d] = ends[d] - starts[d];
+        return "rt::region_copy({rt::Box{" + in(0) + ", " + dims_literal(dense) + ", " + dims_literal(starts) + ", " +
+               dims_literal(extent) + ", " + dims_literal(zeros) + "}}, " + out(0) + ", " +
+               dims_literal(out_shapes[0]) + ", " + num(static_cast<int64_t>(dtype_size(dt))) + ");";
+      }
       return std::string(fwd ? "rt::slice(" : "rt::slice_backward(") + dims_literal(dense) + ", " +
              dims_literal(starts) + ", " + dims_literal(ends) + ", " + dims_literal(a.steps) + ", " + in(0) + ", " +
              out(0) + ");";

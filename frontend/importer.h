@@ -123,7 +123,7 @@ using Translator = void (*)(Importer &, const NodeCtx &);
 /** The translator of (domain, op_type), or nullptr if unsupported. Domain "" is ai.onnx. */
 Translator find_translator(const std::string &domain, const std::string &op_type);
 /** Translates node `n` by its translator (which must exist); errors name the node, except the unsupported-node line
- *  (kUnsupportedNodeLine) of an If or its branch, which names its node itself. */
+ *  (kUnsupportedNodeLine) of an If or a Loop or their subgraphs, which names its node itself. */
 void translate_node(Importer &im, const NodeCtx &n);
 /** How the error listing one unsupported node starts (model_loader.cpp's check_nodes_supported writes the list). */
 inline constexpr const char *kUnsupportedNodeLine = "1 unsupported node: ";
@@ -146,7 +146,8 @@ void translate_range(Importer &, const NodeCtx &);         // folded into a cons
 void translate_trilu(Importer &, const NodeCtx &);         // of constants only: folded
 void translate_scatter_nd(Importer &, const NodeCtx &);    // of constants only: folded
 void translate_reduce_prod(Importer &, const NodeCtx &);   // of constants: folded; else lower_reduce_prod
-void translate_if(Importer &, const NodeCtx &);            // of a constant condition: the branch taken (fold_if.cpp)
+void translate_if(Importer &, const NodeCtx &);            // of a constant condition: the branch taken (control_flow.cpp)
+void translate_loop(Importer &, const NodeCtx &);          // of a constant trip count: the body unrolled (control_flow.cpp)
 void translate_cast(Importer &, const NodeCtx &);          // Cast, CastLike
 void translate_pad(Importer &, const NodeCtx &);
 void translate_conv(Importer &, const NodeCtx &);

@@ -40,7 +40,7 @@ std::string node_name(const onnx::NodeProto &n, int index) {
   return n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
 }
 
-/** Calls f on each graph-valued attribute's graph of g's nodes (If's branches), recursively. */
+/** Calls f on each graph-valued attribute's graph of g's nodes (If's branches, Loop's body), recursively. */
 template <typename F>
 void for_each_subgraph(const onnx::GraphProto &g, const F &f) {
   for (const auto &n : g.node())
@@ -191,7 +191,7 @@ void check_attribute_values(const onnx::ModelProto &m) {
       if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "ConvTranspose")
         check_window(attrs);
     }
-    for_each_subgraph(g, scan);  // If's branches reach shape inference too
+    for_each_subgraph(g, scan);  // If's branches and Loop's body reach shape inference too
   };
   scan(m.graph());
 }

@@ -41,6 +41,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "ScatterND"}] = translate_scatter_nd;
     t[{"", "ReduceProd"}] = translate_reduce_prod;
     t[{"", "If"}] = translate_if;
+    t[{"", "Loop"}] = translate_loop;
     t[{"", "Cast"}] = t[{"", "CastLike"}] = translate_cast;
     t[{"", "Pad"}] = translate_pad;
     t[{"", "Conv"}] = translate_conv;

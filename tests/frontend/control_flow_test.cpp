@@ -1,5 +1,6 @@
-// If nodes of a compile-time constant condition import as the branch they take (frontend/fold_if.h); one whose
-// condition is known only at run time stays in the one-line unsupported-node error.
+// If nodes of a compile-time constant condition import as the branch they take, Loops of a constant trip count as their
+// body unrolled (frontend/control_flow.h); a condition or count known only at run time stays in the one-line
+// unsupported-node error.
 #include <gtest/gtest.h>
 
 #include "frontend/onnx_import.h"
@@ -245,6 +246,104 @@ TEST(FoldIf, BranchAttributesAreCheckedBeforeShapeInference) {
   mb.output("y", 4);
   auto [msg, code] = import_error(mb, "if_hostile");
   EXPECT_HAS(msg, "node \"conv\" (Conv, opset 13): attribute \"strides\" must be positive, got [0,0]");
+}
+
+/** A Loop body: (iter_num i64, cond bool, v f32) -> (cond_out bool, v_out f32, scan f32), nodes added by the caller. */
+struct Body : Branch {
+  Body() : Branch("body") {
+    add_input("i", kI64);
+    add_input("cond", kBool);
+    add_input("v", kF32);
+  }
+  void add_input(const std::string &name, int type) {
+    auto *vi = g.add_input();
+    vi->set_name(name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  Body &typed_output(const std::string &name, int type) {
+    output(name);
+    g.mutable_output(g.output_size() - 1)->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    return *this;
+  }
+};
+
+/** (vfinal, scans) = Loop(m, c, x) over `body`; m an i64 scalar initializer. */
+void loop(ModelBuilder &mb, int64_t trips, const Body &body) {
+  mb.init_i64("m", {}, {trips});
+  bool_constant(mb.g(), "c", true);
+  onnx::NodeProto &n = mb.node("Loop", {"m", "c", "x"}, {"vfinal", "scans"}, "loop");
+  set_graph(n, "body", body);
+  mb.output("vfinal", 2);
+  mb.output("scans", 3);
+}
+
+/** v_out = v + x, scan = v * float(i), cond_out = cond: iteration i sees v = (i + 1) x. */
+Body accumulate() {
+  Body b;
+  b.node("Add", {"v", "x"}, {"v2"}, "add");
+  auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
+  test::set_int(cast, "to", kF32);
+  b.node("Mul", {"v", "fi"}, {"s"}, "mul");
+  b.node("Identity", {"cond"}, {"cond_out"}, "keep");
+  b.typed_output("cond_out", kBool).output("v2").output("s");
+  return b;
+}
+
+TEST(UnrollLoop, CarriedValueAndScanOutput) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  loop(mb, 3, accumulate());
+  Graph g = import(mb, "loop3");
+  EXPECT_EQ(count_ops(g, OpKind::Add), 3) << print_graph(g);
+  EXPECT_EQ(g.tensor(*g.find_tensor("scans")).shape, (Shape{3, 2, 3}));
+  std::vector<double> v = run_forward(g, "x", kX, "vfinal"), s = run_forward(g, "x", kX, "scans");
+  for (size_t e = 0; e < kX.size(); ++e) {
+    double x = kX[e];
+    EXPECT_DOUBLE_EQ(v[e], 4 * x);
+    EXPECT_DOUBLE_EQ(s[e], 0.0);               // iteration 0: x * 0
+    EXPECT_DOUBLE_EQ(s[6 + e], 2 * x * 1);      // iteration 1: 2x * 1
+    EXPECT_DOUBLE_EQ(s[12 + e], 3 * x * 2);     // iteration 2: 3x * 2
+  }
+}
+
+TEST(UnrollLoop, CondOutStopsAfterTheIterationThatClearsIt) {
+  // cond_out = i < 1: iteration 0 continues, iteration 1 runs and stops the loop, as ONNX's reference does.
+  Body b;
+  b.node("Add", {"v", "x"}, {"v2"}, "add");
+  auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
+  test::set_int(cast, "to", kF32);
+  b.node("Mul", {"v", "fi"}, {"s"}, "mul");
+  b.node("Less", {"i", "one"}, {"cond_out"}, "less");
+  b.typed_output("cond_out", kBool).output("v2").output("s");
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.init_i64("one", {}, {1});
+  loop(mb, 5, b);
+  Graph g = import(mb, "loop_cond");
+  EXPECT_EQ(g.tensor(*g.find_tensor("scans")).shape, (Shape{2, 2, 3}));
+  std::vector<double> v = run_forward(g, "x", kX, "vfinal");
+  EXPECT_DOUBLE_EQ(v[1], 3 * kX[1]);
+}
+
+TEST(UnrollLoop, RunTimeOrLargeTripCountIsUnsupported) {
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.node("ReduceSum", {"x"}, {"sum"});
+  test::set_int(mb.node("Cast", {"sum"}, {"m"}), "to", kI64);
+  bool_constant(mb.g(), "c", true);
+  set_graph(mb.node("Loop", {"m", "c", "x"}, {"vfinal", "scans"}, "loop"), "body", accumulate());
+  mb.output("vfinal", 2);
+  mb.output("scans", 3);
+  auto [msg, code] = import_error(mb, "loop_runtime");
+  EXPECT_EQ(code, 2);
+  EXPECT_HAS(msg, ": 1 unsupported node: \"loop\" (Loop, ai.onnx, opset 13; its trip count \"m\" is not a "
+                  "compile-time constant)");
+  ModelBuilder big;
+  big.input("x", kF32, {2, 3});
+  loop(big, 5000, accumulate());
+  auto [msg2, code2] = import_error(big, "loop_big");
+  EXPECT_EQ(code2, 2);
+  EXPECT_HAS(msg2, "(Loop, ai.onnx, opset 13; its trip count 5000 is more than the 4096 iterations unrolled at import)");
 }
 
 }  // namespace
