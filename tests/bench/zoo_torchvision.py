@@ -99,6 +99,14 @@ NOTES = {
                      "down to 2e-9, eps 1e-3) and training is chaotic: changing lr by 1e-12 moves torch float64's "
                      "step-3 loss by 4e-4 (cleave eval's by 9e-4), so 2-rank runs part from eval at step 3 by 7e-3 "
                      "there; at batch 8 the same change moves it by 1e-9"),
+    "resnet101": ("batch 8: at batch 2 its 3 steps are chaotic: in torch float64 alone, scaling step 1's update by "
+                  "1 + 1e-11 (the size of the 2-rank runs' float64 gradient differences) moves conv1.weight after 3 "
+                  "steps by 1.5e-4 of max(1, max|w|) and step 3's loss by 1.3e-6, as the 2-rank runs part from eval "
+                  "(9.7e-5, 4e-7); 1 + 1e-12 moves it by 9e-8 (a kink is crossed between); at batch 8 1 + 1e-11 moves "
+                  "no weight by more than 4e-8"),
+    "resnext101_32x8d": ("batch 8: at batch 2 its 3 steps are chaotic as resnet101's: in torch float64 alone, scaling "
+                         "step 1's update by 1 + 1e-11 moves conv1.weight after 3 steps by 1.3e-4 of max(1, max|w|), "
+                         "as the 2-rank runs part from eval (2.8e-4); at batch 8 by no more than 2.4e-8 (any weight)"),
     "mnasnet1_0": ("float32 loss 1.1e-5 from torch float64's where torch float32's is closer; the step is "
                    "ill-conditioned (random init, BatchNorm over 8 values: torch float32's own gradients are off by "
                    "6%), and float64 end to end agrees to 3e-7"),
