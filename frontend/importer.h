@@ -168,6 +168,11 @@ void translate_resize(Importer &, const NodeCtx &);
 void translate_reduce_composite(Importer &, const NodeCtx &);  // ReduceSumSquare, ReduceL2, ReduceL1, ReduceLogSum(Exp)
 void translate_lp_normalization(Importer &, const NodeCtx &);
 void lower_reduce_prod(Importer &, const NodeCtx &);  // ReduceProd of run-time values
+void translate_global_max_pool(Importer &, const NodeCtx &);
+void translate_isnan_isinf(Importer &, const NodeCtx &);  // IsNaN, IsInf
+void translate_shrink(Importer &, const NodeCtx &);
+void translate_hardmax(Importer &, const NodeCtx &);
+void translate_eye_like(Importer &, const NodeCtx &);     // folded to a constant
 void translate_tile(Importer &, const NodeCtx &);
 void translate_einsum(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth

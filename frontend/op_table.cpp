@@ -53,6 +53,11 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "LpNormalization"}] = translate_lp_normalization;
     t[{"", "Tile"}] = translate_tile;
     t[{"", "Einsum"}] = translate_einsum;
+    t[{"", "GlobalMaxPool"}] = translate_global_max_pool;
+    t[{"", "IsNaN"}] = t[{"", "IsInf"}] = translate_isnan_isinf;
+    t[{"", "Shrink"}] = translate_shrink;
+    t[{"", "Hardmax"}] = translate_hardmax;
+    t[{"", "EyeLike"}] = translate_eye_like;
     t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;
     t[{"", "ArgMax"}] = t[{"", "ArgMin"}] = translate_arg_extreme;
     t[{"", "TopK"}] = translate_topk;

@@ -5,17 +5,22 @@
 // LpNormalization = x / ReduceL2 (p 2) or x / ReduceL1 (p 1) along its axis, Tile = Reshape + Expand + Reshape
 // (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes), Einsum =
 // pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has),
-// ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1).
+// ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1),
+// GlobalMaxPool = ReduceMax over the spatial dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two
+// Wheres, Hardmax = OneHot(ArgMax) along its axis; EyeLike folds to a constant (its values do not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
 
 #include "frontend/importer.h"
+#include "frontend/tensor_proto.h"
 #include "ir/error.h"
+#include "ir/tensor_data.h"
 
 namespace cleave {
 namespace {
@@ -43,6 +48,18 @@ class Chain {
   }
   std::string reshape(const std::string &x, const Shape &shape, const std::string &hint, const std::string &out = "") {
     return op(OpKind::Reshape, {x}, {{"shape", shape}}, hint, out);
+  }
+  /** A constant of `dtype` and `shape` holding `values` (one per element), named after the node's output. */
+  std::string constant(DType dtype, const Shape &shape, const std::vector<double> &values, const std::string &hint) {
+    Tensor t;
+    t.name = im_.fresh_tensor_name(n_.out(0) + "." + hint);
+    t.dtype = dtype;
+    t.shape = shape;
+    t.role = Role::constant;
+    t.data = encode_doubles(dtype, values);
+    std::string name = t.name;
+    im_.define_const(std::move(t));
+    return name;
   }
 
  private:
@@ -141,6 +158,91 @@ void lower_reduce_prod(Importer &im, const NodeCtx &n) {
     }
   }
   c.reshape(v, noop ? x : reduced_shape(x, axes, keep), "", n.out(0));
+}
+
+void translate_global_max_pool(Importer &im, const NodeCtx &n) {
+  Shape x = im.type_of(n.in(0), n).shape;
+  if (x.size() < 3) n.fail("input has rank " + std::to_string(x.size()) + "; GlobalMaxPool needs (N, C, spatial...)");
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < x.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  Chain(im, n).op(OpKind::ReduceMax, {n.in(0)}, {{"axes", axes}, {"keepdims", int64_t{1}}}, "", n.out(0));
+}
+
+/** The dtype of a float input, else the node's error naming it. */
+DType float_input(Importer &im, const NodeCtx &n, size_t i, const char *what) {
+  DType t = im.type_of(n.in(i), n).dtype;
+  if (!is_float(t)) n.fail(std::string("input ") + what + " is " + std::string(dtype_name(t)) + "; only float types are supported");
+  return t;
+}
+
+void translate_isnan_isinf(Importer &im, const NodeCtx &n) {
+  DType t = float_input(im, n, 0, "X");
+  Chain c(im, n);
+  const std::string &x = n.in(0), &y = n.out(0);
+  if (n.op_type == "IsNaN") {
+    c.op(OpKind::Not, {c.op(OpKind::Equal, {x, x}, {}, "equal")}, {}, "", y);
+    return;
+  }
+  bool neg = n.attrs.get_int("detect_negative", 1) != 0, pos = n.attrs.get_int("detect_positive", 1) != 0;
+  double inf = std::numeric_limits<double>::infinity();
+  auto is = [&](double v, const std::string &hint, const std::string &out = "") {
+    return c.op(OpKind::Equal, {x, c.constant(t, {}, {v}, hint)}, {}, hint + "_equal", out);
+  };
+  if (neg && pos) c.op(OpKind::Or, {is(inf, "inf"), is(-inf, "minus_inf")}, {}, "", y);
+  else if (neg || pos) is(neg ? -inf : inf, neg ? "minus_inf" : "inf", y);
+  else c.op(OpKind::Less, {x, c.constant(t, {}, {-inf}, "minus_inf")}, {}, "", y);  // false everywhere
+}
+
+void translate_shrink(Importer &im, const NodeCtx &n) {
+  DType t = float_input(im, n, 0, "input");
+  double lambd = n.attrs.get_float("lambd", 0.5), bias = n.attrs.get_float("bias", 0.0);
+  // y = x + bias where x < -lambd, x - bias where x > lambd, else 0.
+  Chain c(im, n);
+  const std::string &x = n.in(0);
+  auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, hint); };
+  std::string above = c.op(OpKind::Where, {c.op(OpKind::Greater, {x, k(lambd, "lambd")}, {}, "above"),
+                                           c.op(OpKind::Sub, {x, k(bias, "bias")}, {}, "minus_bias"), k(0, "zero")},
+                           {}, "upper");
+  c.op(OpKind::Where, {c.op(OpKind::Less, {x, k(-lambd, "minus_lambd")}, {}, "below"),
+                       c.op(OpKind::Add, {x, k(bias, "bias")}, {}, "plus_bias"), above},
+       {}, "", n.out(0));
+}
+
+void translate_hardmax(Importer &im, const NodeCtx &n) {
+  if (n.opset < 13) unsupported(n, "Hardmax before opset 13 (over coerced 2-D rows) is not supported");
+  DType t = float_input(im, n, 0, "input");
+  Shape x = im.type_of(n.in(0), n).shape;
+  auto rank = static_cast<int64_t>(x.size());
+  int64_t axis = norm_axis(n, n.attrs.get_int("axis", -1), rank);
+  // The first maximum along the axis is 1, as ArgMax picks it.
+  Chain c(im, n);
+  std::string idx = c.op(OpKind::ArgMax, {n.in(0)},
+                         {{"axis", axis}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{0}}}, "argmax");
+  c.op(OpKind::OneHot, {idx, c.constant(t, {2}, {0, 1}, "values")},
+       {{"axis", axis}, {"depth", x[static_cast<size_t>(axis)]}}, "", n.out(0));
+}
+
+void translate_eye_like(Importer &im, const NodeCtx &n) {
+  const TensorType in = im.type_of(n.in(0), n);
+  if (in.shape.size() != 2) n.fail("input has rank " + std::to_string(in.shape.size()) + "; EyeLike needs rank 2");
+  DType t = in.dtype;
+  if (std::optional<int64_t> dt = n.attrs.opt_int("dtype")) {
+    std::optional<DType> d = dtype_from_onnx(static_cast<int32_t>(*dt));
+    if (!d) n.fail("attribute \"dtype\" " + onnx_dtype_name(static_cast<int32_t>(*dt)) + " is not supported");
+    t = *d;
+  }
+  int64_t k = n.attrs.get_int("k", 0), rows = in.shape[0], cols = in.shape[1];
+  std::vector<double> v(static_cast<size_t>(rows * cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    if (r + k >= 0 && r + k < cols) v[static_cast<size_t>(r * cols + r + k)] = 1.0;
+  Tensor y;
+  y.name = n.out(0);
+  y.dtype = t;
+  y.shape = in.shape;
+  y.role = Role::constant;
+  y.data = encode_doubles(t, v);
+  if (im.defined(y.name)) n.fail("output \"" + y.name + "\" is already defined");
+  im.define_const(std::move(y));
 }
 
 void translate_lp_normalization(Importer &im, const NodeCtx &n) {

@@ -27,7 +27,7 @@ from EXPECTED), so the table stays true.
 
 Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 32 cases, about 3 minutes on
 2 cores: 164 to 175 s measured with 27, before localresponsenorm, an If of a constant condition, joined at 15 s): CTest
-runs it as e2e.torch_nn_layers. --all runs all 236 (about 20 minutes);
+runs it as e2e.torch_nn_layers. --all runs all 237 (about 20 minutes);
 CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
 with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
 Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
@@ -717,6 +717,7 @@ loss_case("contrastive_batch", 6,
           lambda h, y: F.cross_entropy(F.normalize(h, dim=1) @ F.normalize(h, dim=1).t() * 5, y),
           lambda rng: np.arange(B, dtype=np.int64))
 op_case("prod_dim", lambda h: torch.prod(h.view(B, C, 2), dim=2), n_hidden=20)
+op_case("isnan_where", lambda h: torch.where(torch.isnan(h), torch.zeros_like(h), h))
 op_case("prod_odd", lambda h: torch.prod(torch.prod(h.view(B, 2, 3, 5) * 0.8, dim=3), dim=1), n_hidden=30)
 op_case("cumprod", lambda h: torch.cumprod(h * 0.5, dim=1))
 op_case("maximum_minimum", lambda h: torch.maximum(h[:, :C], h[:, C:]) + torch.minimum(h[:, :C], -h[:, C:]),
