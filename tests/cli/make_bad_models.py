@@ -44,7 +44,7 @@ with open(os.path.join(out, "garbage.onnx"), "wb") as f:
 
 m = base()
 m.graph.node.insert(1, helper.make_node("Foo", ["logits"], ["foo_out"], name="mystery", domain="com.example"))
-m.graph.node.insert(1, helper.make_node("Hardmax", ["logits"], ["hm_out"], name="hard"))
+m.graph.node.insert(1, helper.make_node("Unique", ["logits"], ["uq_out"], name="uniq"))
 m.opset_import.append(helper.make_opsetid("com.example", 1))
 save(m, "unknown_op.onnx")
 
@@ -52,7 +52,7 @@ save(m, "unknown_op.onnx")
 # cannot translate: the node stays and is listed, with why, beside an op that has no body at all.
 m = base()
 m.graph.node.insert(1, helper.make_node("Bernoulli", ["x"], ["coin"], name="coin"))
-m.graph.node.insert(1, helper.make_node("Hardmax", ["logits"], ["hm_out"], name="hard"))
+m.graph.node.insert(1, helper.make_node("Unique", ["logits"], ["uq_out"], name="uniq"))
 save(m, "unexpandable_function.onnx")
 
 m = base()

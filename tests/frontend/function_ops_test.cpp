@@ -138,7 +138,7 @@ TEST(FunctionOps, UnexpandableBodiesAreListedWithWhy) {
   mb.node("Bernoulli", {"x"}, {"b"}, "coin");       // typed input: body built, needs RandomUniformLike
   mb.node("Relu", {"x"}, {"r"}, "relu");
   mb.node("Bernoulli", {"r"}, {"b2"}, "coin2");     // input type not declared: body not built
-  mb.node("Hardmax", {"x"}, {"c"}, "hardmax");       // no body at all
+  mb.node("Unique", {"x"}, {"c"}, "unique");         // no body at all
   mb.node("Loopy", {"x"}, {"l"}, "loopy", "com.x");  // recursive
   mb.node("Sum", {"b", "b2", "c", "l"}, {"y"});
   mb.output("y", 2);
@@ -149,7 +149,7 @@ TEST(FunctionOps, UnexpandableBodiesAreListedWithWhy) {
   EXPECT_HAS(msg, "\"coin\" (Bernoulli, ai.onnx, opset 15; its function body needs RandomUniformLike)");
   EXPECT_HAS(msg, "\"coin2\" (Bernoulli, ai.onnx, opset 15; its function body depends on input types the model "
                   "does not declare)");
-  EXPECT_HAS(msg, "\"hardmax\" (Hardmax, ai.onnx, opset 15)");
+  EXPECT_HAS(msg, "\"unique\" (Unique, ai.onnx, opset 15)");
   EXPECT_HAS(msg, "\"loopy\" (Loopy, com.x, opset 1; its function bodies nest deeper than 8)");
 }
 
