@@ -107,9 +107,11 @@ NOTES = {
     "resnext101_32x8d": ("batch 8: at batch 2 its 3 steps are chaotic as resnet101's: in torch float64 alone, scaling "
                          "step 1's update by 1 + 1e-11 moves conv1.weight after 3 steps by 1.3e-4 of max(1, max|w|), "
                          "as the 2-rank runs part from eval (2.8e-4); at batch 8 by no more than 2.4e-8 (any weight)"),
-    "mnasnet1_0": ("float32 loss 1.1e-5 from torch float64's where torch float32's is closer; the step is "
-                   "ill-conditioned (random init, BatchNorm over 8 values: torch float32's own gradients are off by "
-                   "6%), and float64 end to end agrees to 3e-7"),
+    "mnasnet1_0": ("f32 column: torch float32 without oneDNN is 2.4e-5 (loss) and 0.072 (gradients) from float64, "
+                   "Cleave's float32 1.1e-5 and 0.072, torch float32 with oneDNN 1e-5 and 0.047: an ill-conditioned "
+                   "step (BatchNorm over 8 values)"),
+    "googlenet": ("f32 column: torch float32 without oneDNN is 0.24 off float64 on inception4e.branch3.1.conv.weight, "
+                  "as Cleave's float32 (with oneDNN 0.085)"),
 }
 
 
