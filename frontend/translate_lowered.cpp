@@ -7,7 +7,9 @@
 // pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has),
 // ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1),
 // GlobalMaxPool = ReduceMax over the spatial dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two
-// Wheres, Hardmax = OneHot(ArgMax) along its axis; EyeLike folds to a constant (its values do not depend on the input's).
+// Wheres, Hardmax = OneHot(ArgMax) along its axis, GridSample (2-D; bilinear and nearest, zeros and border padding) =
+// per output pixel a weight over every input pixel and a batched MatMul; EyeLike folds to a constant (its values do
+// not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -220,6 +222,67 @@ void translate_hardmax(Importer &im, const NodeCtx &n) {
                          {{"axis", axis}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{0}}}, "argmax");
   c.op(OpKind::OneHot, {idx, c.constant(t, {2}, {0, 1}, "values")},
        {{"axis", axis}, {"depth", x[static_cast<size_t>(axis)]}}, "", n.out(0));
+}
+
+void translate_grid_sample(Importer &im, const NodeCtx &n) {
+  DType t = float_input(im, n, 0, "X");
+  Shape x = im.type_of(n.in(0), n).shape, grid = im.type_of(n.in(1), n).shape;
+  if (x.size() != 4) unsupported(n, "input X has rank " + std::to_string(x.size()) + "; only 2-D sampling (rank 4) is supported");
+  if (grid.size() != 4 || grid[0] != x[0] || grid[3] != 2)
+    n.fail("grid " + shape_str(grid) + " must be [N, H_out, W_out, 2] with N = " + std::to_string(x[0]));
+  std::string mode = n.attrs.get_string("mode", "bilinear"), padding = n.attrs.get_string("padding_mode", "zeros");
+  bool align = n.attrs.get_int("align_corners", 0) != 0;
+  if (mode != "bilinear" && mode != "nearest") unsupported(n, "mode \"" + mode + "\" is not supported (bilinear, nearest)");
+  if (padding != "zeros" && padding != "border")
+    unsupported(n, "padding_mode \"" + padding + "\" is not supported (zeros, border)");
+  int64_t batch = x[0], channels = x[1], h = x[2], w = x[3], outs = grid[1] * grid[2];
+  // Y[n, c, o] = sum over input pixels p of X[n, c, p] * weight[n, o, p], weight = wy[n, o, py] * wx[n, o, px]. Along
+  // each axis the source coordinate i (torch's unnormalised grid value, clipped for border) gives the pixel floor(i)
+  // the weight 1 - (i - floor(i)) and the next one i - floor(i), as torch's bilinear kernel does, so the gradient
+  // with respect to the grid is torch's; nearest gives the pixel round(i) (halves to even, as torch's nearbyint) the
+  // weight 1 and the grid no gradient. Pixels outside the input match nothing: zero padding.
+  Chain c(im, n);
+  std::string g = c.reshape(n.in(1), {batch, outs, 2}, "grid");
+  auto weights = [&](int64_t component, int64_t size, const std::string &axis) {
+    std::string coord = c.op(OpKind::Slice, {g},
+                             {{"starts", std::vector<int64_t>{component}}, {"ends", std::vector<int64_t>{component + 1}},
+                              {"axes", std::vector<int64_t>{2}}, {"steps", std::vector<int64_t>{1}}},
+                             axis);
+    // align_corners: -1 and 1 are the centres of the edge pixels, else their outer edges.
+    double scale = align ? (size - 1) / 2.0 : size / 2.0, shift = (size - 1) / 2.0;
+    std::string i = c.op(OpKind::Add, {c.op(OpKind::Mul, {coord, c.constant(t, {}, {scale}, axis + "_scale")}, {},
+                                            axis + "_scaled"),
+                                       c.constant(t, {}, {shift}, axis + "_shift")},
+                         {}, axis + "_source");
+    if (padding == "border")
+      i = c.op(OpKind::Clip, {i}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, axis + "_clipped");
+    std::vector<double> idx(static_cast<size_t>(size));
+    std::iota(idx.begin(), idx.end(), 0.0);
+    std::string pixels = c.constant(t, {1, 1, size}, idx, axis + "_pixels");
+    std::string zero = c.constant(t, {}, {0}, axis + "_zero");
+    if (mode == "nearest") {
+      std::string hit = c.op(OpKind::Equal, {pixels, c.op(OpKind::Round, {i}, {}, axis + "_nearest")}, {}, axis + "_hit");
+      return c.op(OpKind::Where, {hit, c.constant(t, {}, {1}, axis + "_one"), zero}, {}, axis + "_weight");
+    }
+    std::string lo = c.op(OpKind::Floor, {i}, {}, axis + "_floor");
+    std::string frac = c.op(OpKind::Sub, {i, lo}, {}, axis + "_frac");
+    std::string hi = c.op(OpKind::Add, {lo, c.constant(t, {}, {1}, axis + "_one")}, {}, axis + "_next");
+    std::string w_lo = c.op(OpKind::Where, {c.op(OpKind::Equal, {pixels, lo}, {}, axis + "_at_floor"),
+                                            c.op(OpKind::Sub, {c.constant(t, {}, {1}, axis + "_one_"), frac}, {},
+                                                 axis + "_rest"),
+                                            zero},
+                            {}, axis + "_weight_floor");
+    std::string w_hi = c.op(OpKind::Where, {c.op(OpKind::Equal, {pixels, hi}, {}, axis + "_at_next"), frac, zero}, {},
+                            axis + "_weight_next");
+    return c.op(OpKind::Add, {w_lo, w_hi}, {}, axis + "_weight");
+  };
+  std::string wx = weights(0, w, "x"), wy = weights(1, h, "y");  // [N, outs, W], [N, outs, H]
+  std::string weight = c.op(OpKind::Mul, {c.reshape(wy, {batch, outs, h, 1}, "wy"), c.reshape(wx, {batch, outs, 1, w}, "wx")},
+                            {}, "weight");
+  std::string weight_t = c.op(OpKind::Transpose, {c.reshape(weight, {batch, outs, h * w}, "weight_rows")},
+                              {{"perm", std::vector<int64_t>{0, 2, 1}}}, "weight_t");
+  std::string y = c.op(OpKind::MatMul, {c.reshape(n.in(0), {batch, channels, h * w}, "x_rows"), weight_t}, {}, "rows");
+  c.reshape(y, {batch, channels, grid[1], grid[2]}, "", n.out(0));
 }
 
 void translate_eye_like(Importer &im, const NodeCtx &n) {
