@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -172,20 +173,24 @@ void translate_loop(Importer &im, const NodeCtx &n) {
   size_t scans = static_cast<size_t>(g.output_size()) - 1 - carried;
   if (n.num_out() > carried + scans)
     n.fail("the node has " + std::to_string(n.num_out()) + " outputs, its body " + std::to_string(carried + scans));
-  if (n.in(0).empty()) unsupported(n.name, n.op_type, n.domain, n.opset, "a Loop without a trip count M");
   for (size_t j = 0; j < carried; ++j)
     if (!im.defined(n.in(2 + j))) n.fail("input \"" + n.in(2 + j) + "\" is not defined");
-  int64_t trips = constant_scalar(im, n, n.in(0), "its trip count");
-  if (trips > kMaxLoopUnroll)
+  // A while loop (M absent, or torch's INT64_MAX) unrolls too where its conditions are constants.
+  bool cond = n.in(1).empty() || constant_scalar(im, n, n.in(1), "its condition") != 0;
+  constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+  int64_t trips = !cond || n.in(0).empty() ? kUnbounded : constant_scalar(im, n, n.in(0), "its trip count");
+  if (trips > kMaxLoopUnroll && trips != kUnbounded)
     unsupported(n.name, n.op_type, n.domain, n.opset,
                 "its trip count " + std::to_string(trips) + " is more than the " + std::to_string(kMaxLoopUnroll) +
                     " iterations unrolled at import");
-  bool cond = n.in(1).empty() || constant_scalar(im, n, n.in(1), "its condition") != 0;
 
   std::vector<std::string> values;
   for (size_t j = 0; j < carried; ++j) values.push_back(n.in(2 + j));
   std::vector<std::vector<std::string>> stacked(scans);
   for (int64_t i = 0; i < trips && cond; ++i) {
+    if (i == kMaxLoopUnroll)
+      unsupported(n.name, n.op_type, n.domain, n.opset,
+                  "it runs more than the " + std::to_string(kMaxLoopUnroll) + " iterations unrolled at import");
     Renames r;
     std::string key = "body (iteration " + std::to_string(i) + ")";
     define_initializers(im, n, g, r, key);

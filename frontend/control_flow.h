@@ -30,8 +30,8 @@ void translate_if(Importer &im, const NodeCtx &n);
 
 /** Translates Loop node `n` as its body unrolled: for i = 0, 1, ... while i < M and cond, the body's nodes translated
  *  with iter_num = i and cond_in = cond as constants and the loop-carried inputs bound to the previous iteration's
- *  outputs (the node's initial values at i = 0). M (input 0) must be a compile-time constant of at most
- *  kMaxLoopUnroll; cond (input 1, true where absent) and each iteration's cond_out must be compile-time constants.
+ *  outputs (the node's initial values at i = 0). M (input 0; unbounded where absent) and cond (input 1, true where
+ *  absent) must be compile-time constants, as must each iteration's cond_out; at most kMaxLoopUnroll iterations run.
  *  The node's loop-carried outputs are the last iteration's (Identity copies); its scan outputs are the iterations'
  *  values stacked along a new first axis (Reshape + Concat). Names and unsupported nodes as for If, the body's nodes
  *  becoming ops `<Loop node>/<body node>` once per iteration, made unique. */

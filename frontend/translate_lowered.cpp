@@ -132,10 +132,7 @@ void translate_reduce_composite(Importer &im, const NodeCtx &n) {
 void lower_reduce_prod(Importer &im, const NodeCtx &n) {
   Shape x = im.type_of(n.in(0), n).shape;
   auto rank = static_cast<int64_t>(x.size());
-  std::vector<int64_t> axes;
-  bool noop = n.attrs.get_int("noop_with_empty_axes", 0) != 0 &&
-              n.attrs.opt_ints("axes").value_or(std::vector<int64_t>{}).empty();
-  if (!noop) axes = reduce_axes(n, rank);
+  std::vector<int64_t> axes = reduce_axes(n, rank);  // opsets 13-17: no noop_with_empty_axes
   bool keep = n.attrs.get_int("keepdims", 1) != 0;
   // Mul's gradient rule makes each element's gradient the product of the others, exact where some are zero (a
   // division of the product by the element would not be). log2(length) Muls per axis, each partitionable.
@@ -159,7 +156,7 @@ void lower_reduce_prod(Importer &im, const NodeCtx &n) {
       len -= half;
     }
   }
-  c.reshape(v, noop ? x : reduced_shape(x, axes, keep), "", n.out(0));
+  c.reshape(v, reduced_shape(x, axes, keep), "", n.out(0));
 }
 
 void translate_global_max_pool(Importer &im, const NodeCtx &n) {
@@ -211,7 +208,6 @@ void translate_shrink(Importer &im, const NodeCtx &n) {
 }
 
 void translate_hardmax(Importer &im, const NodeCtx &n) {
-  if (n.opset < 13) unsupported(n, "Hardmax before opset 13 (over coerced 2-D rows) is not supported");
   DType t = float_input(im, n, 0, "input");
   Shape x = im.type_of(n.in(0), n).shape;
   auto rank = static_cast<int64_t>(x.size());
@@ -248,12 +244,21 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
                              {{"starts", std::vector<int64_t>{component}}, {"ends", std::vector<int64_t>{component + 1}},
                               {"axes", std::vector<int64_t>{2}}, {"steps", std::vector<int64_t>{1}}},
                              axis);
-    // align_corners: -1 and 1 are the centres of the edge pixels, else their outer edges.
-    double scale = align ? (size - 1) / 2.0 : size / 2.0, shift = (size - 1) / 2.0;
-    std::string i = c.op(OpKind::Add, {c.op(OpKind::Mul, {coord, c.constant(t, {}, {scale}, axis + "_scale")}, {},
-                                            axis + "_scaled"),
-                                       c.constant(t, {}, {shift}, axis + "_shift")},
-                         {}, axis + "_source");
+    // align_corners: -1 and 1 are the centres of the edge pixels, else their outer edges. In torch's order of
+    // operations, ((g + 1) / 2) * (size - 1) and ((g + 1) * size - 1) / 2, so a source coordinate on a half rounds
+    // (nearest) as torch's does.
+    auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, axis + hint); };
+    std::string g1 = c.op(OpKind::Add, {coord, k(1, "_one")}, {}, axis + "_plus_one");
+    std::string i =
+        align ? c.op(OpKind::Mul, {c.op(OpKind::Mul, {g1, k(0.5, "_half")}, {}, axis + "_unit"),
+                                   k(static_cast<double>(size - 1), "_extent")},
+                     {}, axis + "_source")
+              : c.op(OpKind::Mul, {c.op(OpKind::Sub, {c.op(OpKind::Mul, {g1, k(static_cast<double>(size), "_size")}, {},
+                                                           axis + "_scaled"),
+                                                      k(1, "_one_")},
+                                        {}, axis + "_shifted"),
+                                   k(0.5, "_half")},
+                     {}, axis + "_source");
     if (padding == "border")
       i = c.op(OpKind::Clip, {i}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, axis + "_clipped");
     std::vector<double> idx(static_cast<size_t>(size));
@@ -296,8 +301,9 @@ void translate_eye_like(Importer &im, const NodeCtx &n) {
   }
   int64_t k = n.attrs.get_int("k", 0), rows = in.shape[0], cols = in.shape[1];
   std::vector<double> v(static_cast<size_t>(rows * cols), 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    if (r + k >= 0 && r + k < cols) v[static_cast<size_t>(r * cols + r + k)] = 1.0;
+  if (k > -rows && k < cols)  // else no diagonal element lies inside (and r + k could overflow)
+    for (int64_t r = 0; r < rows; ++r)
+      if (r + k >= 0 && r + k < cols) v[static_cast<size_t>(r * cols + r + k)] = 1.0;
   Tensor y;
   y.name = n.out(0);
   y.dtype = t;

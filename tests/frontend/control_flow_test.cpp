@@ -325,6 +325,27 @@ TEST(UnrollLoop, CondOutStopsAfterTheIterationThatClearsIt) {
   EXPECT_DOUBLE_EQ(v[1], 3 * kX[1]);
 }
 
+TEST(UnrollLoop, WhileLoopWithoutTripCountRunsUntilCondOutClears) {
+  // M absent: cond_out = i < 2 stops it after iteration 2, so v = 4x and 3 scans.
+  Body b;
+  b.node("Add", {"v", "x"}, {"v2"}, "add");
+  auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
+  test::set_int(cast, "to", kF32);
+  b.node("Mul", {"v", "fi"}, {"s"}, "mul");
+  b.node("Less", {"i", "two"}, {"cond_out"}, "less");
+  b.typed_output("cond_out", kBool).output("v2").output("s");
+  ModelBuilder mb;
+  mb.input("x", kF32, {2, 3});
+  mb.init_i64("two", {}, {2});
+  bool_constant(mb.g(), "c", true);
+  set_graph(mb.node("Loop", {"", "c", "x"}, {"vfinal", "scans"}, "loop"), "body", b);
+  mb.output("vfinal", 2);
+  mb.output("scans", 3);
+  Graph g = import(mb, "loop_while");
+  EXPECT_EQ(g.tensor(*g.find_tensor("scans")).shape, (Shape{3, 2, 3}));
+  EXPECT_DOUBLE_EQ(run_forward(g, "x", kX, "vfinal")[1], 4 * kX[1]);
+}
+
 TEST(UnrollLoop, RunTimeOrLargeTripCountIsUnsupported) {
   ModelBuilder mb;
   mb.input("x", kF32, {2, 3});
