@@ -51,6 +51,13 @@ class Chain {
   std::string reshape(const std::string &x, const Shape &shape, const std::string &hint, const std::string &out = "") {
     return op(OpKind::Reshape, {x}, {{"shape", shape}}, hint, out);
   }
+  /** x[begin:end] along `axis`, unit steps. */
+  std::string slice(const std::string &x, int64_t axis, int64_t begin, int64_t end, const std::string &hint) {
+    return op(OpKind::Slice, {x},
+              {{"starts", std::vector<int64_t>{begin}}, {"ends", std::vector<int64_t>{end}},
+               {"axes", std::vector<int64_t>{axis}}, {"steps", std::vector<int64_t>{1}}},
+              hint);
+  }
   /** A constant of `dtype` and `shape` holding `values` (one per element), named after the node's output. */
   std::string constant(DType dtype, const Shape &shape, const std::vector<double> &values, const std::string &hint) {
     Tensor t;
@@ -139,19 +146,14 @@ void lower_reduce_prod(Importer &im, const NodeCtx &n) {
   Chain c(im, n);
   std::string v = n.in(0);
   Shape s = x;
-  auto slice = [&](const std::string &t, int64_t axis, int64_t begin, int64_t end) {
-    return c.op(OpKind::Slice, {t},
-                {{"starts", std::vector<int64_t>{begin}}, {"ends", std::vector<int64_t>{end}},
-                 {"axes", std::vector<int64_t>{axis}}, {"steps", std::vector<int64_t>{1}}},
-                "slice");
-  };
   for (int64_t a : axes) {
     auto &len = s[static_cast<size_t>(a)];
     if (len == 0) unsupported(n, "a product over the empty axis " + std::to_string(a) + " is not supported");
     while (len > 1) {
       int64_t half = len / 2;
-      std::string prod = c.op(OpKind::Mul, {slice(v, a, 0, half), slice(v, a, half, 2 * half)}, {}, "prod");
-      if (len % 2 != 0) prod = c.op(OpKind::Concat, {prod, slice(v, a, 2 * half, len)}, {{"axis", a}}, "prod");
+      std::string prod = c.op(OpKind::Mul, {c.slice(v, a, 0, half, "slice"), c.slice(v, a, half, 2 * half, "slice")}, {},
+                              "prod");
+      if (len % 2 != 0) prod = c.op(OpKind::Concat, {prod, c.slice(v, a, 2 * half, len, "slice")}, {{"axis", a}}, "prod");
       v = prod;
       len -= half;
     }
@@ -240,10 +242,7 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
   Chain c(im, n);
   std::string g = c.reshape(n.in(1), {batch, outs, 2}, "grid");
   auto weights = [&](int64_t component, int64_t size, const std::string &axis) {
-    std::string coord = c.op(OpKind::Slice, {g},
-                             {{"starts", std::vector<int64_t>{component}}, {"ends", std::vector<int64_t>{component + 1}},
-                              {"axes", std::vector<int64_t>{2}}, {"steps", std::vector<int64_t>{1}}},
-                             axis);
+    std::string coord = c.slice(g, 2, component, component + 1, axis);
     // align_corners: -1 and 1 are the centres of the edge pixels, else their outer edges. In torch's order of
     // operations, ((g + 1) / 2) * (size - 1) and ((g + 1) * size - 1) / 2, so a source coordinate on a half rounds
     // (nearest) as torch's does.
