@@ -277,14 +277,16 @@ void loop(ModelBuilder &mb, int64_t trips, const Body &body) {
   mb.output("scans", 3);
 }
 
-/** v_out = v + x, scan = v * float(i), cond_out = cond: iteration i sees v = (i + 1) x. */
-Body accumulate() {
+/** v_out = v + x, scan = v * float(i): iteration i sees v = (i + 1) x. cond_out = cond, or i < `bound` (an outer
+ *  tensor's name) where given. */
+Body accumulate(const std::string &bound = "") {
   Body b;
   b.node("Add", {"v", "x"}, {"v2"}, "add");
   auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
   test::set_int(cast, "to", kF32);
   b.node("Mul", {"v", "fi"}, {"s"}, "mul");
-  b.node("Identity", {"cond"}, {"cond_out"}, "keep");
+  if (bound.empty()) b.node("Identity", {"cond"}, {"cond_out"}, "keep");
+  else b.node("Less", {"i", bound}, {"cond_out"}, "less");
   b.typed_output("cond_out", kBool).output("v2").output("s");
   return b;
 }
@@ -308,13 +310,7 @@ TEST(UnrollLoop, CarriedValueAndScanOutput) {
 
 TEST(UnrollLoop, CondOutStopsAfterTheIterationThatClearsIt) {
   // cond_out = i < 1: iteration 0 continues, iteration 1 runs and stops the loop, as ONNX's reference does.
-  Body b;
-  b.node("Add", {"v", "x"}, {"v2"}, "add");
-  auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
-  test::set_int(cast, "to", kF32);
-  b.node("Mul", {"v", "fi"}, {"s"}, "mul");
-  b.node("Less", {"i", "one"}, {"cond_out"}, "less");
-  b.typed_output("cond_out", kBool).output("v2").output("s");
+  Body b = accumulate("one");
   ModelBuilder mb;
   mb.input("x", kF32, {2, 3});
   mb.init_i64("one", {}, {1});
@@ -327,13 +323,7 @@ TEST(UnrollLoop, CondOutStopsAfterTheIterationThatClearsIt) {
 
 TEST(UnrollLoop, WhileLoopWithoutTripCountRunsUntilCondOutClears) {
   // M absent: cond_out = i < 2 stops it after iteration 2, so v = 4x and 3 scans.
-  Body b;
-  b.node("Add", {"v", "x"}, {"v2"}, "add");
-  auto &cast = b.node("Cast", {"i"}, {"fi"}, "cast");
-  test::set_int(cast, "to", kF32);
-  b.node("Mul", {"v", "fi"}, {"s"}, "mul");
-  b.node("Less", {"i", "two"}, {"cond_out"}, "less");
-  b.typed_output("cond_out", kBool).output("v2").output("s");
+  Body b = accumulate("two");
   ModelBuilder mb;
   mb.input("x", kF32, {2, 3});
   mb.init_i64("two", {}, {2});
