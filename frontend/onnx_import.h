@@ -36,7 +36,7 @@ Graph import_onnx(const std::string &path, const ImportOptions &opts = {});
  *  nothing behind. A name of `values` that is no initializer is an error (naming `flag`, the output's flag), unless
  *  `skip_others` (a checkpoint's optimizer state). */
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
-                                 const std::map<std::string, std::vector<uint8_t>> &values,
+                                 std::map<std::string, std::vector<uint8_t>> values,
                                  const std::string &flag = "--save-model", bool skip_others = false);
 
 }  // namespace cleave

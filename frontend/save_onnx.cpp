@@ -2,7 +2,6 @@
 #include <onnx/common/file_utils.h>
 #include <onnx/onnx_pb.h>
 
-#include <set>
 
 #include "frontend/model_loader.h"
 #include "frontend/onnx_import.h"
@@ -13,10 +12,9 @@
 namespace cleave {
 
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
-                                 const std::map<std::string, std::vector<uint8_t>> &values, const std::string &flag,
+                                 std::map<std::string, std::vector<uint8_t>> values, const std::string &flag,
                                  bool skip_others) {
   onnx::ModelProto m = load_model(model_path);
-  std::set<std::string> done;
   for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
     auto it = values.find(tp.name());
     if (it == values.end()) continue;
@@ -35,10 +33,10 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
     tp.clear_external_data();
     tp.set_data_location(onnx::TensorProto::DEFAULT);
     tp.set_raw_data(std::string(it->second.begin(), it->second.end()));
-    done.insert(tp.name());
+    values.erase(it);  // a large model's weights are then held twice at most
   }
-  for (const auto &[name, bytes] : values)
-    if (!done.count(name) && !skip_others) CLEAVE_USER_ERROR(model_path, ": no initializer named \"", name, "\"");
+  if (!values.empty() && !skip_others)
+    CLEAVE_USER_ERROR(model_path, ": no initializer named \"", values.begin()->first, "\"");
 
   // Other initializers may keep external data relative to the source model's directory.
   std::string bytes;

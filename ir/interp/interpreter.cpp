@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "ir/error.h"
 #include "ir/float16.h"
@@ -24,6 +25,11 @@ static_assert(kKernels.size() == static_cast<size_t>(kNumOpKinds), "one kernel p
 void round_to_dtype(Value &v) {
   if (v.dtype == DType::f64) return;
   for (double &x : v.data) x = store_as(v.dtype, x);
+}
+
+// A value every step computes afresh: an activation or a gradient that carries no data.
+bool recomputed(const Tensor &t) {
+  return (t.role == Role::activation || t.role == Role::grad) && t.data.empty() && !t.zero_init;
 }
 
 }  // namespace
@@ -95,22 +101,48 @@ void run_graph(const Graph &g, Values &values, const Context &ctx) {
   for (OpId id = 0; id < g.num_ops(); ++id) run_op(g, id, values, ctx);
 }
 
+void run_ops(const Graph &g, const std::vector<OpId> &ops, Values &values, const Context &ctx,
+             const std::function<bool(TensorId)> &keep) {
+  // The position in `ops` of each tensor's last reader (or of its producer, for a value nothing in `ops` reads).
+  std::vector<size_t> last(static_cast<size_t>(g.num_tensors()), ops.size());
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (const std::vector<TensorId> *ids : {&g.op(ops[i]).inputs, &g.op(ops[i]).outputs})
+      for (TensorId t : *ids)
+        if (t != kNoTensor) last[static_cast<size_t>(t)] = i;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    run_op(g, ops[i], values, ctx);
+    for (const std::vector<TensorId> *ids : {&g.op(ops[i]).inputs, &g.op(ops[i]).outputs})
+      for (TensorId t : *ids)
+        if (t != kNoTensor && last[static_cast<size_t>(t)] == i && recomputed(g.tensor(t)) && !keep(t))
+          values[static_cast<size_t>(t)].reset();
+  }
+}
+
 void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which) {
   // Read every source before writing any destination: assigns are simultaneous (a dst may be another's src).
+  // A source computed every step and read by this assign alone is moved, not copied: the
+  // trained weights of a large model are then never held twice.
+  std::vector<int> reads(static_cast<size_t>(g.num_tensors()), 0);
+  for (const Assign &a : g.assigns) ++reads[static_cast<size_t>(which && !which(a) ? a.dst : a.src)];
+  auto take = [&](TensorId t) -> std::optional<Value> {
+    std::optional<Value> &v = values.at(static_cast<size_t>(t));
+    bool movable = recomputed(g.tensor(t)) && reads[static_cast<size_t>(t)] == 1;
+    return movable ? std::exchange(v, std::nullopt) : v;
+  };
   std::vector<std::optional<Value>> staged;
   staged.reserve(g.assigns.size());
   for (const Assign &a : g.assigns) {
     if (which && !which(a)) {
-      staged.push_back(values.at(static_cast<size_t>(a.dst)));  // left as it is
+      staged.push_back(take(a.dst));  // left as it is
       continue;
     }
-    const std::optional<Value> &src = values.at(static_cast<size_t>(a.src));
-    if (!src)
+    if (!values.at(static_cast<size_t>(a.src)))
       CLEAVE_USER_ERROR("assign \"", g.tensor(a.dst).name, "\" <- \"", g.tensor(a.src).name,
                         "\": source has no value");
-    staged.push_back(src);
+    staged.push_back(take(a.src));
   }
-  for (size_t i = 0; i < g.assigns.size(); ++i) values.at(static_cast<size_t>(g.assigns[i].dst)) = staged[i];
+  for (size_t i = 0; i < g.assigns.size(); ++i)
+    values.at(static_cast<size_t>(g.assigns[i].dst)) = std::move(staged[i]);
 }
 
 }  // namespace cleave::interp

@@ -45,7 +45,13 @@ Values initial_values(const Graph &g);
 void run_op(const Graph &g, OpId op, Values &values, const Context &ctx);
 /** Runs every op in order. */
 void run_graph(const Graph &g, Values &values, const Context &ctx);
-/** After a step: every assign's dst (those `which` accepts, when given) takes its src's value. */
+/** Runs `ops` in order, dropping each computed value (an activation or gradient without data) once no later op of
+ *  `ops` reads it, unless keep(t) says it is read afterwards: a step then holds its live values, not all of them. */
+void run_ops(const Graph &g, const std::vector<OpId> &ops, Values &values, const Context &ctx,
+             const std::function<bool(TensorId)> &keep);
+/** After a step: every assign's dst (those `which` accepts, when given) takes its src's value. A src computed each step
+ *  (an activation or gradient without data) that no other assign reads is moved: it has no value afterwards unless it
+ *  is itself a dst. */
 void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which = {});
 
 }  // namespace cleave::interp

@@ -153,5 +153,37 @@ TEST(InterpBehaviour, AssignsAreSimultaneous) {
   EXPECT_EQ(v[b]->data[0], 1);
 }
 
+TEST(InterpBehaviour, RunOpsDropsComputedValuesAfterTheirLastReader) {
+  // x -> a = x + x -> b = a + a -> c = b + x; d = b + b, read by nothing.
+  Case c;
+  TensorId x = c.feed_value("x", filled({2}, 1));
+  TensorId a = c.out("a", {2}), b = c.out("b", {2}), y = c.out("y", {2}), d = c.out("d", {2});
+  std::vector<OpId> ops = {c.op(OpKind::Add, {x, x}, {a}), c.op(OpKind::Add, {a, a}, {b}),
+                           c.op(OpKind::Add, {b, x}, {y}), c.op(OpKind::Add, {b, b}, {d})};
+  Values v = initial_values(c.g);
+  for (auto &[id, val] : c.feeds) v[static_cast<size_t>(id)] = val;
+  run_ops(c.g, ops, v, Context{}, [&](TensorId t) { return t == y; });
+  EXPECT_FALSE(v[a].has_value());  // read last by b's op
+  EXPECT_FALSE(v[b].has_value());  // read last by d's op
+  EXPECT_FALSE(v[d].has_value());  // never read
+  ASSERT_TRUE(v[y].has_value());   // kept
+  EXPECT_EQ(v[y]->data, (std::vector<double>{5, 10}));  // 4x + x
+  ASSERT_TRUE(v[x].has_value());   // data are not computed values
+}
+
+TEST(InterpBehaviour, AssignsMoveAComputedSourceReadOnce) {
+  Case c;
+  TensorId p = c.feed_value("p", filled({2}, 1), Role::param);
+  TensorId q = c.feed_value("q", filled({2}, 5), Role::param);
+  TensorId next = c.out("next", {2});
+  c.op(OpKind::Add, {p, p}, {next}, {}, Phase::update);
+  c.g.assigns = {{p, next}, {q, p}};  // p is read by an assign and is one's destination: copied
+  Values v = c.run();
+  apply_assigns(c.g, v);
+  EXPECT_EQ(v[p]->data, (std::vector<double>{2, 4}));
+  EXPECT_EQ(v[q]->data, (std::vector<double>{1, 2}));
+  EXPECT_FALSE(v[next].has_value());  // moved into p
+}
+
 }  // namespace
 }  // namespace cleave::interp::testing

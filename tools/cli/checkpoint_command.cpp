@@ -71,7 +71,7 @@ Command add_checkpoint_command(CLI::App &app) {
     auto whole = codegen::assemble_shards(codegen::checkpoint_files(ck));
     std::map<std::string, std::vector<uint8_t>> values;
     for (auto &[name, t] : whole) values[name] = std::move(t.bytes);
-    save_onnx_with_initializers(model, args->output, values, "--output", true);
+    save_onnx_with_initializers(model, args->output, std::move(values), "--output", true);
     std::fprintf(stderr, "wrote %s: %s with the tensors of step %lld\n", args->output.c_str(), model.c_str(),
                  static_cast<long long>(ck.step));
     return 0;

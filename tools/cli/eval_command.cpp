@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <utility>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -200,6 +202,9 @@ Command add_eval_command(CLI::App &app) {
       if ((tensor.role == Role::param || tensor.role == Role::optimizer_state) && !values[t])
         CLEAVE_USER_ERROR("tensor \"", tensor.name, "\" has no initial value");
     }
+    // The values hold the weights from here on; the graph's copy would double a large model's memory.
+    for (TensorId t = 0; t < g.num_tensors(); ++t)
+      if (g.tensor(t).role == Role::param) std::vector<uint8_t>().swap(g.tensor(t).data);
     // The runs' knobs as rt::TrainingRun does them: a step is K passes (data, forward, backward) whose gradients and
     // losses are averaged, then clipping, then the updates at the scheduled rate.
     const KnobFlags &knobs = args->knobs;
@@ -215,6 +220,23 @@ Command add_eval_command(CLI::App &app) {
       if (op.kind == OpKind::SGDUpdate || op.kind == OpKind::MomentumUpdate || op.kind == OpKind::AdamUpdate)
         grads.push_back(op.inputs[1]);
     }
+    // What outlives a pass (the loss, what the step loop and the updates read, what the assigns store) and what
+    // outlives the updates (what the assigns store); run_ops drops every other value after its last reader.
+    std::vector<bool> after_pass(static_cast<size_t>(g.num_tensors())), after_update(after_pass.size());
+    after_pass[static_cast<size_t>(g.loss)] = true;
+    for (TensorId t : grads) after_pass[static_cast<size_t>(t)] = true;
+    for (OpId o : update_ops)
+      for (TensorId t : g.op(o).inputs)
+        if (t != kNoTensor) after_pass[static_cast<size_t>(t)] = true;
+    for (const Assign &a : g.assigns) after_pass[static_cast<size_t>(a.src)] = after_update[static_cast<size_t>(a.src)] =
+        true;
+    auto forward_made = [&g](const Assign &a) {
+      OpId producer = g.tensor(a.src).producer;
+      return producer != kNoOp && g.op(producer).phase == Phase::forward;
+    };
+    auto kept = [](const std::vector<bool> &set) {
+      return [&set](TensorId t) { return bool(set[static_cast<size_t>(t)]); };
+    };
     // What the runtime rounds to float32 (averaged gradients, the scheduled rate, clipping) stays double in a float64
     // model, as its bundle's runtime computes in double (rt::real; codegen::real_dtype).
     auto has = [&g](DType d) {
@@ -238,12 +260,9 @@ Command add_eval_command(CLI::App &app) {
         for (const Feed &f : feeds)
           values[f.tensor] = batch_value(g.tensor(f.tensor), f, pass, args->batch, &order);
         interp::Context ctx{pass};
-        for (OpId o : pass_ops) interp::run_op(g, o, values, ctx);
+        interp::run_ops(g, pass_ops, values, ctx, kept(after_pass));
         // What the forward computed for the next pass (BatchNorm's running statistics) is stored after every pass.
-        if (passes > 1) interp::apply_assigns(g, values, [&](const Assign &a) {
-          OpId producer = g.tensor(a.src).producer;
-          return producer != kNoOp && g.op(producer).phase == Phase::forward;
-        });
+        if (passes > 1) interp::apply_assigns(g, values, forward_made);
         loss += values[g.loss]->data.at(0);
         for (size_t i = 0; i < grads.size(); ++i) {
           const std::vector<double> &gv = values[grads[i]]->data;
@@ -293,19 +312,17 @@ Command add_eval_command(CLI::App &app) {
       interp::Context ctx{step - skipped_steps};  // Adam counts the updates it made
       ctx.lr = [&](double base) { return to_float(schedule.lr(to_float(base), step)); };
       if (!skip)
-        for (OpId o : update_ops) interp::run_op(g, o, values, ctx);
+        interp::run_ops(g, update_ops, values, ctx, kept(after_update));
       std::printf("step %lld loss %.9g", static_cast<long long>(step), loss);
       if (scaled) std::printf(" loss_scale %.9g%s", scale_used, skip ? " skipped" : "");
       std::printf("\n");
       std::fflush(stdout);
-      if (skip) {  // only what the forward passes computed is stored
-        if (passes == 1) interp::apply_assigns(g, values, [&](const Assign &a) {
-          OpId producer = g.tensor(a.src).producer;
-          return producer != kNoOp && g.op(producer).phase == Phase::forward;
-        });
-      } else {
-        interp::apply_assigns(g, values);
-      }
+      // Only what the forward passes computed is stored after a skipped step; with several passes, that was stored
+      // after each (and moved out of its source).
+      if (passes == 1)
+        interp::apply_assigns(g, values, skip ? forward_made : std::function<bool(const Assign &)>{});
+      else if (!skip)
+        interp::apply_assigns(g, values, [&](const Assign &a) { return !forward_made(a); });
       if (!val_feeds.empty() && ((args->knobs.val_every && step % *args->knobs.val_every == 0) || step == steps))
         validate(g, val_feeds, args->batch, step, values);
     }
@@ -316,9 +333,11 @@ Command add_eval_command(CLI::App &app) {
         const Tensor &dst = g.tensor(a.dst);
         // Optimizer state is ours, not the model's; everything else assigned is an initializer of the model.
         if (dst.role != Role::optimizer_state) trained[dst.name] = encode_doubles(dst.dtype, values[a.dst]->data);
+        values[a.dst].reset();
       }
-      save_onnx_with_initializers(args->model, args->save_model, trained);
-      std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());
+      size_t saved = trained.size();
+      save_onnx_with_initializers(args->model, args->save_model, std::move(trained));
+      std::fprintf(stderr, "saved %zu trained initializers to %s\n", saved, args->save_model.c_str());
     }
     return 0;
   };

@@ -195,8 +195,9 @@ Command add_run_command(CLI::App &app) {
 
     if (!args->save_model.empty()) {
       std::map<std::string, std::vector<uint8_t>> trained = codegen::gather_saved(bundle, run.save_prefix);
-      save_onnx_with_initializers(bundle.model, args->save_model, trained);
-      std::fprintf(stderr, "saved %zu trained initializers to %s\n", trained.size(), args->save_model.c_str());
+      size_t saved = trained.size();
+      save_onnx_with_initializers(bundle.model, args->save_model, std::move(trained));
+      std::fprintf(stderr, "saved %zu trained initializers to %s\n", saved, args->save_model.c_str());
     }
     return 0;
   };
