@@ -68,6 +68,9 @@ class Importer {
   /** Transposed weights not emitted (frontend/transposed_weights.h): WT -> (W, the Transpose node's name). A MatMul
    *  whose right operand is one multiplies by W with Gemm's transB, or emits the Transpose first where it cannot. */
   std::map<std::string, std::pair<std::string, std::string>> pending_transposes;
+  /** Widening float Casts not emitted (frontend/class_test_casts.h): result -> input. The IsNaN and IsInf nodes
+   *  that read the result test the input. */
+  std::map<std::string, std::string> widened;
   /** The batch dim of each tensor of `g` so far (ir/describe/batch_dims.h), brought up to date where a translation
    *  needs it. */
   describe::BatchDims batch_dims;

@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 
+#include "frontend/class_test_casts.h"
 #include "frontend/expand_functions.h"
 #include "frontend/fuse_layer_norm.h"
 #include "frontend/importer.h"
@@ -172,12 +173,24 @@ bool fits_layer_norm(const Importer &im, const onnx::ModelProto &m, const onnx::
          Shape(x.shape.end() - static_cast<long>(k), x.shape.end()) == c.normalized;
 }
 
+/** Whether Cast node n converts a float to a float type holding every value of it (f32 to f64; f16 or bf16 to f32
+ *  or f64), so that a value's class (NaN, infinite) is the same on both sides. */
+bool widens(const Importer &im, const NodeCtx &n) {
+  if (!im.defined(n.in(0)) || !n.attrs.has("to")) return false;
+  std::optional<DType> to = dtype_from_onnx(static_cast<int32_t>(n.attrs.get_int("to", 0)));
+  DType from = im.type_of(n.in(0), n).dtype;
+  if (!to || !is_float(from) || !is_float(*to)) return false;
+  return from == *to || *to == DType::f64 || (*to == DType::f32 && (from == DType::f16 || from == DType::bf16));
+}
+
 void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g,
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
   std::map<int, LayerNormChain> layer_norms;
   std::map<int, std::string> transposed_weights;
   std::map<int, RowGemm> row_gemms;
+  std::map<int, std::string> class_test_casts;
   if (phase == Phase::forward) {
+    class_test_casts = find_class_test_casts(g);
     layer_norms = find_layer_norms(g);
     transposed_weights = find_transposed_weights(g);
     row_gemms = find_row_gemms(g);
@@ -198,6 +211,10 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     if (auto w = transposed_weights.find(i);
         w != transposed_weights.end() && im.defined(w->second) && !im.is_const(w->second)) {
       im.pending_transposes[g.node(i).output(0)] = {w->second, names[i]};
+      continue;
+    }
+    if (auto c = class_test_casts.find(i); c != class_test_casts.end() && widens(im, context(g.node(i), names[i]))) {
+      im.widened[g.node(i).output(0)] = c->second;
       continue;
     }
     if (auto c = row_gemms.find(i);

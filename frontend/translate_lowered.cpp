@@ -177,9 +177,11 @@ DType float_input(Importer &im, const NodeCtx &n, size_t i, const char *what) {
 }
 
 void translate_isnan_isinf(Importer &im, const NodeCtx &n) {
-  DType t = float_input(im, n, 0, "X");
+  auto widened = im.widened.find(n.in(0));  // the input of a widening Cast, tested as it is
+  const std::string &x = widened == im.widened.end() ? n.in(0) : widened->second, &y = n.out(0);
+  DType t = im.type_of(x, n).dtype;
+  if (!is_float(t)) n.fail("input X is " + std::string(dtype_name(t)) + "; only float types are supported");
   Chain c(im, n);
-  const std::string &x = n.in(0), &y = n.out(0);
   if (n.op_type == "IsNaN") {
     c.op(OpKind::Not, {c.op(OpKind::Equal, {x, x}, {}, "equal")}, {}, "", y);
     return;

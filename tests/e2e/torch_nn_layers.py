@@ -718,6 +718,7 @@ loss_case("contrastive_batch", 6,
           lambda rng: np.arange(B, dtype=np.int64))
 op_case("prod_dim", lambda h: torch.prod(h.view(B, C, 2), dim=2), n_hidden=20)
 op_case("isnan_where", lambda h: torch.where(torch.isnan(h), torch.zeros_like(h), h))
+op_case("isinf_where", lambda h: torch.where(torch.isinf(h), torch.zeros_like(h), h))
 op_case("prod_odd", lambda h: torch.prod(torch.prod(h.view(B, 2, 3, 5) * 0.8, dim=3), dim=1), n_hidden=30)
 op_case("cumprod", lambda h: torch.cumprod(h * 0.5, dim=1))
 op_case("maximum_minimum", lambda h: torch.maximum(h[:, :C], h[:, C:]) + torch.minimum(h[:, :C], -h[:, C:]),

@@ -1,0 +1,44 @@
+#include "frontend/class_test_casts.h"
+
+#include <set>
+
+namespace cleave {
+namespace {
+
+bool default_domain(const onnx::NodeProto &n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+// Every name the nodes of g's subgraphs (If branches, Loop and Scan bodies, at any depth) read.
+void subgraph_reads(const onnx::GraphProto &g, bool nested, std::set<std::string> &reads) {
+  for (const auto &n : g.node()) {
+    if (nested) reads.insert(n.input().begin(), n.input().end());
+    for (const auto &a : n.attribute()) {
+      if (a.has_g()) subgraph_reads(a.g(), true, reads);
+      for (const auto &sub : a.graphs()) subgraph_reads(sub, true, reads);
+    }
+  }
+}
+
+}  // namespace
+
+std::map<int, std::string> find_class_test_casts(const onnx::GraphProto &g) {
+  std::set<std::string> excluded;
+  for (const auto &o : g.output()) excluded.insert(o.name());
+  subgraph_reads(g, false, excluded);
+  std::map<std::string, int> casts;  // result -> node index
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    if (n.op_type() == "Cast" && default_domain(n) && n.input_size() == 1 && n.output_size() == 1 &&
+        !excluded.count(n.output(0)))
+      casts[n.output(0)] = i;
+  }
+  for (const auto &n : g.node()) {
+    bool class_test = (n.op_type() == "IsNaN" || n.op_type() == "IsInf") && default_domain(n);
+    for (int k = 0; k < n.input_size(); ++k)
+      if (!class_test || k > 0) casts.erase(n.input(k));
+  }
+  std::map<int, std::string> found;
+  for (const auto &[result, i] : casts) found[i] = g.node(i).input(0);
+  return found;
+}
+
+}  // namespace cleave
