@@ -27,7 +27,7 @@ from EXPECTED), so the table stays true.
 
 Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 33 cases, about 3 minutes on
 2 cores: 164 to 175 s measured with 27, before localresponsenorm, an If of a constant condition, joined at 15 s): CTest
-runs it as e2e.torch_nn_layers. --all runs all 239 (about 20 minutes);
+runs it as e2e.torch_nn_layers. --all runs all 253 (about 20 minutes);
 CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
 with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
 Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
@@ -314,6 +314,31 @@ seq_case("reflectionpad2d", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.Reflectio
 seq_case("reflectionpad1d", (3, 5), lambda: [nn.Conv1d(3, 4, 1), nn.ReflectionPad1d(2)])
 seq_case("replicationpad2d", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.ReplicationPad2d((1, 2, 0, 1))])
 seq_case("replicationpad3d", (2, 3, 3, 3), lambda: [nn.Conv3d(2, 3, 1), nn.ReplicationPad3d(1)])
+seq_case("replicationpad1d", (3, 5), lambda: [nn.Conv1d(3, 4, 1), nn.ReplicationPad1d((2, 1))])
+seq_case("reflectionpad3d", (2, 3, 3, 3), lambda: [nn.Conv3d(2, 3, 1), nn.ReflectionPad3d(1)])
+seq_case("constantpad3d", (2, 3, 3, 3), lambda: [nn.Conv3d(2, 3, 1), nn.ConstantPad3d((1, 0, 0, 1, 1, 1), 0.5)])
+seq_case("adaptiveavgpool3d", (2, 4, 4, 4), lambda: [nn.Conv3d(2, 3, 1), nn.AdaptiveAvgPool3d(2)])
+seq_case("adaptivemaxpool3d", (2, 4, 4, 4), lambda: [nn.Conv3d(2, 3, 1), nn.AdaptiveMaxPool3d(2)])
+seq_case("instancenorm3d_affine", (2, 3, 3, 3), lambda: [nn.Conv3d(2, 3, 1), nn.InstanceNorm3d(3, affine=True)])
+seq_case("upsamplingbilinear2d", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.UpsamplingBilinear2d(scale_factor=2)])
+seq_case("upsamplingnearest2d", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.UpsamplingNearest2d(size=(6, 7))])
+seq_case("lazy_linear_conv", (3, 4, 4), lambda: [nn.LazyConv2d(4, 3), nn.Flatten(), nn.LazyLinear(16), nn.Tanh()])
+seq_case("alphadropout_p0", (8,), lambda: [nn.Linear(8, 16), nn.AlphaDropout(0.0), nn.SELU()])
+
+
+class UnpoolNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.pool = nn.MaxPool2d(2, return_indices=True)
+        self.unpool = nn.MaxUnpool2d(2)
+
+    def forward(self, x):
+        y, i = self.pool(self.conv(x))
+        return self.unpool(y, i)
+
+
+seq_case("maxunpool2d", (3, 4, 4), lambda: [UnpoolNet()])
 seq_case("pad_negative", (3, 6, 6), lambda: [nn.Conv2d(3, 4, 1), Fn(lambda h: F.pad(h, (-1, 1, 0, -2)))])
 seq_case("unfold", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.Unfold(kernel_size=2, stride=2)])
 seq_case("unfold_overlap", (3, 4, 4), lambda: [nn.Conv2d(3, 4, 1), nn.Unfold(kernel_size=3, padding=1)])
@@ -493,22 +518,23 @@ class CellNet(nn.Module):
     def __init__(self, kind):
         super().__init__()
         self.kind = kind
-        self.cell = nn.GRUCell(4, 6) if kind == "gru" else nn.LSTMCell(4, 6)
+        self.cell = {"gru": nn.GRUCell, "lstm": nn.LSTMCell, "rnn": nn.RNNCell}[kind](4, 6)
         self.out = nn.Linear(6, C)
 
     def forward(self, x):
         h = x.new_zeros(B, 6)
         c = x.new_zeros(B, 6)
         for t in range(x.shape[1]):
-            if self.kind == "gru":
-                h = self.cell(x[:, t], h)
-            else:
+            if self.kind == "lstm":
                 h, c = self.cell(x[:, t], (h, c))
+            else:
+                h = self.cell(x[:, t], h)
         return self.out(h)
 
 
 case("grucell_unroll", (5, 4))(lambda: Classifier(CellNet("gru")))
 case("lstmcell_unroll", (5, 4))(lambda: Classifier(CellNet("lstm")))
+case("rnncell_unroll", (5, 4))(lambda: Classifier(CellNet("rnn")))
 
 # ---------------------------------------------------------------------------------------------------------------
 # Attention (x [B, 5, 8])
@@ -649,6 +675,8 @@ loss_case("hinge_embedding", 4, nn.HingeEmbeddingLoss(margin=1.5), _pm1((B, 4)))
 loss_case("cosine_embedding", 8, lambda h, y: nn.CosineEmbeddingLoss(margin=0.1)(h[:, :4], h[:, 4:], y), _pm1((B,)))
 loss_case("soft_margin", 4, nn.SoftMarginLoss(), _pm1((B, 4)))
 loss_case("multilabel_soft_margin", 4, nn.MultiLabelSoftMarginLoss(), _01((B, 4)))
+loss_case("triplet_distance", 12, lambda h, y: nn.TripletMarginWithDistanceLoss(
+    distance_function=lambda a, b: (a - b).abs().sum(-1), margin=0.5)(h[:, :4] + y, h[:, 4:8], h[:, 8:]), _f((B, 4)))
 loss_case("triplet_margin", 12, lambda h, y: nn.TripletMarginLoss(margin=1.0)(h[:, :4] + y, h[:, 4:8], h[:, 8:]),
           _f((B, 4)))
 loss_case("poisson_nll", 4, nn.PoissonNLLLoss(log_input=True),
@@ -852,6 +880,8 @@ EXPECTED = {
     "cosine_embedding": export_fails("aten::cosine_embedding_loss", "CosineEmbeddingLoss has no ONNX symbolic"),
     "soft_margin": export_fails("aten::soft_margin_loss", "SoftMarginLoss has no ONNX symbolic"),
     "triplet_margin": export_fails("aten::triplet_margin_loss", "TripletMarginLoss has no ONNX symbolic"),
+    "alphadropout_p0": export_fails("aten::alpha_dropout", "AlphaDropout has no ONNX symbolic in training mode"),
+    "maxunpool2d": export_fails("aten::max_unpool2d", "MaxUnpool2d has no ONNX symbolic at opset 13"),
     "poisson_nll": export_fails("aten::poisson_nll_loss", "PoissonNLLLoss has no ONNX symbolic"),
     "multi_margin": export_fails("aten::multi_margin_loss", "MultiMarginLoss has no ONNX symbolic"),
     "multilabel_margin": export_fails("aten::multilabel_margin_loss", "MultiLabelMarginLoss has no ONNX symbolic"),
