@@ -224,6 +224,28 @@ void translate_hardmax(Importer &im, const NodeCtx &n) {
        {{"axis", axis}, {"depth", x[static_cast<size_t>(axis)]}}, "", n.out(0));
 }
 
+/** torch's reflect_coordinates: i mirrored at twice_low / 2 and twice_high / 2 (pixel centres with align_corners,
+ *  else the outer edges) until it lies between them. With d = |i - low| and span = high - low, the position in the
+ *  current span is fmod(d, span), counted from low on even passes and from high on odd ones. */
+std::string reflect(Chain &c, const std::string &i, int64_t twice_low, int64_t twice_high, DType t,
+                    const std::string &axis) {
+  auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, axis + hint); };
+  if (twice_low == twice_high) return c.op(OpKind::Mul, {i, k(0, "_reflect_zero")}, {}, axis + "_reflected");
+  double low = static_cast<double>(twice_low) / 2, span = static_cast<double>(twice_high - twice_low) / 2;
+  std::string d = c.op(OpKind::Abs, {c.op(OpKind::Sub, {i, k(low, "_low")}, {}, axis + "_from_low")}, {}, axis + "_dist");
+  std::string extra = c.op(OpKind::Mod, {d, k(span, "_span")}, {{"fmod", int64_t{1}}}, axis + "_extra");
+  std::string flips = c.op(OpKind::Floor, {c.op(OpKind::Div, {d, k(span, "_span_")}, {}, axis + "_spans")}, {},
+                           axis + "_flips");
+  std::string even = c.op(OpKind::Equal, {c.op(OpKind::Mod, {flips, k(2, "_two")}, {{"fmod", int64_t{1}}}, axis + "_parity"),
+                                          k(0, "_even_")},
+                          {}, axis + "_even");
+  return c.op(OpKind::Where, {even, c.op(OpKind::Add, {extra, k(low, "_low_")}, {}, axis + "_forward"),
+                              c.op(OpKind::Add, {c.op(OpKind::Sub, {k(span, "_span__"), extra}, {}, axis + "_back"),
+                                                 k(low, "_low__")},
+                                   {}, axis + "_backward")},
+              {}, axis + "_reflected");
+}
+
 void translate_grid_sample(Importer &im, const NodeCtx &n) {
   DType t = float_input(im, n, 0, "X");
   Shape x = im.type_of(n.in(0), n).shape, grid = im.type_of(n.in(1), n).shape;
@@ -233,14 +255,15 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
   std::string mode = n.attrs.get_string("mode", "bilinear"), padding = n.attrs.get_string("padding_mode", "zeros");
   bool align = n.attrs.get_int("align_corners", 0) != 0;
   if (mode != "bilinear" && mode != "nearest") unsupported(n, "mode \"" + mode + "\" is not supported (bilinear, nearest)");
-  if (padding != "zeros" && padding != "border")
-    unsupported(n, "padding_mode \"" + padding + "\" is not supported (zeros, border)");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    unsupported(n, "padding_mode \"" + padding + "\" is not supported (zeros, border, reflection)");
   int64_t batch = x[0], channels = x[1], h = x[2], w = x[3], outs = grid[1] * grid[2];
   // Y[n, c, o] = sum over input pixels p of X[n, c, p] * weight[n, o, p], weight = wy[n, o, py] * wx[n, o, px]. Along
-  // each axis the source coordinate i (torch's unnormalised grid value, clipped for border) gives the pixel floor(i)
-  // the weight 1 - (i - floor(i)) and the next one i - floor(i), as torch's bilinear kernel does, so the gradient
-  // with respect to the grid is torch's; nearest gives the pixel round(i) (halves to even, as torch's nearbyint) the
-  // weight 1 and the grid no gradient. Pixels outside the input match nothing: zero padding.
+  // each axis the source coordinate i (torch's unnormalised grid value; clipped for border, reflected then clipped for
+  // reflection) gives the pixel floor(i) the weight 1 - (i - floor(i)) and the next one i - floor(i), as torch's
+  // bilinear kernel does, so the gradient with respect to the grid is torch's; nearest gives the pixel round(i)
+  // (halves to even, as torch's nearbyint) the weight 1 and the grid no gradient. Pixels outside the input match
+  // nothing: zero padding.
   Chain c(im, n);
   std::string g = c.reshape(n.in(1), {batch, outs, 2}, "grid");
   auto weights = [&](int64_t component, int64_t size, const std::string &axis) {
@@ -260,7 +283,8 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
                                         {}, axis + "_shifted"),
                                    k(0.5, "_half")},
                      {}, axis + "_source");
-    if (padding == "border")
+    if (padding == "reflection") i = reflect(c, i, align ? 0 : -1, align ? 2 * (size - 1) : 2 * size - 1, t, axis);
+    if (padding != "zeros")
       i = c.op(OpKind::Clip, {i}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, axis + "_clipped");
     std::vector<double> idx(static_cast<size_t>(size));
     std::iota(idx.begin(), idx.end(), 0.0);

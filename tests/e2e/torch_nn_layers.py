@@ -27,7 +27,7 @@ from EXPECTED), so the table stays true.
 
 Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 33 cases, about 3 minutes on
 2 cores: 164 to 175 s measured with 27, before localresponsenorm, an If of a constant condition, joined at 15 s): CTest
-runs it as e2e.torch_nn_layers. --all runs all 253 (about 20 minutes);
+runs it as e2e.torch_nn_layers. --all runs all 256 (about 20 minutes);
 CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
 with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
 Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
@@ -777,23 +777,30 @@ at_opset("grid_sample", 16)
 
 
 class GridSampleManual(nn.Module):
-    """A grid from the input (tanh, scaled past [-1, 1] so some points fall outside), F.grid_sample with `kw`."""
+    """A grid from the input (tanh, times `scale` past [-1, 1] so some points fall outside), F.grid_sample with
+    `kw`."""
 
-    def __init__(self, **kw):
+    def __init__(self, scale=1.2, **kw):
         super().__init__()
+        self.scale = scale
         self.loc = nn.Linear(48, 32)
         self.conv = nn.Conv2d(3, 4, 1)
         self.out = nn.Linear(64, C)
         self.kw = kw
 
     def forward(self, x):
-        grid = torch.tanh(self.loc(x.reshape(B, 48))).view(B, 4, 4, 2) * 1.2
+        grid = torch.tanh(self.loc(x.reshape(B, 48))).view(B, 4, 4, 2) * self.scale
         return self.out(F.grid_sample(self.conv(x), grid, **self.kw).reshape(B, 64))
 
 
 for _name, _kw in (("grid_sample_manual", dict(align_corners=False)),
                    ("grid_sample_border_ac", dict(padding_mode="border", align_corners=True)),
-                   ("grid_sample_nearest", dict(mode="nearest", align_corners=False))):
+                   ("grid_sample_nearest", dict(mode="nearest", align_corners=False)),
+                   # reflected up to 3 times (the grid spans [-4, 4])
+                   ("grid_sample_reflection", dict(padding_mode="reflection", align_corners=False, scale=4.0)),
+                   ("grid_sample_reflection_ac", dict(padding_mode="reflection", align_corners=True, scale=4.0)),
+                   ("grid_sample_reflection_nearest",
+                    dict(mode="nearest", padding_mode="reflection", align_corners=False, scale=4.0))):
     case(_name, (3, 4, 4), note="opset 16 GridSample")(lambda _kw=_kw: Classifier(GridSampleManual(**_kw)))
     CASES[_name]["opset"] = 16
 
