@@ -177,6 +177,7 @@ void translate_shrink(Importer &, const NodeCtx &);
 void translate_hardmax(Importer &, const NodeCtx &);
 void translate_eye_like(Importer &, const NodeCtx &);     // folded to a constant
 void translate_grid_sample(Importer &, const NodeCtx &);
+void translate_lrn(Importer &, const NodeCtx &);
 void translate_tile(Importer &, const NodeCtx &);
 void translate_einsum(Importer &, const NodeCtx &);
 void translate_depth_space(Importer &, const NodeCtx &);       // DepthToSpace, SpaceToDepth

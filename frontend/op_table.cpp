@@ -59,6 +59,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Hardmax"}] = translate_hardmax;
     t[{"", "EyeLike"}] = translate_eye_like;
     t[{"", "GridSample"}] = translate_grid_sample;
+    t[{"", "LRN"}] = translate_lrn;
     t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;
     t[{"", "ArgMax"}] = t[{"", "ArgMin"}] = translate_arg_extreme;
     t[{"", "TopK"}] = translate_topk;

@@ -6,10 +6,10 @@
 // (constant repeats), DepthToSpace / SpaceToDepth = Reshape + Transpose + Reshape (DCR and CRD modes), Einsum =
 // pairwise contractions, each Transpose + Reshape + batched MatMul + Reshape (ReduceSum for a label only one side has),
 // ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1),
-// GlobalMaxPool = ReduceMax over the spatial dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two
-// Wheres, Hardmax = OneHot(ArgMax) along its axis, GridSample (2-D; bilinear and nearest, zeros and border padding) =
-// per output pixel a weight over every input pixel and a batched MatMul; EyeLike folds to a constant (its values do
-// not depend on the input's).
+// LRN = X / (bias + alpha * AveragePool of X^2 along the channels)^beta, GlobalMaxPool = ReduceMax over the spatial
+// dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
+// axis, GridSample (2-D; bilinear and nearest; zeros, border and reflection padding) = per output pixel a weight over
+// every input pixel and a batched MatMul; EyeLike folds to a constant (its values do not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -313,6 +313,32 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
                               {{"perm", std::vector<int64_t>{0, 2, 1}}}, "weight_t");
   std::string y = c.op(OpKind::MatMul, {c.reshape(n.in(0), {batch, channels, h * w}, "x_rows"), weight_t}, {}, "rows");
   c.reshape(y, {batch, channels, grid[1], grid[2]}, "", n.out(0));
+}
+
+void translate_lrn(Importer &im, const NodeCtx &n) {
+  DType t = float_input(im, n, 0, "X");
+  Shape x = im.type_of(n.in(0), n).shape;
+  if (x.size() < 2) n.fail("input X has rank " + std::to_string(x.size()) + "; LRN needs [N, C, ...]");
+  std::optional<int64_t> size = n.attrs.opt_int("size");
+  if (!size || *size < 1) n.fail("attribute \"size\" must be given and positive");
+  double alpha = n.attrs.get_float("alpha", 1e-4), beta = n.attrs.get_float("beta", 0.75),
+         bias = n.attrs.get_float("bias", 1.0);
+  // Y = X / (bias + alpha / size * S)^beta, S[n, c] = the sum of X^2 over channels c - floor((size - 1) / 2) to
+  // c + ceil((size - 1) / 2) within [0, C): alpha / size * S = alpha * the zero-padded average over that window, an
+  // AveragePool along the channels of X^2 seen as [N, 1, C, rest].
+  int64_t rest = 1;
+  for (size_t d = 2; d < x.size(); ++d) rest *= x[d];
+  Chain c(im, n);
+  const std::string &in = n.in(0);
+  auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, hint); };
+  std::string squares = c.reshape(c.op(OpKind::Mul, {in, in}, {}, "square"), {x[0], 1, x[1], rest}, "square_rows");
+  AttrMap pool{{"kernel_shape", std::vector<int64_t>{*size, 1}},
+               {"pads", std::vector<int64_t>{(*size - 1) / 2, 0, *size / 2, 0}},
+               {"count_include_pad", int64_t{1}}};
+  std::string mean = c.reshape(c.op(OpKind::AveragePool, {squares}, pool, "window_mean"), x, "window");
+  std::string scale = c.op(OpKind::Add, {k(bias, "bias"), c.op(OpKind::Mul, {mean, k(alpha, "alpha")}, {}, "scaled")},
+                           {}, "scale");
+  c.op(OpKind::Div, {in, c.op(OpKind::Pow, {scale, k(beta, "beta")}, {}, "scale_pow")}, {}, "", n.out(0));
 }
 
 void translate_eye_like(Importer &im, const NodeCtx &n) {

@@ -27,7 +27,7 @@ from EXPECTED), so the table stays true.
 
 Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 33 cases, about 3 minutes on
 2 cores: 164 to 175 s measured with 27, before localresponsenorm, an If of a constant condition, joined at 15 s): CTest
-runs it as e2e.torch_nn_layers. --all runs all 256 (about 20 minutes);
+runs it as e2e.torch_nn_layers. --all runs all 257 (about 20 minutes);
 CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
 with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
 Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
@@ -171,6 +171,31 @@ seq_case("instancenorm2d_track", (3, 6, 6),
 seq_case("groupnorm", (4, 5, 5), lambda: [nn.Conv2d(4, 6, 3), nn.GroupNorm(2, 6)])
 seq_case("layernorm_2d", (3, 5, 5), lambda: [nn.Conv2d(3, 4, 3), nn.LayerNorm([3, 3])])
 seq_case("localresponsenorm", (4, 5, 5), lambda: [nn.Conv2d(4, 6, 3), nn.LocalResponseNorm(3)])
+
+
+class _LRNNode(torch.autograd.Function):
+    """Exports as ONNX's LRN node (torch writes LocalResponseNorm as a pad + pool decomposition); forward only."""
+
+    @staticmethod
+    def forward(ctx, x, size, alpha, beta, k):
+        return F.local_response_norm(x, size, alpha, beta, k)
+
+    @staticmethod
+    def symbolic(g, x, size, alpha, beta, k):
+        return g.op("LRN", x, size_i=size, alpha_f=alpha, beta_f=beta, bias_f=k)
+
+
+class LRNNode(nn.LocalResponseNorm):
+    """torch's LocalResponseNorm, exported as the LRN node: for an odd size both pad the channel window by
+    (size - 1) / 2 on each side."""
+
+    def forward(self, x):
+        if torch.onnx.is_in_onnx_export():
+            return _LRNNode.apply(x, self.size, self.alpha, self.beta, self.k)
+        return super().forward(x)
+
+
+seq_case("lrn_node", (4, 5, 5), lambda: [nn.Conv2d(4, 6, 3), LRNNode(5, alpha=0.5, beta=0.6, k=1.5)])
 seq_case("batchnorm1d_nc", (8,), lambda: [nn.Linear(8, 6), nn.BatchNorm1d(6)])
 seq_case("batchnorm1d_ncl", (3, 6), lambda: [nn.Conv1d(3, 4, 3), nn.BatchNorm1d(4)])
 seq_case("batchnorm3d", (2, 4, 4, 4), lambda: [nn.Conv3d(2, 3, 3), nn.BatchNorm3d(3)])
