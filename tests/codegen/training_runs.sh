@@ -124,7 +124,7 @@ fi
 # A stop signal: checkpoint, exit 75, resume.
 run data2 "$work/sig" --steps 100000000 --checkpoint-dir "$work/sig.ck" --checkpoint-every 100000000 &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 600); do  # up to 2 minutes: a loaded machine starts mpirun slowly
   rank=$(rank_pid "$work/data2/build/ranks" 1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/sig" 2>/dev/null && break
   sleep 0.2
@@ -170,7 +170,7 @@ sbatch_run() {  # OUT STEPS: the bundle's batch script as Slurm would start it
 sbatch_run "$work/slurm1" 100000000 &
 pid=$!
 rank=
-for _ in $(seq 100); do
+for _ in $(seq 600); do  # up to 2 minutes: a loaded machine starts mpirun slowly
   rank=$(rank_pid "$work/data2/build/ranks" 1)
   [ -n "$rank" ] && grep -q '^step 3 ' "$work/slurm1" 2>/dev/null && break
   sleep 0.2
