@@ -538,7 +538,6 @@ class EinsumLowering {
 void translate_einsum(Importer &im, const NodeCtx &n) {
   std::string eq;
   for (char ch : n.attrs.get_string("equation", "")) if (ch != ' ') eq += ch;
-  if (eq.find("...") != std::string::npos) unsupported(n, "an equation with an ellipsis (\"...\") is not supported");
   size_t arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow), out;
   std::vector<Labelled> ops;
@@ -550,6 +549,35 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
   if (ops.size() != n.num_in()) n.fail("equation \"" + eq + "\" has " + std::to_string(ops.size()) + " operands, the node " +
                                        std::to_string(n.num_in()) + " inputs");
   if (ops.size() > 4) unsupported(n, "more than 4 operands are not supported");
+  // An ellipsis stands for the dims no letter names, right-aligned across operands as numpy broadcasts them: it is
+  // spelled with letters the equation does not use, the last ones for an operand with fewer such dims.
+  std::string ellipsis;
+  bool explicit_ellipsis = arrow != std::string::npos && eq.find("...", arrow) != std::string::npos;
+  if (eq.find("...") != std::string::npos) {
+    std::vector<int64_t> rank(ops.size(), 0);
+    size_t widest = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      size_t dots = ops[i].labels.find("...");
+      if (dots == std::string::npos) continue;
+      auto letters = static_cast<int64_t>(ops[i].labels.size()) - 3;
+      rank[i] = static_cast<int64_t>(im.type_of(n.in(i), n).shape.size()) - letters;
+      if (rank[i] < 0 || ops[i].labels.find("...", dots + 3) != std::string::npos)
+        n.fail("operand " + std::to_string(i) + " \"" + ops[i].labels + "\" does not fit its rank");
+      widest = std::max(widest, static_cast<size_t>(rank[i]));
+    }
+    for (char l = 'A'; ellipsis.size() < widest && l <= 'z'; l = l == 'Z' ? 'a' : static_cast<char>(l + 1))
+      if (eq.find(l) == std::string::npos) ellipsis += l;
+    if (ellipsis.size() < widest) unsupported(n, "the ellipsis spans more dims than there are unused letters");
+    for (size_t i = 0; i < ops.size(); ++i) {
+      size_t dots = ops[i].labels.find("...");
+      if (dots != std::string::npos)
+        ops[i].labels.replace(dots, 3, ellipsis.substr(widest - static_cast<size_t>(rank[i])));
+    }
+    if (explicit_ellipsis) {
+      size_t dots = eq.find("...", arrow);
+      eq.replace(dots, 3, ellipsis);
+    }
+  }
   std::map<char, int> count;
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].name = n.in(i);
@@ -564,9 +592,10 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
       ++count[l];
     }
   }
-  if (arrow == std::string::npos) {  // implicit output: the labels seen once, in alphabetical order
+  if (arrow == std::string::npos) {  // implicit output: the ellipsis's dims, then the labels seen once, in order
+    out = ellipsis;
     for (const auto &[l, k] : count)
-      if (k == 1) out += l;
+      if (k == 1 && ellipsis.find(l) == std::string::npos) out += l;
   } else {
     out = eq.substr(arrow + 2);
     for (char l : out)

@@ -1,6 +1,7 @@
 """Einsum (lowered at import to ReduceSum + Transpose + Reshape + MatMul) trains like torch: a small module of
 torch.einsum calls (MaxViT's attention 'bghid,bghjd->bghij' and 'bghij,bghjd->bghid', a contraction over two letters
-with a permuted output, a letter summed out of one operand, a single-operand transpose with a sum) is exported in
+with a permuted output, a letter summed out of one operand, a single-operand transpose with a sum, and ellipses:
+batched, right-aligned against an operand without one, in an implicit output, summed away) is exported in
 float64 at opset 13; one `cleave eval` step (SGD, lr 1) must give the loss and every parameter's gradient (w0 - w1)
 of torch float64 within 1e-9 of the largest gradient of that parameter.
 Usage (CTest): /usr/bin/python3 tests/e2e/einsum_vs_torch.py <cleave-binary> <source-dir>
@@ -32,7 +33,11 @@ class Einsums(nn.Module):
         o = torch.einsum("bghij,bghjd->bghid", a, self.v)
         p = torch.einsum("bghid,hdge->ebi", o, self.w)        # contracts g, h, d; output permuted
         r = torch.einsum("ebi,bj->ie", p, self.k[:, 0, 0, :, 0])  # j summed out of one operand
-        return torch.einsum("ie->e", r * r).sum()
+        # Ellipses: batch dims, right-aligned against an operand without them, implicit output, summed away.
+        s = torch.einsum("...ij,...jk->...ik", o, self.v.transpose(-1, -2))  # [2, 3, 4, 5, 7]
+        t = torch.einsum("...ij,jk", s, self.k[0, 0, 0])                    # implicit: [2, 3, 4, 5, 6]
+        u = torch.einsum("b...d->b", t * t)                                  # the ellipsis summed: [2]
+        return torch.cat([torch.einsum("ie->e", r * r), u]).sum()  # (torch exports a sum of two 0-d doubles in float32)
 
 
 def main():
