@@ -305,6 +305,41 @@ Shape strides_of(const Shape &s) {
   return st;
 }
 
+/** ReduceSum, ReduceMax or ReduceMin of an integer tensor (the runtime's reductions take rt::real): per output element
+ *  i, a loop over the reduced dims with the input's strides written in. */
+std::string integer_reduce(const KernelCall &call) {
+  const Op &op = call.node();
+  DType t = call.graph().tensor(op.inputs[0]).dtype;
+  const char *ct = c_type(t);
+  const Shape &x = call.in_shapes[0];
+  Shape strides = strides_of(x);
+  std::vector<int64_t> axes = op.attr_ints("axes");
+  auto reduced = [&](size_t d) { return std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end(); };
+  std::string base = "0", loops, offset = "base";
+  int64_t div = 1;
+  for (size_t d = x.size(); d-- > 0;) {
+    if (reduced(d)) {
+      std::string r = "r" + num(static_cast<int64_t>(d));
+      loops += "for (int64_t " + r + " = 0; " + r + " < " + num(x[d]) + "; ++" + r + ") ";
+      offset += " + " + r + " * " + num(strides[d]);
+    } else {
+      base += " + (i / " + num(div) + " % " + num(x[d]) + ") * " + num(strides[d]);
+      div *= x[d];
+    }
+  }
+  bool i64 = t == DType::i64;
+  std::string init = op.kind == OpKind::ReduceSum ? "0"
+                     : op.kind == OpKind::ReduceMax ? (i64 ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)")
+                                                    : (i64 ? "9223372036854775807LL" : "2147483647");
+  std::string step = op.kind == OpKind::ReduceSum ? "acc += v;"
+                     : op.kind == OpKind::ReduceMax ? "acc = v > acc ? v : acc;"
+                                                    : "acc = v < acc ? v : acc;";
+  return "{\nconst " + std::string(ct) + " *p0 = " + call.ins[0] + ";\n" + ct + " *y = " + call.outs[0] +
+         ";\nrt::map_index(" + num(prod(call.out_shapes[0])) + ", [=] CLEAVE_HD (int64_t i) { int64_t base = " + base +
+         "; " + ct + " acc = " + init + "; " + loops + "{ " + ct + " v = p0[" + offset + "]; " + step +
+         " } y[i] = acc; });\n}";
+}
+
 /** Per-dim start and step of a Slice/SliceGrad over the dense tensor `full` (dims not in `axes`: 0 and 1). */
 struct SliceAttrs {
   Shape starts, steps;
@@ -488,6 +523,19 @@ std::string kernel_code(const KernelCall &call) {
     if (dt != real_dtype())
       CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): ", dtype_name(dt),
                         " data is not supported by codegen yet");
+  }
+  // Integer arithmetic (counts and masks from comparisons or labels): typed loops, not the float maps. An integer
+  // division by zero gives 0, as Mod's does.
+  if (is_integer(g.tensor(op.outputs[0]).dtype)) {
+    switch (op.kind) {
+      case OpKind::Add: return indexed(call, "y[i] = p0[i] + p1[i];");
+      case OpKind::Sub: return indexed(call, "y[i] = p0[i] - p1[i];");
+      case OpKind::Mul: return indexed(call, "y[i] = p0[i] * p1[i];");
+      case OpKind::Div: return indexed(call, "y[i] = p1[i] == 0 ? 0 : p0[i] / p1[i];");
+      case OpKind::Neg: return indexed(call, "y[i] = -p0[i];");
+      case OpKind::Abs: return indexed(call, "y[i] = p0[i] < 0 ? -p0[i] : p0[i];");
+      default: break;
+    }
   }
   switch (op.kind) {
     case OpKind::Relu: return unary(call, "a <= 0.0f ? 0.0f : a");  // NaN stays NaN
@@ -700,6 +748,7 @@ std::string kernel_code(const KernelCall &call) {
       return "rt::dropout_backward(" + num(prod(out_shapes[0])) + ", " + float_literal(op.attr_float("ratio", 0.5)) +
              ", " + in(0) + ", " + in(1) + ", " + out(0) + ");";
     case OpKind::ReduceSum:
+      if (!is_float(g.tensor(op.inputs[0]).dtype)) return integer_reduce(call);
       return "rt::reduce(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +
              ", " + out(0) + ", false);";
     case OpKind::ReduceMean: {
@@ -753,6 +802,7 @@ std::string kernel_code(const KernelCall &call) {
     }
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
+      if (!is_float(g.tensor(op.inputs[0]).dtype)) return integer_reduce(call);
       return "rt::reduce_max(" + dims_literal(in_shapes[0]) + ", " + dims_literal(op.attr_ints("axes")) + ", " + in(0) +
              ", " + out(0) + ", " + (op.kind == OpKind::ReduceMin ? "true" : "false") + ");";
     case OpKind::LayerNormalization:

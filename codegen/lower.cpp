@@ -514,7 +514,8 @@ class Lowerer {
         for (TensorId t : op.outputs)
           if (t != kNoTensor)
             for (const auto &a : sharding(t).axes)
-              if (a.kind == plan::AxisSharding::Kind::partial && !plan::partial_ok(op.kind)) unsupported_split(op, config);
+              if (a.kind == plan::AxisSharding::Kind::partial && !plan::partial_ok(op.kind, g_.tensor(t).dtype))
+                unsupported_split(op, config);
         check_kernel_split(call);
       }
       if (aliases_input(r, op, call, w.in_bufs[0])) {

@@ -7,8 +7,11 @@ namespace {
 
 bool default_domain(const onnx::NodeProto &n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
 
-// Every name the nodes of g's subgraphs (If branches, Loop and Scan bodies, at any depth) read.
+// Every name g's subgraphs (If branches, Loop and Scan bodies, at any depth) read: their nodes' inputs and their
+// outputs (a branch may output an outer name as it is).
 void subgraph_reads(const onnx::GraphProto &g, bool nested, std::set<std::string> &reads) {
+  if (nested)
+    for (const auto &o : g.output()) reads.insert(o.name());
   for (const auto &n : g.node()) {
     if (nested) reads.insert(n.input().begin(), n.input().end());
     for (const auto &a : n.attribute()) {

@@ -9,8 +9,9 @@
 
 namespace cleave {
 
-/** The Cast nodes of g whose result is not a graph output and is read only by IsNaN and IsInf nodes of g (no node
- *  of a subgraph reads it): node index -> the Cast's input. Whether the Cast widens (which the importer checks when
+/** The Cast nodes of g whose result is not a graph output and is read only by IsNaN and IsInf nodes of g (no
+ *  subgraph reads or outputs it): node index -> the Cast's input. (A model with training_info is left as it is: its
+ *  algorithms may read any tensor of g.) Whether the Cast widens (which the importer checks when
  *  its input's type is known) decides whether it may be skipped. */
 std::map<int, std::string> find_class_test_casts(const onnx::GraphProto &g);
 

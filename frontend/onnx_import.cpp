@@ -190,7 +190,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
   std::map<int, RowGemm> row_gemms;
   std::map<int, std::string> class_test_casts;
   if (phase == Phase::forward) {
-    class_test_casts = find_class_test_casts(g);
+    if (m.training_info_size() == 0) class_test_casts = find_class_test_casts(g);
     layer_norms = find_layer_norms(g);
     transposed_weights = find_transposed_weights(g);
     row_gemms = find_row_gemms(g);

@@ -227,10 +227,11 @@ void translate_hardmax(Importer &im, const NodeCtx &n) {
 /** torch's reflect_coordinates: i mirrored at twice_low / 2 and twice_high / 2 (pixel centres with align_corners,
  *  else the outer edges) until it lies between them. With d = |i - low| and span = high - low, the position in the
  *  current span is fmod(d, span), counted from low on even passes and from high on odd ones. */
-std::string reflect(Chain &c, const std::string &i, int64_t twice_low, int64_t twice_high, DType t,
+std::string reflect(Chain &c, const std::string &i, const Shape &shape, int64_t twice_low, int64_t twice_high, DType t,
                     const std::string &axis) {
   auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, axis + hint); };
-  if (twice_low == twice_high) return c.op(OpKind::Mul, {i, k(0, "_reflect_zero")}, {}, axis + "_reflected");
+  if (twice_low == twice_high)  // one pixel, align_corners: every coordinate is its centre, even an infinite one
+    return c.constant(t, shape, std::vector<double>(static_cast<size_t>(num_elements(shape)), 0.0), axis + "_reflected");
   double low = static_cast<double>(twice_low) / 2, span = static_cast<double>(twice_high - twice_low) / 2;
   std::string d = c.op(OpKind::Abs, {c.op(OpKind::Sub, {i, k(low, "_low")}, {}, axis + "_from_low")}, {}, axis + "_dist");
   std::string extra = c.op(OpKind::Mod, {d, k(span, "_span")}, {{"fmod", int64_t{1}}}, axis + "_extra");
@@ -283,7 +284,8 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
                                         {}, axis + "_shifted"),
                                    k(0.5, "_half")},
                      {}, axis + "_source");
-    if (padding == "reflection") i = reflect(c, i, align ? 0 : -1, align ? 2 * (size - 1) : 2 * size - 1, t, axis);
+    if (padding == "reflection")
+      i = reflect(c, i, {batch, outs, 1}, align ? 0 : -1, align ? 2 * (size - 1) : 2 * size - 1, t, axis);
     if (padding != "zeros")
       i = c.op(OpKind::Clip, {i}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, axis + "_clipped");
     std::vector<double> idx(static_cast<size_t>(size));

@@ -118,7 +118,8 @@ void run_ops(const Graph &g, const std::vector<OpId> &ops, Values &values, const
   }
 }
 
-void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which) {
+void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which,
+                   const std::function<bool(TensorId)> &keep) {
   // Read every source before writing any destination: assigns are simultaneous (a dst may be another's src).
   // A source computed every step and read by this assign alone is moved, not copied: the
   // trained weights of a large model are then never held twice.
@@ -126,7 +127,7 @@ void apply_assigns(const Graph &g, Values &values, const std::function<bool(cons
   for (const Assign &a : g.assigns) ++reads[static_cast<size_t>(which && !which(a) ? a.dst : a.src)];
   auto take = [&](TensorId t) -> std::optional<Value> {
     std::optional<Value> &v = values.at(static_cast<size_t>(t));
-    bool movable = recomputed(g.tensor(t)) && reads[static_cast<size_t>(t)] == 1;
+    bool movable = recomputed(g.tensor(t)) && reads[static_cast<size_t>(t)] == 1 && !(keep && keep(t));
     return movable ? std::exchange(v, std::nullopt) : v;
   };
   std::vector<std::optional<Value>> staged;

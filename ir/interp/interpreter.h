@@ -50,8 +50,9 @@ void run_graph(const Graph &g, Values &values, const Context &ctx);
 void run_ops(const Graph &g, const std::vector<OpId> &ops, Values &values, const Context &ctx,
              const std::function<bool(TensorId)> &keep);
 /** After a step: every assign's dst (those `which` accepts, when given) takes its src's value. A src computed each step
- *  (an activation or gradient without data) that no other assign reads is moved: it has no value afterwards unless it
- *  is itself a dst. */
-void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which = {});
+ *  (an activation or gradient without data) that no other assign reads, and that `keep` (when given) does not ask
+ *  to keep, is moved: it has no value afterwards unless it is itself a dst. */
+void apply_assigns(const Graph &g, Values &values, const std::function<bool(const Assign &)> &which = {},
+                   const std::function<bool(TensorId)> &keep = {});
 
 }  // namespace cleave::interp

@@ -467,7 +467,8 @@ std::vector<std::vector<int>> axis_groups(const std::vector<int> &devices, const
   return axes_groups(devices, mesh, {axis});
 }
 
-bool partial_ok(OpKind kind) {
+bool partial_ok(OpKind kind, DType dtype) {
+  if (!is_float(dtype)) return false;
   switch (kind) {
     case OpKind::Gemm:
     case OpKind::MatMul:

@@ -132,8 +132,9 @@ std::vector<std::optional<Box>> op_input_regions(const Graph &g, const Op &op, c
 std::vector<std::optional<Box>> op_input_regions(const Op &op, const std::vector<describe::Description> &descs,
                                                  const ParallelConfig &config, int64_t index);
 
-/** Whether the kind's kernel, run on a shard whose summed var is split, yields the partial sum of the whole result:
- *  only these kinds may have partial outputs (codegen lowers them; the searches propose no others). */
-bool partial_ok(OpKind kind);
+/** Whether the kind's kernel, run on a shard whose summed var is split, yields the partial sum of the whole result
+ *  of `dtype`: only these kinds may have partial outputs (codegen lowers them; the searches propose no others), and
+ *  only floating ones (the collectives sum rt::real). */
+bool partial_ok(OpKind kind, DType dtype);
 
 }  // namespace cleave::plan

@@ -90,7 +90,7 @@ bool codegen_supports(const Graph &g, const Op &op, const std::vector<Descriptio
     if (op.outputs[k] == kNoTensor) continue;
     Sharding s = implied_sharding(op, descs, config, k);
     for (const AxisSharding &a : s.axes)
-      if (a.kind == AxisSharding::Kind::partial && !partial_ok(op.kind)) return false;
+      if (a.kind == AxisSharding::Kind::partial && !partial_ok(op.kind, g.tensor(op.outputs[k]).dtype)) return false;
   }
   const Description &d = descs[primary_output(op)];
   if (is_conv_kind(op.kind) && op.attr_int("group", 1) != 1 && (splits_var(config, "co") || splits_var(config, "ci")))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "frontend/class_test_casts.h"
 #include "ir/printer.h"
 #include "tests/frontend/import_helpers.h"
 #include "tests/frontend/model_builder.h"
@@ -60,6 +61,26 @@ TEST(ClassTestCasts, ANarrowingCastIsKept) {
   v[static_cast<size_t>(*g.find_tensor("x"))] = interp::Value{DType::f64, {4}, {1e300, 1.0, 0.0, -1e300}};
   interp::run_graph(g, v, interp::Context{});
   EXPECT_EQ(v[static_cast<size_t>(*g.find_tensor("inf"))]->data, (std::vector<double>{1, 0, 0, 1}));
+}
+
+TEST(ClassTestCasts, ACastASubgraphOutputsOrTrainingInfoMayReadIsKept) {
+  // An If branch that outputs the Cast's result as it is: the If reads it.
+  ModelBuilder branch_out = class_tests(kF32, kF64, false);
+  onnx::NodeProto &if_node = branch_out.node("If", {"x"}, {"chosen"}, "/If");
+  for (const char *name : {"then_branch", "else_branch"}) {
+    onnx::AttributeProto *a = if_node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    a->mutable_g()->set_name(name);
+    a->mutable_g()->add_output()->set_name("wide");
+  }
+  EXPECT_TRUE(find_class_test_casts(branch_out.m.graph()).empty());
+  EXPECT_EQ(find_class_test_casts(class_tests(kF32, kF64, false).m.graph()).size(), 1u);
+  // A model with training_info: its algorithm may read any tensor, so the Cast is imported.
+  ModelBuilder trained = class_tests(kF32, kF64, false);
+  trained.m.add_training_info();
+  Graph g = import(trained, "isinf_of_double_training_info");
+  EXPECT_EQ(test::count_ops(g, OpKind::Cast), 1) << print_graph(g);
 }
 
 }  // namespace

@@ -183,6 +183,12 @@ TEST(InterpBehaviour, AssignsMoveAComputedSourceReadOnce) {
   EXPECT_EQ(v[p]->data, (std::vector<double>{2, 4}));
   EXPECT_EQ(v[q]->data, (std::vector<double>{1, 2}));
   EXPECT_FALSE(v[next].has_value());  // moved into p
+
+  Values kept = c.run();
+  apply_assigns(c.g, kept, {}, [&](TensorId t) { return t == next; });
+  EXPECT_EQ(kept[p]->data, (std::vector<double>{2, 4}));
+  ASSERT_TRUE(kept[next].has_value());  // kept: copied into p
+  EXPECT_EQ(kept[next]->data, (std::vector<double>{2, 4}));
 }
 
 }  // namespace

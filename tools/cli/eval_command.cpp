@@ -262,7 +262,8 @@ Command add_eval_command(CLI::App &app) {
         interp::Context ctx{pass};
         interp::run_ops(g, pass_ops, values, ctx, kept(after_pass));
         // What the forward computed for the next pass (BatchNorm's running statistics) is stored after every pass.
-        if (passes > 1) interp::apply_assigns(g, values, forward_made);
+        // (Copied, not moved: the rest of the step reads the loss and what the updates read.)
+        if (passes > 1) interp::apply_assigns(g, values, forward_made, kept(after_pass));
         loss += values[g.loss]->data.at(0);
         for (size_t i = 0; i < grads.size(); ++i) {
           const std::vector<double> &gv = values[grads[i]]->data;
