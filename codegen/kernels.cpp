@@ -526,7 +526,7 @@ std::string kernel_code(const KernelCall &call) {
   }
   // Integer arithmetic (counts and masks from comparisons or labels): typed loops, not the float maps. An integer
   // division by zero gives 0, as Mod's does.
-  if (is_integer(g.tensor(op.outputs[0]).dtype)) {
+  if (op.outputs[0] != kNoTensor && is_integer(g.tensor(op.outputs[0]).dtype)) {
     switch (op.kind) {
       case OpKind::Add: return indexed(call, "y[i] = p0[i] + p1[i];");
       case OpKind::Sub: return indexed(call, "y[i] = p0[i] - p1[i];");
