@@ -2,7 +2,6 @@
 #include <onnx/common/file_utils.h>
 #include <onnx/onnx_pb.h>
 
-
 #include "frontend/model_loader.h"
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"

@@ -169,18 +169,20 @@ void translate_global_max_pool(Importer &im, const NodeCtx &n) {
   Chain(im, n).op(OpKind::ReduceMax, {n.in(0)}, {{"axes", axes}, {"keepdims", int64_t{1}}}, "", n.out(0));
 }
 
-/** The dtype of a float input, else the node's error naming it. */
-DType float_input(Importer &im, const NodeCtx &n, size_t i, const char *what) {
-  DType t = im.type_of(n.in(i), n).dtype;
+/** The dtype of tensor `name`, the node's input `what`, when it is a float type, else the node's error naming it. */
+DType float_input(Importer &im, const NodeCtx &n, const std::string &name, const char *what) {
+  DType t = im.type_of(name, n).dtype;
   if (!is_float(t)) n.fail(std::string("input ") + what + " is " + std::string(dtype_name(t)) + "; only float types are supported");
   return t;
+}
+DType float_input(Importer &im, const NodeCtx &n, size_t i, const char *what) {
+  return float_input(im, n, n.in(i), what);
 }
 
 void translate_isnan_isinf(Importer &im, const NodeCtx &n) {
   auto widened = im.widened.find(n.in(0));  // the input of a widening Cast, tested as it is
   const std::string &x = widened == im.widened.end() ? n.in(0) : widened->second, &y = n.out(0);
-  DType t = im.type_of(x, n).dtype;
-  if (!is_float(t)) n.fail("input X is " + std::string(dtype_name(t)) + "; only float types are supported");
+  DType t = float_input(im, n, x, "X");
   Chain c(im, n);
   if (n.op_type == "IsNaN") {
     c.op(OpKind::Not, {c.op(OpKind::Equal, {x, x}, {}, "equal")}, {}, "", y);
@@ -232,18 +234,17 @@ std::string reflect(Chain &c, const std::string &i, const Shape &shape, int64_t 
   auto k = [&](double v, const std::string &hint) { return c.constant(t, {}, {v}, axis + hint); };
   if (twice_low == twice_high)  // one pixel, align_corners: every coordinate is its centre, even an infinite one
     return c.constant(t, shape, std::vector<double>(static_cast<size_t>(num_elements(shape)), 0.0), axis + "_reflected");
-  double low = static_cast<double>(twice_low) / 2, span = static_cast<double>(twice_high - twice_low) / 2;
-  std::string d = c.op(OpKind::Abs, {c.op(OpKind::Sub, {i, k(low, "_low")}, {}, axis + "_from_low")}, {}, axis + "_dist");
-  std::string extra = c.op(OpKind::Mod, {d, k(span, "_span")}, {{"fmod", int64_t{1}}}, axis + "_extra");
-  std::string flips = c.op(OpKind::Floor, {c.op(OpKind::Div, {d, k(span, "_span_")}, {}, axis + "_spans")}, {},
-                           axis + "_flips");
+  std::string low = k(static_cast<double>(twice_low) / 2, "_low"),
+              span = k(static_cast<double>(twice_high - twice_low) / 2, "_span");
+  std::string d = c.op(OpKind::Abs, {c.op(OpKind::Sub, {i, low}, {}, axis + "_from_low")}, {}, axis + "_dist");
+  std::string extra = c.op(OpKind::Mod, {d, span}, {{"fmod", int64_t{1}}}, axis + "_extra");
+  std::string flips = c.op(OpKind::Floor, {c.op(OpKind::Div, {d, span}, {}, axis + "_spans")}, {}, axis + "_flips");
   std::string even = c.op(OpKind::Equal, {c.op(OpKind::Mod, {flips, k(2, "_two")}, {{"fmod", int64_t{1}}}, axis + "_parity"),
-                                          k(0, "_even_")},
+                                          k(0, "_zero")},
                           {}, axis + "_even");
-  return c.op(OpKind::Where, {even, c.op(OpKind::Add, {extra, k(low, "_low_")}, {}, axis + "_forward"),
-                              c.op(OpKind::Add, {c.op(OpKind::Sub, {k(span, "_span__"), extra}, {}, axis + "_back"),
-                                                 k(low, "_low__")},
-                                   {}, axis + "_backward")},
+  return c.op(OpKind::Where, {even, c.op(OpKind::Add, {extra, low}, {}, axis + "_forward"),
+                              c.op(OpKind::Add, {c.op(OpKind::Sub, {span, extra}, {}, axis + "_back"), low}, {},
+                                   axis + "_backward")},
               {}, axis + "_reflected");
 }
 
@@ -554,7 +555,6 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
   // An ellipsis stands for the dims no letter names, right-aligned across operands as numpy broadcasts them: it is
   // spelled with letters the equation does not use, the last ones for an operand with fewer such dims.
   std::string ellipsis;
-  bool explicit_ellipsis = arrow != std::string::npos && eq.find("...", arrow) != std::string::npos;
   if (eq.find("...") != std::string::npos) {
     std::vector<int64_t> rank(ops.size(), 0);
     size_t widest = 0;
@@ -575,10 +575,8 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
       if (dots != std::string::npos)
         ops[i].labels.replace(dots, 3, ellipsis.substr(widest - static_cast<size_t>(rank[i])));
     }
-    if (explicit_ellipsis) {
-      size_t dots = eq.find("...", arrow);
-      eq.replace(dots, 3, ellipsis);
-    }
+    if (size_t dots = arrow == std::string::npos ? arrow : eq.find("...", arrow); dots != std::string::npos)
+      eq.replace(dots, 3, ellipsis);  // the output's ellipsis
   }
   std::map<char, int> count;
   for (size_t i = 0; i < ops.size(); ++i) {

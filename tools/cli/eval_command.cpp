@@ -319,7 +319,7 @@ Command add_eval_command(CLI::App &app) {
       std::printf("\n");
       std::fflush(stdout);
       // Only what the forward passes computed is stored after a skipped step; with several passes, that was stored
-      // after each (and moved out of its source).
+      // after each.
       if (passes == 1)
         interp::apply_assigns(g, values, skip ? forward_made : std::function<bool(const Assign &)>{});
       else if (!skip)
