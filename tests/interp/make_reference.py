@@ -255,5 +255,13 @@ emit("f16.a", h_a)
 emit("f16.b", h_b)
 for name, fn in (("add", np.add), ("mul", np.multiply), ("div", np.divide)):
     emit(f"f16.{name}", fn(h_a, h_b))
+# Integer division truncates toward zero (as C and ONNX runtimes do); numpy's x // 0 is 0, which Cleave follows.
+i32a = rng.integers(-50, 50, 12).astype(np.int32)
+i32b = rng.integers(-4, 5, 12).astype(np.int32)
+i32b[:3] = 0
+emit("i32.a", i32a)
+emit("i32.b", i32b)
+with np.errstate(divide="ignore"):
+    emit("i32.div", np.abs(i32a) // np.abs(i32b) * np.sign(i32a) * np.sign(i32b))
 
 print("\n".join(lines))

@@ -1,5 +1,6 @@
 // The narrow element types and Pad's edge/reflect modes against numpy (make_reference.py): uint8/int8 arithmetic
-// wraps, float16 arithmetic rounds each result to nearest even, Pad modes follow numpy.pad (with a cropping pad).
+// wraps, int32 division truncates (x / 0 is 0, numpy's), float16 arithmetic rounds each result to nearest even, Pad
+// modes follow numpy.pad (with a cropping pad).
 // Compared exactly: each is one correctly rounded (or exact integer) operation.
 #include <gmock/gmock.h>
 
@@ -28,6 +29,10 @@ TEST(InterpNarrowTypes, Uint8ArithmeticWraps) {
 TEST(InterpNarrowTypes, Int8ArithmeticWraps) {
   binary_case(OpKind::Add, DType::i8, "i8.a", "i8.b", "i8.add");
   binary_case(OpKind::Mul, DType::i8, "i8.a", "i8.b", "i8.mul");
+}
+
+TEST(InterpNarrowTypes, Int32DivisionTruncatesAndGivesZeroForZero) {
+  binary_case(OpKind::Div, DType::i32, "i32.a", "i32.b", "i32.div");
 }
 
 TEST(InterpNarrowTypes, Float16ArithmeticRoundsEachResult) {
