@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "frontend/onnx_import.h"
 #include "ir/error.h"
@@ -175,6 +176,22 @@ TEST(HostileModel, ControlCharactersAreEscaped) {
   auto [msg, code] = import_error(op, "nl_op");
   EXPECT_EQ(code, 2);
   EXPECT_NE(msg.find("\"r\" (Re\\nlu, ai.onnx, opset 13)"), std::string::npos) << msg;
+}
+
+TEST(HostileModel, LrnAttributesAndInput) {
+  auto lrn = [](int dtype, std::vector<int64_t> shape, std::optional<int64_t> size) {
+    ModelBuilder mb(13);
+    mb.input("x", dtype, shape);
+    onnx::NodeProto &n = mb.node("LRN", {"x"}, {"y"}, "norm");
+    if (size) test::set_int(n, "size", *size);
+    mb.output("y", static_cast<int>(shape.size()));
+    return mb;
+  };
+  EXPECT_ERROR(lrn(kF32, {2, 4, 3, 3}, std::nullopt), "lrn_nosize",
+               "node \"norm\" (LRN, opset 13): missing required attribute \"size\"");
+  EXPECT_ERROR(lrn(kF32, {2, 4, 3, 3}, 0), "lrn_size0", "attribute \"size\" must be given and positive");
+  EXPECT_ERROR(lrn(kF32, {4}, 3), "lrn_rank1", "input X has rank 1; LRN needs [N, C, ...]");
+  EXPECT_ERROR(lrn(kI64, {2, 4, 3, 3}, 3), "lrn_int", "(op_type:LRN, node name: norm): X typestr: T, has unsupported type");
 }
 
 }  // namespace
