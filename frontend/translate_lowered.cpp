@@ -494,6 +494,27 @@ class EinsumLowering {
     return y;
   }
 
+  /** x's diagonal over its two dims labelled l (of one size n): x times the identity over those dims, summed over the
+   *  second; its labels lose the second l. */
+  Labelled diagonal(const Labelled &x, char l, DType dtype) {
+    size_t p1 = x.labels.find(l), p2 = x.labels.find(l, p1 + 1);
+    int64_t n = x.shape[p1];
+    if (x.shape[p2] != n)
+      n_.fail("label '" + std::string(1, l) + "' repeats with sizes " + std::to_string(n) + " and " +
+              std::to_string(x.shape[p2]));
+    Shape eye_shape(x.shape.size(), 1);
+    eye_shape[p1] = eye_shape[p2] = n;
+    std::vector<double> eye(static_cast<size_t>(n * n), 0.0);
+    for (int64_t i = 0; i < n; ++i) eye[static_cast<size_t>(i * n + i)] = 1.0;
+    std::string masked = c_.op(OpKind::Mul, {x.name, c_.constant(dtype, eye_shape, eye, "eye")}, {}, "diagonal_mask");
+    Labelled y{"", x.labels, x.shape};
+    y.labels.erase(p2, 1);
+    y.shape.erase(y.shape.begin() + static_cast<std::ptrdiff_t>(p2));
+    y.name = c_.op(OpKind::ReduceSum, {masked}, {{"axes", std::vector<int64_t>{static_cast<int64_t>(p2)}},
+                                                 {"keepdims", int64_t{0}}}, "diagonal");
+    return y;
+  }
+
   /** The contraction of a and b keeping the labels in `keep`: batch labels (both, kept), a's and b's own kept labels,
    *  and the summed labels (both, not kept) as [batch, a's, summed] x [batch, summed, b's] -> [batch, a's, b's]. */
   Labelled contract(Labelled a, Labelled b, const std::set<char> &keep) {
@@ -578,19 +599,23 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
     if (size_t dots = arrow == std::string::npos ? arrow : eq.find("...", arrow); dots != std::string::npos)
       eq.replace(dots, 3, ellipsis);  // the output's ellipsis
   }
+  EinsumLowering e(im, n);
   std::map<char, int> count;
   for (size_t i = 0; i < ops.size(); ++i) {
+    TensorType type = im.type_of(n.in(i), n);
     ops[i].name = n.in(i);
-    ops[i].shape = im.type_of(n.in(i), n).shape;
+    ops[i].shape = type.shape;
     if (ops[i].labels.size() != ops[i].shape.size())
       n.fail("operand " + std::to_string(i) + " \"" + ops[i].labels + "\" has " + std::to_string(ops[i].labels.size()) +
              " labels for rank " + std::to_string(ops[i].shape.size()));
     for (char l : ops[i].labels) {
       if (!std::isalpha(static_cast<unsigned char>(l))) n.fail("equation \"" + eq + "\" has a label that is not a letter");
-      if (std::count(ops[i].labels.begin(), ops[i].labels.end(), l) > 1)
-        unsupported(n, "a label repeated within an operand (a diagonal) is not supported");
-      ++count[l];
+      ++count[l];  // a repeated label counts twice: implicitly "ii" is the trace, as in numpy
     }
+    // A label repeated within an operand takes its diagonal ("ii->i", "bii->bi"), pair by pair.
+    for (size_t d = 0; d < ops[i].labels.size(); ++d)
+      while (ops[i].labels.find(ops[i].labels[d], d + 1) != std::string::npos)
+        ops[i] = e.diagonal(ops[i], ops[i].labels[d], type.dtype);
   }
   if (arrow == std::string::npos) {  // implicit output: the ellipsis's dims, then the labels seen once, in order
     out = ellipsis;
@@ -602,7 +627,6 @@ void translate_einsum(Importer &im, const NodeCtx &n) {
       if (!count.count(l) || std::count(out.begin(), out.end(), l) > 1)
         n.fail("output label '" + std::string(1, l) + "' is not one operand label, once");
   }
-  EinsumLowering e(im, n);
   // Left to right, each contraction keeping the labels the output or a later operand has.
   Labelled acc = ops[0];
   for (size_t i = 1; i <= ops.size(); ++i) {

@@ -1,7 +1,8 @@
 """Einsum (lowered at import to ReduceSum + Transpose + Reshape + MatMul) trains like torch: a small module of
 torch.einsum calls (MaxViT's attention 'bghid,bghjd->bghij' and 'bghij,bghjd->bghid', a contraction over two letters
 with a permuted output, a letter summed out of one operand, a single-operand transpose with a sum, and ellipses:
-batched, right-aligned against an operand without one, in an implicit output, summed away) is exported in
+batched, right-aligned against an operand without one, in an implicit output, summed away; diagonals: a repeated
+letter within an operand, kept, contracted with another operand, and an implicit trace) is exported in
 float64 at opset 13; one `cleave eval` step (SGD, lr 1) must give the loss and every parameter's gradient (w0 - w1)
 of torch float64 within 1e-9 of the largest gradient of that parameter.
 Usage (CTest): /usr/bin/python3 tests/e2e/einsum_vs_torch.py <cleave-binary> <source-dir>
@@ -27,6 +28,7 @@ class Einsums(nn.Module):
         self.k = nn.Parameter(torch.randn(2, 3, 4, 7, 6, dtype=torch.float64))  # b g h j d
         self.v = nn.Parameter(torch.randn(2, 3, 4, 7, 6, dtype=torch.float64))  # b g h j d
         self.w = nn.Parameter(torch.randn(4, 6, 3, 5, dtype=torch.float64))     # h d g e
+        self.m = nn.Parameter(torch.randn(2, 5, 5, dtype=torch.float64))        # b i i
 
     def forward(self, x):
         a = torch.einsum("bghid,bghjd->bghij", self.q * x, self.k).softmax(-1)
@@ -37,7 +39,11 @@ class Einsums(nn.Module):
         s = torch.einsum("...ij,...jk->...ik", o, self.v.transpose(-1, -2))  # [2, 3, 4, 5, 7]
         t = torch.einsum("...ij,jk", s, self.k[0, 0, 0])                    # implicit: [2, 3, 4, 5, 6]
         u = torch.einsum("b...d->b", t * t)                                  # the ellipsis summed: [2]
-        return torch.cat([torch.einsum("ie->e", r * r), u]).sum()  # (torch exports a sum of two 0-d doubles in float32)
+        # Diagonals: kept, contracted with another operand, an implicit trace.
+        dg = torch.einsum("bii->bi", self.m * x)                             # [2, 5]
+        dj = torch.einsum("bii,bij->bj", self.m, self.m * self.m)            # [2, 5]
+        tr = torch.einsum("ii", self.m[1]).reshape(1)                        # the trace (0-d arithmetic exports in float32)
+        return torch.cat([torch.einsum("ie->e", r * r), u, (dg * dj).sum(1), tr * tr]).sum()  # (torch exports a sum of two 0-d doubles in float32)
 
 
 def main():

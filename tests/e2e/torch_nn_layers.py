@@ -472,6 +472,10 @@ class Einsum(nn.Module):
 
 
 case("einsum_bilinear", (8,))(lambda: Classifier(Einsum()))
+# A repeated letter within an operand: the diagonal of each sample's 4x4 block, and it contracted with another operand.
+op_case("einsum_diagonal", lambda h: torch.cat([torch.einsum("bii->bi", h[:, :16].reshape(-1, 4, 4)),
+                                                torch.einsum("bii,bij->bj", h[:, :16].reshape(-1, 4, 4),
+                                                             h[:, 16:32].reshape(-1, 4, 4))], 1), n_hidden=32)
 
 
 class MatmulBroadcast(nn.Module):

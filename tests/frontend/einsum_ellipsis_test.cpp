@@ -1,5 +1,6 @@
-// Einsum's ellipsis (frontend/translate_lowered.cpp): "..." stands for the dims no letter names, right-aligned across
-// operands; the oracle is the same contraction spelled with letters.
+// Einsum's ellipsis and diagonals (frontend/translate_lowered.cpp): "..." stands for the dims no letter names,
+// right-aligned across operands (the oracle: the same contraction spelled with letters); a letter repeated within an
+// operand must name dims of one size (tests/e2e/einsum_vs_torch.py checks diagonals' values against torch).
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
@@ -50,6 +51,12 @@ TEST(EinsumEllipsis, EquationsWithAnEllipsisEqualTheirLetterSpelling) {
 TEST(EinsumEllipsis, AnOperandWhoseLettersPassItsRankIsAnError) {
   auto [msg, code] = test::import_error(einsum_model("...abcd,jk->jk", {4, 5}, 2), "ellipsis_too_many");
   EXPECT_HAS(msg, "/Einsum");  // (ONNX's shape inference or ours: "does not fit its rank")
+  EXPECT_NE(code, 0);
+}
+
+TEST(EinsumDiagonal, ARepeatedLetterOverDimsOfTwoSizesIsAnError) {
+  auto [msg, code] = test::import_error(einsum_model("bii,jk->bi", {4, 5}, 2), "diagonal_sizes");
+  EXPECT_HAS(msg, "/Einsum");  // (ONNX's shape inference or ours: "repeats with sizes 3 and 4")
   EXPECT_NE(code, 0);
 }
 
