@@ -31,12 +31,18 @@ struct ImportOptions {
  *  Throws UserError with one line naming the file and the problem; exit code 2 when listing unsupported nodes. */
 Graph import_onnx(const std::string &path, const ImportOptions &opts = {});
 
+/** protobuf refuses to serialize a message of 2 GB or more. */
+inline constexpr size_t kProtobufLimit = 2147483647;
+
 /** Writes `model_path`'s model to `out_path` with the initializers named in `values` replaced (dtype-native bytes,
- *  shape unchanged). Writes to a temporary file in out_path's directory and renames it, so a failure leaves
- *  nothing behind. A name of `values` that is no initializer is an error (naming `flag`, the output's flag), unless
- *  `skip_others` (a checkpoint's optimizer state). */
+ *  shape unchanged). The source's external data is copied in, so the result stands alone. When the model would pass
+ *  `inline_limit` bytes, the initializers' bytes go to `out_path`.data beside it as ONNX external data (location
+ *  relative to the model). Each file goes through a temporary file in out_path's directory and is renamed, so a
+ *  failure leaves nothing behind. A name of `values` that is no initializer is an error (naming `flag`, the output's
+ *  flag), unless `skip_others` (a checkpoint's optimizer state). */
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
                                  std::map<std::string, std::vector<uint8_t>> values,
-                                 const std::string &flag = "--save-model", bool skip_others = false);
+                                 const std::string &flag = "--save-model", bool skip_others = false,
+                                 size_t inline_limit = kProtobufLimit);
 
 }  // namespace cleave

@@ -2,6 +2,10 @@
 #include <onnx/common/file_utils.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
 #include "frontend/model_loader.h"
 #include "frontend/onnx_import.h"
 #include "frontend/tensor_proto.h"
@@ -9,38 +13,103 @@
 #include "ir/file_io.h"
 
 namespace cleave {
+namespace {
+
+// In a model saved with external data, tensors smaller than this stay inline (onnx.save_model's size_threshold).
+constexpr size_t kExternalMin = 1024;
+
+/** The bytes of `tp`'s external data, read from model_dir (checked as the importer checks it). */
+std::string read_external_bytes(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what) {
+  ExternalData ref = external_data_ref(tp, model_dir, what);
+  std::ifstream in(ref.file, std::ios::binary);
+  std::string bytes(static_cast<size_t>(ref.length), '\0');
+  in.seekg(ref.offset);
+  in.read(bytes.data(), ref.length);
+  if (!in) CLEAVE_USER_ERROR(what, ": reading external data file ", ref.file, " failed");
+  return bytes;
+}
+
+void set_raw(onnx::TensorProto &tp, std::string bytes) {
+  tp.clear_float_data();
+  tp.clear_double_data();
+  tp.clear_int32_data();
+  tp.clear_int64_data();
+  tp.clear_external_data();
+  tp.set_data_location(onnx::TensorProto::DEFAULT);
+  tp.set_raw_data(std::move(bytes));
+}
+
+}  // namespace
 
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
                                  std::map<std::string, std::vector<uint8_t>> values, const std::string &flag,
-                                 bool skip_others) {
+                                 bool skip_others, size_t inline_limit) {
+  check_output_file(flag, out_path);
   onnx::ModelProto m = load_model(model_path);
+  std::string model_dir = std::filesystem::path(model_path).parent_path().string();
+  if (model_dir.empty()) model_dir = ".";
   for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
-    auto it = values.find(tp.name());
-    if (it == values.end()) continue;
-    std::optional<DType> dt = dtype_from_onnx(tp.data_type());
     std::string what = model_path + ": initializer \"" + tp.name() + "\"";
+    auto it = values.find(tp.name());
+    if (it == values.end()) {
+      // The source's external data: copied, so the saved model needs no file beside the source model.
+      if (tp.data_location() == onnx::TensorProto::EXTERNAL) set_raw(tp, read_external_bytes(tp, model_dir, what));
+      continue;
+    }
+    std::optional<DType> dt = dtype_from_onnx(tp.data_type());
     if (!dt) CLEAVE_USER_ERROR(what, ": element type ", onnx_dtype_name(tp.data_type()), " is not supported");
     Shape shape(tp.dims().begin(), tp.dims().end());
     int64_t nbytes = checked_num_elements(shape, what) * dtype_size(*dt);
     if (static_cast<int64_t>(it->second.size()) != nbytes)
       CLEAVE_USER_ERROR(what, ": new value has ", it->second.size(), " bytes, shape ", shape_str(shape), " needs ",
                         nbytes);
-    tp.clear_float_data();
-    tp.clear_double_data();
-    tp.clear_int32_data();
-    tp.clear_int64_data();
-    tp.clear_external_data();
-    tp.set_data_location(onnx::TensorProto::DEFAULT);
-    tp.set_raw_data(std::string(it->second.begin(), it->second.end()));
+    set_raw(tp, std::string(it->second.begin(), it->second.end()));
     values.erase(it);  // a large model's weights are then held twice at most
   }
   if (!values.empty() && !skip_others)
     CLEAVE_USER_ERROR(model_path, ": no initializer named \"", values.begin()->first, "\"");
 
-  // Other initializers may keep external data relative to the source model's directory.
+  // A model past protobuf's limit keeps its initializers' bytes in OUT.data beside it, as ONNX's external data.
+  std::string data_path, data;
+  if (m.ByteSizeLong() > inline_limit) {
+    data_path = out_path + ".data";
+    std::string location = std::filesystem::path(data_path).filename().string();
+    check_output_file(flag, data_path);
+    size_t total = 0;
+    for (const auto &tp : m.graph().initializer())
+      if (tp.raw_data().size() >= kExternalMin) total += tp.raw_data().size();
+    data.reserve(total);
+    for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
+      if (tp.raw_data().size() < kExternalMin) continue;
+      size_t offset = data.size();
+      data += tp.raw_data();
+      tp.clear_raw_data();
+      tp.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto entry = [&](const std::string &key, const std::string &value) {
+        onnx::StringStringEntryProto *e = tp.add_external_data();
+        e->set_key(key);
+        e->set_value(value);
+      };
+      entry("location", location);
+      entry("offset", std::to_string(offset));
+      entry("length", std::to_string(data.size() - offset));
+    }
+    if (m.ByteSizeLong() > inline_limit)
+      CLEAVE_USER_ERROR(flag, ": ", out_path, ": the model without its initializers still has ", m.ByteSizeLong(),
+                        " bytes, past protobuf's limit");
+  }
   std::string bytes;
   if (!m.SerializeToString(&bytes)) CLEAVE_USER_ERROR(out_path, ": serializing the model failed");
-  write_file_atomically(flag, out_path, bytes);
+  if (!data_path.empty()) {
+    write_file_atomically(flag, data_path, data);
+    data = std::string();
+  }
+  try {
+    write_file_atomically(flag, out_path, bytes);
+  } catch (...) {
+    if (!data_path.empty()) std::remove(data_path.c_str());
+    throw;
+  }
 }
 
 }  // namespace cleave

@@ -174,5 +174,56 @@ TEST(SaveOnnx, ReplacesInitializersAtomically) {
   EXPECT_THROW(save_onnx_with_initializers(in, (dir / "no_dir" / "x.onnx").string(), {{"w", bytes}}), UserError);
 }
 
+TEST(SaveOnnx, PastTheLimitInitializersGoToADataFileBesideTheModel) {
+  test::TempDir dir("save_external");
+  ModelBuilder mb;
+  mb.input("x", kF32, {512});
+  mb.init_f("w", {512}, std::vector<float>(512, 1.f));
+  mb.init_f("s", {1}, {3.f});  // below kExternalMin: stays inline
+  mb.node("Add", {"x", "w"}, {"a"});
+  mb.node("Mul", {"a", "s"}, {"y"});
+  mb.output("y", 1);
+  std::string in = mb.save(dir / "in.onnx");
+  std::string out = (dir / "out.onnx").string();
+  std::vector<float> nw(512);
+  for (size_t i = 0; i < nw.size(); ++i) nw[i] = 0.5f * static_cast<float>(i);
+  std::vector<uint8_t> bytes(nw.size() * 4);
+  std::memcpy(bytes.data(), nw.data(), bytes.size());
+  save_onnx_with_initializers(in, out, {{"w", bytes}}, "--save-model", false, 1000);
+  ASSERT_TRUE(fs::exists(out + ".data"));
+  EXPECT_EQ(fs::file_size(out + ".data"), 2048u);
+  onnx::ModelProto m;
+  std::ifstream is(out, std::ios::binary);
+  ASSERT_TRUE(m.ParseFromIstream(&is));
+  for (const auto &tp : m.graph().initializer()) {
+    bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
+    EXPECT_EQ(external, tp.name() == "w") << tp.name();
+    if (external) EXPECT_EQ(tp.external_data(0).value(), "out.onnx.data");  // relative: the pair can move together
+  }
+  Graph g = import_onnx(out);
+  std::vector<double> want(nw.begin(), nw.end());
+  EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("w"))), want);
+  EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("s"))), (std::vector<double>{3}));
+
+  // Below the limit the model stays one file.
+  std::string small = (dir / "small.onnx").string();
+  save_onnx_with_initializers(in, small, {{"w", bytes}});
+  EXPECT_FALSE(fs::exists(small + ".data"));
+  EXPECT_EQ(data_as_doubles(import_onnx(small).tensor(*import_onnx(small).find_tensor("w"))), want);
+}
+
+TEST(SaveOnnx, TheSourcesExternalDataIsCopiedIn) {
+  test::TempDir dir("save_copies");
+  fs::create_directory(dir / "src");
+  fs::create_directory(dir / "elsewhere");
+  write_floats(dir / "src" / "w.bin", 8, {1.f, 2.f, 3.f, 4.f});
+  std::string in = external_model("w.bin").save(dir / "src" / "model.onnx");
+  std::string out = (dir / "elsewhere" / "model.onnx").string();
+  save_onnx_with_initializers(in, out, {});
+  fs::remove_all(dir / "src");
+  Graph g = import_onnx(out);
+  EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("w"))), (std::vector<double>{1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace cleave
