@@ -8,8 +8,8 @@
 // ReduceProd of run-time values = per reduced axis, halving products (Mul of its two halves, Slices, until length 1),
 // LRN = X / (bias + alpha * AveragePool of X^2 along the channels)^beta, GlobalMaxPool = ReduceMax over the spatial
 // dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
-// axis, GridSample (2-D; bilinear and nearest; zeros, border and reflection padding) = per output pixel a weight over
-// every input pixel and a batched MatMul; EyeLike folds to a constant (its values do not depend on the input's).
+// axis, GridSample (2-D; bilinear, nearest and bicubic; zeros, border and reflection padding) = per output pixel a
+// weight over every input pixel and a batched MatMul; EyeLike folds to a constant (its values do not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -256,7 +256,8 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
     n.fail("grid " + shape_str(grid) + " must be [N, H_out, W_out, 2] with N = " + std::to_string(x[0]));
   std::string mode = n.attrs.get_string("mode", "bilinear"), padding = n.attrs.get_string("padding_mode", "zeros");
   bool align = n.attrs.get_int("align_corners", 0) != 0;
-  if (mode != "bilinear" && mode != "nearest") unsupported(n, "mode \"" + mode + "\" is not supported (bilinear, nearest)");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    unsupported(n, "mode \"" + mode + "\" is not supported (bilinear, nearest, bicubic)");
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     unsupported(n, "padding_mode \"" + padding + "\" is not supported (zeros, border, reflection)");
   int64_t batch = x[0], channels = x[1], h = x[2], w = x[3], outs = grid[1] * grid[2];
@@ -265,7 +266,9 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
   // reflection) gives the pixel floor(i) the weight 1 - (i - floor(i)) and the next one i - floor(i), as torch's
   // bilinear kernel does, so the gradient with respect to the grid is torch's; nearest gives the pixel round(i)
   // (halves to even, as torch's nearbyint) the weight 1 and the grid no gradient. Pixels outside the input match
-  // nothing: zero padding.
+  // nothing: zero padding. bicubic gives the pixels floor(i) - 1 to floor(i) + 2 torch's cubic convolution weights
+  // (A = -0.75) of t = i - floor(i), padding each of those four pixels' coordinates rather than i, as torch's kernel
+  // does; pixels that land on one (border) add up.
   Chain c(im, n);
   std::string g = c.reshape(n.in(1), {batch, outs, 2}, "grid");
   auto weights = [&](int64_t component, int64_t size, const std::string &axis) {
@@ -285,14 +288,51 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
                                         {}, axis + "_shifted"),
                                    k(0.5, "_half")},
                      {}, axis + "_source");
-    if (padding == "reflection")
-      i = reflect(c, i, {batch, outs, 1}, align ? 0 : -1, align ? 2 * (size - 1) : 2 * size - 1, t, axis);
-    if (padding != "zeros")
-      i = c.op(OpKind::Clip, {i}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, axis + "_clipped");
+    auto padded = [&](std::string at, const std::string &name) {
+      if (padding == "reflection")
+        at = reflect(c, at, {batch, outs, 1}, align ? 0 : -1, align ? 2 * (size - 1) : 2 * size - 1, t, name);
+      if (padding != "zeros")
+        at = c.op(OpKind::Clip, {at}, {{"min", 0.0}, {"max", static_cast<double>(size - 1)}}, name + "_clipped");
+      return at;
+    };
     std::vector<double> idx(static_cast<size_t>(size));
     std::iota(idx.begin(), idx.end(), 0.0);
     std::string pixels = c.constant(t, {1, 1, size}, idx, axis + "_pixels");
     std::string zero = c.constant(t, {}, {0}, axis + "_zero");
+    if (mode == "bicubic") {
+      std::string lo = c.op(OpKind::Floor, {i}, {}, axis + "_floor");
+      std::string frac = c.op(OpKind::Sub, {i, lo}, {}, axis + "_frac");
+      // torch's cubic_convolution1 (|x| <= 1) and cubic_convolution2 (1 < |x| < 2), in its order of operations.
+      const double a = -0.75;
+      auto near = [&](const std::string &d, const std::string &hint) {
+        std::string inner = c.op(OpKind::Sub, {c.op(OpKind::Mul, {d, k(a + 2, "_a2")}, {}, hint + "_1"), k(a + 3, "_a3")},
+                                 {}, hint + "_2");
+        std::string cube = c.op(OpKind::Mul, {c.op(OpKind::Mul, {inner, d}, {}, hint + "_3"), d}, {}, hint + "_4");
+        return c.op(OpKind::Add, {cube, k(1, "_one__")}, {}, hint);
+      };
+      auto far = [&](const std::string &d, const std::string &hint) {
+        std::string p = c.op(OpKind::Sub, {c.op(OpKind::Mul, {d, k(a, "_a")}, {}, hint + "_1"), k(5 * a, "_5a")}, {},
+                             hint + "_2");
+        p = c.op(OpKind::Add, {c.op(OpKind::Mul, {p, d}, {}, hint + "_3"), k(8 * a, "_8a")}, {}, hint + "_4");
+        return c.op(OpKind::Sub, {c.op(OpKind::Mul, {p, d}, {}, hint + "_5"), k(4 * a, "_4a")}, {}, hint);
+      };
+      std::string one_minus = c.op(OpKind::Sub, {k(1, "_one_"), frac}, {}, axis + "_one_minus");
+      std::vector<std::string> coeffs = {
+          far(c.op(OpKind::Add, {frac, k(1, "_one___")}, {}, axis + "_d0"), axis + "_coeff0"),
+          near(frac, axis + "_coeff1"), near(one_minus, axis + "_coeff2"),
+          far(c.op(OpKind::Sub, {k(2, "_two"), frac}, {}, axis + "_d3"), axis + "_coeff3")};
+      std::string weight;
+      for (int tap = 0; tap < 4; ++tap) {
+        std::string name = axis + "_tap" + std::to_string(tap);
+        std::string at = padded(c.op(OpKind::Add, {lo, k(tap - 1, "_offset" + std::to_string(tap))}, {}, name), name);
+        std::string w_tap = c.op(OpKind::Where, {c.op(OpKind::Equal, {pixels, at}, {}, name + "_hit"),
+                                                 coeffs[static_cast<size_t>(tap)], zero},
+                                 {}, name + "_weight");
+        weight = weight.empty() ? w_tap : c.op(OpKind::Add, {weight, w_tap}, {}, name + "_sum");
+      }
+      return weight;
+    }
+    i = padded(i, axis);
     if (mode == "nearest") {
       std::string hit = c.op(OpKind::Equal, {pixels, c.op(OpKind::Round, {i}, {}, axis + "_nearest")}, {}, axis + "_hit");
       return c.op(OpKind::Where, {hit, c.constant(t, {}, {1}, axis + "_one"), zero}, {}, axis + "_weight");

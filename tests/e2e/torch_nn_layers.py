@@ -850,7 +850,12 @@ for _name, _kw in (("grid_sample_manual", dict(align_corners=False)),
                    ("grid_sample_reflection", dict(padding_mode="reflection", align_corners=False, scale=4.0)),
                    ("grid_sample_reflection_ac", dict(padding_mode="reflection", align_corners=True, scale=4.0)),
                    ("grid_sample_reflection_nearest",
-                    dict(mode="nearest", padding_mode="reflection", align_corners=False, scale=4.0))):
+                    dict(mode="nearest", padding_mode="reflection", align_corners=False, scale=4.0)),
+                   # bicubic: 4 taps per axis, each padded on its own
+                   ("grid_sample_bicubic", dict(mode="bicubic", align_corners=False)),
+                   ("grid_sample_bicubic_border_ac", dict(mode="bicubic", padding_mode="border", align_corners=True)),
+                   ("grid_sample_bicubic_reflection",
+                    dict(mode="bicubic", padding_mode="reflection", align_corners=False, scale=4.0))):
     case(_name, (3, 4, 4), note="opset 16 GridSample")(lambda _kw=_kw: Classifier(GridSampleManual(**_kw)))
     CASES[_name]["opset"] = 16
 
