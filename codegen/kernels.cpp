@@ -489,8 +489,26 @@ void check_kernel_split(const KernelCall &call) {
     unsupported_split(call);
 }
 
+namespace {
+
+/** RandomLike keyed by `key` (the pass; 0 in a validation pass, as the interpreter's inference mode). Each element draws
+ *  from its global index, so a split draws what the whole tensor would. */
+std::string random_like_code(const KernelCall &call, const std::string &key) {
+  const Op &op = call.node();
+  Shape offset;
+  for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
+  return "rt::random_like(" + dims_literal(call.out_shapes[0]) + ", " + dims_literal(offset) + ", " +
+         dims_literal(strides_of(call.graph().tensor(op.outputs[0]).shape)) + ", " + num(op.attr_int("seed", 0)) +
+         "ull, " + key + ", " + (op.attr_int("normal", 0) ? "true" : "false") + ", " +
+         float_literal(op.attr_float("a", 0.0)) + ", " + float_literal(op.attr_float("b", 1.0)) + ", " +
+         call.outs.at(0) + ");";
+}
+
+}  // namespace
+
 std::string validation_kernel_code(const KernelCall &call) {
   const Op &op = call.node();
+  if (op.kind == OpKind::RandomLike) return random_like_code(call, "0");
   if (is_norm_kind(op.kind)) return norm_validation_code(call);
   if (op.kind == OpKind::Dropout && op.attr_int("training_mode", 0) != 0) {
     std::string code = copy_bytes(call.outs.at(0), call.ins.at(0), prod(call.in_shapes[0]) * dtype_size(real_dtype()));
@@ -744,6 +762,7 @@ std::string kernel_code(const KernelCall &call) {
              num(op.attr_int("seed", 0)) + "ull, pass, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
              ", " + out(0) + ", " + (mask ? out(1) : "nullptr") + ");";
     }
+    case OpKind::RandomLike: return random_like_code(call, "pass");
     case OpKind::DropoutGrad:
       return "rt::dropout_backward(" + num(prod(out_shapes[0])) + ", " + float_literal(op.attr_float("ratio", 0.5)) +
              ", " + in(0) + ", " + in(1) + ", " + out(0) + ");";

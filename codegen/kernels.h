@@ -54,8 +54,8 @@ struct KernelCall {
 std::string kernel_code(const KernelCall &call);
 /** The op's statement in a validation pass (the forward in inference mode, as torch's model.eval()) when it differs
  *  from kernel_code, else "": BatchNormalization in training mode normalises with the running statistics (and
- *  leaves them), Dropout copies, and a classification loss adds its shard to the run's validation metrics
- *  (rt::TrainingRun::add_validation) instead of computing the loss. */
+ *  leaves them), Dropout copies, RandomLike draws with key 0, and a classification loss adds its shard to the run's
+ *  validation metrics (rt::TrainingRun::add_validation) instead of computing the loss. */
 std::string validation_kernel_code(const KernelCall &call);
 /** Throws UserError (`op "X" (Kind): splitting var v is not supported by codegen yet`) when the kernel cannot run
  *  this rank's part of a split op. Only called when some var of the op is split. */

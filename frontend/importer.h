@@ -159,6 +159,7 @@ void translate_reduce(Importer &, const NodeCtx &);        // ReduceMean, Reduce
 void translate_layer_norm(Importer &, const NodeCtx &);
 void translate_batchnorm(Importer &, const NodeCtx &);
 void translate_dropout(Importer &, const NodeCtx &);
+void translate_random(Importer &, const NodeCtx &);        // RandomUniform(Like), RandomNormal(Like): RandomLike
 void translate_optimizer(Importer &, const NodeCtx &);     // Momentum, Adam, Adagrad
 void translate_gradient(Importer &, const NodeCtx &);
 void translate_activation(Importer &, const NodeCtx &);    // LeakyRelu..Round, PRelu (translate_activations.cpp)

@@ -74,6 +74,8 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "LayerNormalization"}] = translate_layer_norm;
     t[{"", "BatchNormalization"}] = translate_batchnorm;
     t[{"", "Dropout"}] = translate_dropout;
+    for (const char *r : {"RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike"})
+      t[{"", r}] = translate_random;
     t[{"", "LSTM"}] = translate_lstm;
     t[{"", "GRU"}] = translate_gru;
     t[{"", "RNN"}] = translate_rnn;

@@ -3,9 +3,11 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "frontend/importer.h"
+#include "frontend/tensor_proto.h"
 #include "ir/error.h"
 #include "ir/tensor_data.h"
 
@@ -242,6 +244,16 @@ void translate_batchnorm(Importer &im, const NodeCtx &n) {
   }
 }
 
+namespace {
+/** A seed from the node's name (FNV-1a) for a random node that gives none: two nodes never share a pattern, and the
+ *  result is reproducible. */
+int64_t name_seed(const NodeCtx &n) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : n.name) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h & 0x7fffffffffffffffull);
+}
+}  // namespace
+
 void translate_dropout(Importer &im, const NodeCtx &n) {
   double ratio = 0.5;
   if (!n.in(1).empty()) {
@@ -260,18 +272,61 @@ void translate_dropout(Importer &im, const NodeCtx &n) {
   s.inputs.resize(1);
   s.attrs["ratio"] = ratio;
   s.attrs["training_mode"] = training;
-  int64_t seed = 0;
-  if (auto sd = n.attrs.opt_int("seed")) {
-    seed = *sd;
-  } else {
-    // No seed given: derive one from the node's name (FNV-1a), so two dropouts never share a mask pattern and the
-    // result is reproducible.
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : n.name) h = (h ^ c) * 1099511628211ull;
-    seed = static_cast<int64_t>(h & 0x7fffffffffffffffull);
-  }
-  s.attrs["seed"] = seed;
+  s.attrs["seed"] = n.attrs.opt_int("seed").value_or(name_seed(n));
   s.foldable = training == 0;
+  im.emit(s, n.name, n);
+}
+
+void translate_random(Importer &im, const NodeCtx &n) {
+  bool like = n.op_type == "RandomUniformLike" || n.op_type == "RandomNormalLike";
+  bool normal = n.op_type == "RandomNormal" || n.op_type == "RandomNormalLike";
+  std::optional<DType> dtype;
+  if (std::optional<int64_t> dt = n.attrs.opt_int("dtype")) {
+    dtype = dtype_from_onnx(static_cast<int32_t>(*dt));
+    if (!dtype) n.fail("attribute \"dtype\" " + onnx_dtype_name(static_cast<int32_t>(*dt)) + " is not supported");
+  }
+  // The op's input only gives Y its shape and dtype: the *Like node's input (cast to `dtype`), else a constant.
+  std::string shaped;
+  if (like) {
+    shaped = n.in(0);
+    if (dtype && *dtype != im.type_of(shaped, n).dtype) {
+      OpSpec cast;
+      cast.kind = OpKind::Cast;
+      cast.phase = n.phase;
+      cast.inputs = {shaped};
+      cast.outputs = {im.fresh_tensor_name(n.out(0) + ".shape_of")};
+      cast.attrs["to"] = std::string(dtype_name(*dtype));
+      im.emit(cast, im.fresh_op_name(n.name + ".shape_of"), n);
+      shaped = cast.outputs[0];
+    }
+  } else {
+    std::optional<std::vector<int64_t>> shape = n.attrs.opt_ints("shape");
+    if (!shape) n.fail("missing required attribute \"shape\"");
+    for (int64_t d : *shape)
+      if (d < 1) n.fail("attribute \"shape\" must be positive, got " + shape_str(*shape));
+    Tensor t;
+    t.name = im.fresh_tensor_name(n.out(0) + ".shape_of");
+    t.dtype = dtype.value_or(DType::f32);
+    t.shape = *shape;
+    t.role = Role::constant;
+    t.data = encode_doubles(t.dtype, std::vector<double>(static_cast<size_t>(num_elements(t.shape)), 0.0));
+    shaped = t.name;
+    im.define_const(std::move(t));
+  }
+  if (!is_float(im.type_of(shaped, n).dtype))
+    n.fail("output dtype " + std::string(dtype_name(im.type_of(shaped, n).dtype)) + " is not a float type");
+  OpSpec s;
+  s.kind = OpKind::RandomLike;
+  s.phase = n.phase;
+  s.inputs = {shaped};
+  s.outputs = {n.out(0)};
+  s.attrs["normal"] = int64_t{normal};
+  s.attrs["a"] = normal ? n.attrs.get_float("mean", 0.0) : n.attrs.get_float("low", 0.0);
+  s.attrs["b"] = normal ? n.attrs.get_float("scale", 1.0) : n.attrs.get_float("high", 1.0);
+  // ONNX's seed is a float; its value keys the draws (distinct seeds give distinct draws, not numpy's).
+  std::optional<double> seed = n.attrs.opt_float("seed");
+  s.attrs["seed"] = seed ? static_cast<int64_t>(std::llround(*seed)) & 0x7fffffffffffffffll : name_seed(n);
+  s.foldable = false;  // a draw per step, even of a constant's shape
   im.emit(s, n.name, n);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Counter-based RNG for Dropout (DESIGN §3): the draw for an element depends only on (seed, step, global element
+// Counter-based RNG for Dropout and RandomLike (DESIGN §3): the draw for an element depends only on (seed, step, global element
 // index), never on how the tensor is split or in which order elements are visited. Header-only and free of
 // dependencies so the runtime's backends can carry a byte-identical copy.
+#include <cmath>
 #include <cstdint>
 
 // __host__ __device__ under nvcc, so CUDA kernels draw exactly the CPU backend's numbers.
@@ -27,6 +28,19 @@ CLEAVE_HD inline constexpr uint64_t rng_mix64(uint64_t z) {
 CLEAVE_HD inline constexpr float rng_uniform(uint64_t seed, int64_t step, int64_t index) {
   uint64_t h = rng_mix64(seed ^ rng_mix64(static_cast<uint64_t>(step) ^ rng_mix64(static_cast<uint64_t>(index))));
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+/** A standard normal draw for element `index`: Box-Muller over the uniform draws 2 * index and 2 * index + 1, in float
+ *  arithmetic (backends agree up to their logf/cosf). */
+CLEAVE_HD inline float rng_normal(uint64_t seed, int64_t step, int64_t index) {
+  float u1 = 1.0f - rng_uniform(seed, step, 2 * index);  // in (0, 1]: log(u1) is finite
+  float u2 = rng_uniform(seed, step, 2 * index + 1);
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2);
+}
+
+/** RandomLike's value for element `index`: uniform in [a, b) or normal with mean a and scale b, in float. */
+CLEAVE_HD inline float rng_draw(bool normal, float a, float b, uint64_t seed, int64_t step, int64_t index) {
+  return normal ? a + b * rng_normal(seed, step, index) : a + (b - a) * rng_uniform(seed, step, index);
 }
 
 /** Dropout keeps element `index` iff its draw is at least `ratio`. */

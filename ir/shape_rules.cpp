@@ -454,6 +454,13 @@ Types rule_Dropout(const RuleArgs &r) {
   return {x, {DType::boolean, x.shape}};
 }
 
+Types rule_RandomLike(const RuleArgs &r) {
+  r.need_inputs(1, 1);
+  TensorType x = r.type(0, "X");
+  r.need_float(x, "X");
+  return {x};
+}
+
 Types rule_Reciprocal(const RuleArgs &r) { return unary(r); }
 
 Types rule_Where(const RuleArgs &r) {

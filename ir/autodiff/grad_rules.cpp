@@ -731,6 +731,7 @@ constexpr GradRule kRule_Cosh = rule(grad_unary_kernel<OpKind::CoshGrad, false>)
 constexpr GradRule kRule_Asinh = rule(grad_unary_kernel<OpKind::AsinhGrad, false>);
 constexpr GradRule kRule_Acosh = rule(grad_unary_kernel<OpKind::AcoshGrad, false>);
 constexpr GradRule kRule_Atanh = rule(grad_unary_kernel<OpKind::AtanhGrad, false>);
+constexpr GradRule kRule_RandomLike = rule(grad_zero);  // Y does not depend on X's values
 // Backward kinds: autodiff emits them, it never differentiates them.
 constexpr GradRule kRule_ReluGrad = kNoRule;
 constexpr GradRule kRule_SigmoidGrad = kNoRule;
@@ -790,7 +791,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 145, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 146, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// Descriptions of BatchNormalization, Dropout, the losses, and the elementwise and normalisation gradients.
+// Descriptions of BatchNormalization, Dropout, RandomLike, the losses, and the elementwise and normalisation gradients.
 // Statistics over several dims (batch mean/variance, softmax denominators, weighted-mean losses) need two passes,
 // which one index expression cannot say: those dims are opaque and the computation an opaque function. Where the
 // statistic is a sum that ranks can all-reduce (BatchNorm's per-channel sums, a loss's total weight), the dims are
@@ -209,6 +209,17 @@ Descs describe_Dropout(const Graph &g, const Op &op) {
     out.push_back(std::move(b).build(idx(v), Reduce::none, body));
   }
   return out;
+}
+
+Descs describe_RandomLike(const Graph &g, const Op &op) {
+  // Each element's draw is keyed by its global flat index (ir/rng.h), so every dim can be split; X is not read.
+  Builder b(g, op, 0, "Y");
+  const Shape &ys = b.out_shape();
+  std::vector<Var> v = out_vars(b, ys);
+  Affine flat;
+  for (size_t d = 0; d < ys.size(); ++d) flat = flat * ys[d] + Affine(v[d]);
+  return {std::move(b).build(idx(v), Reduce::none, opaque(op.attr_int("normal", 0) ? "normal" : "uniform",
+                                                          {value_of(flat)}, 20))};
 }
 
 Descs describe_DropoutGrad(const Graph &g, const Op &op) {

@@ -156,6 +156,9 @@ Graph example_op(OpKind kind) {
       return Example(kind).in("X", m2).attr("ratio", 0.5).attr("training_mode", int64_t{1}).attr("seed", int64_t{0})
           .out("Y").out("mask").build(fwd);
     case K::Reciprocal: return Example(kind).in("X", m2).out("Y").build(fwd);
+    case K::RandomLike:
+      return Example(kind).in("X", m2).attr("normal", int64_t{1}).attr("a", 0.0).attr("b", 1.0)
+          .attr("seed", int64_t{0}).out("Y").build(fwd);
     case K::Where:
       return Example(kind).in("C", m2, DType::boolean).in("X", {6}).in("Y", {4, 1}).out("Z").build(fwd);
     case K::Cast: return Example(kind).in("X", m2).attr("to", std::string("f64")).out("Y").build(fwd);

@@ -1,5 +1,5 @@
 // Elementwise kernels: broadcast binary ops, unary math (trigonometric and hyperbolic functions too), their gradients,
-// Dropout.
+// Dropout, RandomLike.
 #include <cmath>
 
 #include "ir/interp/kernels.h"
@@ -140,6 +140,17 @@ void kernel_Dropout(const KernelArgs &k) {
     y.data[i] = keep ? (training ? x.data[i] * scale : x.data[i]) : 0.0;
     if (k.has_out(1)) k.outs[1]->data[i] = keep ? 1.0 : 0.0;
   }
+}
+
+void kernel_RandomLike(const KernelArgs &k) {
+  k.expect_out_shape(0, k.in(0).shape);
+  bool normal = k.op.attr_int("normal", 0) != 0;
+  auto a = static_cast<float>(k.op.attr_float("a", 0.0)), b = static_cast<float>(k.op.attr_float("b", 1.0));
+  auto seed = static_cast<uint64_t>(k.op.attr_int("seed", 0));
+  // Keyed by the step, as Dropout; a validation pass (inference) draws with key 0, as the bundles' do.
+  Value &y = k.out(0);
+  for (size_t i = 0; i < y.data.size(); ++i)
+    y.data[i] = rng_draw(normal, a, b, seed, k.ctx.inference ? 0 : k.ctx.step, static_cast<int64_t>(i));
 }
 
 void kernel_DropoutGrad(const KernelArgs &k) {

@@ -141,6 +141,27 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
   }
 }
 
+void random_like(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed, int64_t step,
+                 bool normal, real a, real b, real *y) {
+  size_t r = shape.size();
+  if (global_offset.size() != r || global_strides.size() != r) fail("random_like: one offset/stride per dim");
+  int64_t n = 1, g = 0;
+  for (size_t d = 0; d < r; ++d) {
+    n *= shape[d];
+    g += global_offset[d] * global_strides[d];
+  }
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = rng_draw(normal, a, b, seed, step, g);
+    for (size_t d = r; d-- > 0;) {  // advance the global index with the local odometer
+      g += global_strides[d];
+      if (++idx[d] < shape[d]) break;
+      g -= global_strides[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 void dropout_backward(int64_t n, real ratio, const real *dy, const uint8_t *mask, real *dx) {
   if (ratio == 0) {
     for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] : 0.0f;

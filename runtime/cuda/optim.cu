@@ -122,6 +122,18 @@ __global__ void dropout_kernel_fast(int64_t n, hd::StridedIndex global, int64_t 
   }
 }
 
+__global__ void random_like_kernel(int64_t n, detail::Small shape, detail::Small offset, detail::Small gstrides,
+                                   uint64_t seed, int64_t step, bool normal, float a, float b, float *y) {
+  CLEAVE_FOR_EACH(i, n) {
+    int64_t rem = i, g = 0;
+    for (int d = shape.n - 1; d >= 0; --d) {
+      g += (offset[d] + rem % shape[d]) * gstrides[d];
+      rem /= shape[d];
+    }
+    y[i] = rng_draw(normal, a, b, seed, step, g);
+  }
+}
+
 __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy, const uint8_t *mask, float *dx) {
   CLEAVE_FOR_EACH(i, n) dx[i] = mask[i] ? static_cast<float>(dy[i] * scale) : 0.0f;
 }
@@ -233,6 +245,16 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
   CLEAVE_ELEMENTWISE(dropout_kernel, n, detail::small(shape, "dropout_forward"),
                      detail::small(global_offset, "dropout_forward"), detail::small(global_strides, "dropout_forward"),
                      seed, step, ratio, 1.0 / (1.0 - static_cast<double>(ratio)), x, y, mask);
+}
+
+void random_like(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed, int64_t step,
+                 bool normal, float a, float b, float *y) {
+  detail::graph_unsafe("RandomLike's draws take the pass number by value");
+  size_t r = shape.size();
+  if (global_offset.size() != r || global_strides.size() != r) fail("random_like: one offset/stride per dim");
+  CLEAVE_ELEMENTWISE(random_like_kernel, detail::product(shape), detail::small(shape, "random_like"),
+                     detail::small(global_offset, "random_like"), detail::small(global_strides, "random_like"), seed,
+                     step, normal, a, b, y);
 }
 
 void dropout_backward(int64_t n, float ratio, const float *dy, const uint8_t *mask, float *dx) {

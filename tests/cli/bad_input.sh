@@ -45,7 +45,7 @@ expect garbage '*' "garbage.onnx" -- eval "$m/garbage.onnx" $data
 expect missing_file '*' "nothere.onnx" -- eval "$m/nothere.onnx" $data
 expect unknown_op 2 '"mystery" (Foo, com.example' -- eval "$m/unknown_op.onnx" $data
 expect unknown_op_lists_all 2 '"uniq" (Unique' -- eval "$m/unknown_op.onnx" $data
-expect unexpandable_function 2 '2 unsupported nodes: "uniq" (Unique, ai.onnx, opset 15), "coin" (Bernoulli, ai.onnx, opset 15; its function body needs RandomUniformLike)' -- eval "$m/unexpandable_function.onnx" $data
+expect unexpandable_function 2 '2 unsupported nodes: "uniq" (Unique, ai.onnx, opset 15), "wrap" (NeedsUnique, com.example, opset 1; its function body needs Unique)' -- eval "$m/unexpandable_function.onnx" $data
 expect wrong_attr_type '*' "transB" -- eval "$m/wrong_attr_type.onnx" $data
 expect missing_attr '*' "axis" -- eval "$m/missing_attr.onnx" $data
 expect external_outside '*' "lies outside the model's directory" -- eval "$m/external_outside.onnx" $data

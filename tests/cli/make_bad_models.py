@@ -48,10 +48,13 @@ m.graph.node.insert(1, helper.make_node("Unique", ["logits"], ["uq_out"], name="
 m.opset_import.append(helper.make_opsetid("com.example", 1))
 save(m, "unknown_op.onnx")
 
-# Bernoulli has a function body (built from its input's type), but the body needs RandomUniformLike, which Cleave
-# cannot translate: the node stays and is listed, with why, beside an op that has no body at all.
+# The model's function NeedsUnique has a body, but the body needs Unique, which Cleave cannot translate: the node stays
+# and is listed, with why, beside an op that has no body at all.
 m = base()
-m.graph.node.insert(1, helper.make_node("Bernoulli", ["x"], ["coin"], name="coin"))
+m.functions.append(helper.make_function("com.example", "NeedsUnique", ["a"], ["b"],
+                                        [helper.make_node("Unique", ["a"], ["b"])], [helper.make_opsetid("", 15)]))
+m.opset_import.append(helper.make_opsetid("com.example", 1))
+m.graph.node.insert(1, helper.make_node("NeedsUnique", ["x"], ["wrapped"], name="wrap", domain="com.example"))
 m.graph.node.insert(1, helper.make_node("Unique", ["logits"], ["uq_out"], name="uniq"))
 save(m, "unexpandable_function.onnx")
 

@@ -228,6 +228,37 @@ std::string check_dropout_semantics(const Graph &g, const interp::Values &values
   return {};
 }
 
+bool draws_random_numbers(const Graph &g) {
+  for (const Op &op : g.ops())
+    if (op.kind == OpKind::RandomLike) return true;
+  return false;
+}
+
+/** What can be checked of a model with random draws (Bernoulli, expanded to RandomUniformLike): every uniform draw
+ *  lies in [low, high) and every normal draw is finite, and an output whose expected elements are all 0 or 1 (a
+ *  Bernoulli sample) has only 0s and 1s. Returns the first problem, or empty. */
+std::string check_random_semantics(const Graph &g, const interp::Values &values, const std::vector<Tensor> &want) {
+  for (const Op &op : g.ops()) {
+    if (op.kind != OpKind::RandomLike) continue;
+    bool normal = op.attr_int("normal", 0) != 0;
+    double a = static_cast<float>(op.attr_float("a", 0.0)), b = static_cast<float>(op.attr_float("b", 1.0));
+    const interp::Value &y = *values[static_cast<size_t>(op.outputs[0])];
+    for (size_t i = 0; i < y.data.size(); ++i)
+      if (normal ? !std::isfinite(y.data[i]) : !(y.data[i] >= a && y.data[i] < b))
+        return detail::concat(op.name, ": draw ", i, " = ", num_str(y.data[i]),
+                              normal ? " is not finite" : detail::concat(" is outside [", a, ", ", b, ")"));
+  }
+  for (size_t j = 0; j < want.size() && j < g.outputs.size(); ++j) {
+    std::vector<double> w = data_as_doubles(want[j]);
+    if (!std::all_of(w.begin(), w.end(), [](double v) { return v == 0 || v == 1; })) continue;
+    const interp::Value &got = *values[static_cast<size_t>(g.outputs[j])];
+    for (size_t i = 0; i < got.data.size(); ++i)
+      if (got.data[i] != 0 && got.data[i] != 1)
+        return detail::concat("output ", j, " element ", i, " = ", num_str(got.data[i]), ", not 0 or 1");
+  }
+  return {};
+}
+
 /** The graph input named by an importer error `... ("name") must be a compile-time constant`, or empty. */
 std::string input_needed_constant(const std::string &msg) {
   const std::string tail = "\") must be a compile-time constant";
@@ -270,7 +301,7 @@ const onnx::ValueInfoProto *graph_input(const onnx::ModelProto &model, const std
 }
 
 struct SetResult {
-  enum Kind { ok, mismatch, rng_dependent } kind = ok;
+  enum Kind { ok, mismatch, rng_dependent, random_draws } kind = ok;
   std::string detail;
 };
 
@@ -304,7 +335,7 @@ SetResult run_data_set(const fs::path &model_path, const onnx::ModelProto &model
   }
 
   Graph g = import_with_needed_constants(model_path.string(), opts, fed);
-  bool rng_dependent = dropout_depends_on_rng(g);
+  bool rng_dependent = dropout_depends_on_rng(g), random = draws_random_numbers(g);
 
   interp::Values values = interp::initial_values(g);
   for (const auto &[name, t] : fed) {
@@ -317,6 +348,12 @@ SetResult run_data_set(const fs::path &model_path, const onnx::ModelProto &model
   if (rng_dependent) {
     std::string problem = check_dropout_semantics(g, values);
     return {problem.empty() ? SetResult::rng_dependent : SetResult::mismatch, problem};
+  }
+  if (random) {
+    std::vector<Tensor> want;
+    for (const fs::path &f : output_files) want.push_back(read_tensor_proto_file(f.string()));
+    std::string problem = check_random_semantics(g, values, want);
+    return {problem.empty() ? SetResult::random_draws : SetResult::mismatch, problem};
   }
 
   if (g.outputs.size() != static_cast<size_t>(model.graph().output_size()))
@@ -432,6 +469,12 @@ CaseResult run_case(const std::string &root, const std::string &name) {
                            "Cleave's from its counter-based RNG (DESIGN §3); checked instead: each output is 0 or "
                            "x/(1-ratio) and the mask agrees",
                            "training-mode Dropout with ratio > 0 (expected outputs come from numpy's RNG)");
+      if (r.kind == SetResult::random_draws)
+        return make_result(name, Outcome::skip,
+                           "random draws (RandomUniformLike, ...): ONNX's expected outputs come from numpy's RNG, "
+                           "Cleave's from its counter-based RNG; checked instead: draws lie in their range and a 0/1 "
+                           "output stays 0/1",
+                           "random draws (expected outputs come from numpy's RNG)");
     } catch (const UserError &e) {
       if (e.exit_code() == 2) return make_result(name, Outcome::skip, e.what(), skip_group(e.what(), model));
       return make_result(name, Outcome::fail,

@@ -134,8 +134,9 @@ TEST(FunctionOps, UnexpandableBodiesAreListedWithWhy) {
   mb.add_opset("com.x", 1);
   onnx::FunctionProto *loopy = local_function(mb, "Loopy", {"x"}, {"y"});
   body_node(loopy, "Loopy", {"x"}, {"y"}, "com.x");
+  body_node(local_function(mb, "NeedsUnique", {"x"}, {"y"}), "Unique", {"x"}, {"y"});
   mb.input("x", kF32, {2, 3});
-  mb.node("Bernoulli", {"x"}, {"b"}, "coin");       // typed input: body built, needs RandomUniformLike
+  mb.node("NeedsUnique", {"x"}, {"b"}, "wrap", "com.x");  // body built, needs Unique
   mb.node("Relu", {"x"}, {"r"}, "relu");
   mb.node("Bernoulli", {"r"}, {"b2"}, "coin2");     // input type not declared: body not built
   mb.node("Unique", {"x"}, {"c"}, "unique");         // no body at all
@@ -146,7 +147,7 @@ TEST(FunctionOps, UnexpandableBodiesAreListedWithWhy) {
   EXPECT_EQ(code, 2);
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   EXPECT_HAS(msg, "4 unsupported nodes");
-  EXPECT_HAS(msg, "\"coin\" (Bernoulli, ai.onnx, opset 15; its function body needs RandomUniformLike)");
+  EXPECT_HAS(msg, "\"wrap\" (NeedsUnique, com.x, opset 1; its function body needs Unique)");
   EXPECT_HAS(msg, "\"coin2\" (Bernoulli, ai.onnx, opset 15; its function body depends on input types the model "
                   "does not declare)");
   EXPECT_HAS(msg, "\"unique\" (Unique, ai.onnx, opset 15)");

@@ -194,5 +194,22 @@ TEST(HostileModel, LrnAttributesAndInput) {
   EXPECT_ERROR(lrn(kI64, {2, 4, 3, 3}, 3), "lrn_int", "(op_type:LRN, node name: norm): X typestr: T, has unsupported type");
 }
 
+TEST(HostileModel, RandomNodesShapeAndDtype) {
+  auto random = [](const std::vector<int64_t> &shape, std::optional<int64_t> dtype) {
+    ModelBuilder mb(13);
+    mb.input("x", kF32, {2, 3});
+    onnx::NodeProto &n = mb.node("RandomNormal", {}, {"r"}, "noise");
+    test::set_ints(n, "shape", shape);
+    if (dtype) test::set_int(n, "dtype", *dtype);
+    mb.node("Identity", {"x"}, {"y"});
+    mb.output("y", 2);
+    mb.output("r", 2);
+    return mb;
+  };
+  EXPECT_ERROR(random({2, 0}, std::nullopt), "random_shape0",
+               "node \"noise\" (RandomNormal, opset 13): attribute \"shape\" must be positive, got [2,0]");
+  EXPECT_ERROR(random({2, 3}, onnx::TensorProto::INT64), "random_int", "(op_type:RandomNormal, node name: noise)");
+}
+
 }  // namespace
 }  // namespace cleave

@@ -1,6 +1,10 @@
-// Interpreter behaviour that has no torch counterpart: error messages, Dropout's counter-based RNG, dispatch.
+// Interpreter behaviour that has no torch counterpart: error messages, Dropout's and RandomLike's counter-based RNG,
+// dispatch.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "ir/error.h"
 #include "ir/rng.h"
@@ -116,6 +120,52 @@ TEST(InterpBehaviour, DropoutTrainingUsesTheCounterRngAndScales) {
   EXPECT_NEAR(kept_at_step[1], 3000, 150);
   EXPECT_NEAR(kept_at_step[2], 3000, 150);
   EXPECT_NE(masks[0], masks[1]);
+}
+
+/** The moments of RandomLike's draws over 100,000 elements against the distribution's: mean, standard deviation, and
+ *  (normal) the share within one sigma, each within about 5 standard errors. */
+TEST(InterpBehaviour, RandomLikeDrawsHaveTheirDistributionsMoments) {
+  const int64_t n = 100000;
+  struct Dist {
+    bool normal;
+    double a, b, mean, sd;
+  };
+  for (Dist d : {Dist{true, 1.0, 2.0, 1.0, 2.0}, Dist{false, -1.0, 3.0, 1.0, 4.0 / std::sqrt(12.0)}}) {
+    SCOPED_TRACE(d.normal ? "normal" : "uniform");
+    std::vector<std::vector<double>> draws;
+    for (int64_t step : {1, 2}) {
+      Case c;
+      TensorId x = c.feed_value("x", filled({n}, 0));
+      TensorId y = c.out("y", {n});
+      c.op(OpKind::RandomLike, {x}, {y}, {{"normal", int64_t{d.normal}}, {"a", d.a}, {"b", d.b}, {"seed", int64_t{9}}});
+      draws.push_back(c.run(step)[y]->data);
+    }
+    const std::vector<double> &v = draws[0];
+    double sum = 0, sq = 0, lo = v[0], hi = v[0];
+    int64_t within = 0;
+    for (double x : v) {
+      sum += x;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      within += std::abs(x - d.mean) < d.sd;
+    }
+    double mean = sum / n;
+    for (double x : v) sq += (x - mean) * (x - mean);
+    double sd = std::sqrt(sq / (n - 1));
+    EXPECT_NEAR(mean, d.mean, 5 * d.sd / std::sqrt(n));
+    EXPECT_NEAR(sd, d.sd, 5 * d.sd / std::sqrt(n));  // (the sd's standard error is at most sd / sqrt(n))
+    if (d.normal) {
+      EXPECT_NEAR(static_cast<double>(within) / n, 0.682689, 0.008);
+      EXPECT_LT(lo, d.mean - 4 * d.sd);  // tails reach past 4 sigma (P = 6e-5 each way: 6 expected)
+      EXPECT_GT(hi, d.mean + 4 * d.sd);
+    } else {
+      EXPECT_GE(lo, d.a);
+      EXPECT_LT(hi, d.b);
+      EXPECT_LT(lo, d.a + 0.001);
+      EXPECT_GT(hi, d.b - 0.001);
+    }
+    EXPECT_NE(draws[0], draws[1]);  // the step keys the draw
+  }
 }
 
 TEST(InterpBehaviour, ConstantsAndParamsComeFromTensorData) {

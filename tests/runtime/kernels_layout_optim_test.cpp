@@ -1,5 +1,5 @@
-// Layout ops (broadcast, transpose, slice, concat, split, region copy), optimizer steps and Dropout against the
-// reference interpreter.
+// Layout ops (broadcast, transpose, slice, concat, split, region copy), optimizer steps, Dropout and RandomLike
+// against the reference interpreter.
 #include <limits>
 
 #include "tests/runtime/one_op.h"
@@ -274,6 +274,28 @@ TEST(RuntimeKernels, DropoutMatchesTheInterpreterWholeAndSharded) {
   std::vector<float> dx(24);
   dropout_backward(24, 0.3f, fdy.data(), mask.data(), dx.data());
   EXPECT_LE(max_error(dx, rb[0]), 1e-7);
+}
+
+TEST(RuntimeKernels, RandomLikeMatchesTheInterpreterWholeAndSharded) {
+  Shape x{4, 6};
+  const int64_t seed = 77, step = 3;
+  for (int64_t normal : {0, 1}) {
+    OneOp f;
+    f.in(x, std::vector<double>(24, 0.0));
+    f.out(x);
+    auto ref = f.run(OpKind::RandomLike, {{"normal", normal}, {"a", -0.5}, {"b", 2.0}, {"seed", seed}}, step);
+    std::vector<float> y(24);
+    random_like(x, {0, 0}, {6, 1}, seed, step, normal != 0, -0.5f, 2.0f, y.data());
+    EXPECT_LE(max_error(y, ref[0]), 0.0);
+    // Two row-and-column shards [2, 3] at (2, 0) and (0, 3) draw what the whole tensor drew there.
+    for (auto [row0, col0] : {std::pair<int64_t, int64_t>{2, 0}, {0, 3}}) {
+      std::vector<float> ys(6);
+      random_like({2, 3}, {row0, col0}, {6, 1}, seed, step, normal != 0, -0.5f, 2.0f, ys.data());
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t c = 0; c < 3; ++c)
+          EXPECT_EQ(ys[static_cast<size_t>(r * 3 + c)], y[static_cast<size_t>((row0 + r) * 6 + col0 + c)]);
+    }
+  }
 }
 
 }  // namespace

@@ -635,6 +635,10 @@ void onnx_adagrad_step(int64_t n, const real *x, const real *g, const real *h, r
  *  and scaled by 1/(1-ratio). mask (may be null) gets 1 or 0. Results do not depend on the split. */
 void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
                      int64_t step, real ratio, const real *x, real *y, uint8_t *mask);
+/** RandomLike of a shard: element (i...) of the local [shape] tensor is global element sum((global_offset[d] + i[d]) *
+ *  global_strides[d]) and gets rng_draw(normal, a, b, seed, step, that index). Results do not depend on the split. */
+void random_like(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed, int64_t step,
+                 bool normal, real a, real b, real *y);
 /** dX = mask ? dY / (1 - ratio) : 0. */
 void dropout_backward(int64_t n, real ratio, const real *dy, const uint8_t *mask, real *dx);
 
