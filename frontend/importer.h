@@ -177,6 +177,7 @@ void translate_isnan_isinf(Importer &, const NodeCtx &);  // IsNaN, IsInf
 void translate_shrink(Importer &, const NodeCtx &);
 void translate_hardmax(Importer &, const NodeCtx &);
 void translate_eye_like(Importer &, const NodeCtx &);     // folded to a constant
+void translate_max_unpool(Importer &, const NodeCtx &);   // ScatterElements into zeros
 void translate_grid_sample(Importer &, const NodeCtx &);
 void translate_lrn(Importer &, const NodeCtx &);
 void translate_tile(Importer &, const NodeCtx &);

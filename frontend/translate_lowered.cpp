@@ -9,7 +9,8 @@
 // LRN = X / (bias + alpha * AveragePool of X^2 along the channels)^beta, GlobalMaxPool = ReduceMax over the spatial
 // dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
 // axis, GridSample (2-D; bilinear, nearest and bicubic; zeros, border and reflection padding) = per output pixel a
-// weight over every input pixel and a batched MatMul; EyeLike folds to a constant (its values do not depend on the input's).
+// weight over every input pixel and a batched MatMul; MaxUnpool = ScatterElements of X into zeros at I (flat over
+// the whole output); EyeLike folds to a constant (its values do not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -382,6 +383,48 @@ void translate_lrn(Importer &im, const NodeCtx &n) {
   std::string scale = c.op(OpKind::Add, {k(bias, "bias"), c.op(OpKind::Mul, {mean, k(alpha, "alpha")}, {}, "scaled")},
                            {}, "scale");
   c.op(OpKind::Div, {in, c.op(OpKind::Pow, {scale, k(beta, "beta")}, {}, "scale_pow")}, {}, "", n.out(0));
+}
+
+void translate_max_unpool(Importer &im, const NodeCtx &n) {
+  DType t = float_input(im, n, 0, "X");
+  Shape x = im.type_of(n.in(0), n).shape, idx = im.type_of(n.in(1), n).shape;
+  std::vector<int64_t> kernel = n.attrs.opt_ints("kernel_shape").value_or(std::vector<int64_t>{});
+  size_t r = kernel.size();
+  if (r == 0 || x.size() != r + 2)
+    n.fail("input X has rank " + std::to_string(x.size()) + "; kernel_shape " + shape_str(kernel) + " needs rank " +
+           std::to_string(r + 2));
+  if (idx != x) n.fail("indices I " + shape_str(idx) + " must have X's shape " + shape_str(x));
+  std::vector<int64_t> strides = n.attrs.opt_ints("strides").value_or(std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = n.attrs.opt_ints("pads").value_or(std::vector<int64_t>(2 * r, 0));
+  if (strides.size() != r || pads.size() != 2 * r)
+    n.fail("attributes \"strides\" and \"pads\" need " + std::to_string(r) + " and " + std::to_string(2 * r) +
+           " entries");
+  // X's values land at I, flat indices into the shape of the MaxPool input this unpools (its pads taken off); an
+  // output_shape larger than that pads it with zeros at the end of each dim, as ONNX's reference does.
+  Shape inferred = {x[0], x[1]};
+  for (size_t d = 0; d < r; ++d) inferred.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + r]);
+  for (int64_t d : inferred)
+    if (d < 1) n.fail("the unpooled shape " + shape_str(inferred) + " must be positive");
+  Shape out = inferred;
+  if (!n.in(2).empty()) {
+    out = const_ints(im, n, 2, "\"output_shape\"");
+    bool fits = out.size() == x.size();
+    for (size_t d = 0; fits && d < out.size(); ++d) fits = d < 2 ? out[d] == inferred[d] : out[d] >= inferred[d];
+    if (!fits) n.fail("output_shape " + shape_str(out) + " must be [N, C, spatial...] no smaller than " + shape_str(inferred));
+  }
+  int64_t total = num_elements(inferred), m = num_elements(x);
+  Chain c(im, n);
+  std::string zeros = c.constant(t, {1, total}, std::vector<double>(static_cast<size_t>(total), 0.0), "zeros");
+  std::string y = c.op(OpKind::ScatterElements,
+                       {zeros, c.reshape(n.in(1), {1, m}, "indices"), c.reshape(n.in(0), {1, m}, "values")},
+                       {{"axis", int64_t{1}}, {"reduction", std::string("none")}}, "scattered");
+  if (out == inferred) {
+    c.reshape(y, out, "", n.out(0));
+    return;
+  }
+  std::vector<int64_t> pad(2 * out.size(), 0);
+  for (size_t d = 0; d < out.size(); ++d) pad[out.size() + d] = out[d] - inferred[d];
+  c.op(OpKind::Pad, {c.reshape(y, inferred, "unpooled")}, {{"pads", pad}, {"value", 0.0}}, "", n.out(0));
 }
 
 void translate_eye_like(Importer &im, const NodeCtx &n) {
