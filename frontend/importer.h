@@ -178,6 +178,7 @@ void translate_shrink(Importer &, const NodeCtx &);
 void translate_hardmax(Importer &, const NodeCtx &);
 void translate_eye_like(Importer &, const NodeCtx &);     // folded to a constant
 void translate_max_unpool(Importer &, const NodeCtx &);   // ScatterElements into zeros
+void translate_det(Importer &, const NodeCtx &);          // the Leibniz sum over permutations, n <= 4
 void translate_grid_sample(Importer &, const NodeCtx &);
 void translate_lrn(Importer &, const NodeCtx &);
 void translate_tile(Importer &, const NodeCtx &);

@@ -59,6 +59,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
     t[{"", "Hardmax"}] = translate_hardmax;
     t[{"", "EyeLike"}] = translate_eye_like;
     t[{"", "MaxUnpool"}] = translate_max_unpool;
+    t[{"", "Det"}] = translate_det;
     t[{"", "GridSample"}] = translate_grid_sample;
     t[{"", "LRN"}] = translate_lrn;
     t[{"", "DepthToSpace"}] = t[{"", "SpaceToDepth"}] = translate_depth_space;

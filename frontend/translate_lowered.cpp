@@ -10,7 +10,8 @@
 // dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
 // axis, GridSample (2-D; bilinear, nearest and bicubic; zeros, border and reflection padding) = per output pixel a
 // weight over every input pixel and a batched MatMul; MaxUnpool = ScatterElements of X into zeros at I (flat over
-// the whole output); EyeLike folds to a constant (its values do not depend on the input's).
+// the whole output); Det = the Leibniz sum over permutations (up to 4x4); EyeLike folds to a constant (its values do
+// not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -425,6 +426,45 @@ void translate_max_unpool(Importer &im, const NodeCtx &n) {
   std::vector<int64_t> pad(2 * out.size(), 0);
   for (size_t d = 0; d < out.size(); ++d) pad[out.size() + d] = out[d] - inferred[d];
   c.op(OpKind::Pad, {c.reshape(y, inferred, "unpooled")}, {{"pads", pad}, {"value", 0.0}}, "", n.out(0));
+}
+
+void translate_det(Importer &im, const NodeCtx &n) {
+  float_input(im, n, 0, "X");
+  Shape x = im.type_of(n.in(0), n).shape;
+  size_t rank = x.size();
+  if (rank < 2 || x[rank - 1] != x[rank - 2]) n.fail("input X " + shape_str(x) + " must be [..., n, n]");
+  int64_t size = x[rank - 1];
+  if (size > 4)
+    unsupported(n, "matrices of " + std::to_string(size) + "x" + std::to_string(size) + " are not supported (up to 4x4)");
+  // det = sum over the permutations p of sign(p) * prod_i X[..., i, p(i)]: at most 24 products of 4 elements, each
+  // element a Slice, so the gradient (the cofactors) comes from the ops' own rules and a batch of matrices splits.
+  Shape batch(x.begin(), x.end() - 2);
+  Chain c(im, n);
+  std::map<std::pair<int64_t, int64_t>, std::string> element;
+  auto at = [&](int64_t i, int64_t j) {
+    auto [it, fresh] = element.try_emplace({i, j});
+    if (fresh) {
+      std::string row = c.slice(n.in(0), static_cast<int64_t>(rank) - 2, i, i + 1, "row" + std::to_string(i));
+      it->second = c.slice(row, static_cast<int64_t>(rank) - 1, j, j + 1,
+                           "x" + std::to_string(i) + std::to_string(j));
+    }
+    return it->second;
+  };
+  std::vector<int64_t> p(static_cast<size_t>(size));
+  std::iota(p.begin(), p.end(), 0);
+  std::string sum;
+  do {
+    int inversions = 0;
+    for (size_t a = 0; a < p.size(); ++a)
+      for (size_t b = a + 1; b < p.size(); ++b) inversions += p[a] > p[b];
+    std::string term = at(0, p[0]);
+    for (int64_t i = 1; i < size; ++i) term = c.op(OpKind::Mul, {term, at(i, p[static_cast<size_t>(i)])}, {}, "product");
+    if (sum.empty())
+      sum = inversions % 2 ? c.op(OpKind::Neg, {term}, {}, "term") : term;
+    else
+      sum = c.op(inversions % 2 ? OpKind::Sub : OpKind::Add, {sum, term}, {}, "sum");
+  } while (std::next_permutation(p.begin(), p.end()));
+  c.reshape(sum, batch, "", n.out(0));
 }
 
 void translate_eye_like(Importer &im, const NodeCtx &n) {

@@ -31,7 +31,7 @@ from EXPECTED), so the table stays true.
 
 Without case arguments and without --all, the CI subset runs (CI_CASES: each family once, 34 cases, about 3 minutes on
 2 cores: 164 to 175 s measured with 27, before localresponsenorm, an If of a constant condition, joined at 15 s): CTest
-runs it as e2e.torch_nn_layers. --all runs all 279 (about 23 minutes);
+runs it as e2e.torch_nn_layers. --all runs all 280 (about 23 minutes);
 CASE_GLOBs (fnmatch) pick cases by name. --keep DIR keeps each case's files (the export, the data, the bundle, log.txt
 with every command and its output) under DIR/<case>; --list lists the cases (ci: in the subset) with their expectation.
 Usage: /usr/bin/python3 tests/e2e/torch_nn_layers.py <cleave-binary> <source-dir> [CASE_GLOB ...] [--all] [--keep DIR]
@@ -813,6 +813,8 @@ op_case("rand_fixed_shape", lambda h: h * torch.rand(B, C))
 op_case("bucketize", lambda h: torch.bucketize(h.detach(), torch.tensor([-0.5, 0.0, 0.5])).float() * h)
 op_case("det", lambda h: torch.linalg.det(h[:, :9].view(B, 3, 3) + 3 * torch.eye(3)).unsqueeze(1) * h[:, 9:],
         n_hidden=19)
+op_case("det_4x4", lambda h: torch.linalg.det(h[:, :16].view(B, 4, 4) + 2 * torch.eye(4)).unsqueeze(1) * h[:, 16:],
+        n_hidden=26)
 seq_case("linear_nobias", (8,), lambda: [nn.Linear(8, 16, bias=False), nn.Tanh()])
 seq_case("weight_norm", (8,), lambda: [nn.utils.weight_norm(nn.Linear(8, 16)), nn.Tanh()])
 seq_case("conv_nobias_bn", (3, 5, 5), lambda: [nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.ReLU()])
@@ -977,7 +979,6 @@ EXPECTED = {
     "rrelu_train": random_draws("RReLU in training mode draws its slopes (RandomUniformLike)"),
     "randn_like": random_draws("the reparameterisation trick's noise (RandomNormalLike)"),
     "rand_fixed_shape": random_draws("torch.rand of a fixed shape (RandomUniform)"),
-    "det": gap("ir", "(Det, ai.onnx", "torch.linalg.det exports Det, which Cleave does not import"),
 }
 
 # The CI subset (no case arguments): each family once, one case of each expectation kind. (Batch and instance norms

@@ -211,5 +211,20 @@ TEST(HostileModel, RandomNodesShapeAndDtype) {
   EXPECT_ERROR(random({2, 3}, onnx::TensorProto::INT64), "random_int", "(op_type:RandomNormal, node name: noise)");
 }
 
+TEST(HostileModel, DetOfLargeOrNonSquareMatrices) {
+  auto det = [](std::vector<int64_t> shape) {
+    ModelBuilder mb(13);
+    mb.input("x", kF32, shape);
+    mb.node("Det", {"x"}, {"y"}, "det");
+    mb.output("y", static_cast<int>(shape.size()) - 2);
+    return mb;
+  };
+  auto [msg, code] = import_error(det({2, 5, 5}), "det5");
+  EXPECT_EQ(code, 2) << msg;
+  EXPECT_NE(msg.find("node \"det\" (Det, opset 13): matrices of 5x5 are not supported (up to 4x4)"),
+            std::string::npos) << msg;
+  EXPECT_ERROR(det({2, 3, 4}), "det34", "(op_type:Det, node name: det)");
+}
+
 }  // namespace
 }  // namespace cleave
