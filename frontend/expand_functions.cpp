@@ -30,9 +30,17 @@ Opsets opsets_of(const Imports &imports, Opsets inherited = {}) {
   return inherited;
 }
 
+/** A body op whose version at the body's opset differs from its version at the model's (ReduceSum-11 vs -13). */
+struct VersionGap {
+  std::string domain;
+  int64_t body = 0, model = 0;
+  std::string at_body, at_model;  // "ReduceSum-11", "ReduceSum-13"
+};
+
 /** Why a body node written for opset `body` of its domain may not be translated at the model's opset `model`, or
- *  empty. Translators read every node at the model's opset. */
-std::string opset_problem(const onnx::NodeProto &n, int64_t body, int64_t model) {
+ *  empty; an op whose version differs is added to `gaps` instead (the caller lists them in one note). Translators read
+ *  every node at the model's opset. */
+std::string opset_problem(const onnx::NodeProto &n, int64_t body, int64_t model, std::vector<VersionGap> &gaps) {
   std::string op = escape_control(n.op_type());
   std::string domain = is_onnx_domain(n.domain()) ? "ai.onnx" : escape_control(n.domain());
   if (model < 0) return "its function body uses domain " + domain + ", which the model does not import";
@@ -50,9 +58,34 @@ std::string opset_problem(const onnx::NodeProto &n, int64_t body, int64_t model)
   bool compatible = is_onnx_domain(n.domain()) && body >= 13 && body <= 17 && model >= 13 && model <= 17 &&
                     !kChangedMeaning.count(n.op_type());
   if (compatible) return {};
-  return "its function body uses " + op + "-" + std::to_string(at_body->since_version()) + " (" + domain +
-         " opset " + std::to_string(body) + "), not " + op + "-" + std::to_string(at_model->since_version()) +
-         " of the model's opset " + std::to_string(model);
+  VersionGap gap{domain, body, model, op + "-" + std::to_string(at_body->since_version()),
+                 op + "-" + std::to_string(at_model->since_version())};
+  for (const VersionGap &g : gaps)
+    if (g.domain == gap.domain && g.at_body == gap.at_body) return {};
+  gaps.push_back(std::move(gap));
+  return {};
+}
+
+/** One note per (domain, body opset, model opset): "its function body uses A-11, B-8 (ai.onnx opset 11), not A-13,
+ *  B-13 of the model's opset 15". */
+std::vector<std::string> version_notes(const std::vector<VersionGap> &gaps) {
+  std::vector<std::string> notes;
+  std::vector<bool> done(gaps.size(), false);
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    if (done[i]) continue;
+    std::string at_body, at_model;
+    for (size_t j = i; j < gaps.size(); ++j) {
+      const VersionGap &g = gaps[j];
+      if (g.domain != gaps[i].domain || g.body != gaps[i].body || g.model != gaps[i].model) continue;
+      done[j] = true;
+      at_body += (at_body.empty() ? "" : ", ") + g.at_body;
+      at_model += (at_model.empty() ? "" : ", ") + g.at_model;
+    }
+    notes.push_back("its function body uses " + at_body + " (" + gaps[i].domain + " opset " +
+                    std::to_string(gaps[i].body) + "), not " + at_model + " of the model's opset " +
+                    std::to_string(gaps[i].model));
+  }
+  return notes;
 }
 
 class Expander {
@@ -108,6 +141,7 @@ class Expander {
     };
 
     std::vector<std::string> problems;
+    std::vector<VersionGap> gaps;
     auto note = [&](const std::string &p) {
       for (const auto &q : problems)
         if (q == p) return;
@@ -127,7 +161,7 @@ class Expander {
         auto body = body_opsets.find(domain);
         auto model = model_opsets_.find(domain);
         std::string p = opset_problem(c, body == body_opsets.end() ? -1 : body->second,
-                                      model == model_opsets_.end() ? -1 : model->second);
+                                      model == model_opsets_.end() ? -1 : model->second, gaps);
         if (!p.empty()) note(p);
         out.push_back(std::move(c));
         continue;
@@ -142,6 +176,7 @@ class Expander {
       else
         note("its function body needs " + op + " (" + *inner + ")");
     }
+    for (const std::string &p : version_notes(gaps)) note(p);
     if (problems.empty()) return std::nullopt;
     std::string why;
     for (const auto &p : problems) why += (why.empty() ? "" : "; ") + p;
