@@ -6,7 +6,7 @@
 // blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer/instance norm, conv transpose, resize,
 // argmax/argmin, cumsum, one-hot, gather/scatter elements and gather_nd (negative indices, atomics of repeated targets),
 // losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
-// bit), optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
+// bit), random draws, optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
 // kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
 #include <cmath>
 #include <cstdint>
@@ -389,6 +389,10 @@ void optim_dropout_cases() {
   rt::dropout_forward({4, 50}, {2, 10}, {100, 1}, 1234, 5, 0.0f, input(200, 70), output("dropout_ratio0_y", 200),
                       keep_all);
   record("dropout_ratio0_mask", keep_all, 200);
+  // RandomLike of a shard at global offset (2, 10) of a [6, 60] tensor: uniform, and normal (Box-Muller in float:
+  // logf/cosf may differ in the last bits between the backends).
+  rt::random_like({4, 50}, {2, 10}, {60, 1}, 99, 3, false, -1.0f, 2.0f, output("random_uniform", 200));
+  rt::random_like({4, 50}, {2, 10}, {60, 1}, 99, 3, true, 0.5f, 2.0f, output("random_normal", 200));
 }
 
 }  // namespace
