@@ -110,11 +110,11 @@ NOTES = {
                   "steps by 1.5e-4 of max(1, max|w|) and step 3's loss by 1.3e-6, as the 2-rank runs part from eval "
                   "(9.7e-5, 4e-7); 1 + 1e-12 moves it by 9e-8 (a kink is crossed between); at batch 8 1 + 1e-11 moves "
                   "no weight by more than 4e-8"),
-    "resnet152": ("batch 8, chaotic at 64x64 at batch 8 and 16: in torch float64 alone, scaling step 1's update by "
-                  "1 + 1e-11 (the size of the 2-rank runs' float64 gradient differences, 8e-12) moves conv1.weight "
-                  "after 3 steps by 4.4e-4 (batch 8) and 1.2e-4 (batch 16) of max(1, max|w|), more than the 2-rank "
-                  "runs part from eval (5e-5, data and tofu alike); 1 + 1e-12 moves it by 4e-8 (batch 8): a kink is "
-                  "crossed between"),
+    "resnet152": ("batch 8, chaotic at 64x64 at batch 8 and 16: `cleave eval` at lr x (1 + 1e-11) parts from eval "
+                  "by 5.7e-4 of max(1, max|w|) after 3 steps, and in torch float64 alone scaling step 1's update by "
+                  "1 + 1e-11 (the size of the 2-rank runs' float64 gradient differences, 8e-12) moves conv1.weight by "
+                  "4.4e-4 (batch 8) and 1.2e-4 (batch 16), more than the 2-rank runs part from eval (5e-5, data and "
+                  "tofu alike); a 1-rank bundle equals eval to 4e-7"),
     "resnext101_32x8d": ("batch 8: at batch 2 its 3 steps are chaotic as resnet101's: in torch float64 alone, scaling "
                          "step 1's update by 1 + 1e-11 moves conv1.weight after 3 steps by 1.3e-4 of max(1, max|w|), "
                          "as the 2-rank runs part from eval (2.8e-4); at batch 8 by no more than 2.4e-8 (any weight)"),
