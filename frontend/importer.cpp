@@ -116,6 +116,11 @@ void Importer::fold(const OpSpec &spec, const std::string &name, const NodeCtx &
     check_against_onnx(spec.outputs[i], types[i], at);
     op.outputs[i] = scratch.add_tensor(spec.outputs[i], types[i].dtype, types[i].shape, Role::activation);
   }
+  // An integer x / 0 runs as 0 (numpy's, and the kernels'), but folded at import it is a model's shape arithmetic
+  // gone wrong: an error here rather than a silent 0 in a shape.
+  if (spec.kind == OpKind::Div && is_integer(types[0].dtype))
+    for (double v : data_as_doubles(scratch.tensor(op.inputs[1])))
+      if (v == 0) at.fail("integer division by zero in a compile-time constant (input \"" + spec.inputs[1] + "\")");
   OpId id = scratch.add_op(op);
   interp::Values values = interp::initial_values(scratch);
   interp::run_op(scratch, id, values, interp::Context{});

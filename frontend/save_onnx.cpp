@@ -5,6 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
+#include <string_view>
+#include <vector>
 
 #include "frontend/model_loader.h"
 #include "frontend/onnx_import.h"
@@ -69,30 +73,47 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
   if (!values.empty() && !skip_others)
     CLEAVE_USER_ERROR(model_path, ": no initializer named \"", values.begin()->first, "\"");
 
-  // A model past protobuf's limit keeps its initializers' bytes in OUT.data beside it, as ONNX's external data.
+  // A model past protobuf's limit keeps its initializers' bytes beside it as ONNX external data, in
+  // OUT.<hash of the bytes>.data: the file is new (or already holds these bytes), so the model that was at OUT stays
+  // whole until the new one replaces it, and a failure removes only what this save wrote.
+  namespace fs = std::filesystem;
+  fs::path target = out_path;
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::canonical(target, ec);  // the model lands there
   std::string data_path, data;
+  bool data_existed = false;
   if (m.ByteSizeLong() > inline_limit) {
-    data_path = out_path + ".data";
-    std::string location = std::filesystem::path(data_path).filename().string();
-    check_output_file(flag, data_path);
     size_t total = 0;
     for (const auto &tp : m.graph().initializer())
       if (tp.raw_data().size() >= kExternalMin) total += tp.raw_data().size();
     data.reserve(total);
+    std::vector<std::pair<onnx::TensorProto *, size_t>> moved;  // (tensor, its bytes)
     for (auto &tp : *m.mutable_graph()->mutable_initializer()) {
-      if (tp.raw_data().size() < kExternalMin) continue;
-      size_t offset = data.size();
+      size_t nbytes = tp.raw_data().size();
+      if (nbytes < kExternalMin) continue;
       data += tp.raw_data();
+      std::string().swap(*tp.mutable_raw_data());  // (clear() would keep the capacity: the bytes twice)
       tp.clear_raw_data();
-      tp.set_data_location(onnx::TensorProto::EXTERNAL);
-      auto entry = [&](const std::string &key, const std::string &value) {
-        onnx::StringStringEntryProto *e = tp.add_external_data();
+      moved.emplace_back(&tp, nbytes);
+    }
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string_view>{}(data));
+    std::string location = target.filename().string() + "." + hash + ".data";
+    data_path = (target.parent_path() / location).string();
+    check_output_file(flag, data_path);
+    data_existed = fs::exists(data_path, ec);
+    size_t offset = 0;
+    for (auto [tp, nbytes] : moved) {
+      tp->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto entry = [&, tp = tp](const std::string &key, const std::string &value) {
+        onnx::StringStringEntryProto *e = tp->add_external_data();
         e->set_key(key);
         e->set_value(value);
       };
       entry("location", location);
       entry("offset", std::to_string(offset));
-      entry("length", std::to_string(data.size() - offset));
+      entry("length", std::to_string(nbytes));
+      offset += nbytes;
     }
     if (m.ByteSizeLong() > inline_limit)
       CLEAVE_USER_ERROR(flag, ": ", out_path, ": the model without its initializers still has ", m.ByteSizeLong(),
@@ -100,15 +121,33 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
   }
   std::string bytes;
   if (!m.SerializeToString(&bytes)) CLEAVE_USER_ERROR(out_path, ": serializing the model failed");
+  std::set<std::string> replaced_data;  // the external data files of the model at OUT now, if any
+  {
+    onnx::ModelProto old;
+    std::ifstream in(target, std::ios::binary);
+    // (a model with external data is small; a large one at OUT holds its bytes inline and has no data file)
+    if (in && fs::file_size(target, ec) < (64 << 20) && !ec && old.ParseFromIstream(&in))
+      for (const auto &tp : old.graph().initializer())
+        for (const auto &e : tp.external_data())
+          if (e.key() == "location") replaced_data.insert(e.value());
+  }
   if (!data_path.empty()) {
     write_file_atomically(flag, data_path, data);
-    data = std::string();
+    std::string().swap(data);
   }
   try {
     write_file_atomically(flag, out_path, bytes);
   } catch (...) {
-    if (!data_path.empty()) std::remove(data_path.c_str());
+    if (!data_path.empty() && !data_existed) std::remove(data_path.c_str());
     throw;
+  }
+  // The data file of the model this one replaced, if it was one of ours (OUT.<16 hex digits>.data): nothing reads it now.
+  std::string prefix = target.filename().string() + ".", kept = fs::path(data_path).filename().string();
+  for (const std::string &name : replaced_data) {
+    bool ours = name.size() == prefix.size() + 16 + 5 && name.compare(0, prefix.size(), prefix) == 0 &&
+                name.compare(name.size() - 5, 5, ".data") == 0 &&
+                name.find_first_not_of("0123456789abcdef", prefix.size()) == prefix.size() + 16;
+    if (ours && name != kept) fs::remove(target.parent_path() / name, ec);
   }
 }
 

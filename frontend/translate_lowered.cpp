@@ -10,7 +10,7 @@
 // dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
 // axis, GridSample (2-D; bilinear, nearest and bicubic; zeros, border and reflection padding) = per output pixel a
 // weight over every input pixel and a batched MatMul; MaxUnpool = ScatterElements of X into zeros at I (flat over
-// the whole output); Det = the Leibniz sum over permutations (up to 4x4); EyeLike folds to a constant (its values do
+// the whole output, as onnxruntime and torch); Det = the Leibniz sum over permutations (up to 4x4); EyeLike folds to a constant (its values do
 // not depend on the input's).
 #include <onnx/onnx_pb.h>
 
@@ -322,7 +322,7 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
       std::vector<std::string> coeffs = {
           far(c.op(OpKind::Add, {frac, k(1, "_one___")}, {}, axis + "_d0"), axis + "_coeff0"),
           near(frac, axis + "_coeff1"), near(one_minus, axis + "_coeff2"),
-          far(c.op(OpKind::Sub, {k(2, "_two"), frac}, {}, axis + "_d3"), axis + "_coeff3")};
+          far(c.op(OpKind::Add, {one_minus, k(1, "_one____")}, {}, axis + "_d3"), axis + "_coeff3")};
       std::string weight;
       for (int tap = 0; tap < 4; ++tap) {
         std::string name = axis + "_tap" + std::to_string(tap);
@@ -400,32 +400,27 @@ void translate_max_unpool(Importer &im, const NodeCtx &n) {
   if (strides.size() != r || pads.size() != 2 * r)
     n.fail("attributes \"strides\" and \"pads\" need " + std::to_string(r) + " and " + std::to_string(2 * r) +
            " entries");
-  // X's values land at I, flat indices into the shape of the MaxPool input this unpools (its pads taken off); an
-  // output_shape larger than that pads it with zeros at the end of each dim, as ONNX's reference does.
-  Shape inferred = {x[0], x[1]};
-  for (size_t d = 0; d < r; ++d) inferred.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + r]);
-  for (int64_t d : inferred)
-    if (d < 1) n.fail("the unpooled shape " + shape_str(inferred) + " must be positive");
-  Shape out = inferred;
+  // X's values land at I, flat indices into the output: by default the shape of the MaxPool input this unpools (its
+  // pads taken off), or output_shape, for a MaxPool input whose size the window did not divide (onnxruntime and torch's
+  // max_unpool; ONNX's Python reference instead scatters into the default shape and pads it with zeros).
+  Shape out = {x[0], x[1]};
+  for (size_t d = 0; d < r; ++d) out.push_back((x[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + r]);
+  Shape inferred = out;
   if (!n.in(2).empty()) {
     out = const_ints(im, n, 2, "\"output_shape\"");
     bool fits = out.size() == x.size();
     for (size_t d = 0; fits && d < out.size(); ++d) fits = d < 2 ? out[d] == inferred[d] : out[d] >= inferred[d];
     if (!fits) n.fail("output_shape " + shape_str(out) + " must be [N, C, spatial...] no smaller than " + shape_str(inferred));
   }
-  int64_t total = num_elements(inferred), m = num_elements(x);
+  for (int64_t d : out)
+    if (d < 1) n.fail("the unpooled shape " + shape_str(out) + " must be positive");
+  int64_t total = checked_num_elements(out, n.label), m = num_elements(x);
   Chain c(im, n);
   std::string zeros = c.constant(t, {1, total}, std::vector<double>(static_cast<size_t>(total), 0.0), "zeros");
   std::string y = c.op(OpKind::ScatterElements,
                        {zeros, c.reshape(n.in(1), {1, m}, "indices"), c.reshape(n.in(0), {1, m}, "values")},
                        {{"axis", int64_t{1}}, {"reduction", std::string("none")}}, "scattered");
-  if (out == inferred) {
-    c.reshape(y, out, "", n.out(0));
-    return;
-  }
-  std::vector<int64_t> pad(2 * out.size(), 0);
-  for (size_t d = 0; d < out.size(); ++d) pad[out.size() + d] = out[d] - inferred[d];
-  c.op(OpKind::Pad, {c.reshape(y, inferred, "unpooled")}, {{"pads", pad}, {"value", 0.0}}, "", n.out(0));
+  c.reshape(y, out, "", n.out(0));
 }
 
 void translate_det(Importer &im, const NodeCtx &n) {
@@ -434,6 +429,7 @@ void translate_det(Importer &im, const NodeCtx &n) {
   size_t rank = x.size();
   if (rank < 2 || x[rank - 1] != x[rank - 2]) n.fail("input X " + shape_str(x) + " must be [..., n, n]");
   int64_t size = x[rank - 1];
+  if (size < 1) n.fail("input X " + shape_str(x) + " has empty matrices");
   if (size > 4)
     unsupported(n, "matrices of " + std::to_string(size) + "x" + std::to_string(size) + " are not supported (up to 4x4)");
   // det = sum over the permutations p of sign(p) * prod_i X[..., i, p(i)]: at most 24 products of 4 elements, each

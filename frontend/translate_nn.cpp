@@ -3,8 +3,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "frontend/importer.h"
 #include "frontend/tensor_proto.h"
@@ -323,9 +323,15 @@ void translate_random(Importer &im, const NodeCtx &n) {
   s.attrs["normal"] = int64_t{normal};
   s.attrs["a"] = normal ? n.attrs.get_float("mean", 0.0) : n.attrs.get_float("low", 0.0);
   s.attrs["b"] = normal ? n.attrs.get_float("scale", 1.0) : n.attrs.get_float("high", 1.0);
-  // ONNX's seed is a float; its value keys the draws (distinct seeds give distinct draws, not numpy's).
-  std::optional<double> seed = n.attrs.opt_float("seed");
-  s.attrs["seed"] = seed ? static_cast<int64_t>(std::llround(*seed)) & 0x7fffffffffffffffll : name_seed(n);
+  // ONNX's seed is a float32: its bits key the draws, so distinct seeds give distinct draws (not numpy's).
+  if (std::optional<double> seed = n.attrs.opt_float("seed")) {
+    auto f = static_cast<float>(*seed);
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    s.attrs["seed"] = static_cast<int64_t>(bits);
+  } else {
+    s.attrs["seed"] = name_seed(n);
+  }
   s.foldable = false;  // a draw per step, even of a constant's shape
   im.emit(s, n.name, n);
 }

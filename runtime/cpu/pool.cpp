@@ -110,14 +110,25 @@ void max_pool_forward(const PoolShape &s, const real *x, real *y, int64_t *indic
   if (!indices && detail::onednn::max_pool_forward(s, x, y)) return;
   Windows w = make_windows(s);
   require_whole_windows(w, "max_pool_forward");
-  if (indices && !(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty()))
-    fail("max_pool_forward: indices of a spatial block are not supported");
+  // Indices address the whole X (its x_full spatial dims): a block's position is shifted by x_begin.
+  size_t sp = s.x.size();
+  int64_t nx_full = 1;
+  for (size_t d = 0; d < sp; ++d) nx_full *= or_whole(s.x_full, d, s.x[d]);
+  auto full_index = [&](int64_t local) {
+    int64_t off = 0, mult = 1;
+    for (size_t d = sp; d-- > 0;) {
+      off += (or_whole(s.x_begin, d, 0) + local % s.x[d]) * mult;
+      local /= s.x[d];
+      mult *= or_whole(s.x_full, d, s.x[d]);
+    }
+    return off;
+  };
   for (int64_t p = 0; p < s.nc; ++p)
     for (int64_t yf = 0; yf < w.ny; ++yf) {
       int64_t best = argmax(w, yf, x + p * w.nx);
       if (best < 0) fail("max_pool_forward: a pooling window lies entirely in the padding");
       y[p * w.ny + yf] = x[p * w.nx + best];
-      if (indices) indices[p * w.ny + yf] = p * w.nx + best;
+      if (indices) indices[p * w.ny + yf] = p * nx_full + full_index(best);
     }
 }
 

@@ -123,7 +123,19 @@ __device__ int64_t argmax(const PoolGeom &g, int64_t yf, const float *x) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n);              \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
-__global__ void max_forward_kernel(PoolGeom g, const float *x, float *y, int64_t *indices, int *error) {
+/** The flat index into the whole X (x_full) of flat index `local` into the X block, for p = 0. */
+__device__ int64_t full_index(const PoolGeom &g, int64_t local) {
+  int64_t off = 0, mult = 1;
+  for (int d = g.sp - 1; d >= 0; --d) {
+    off += (g.x_begin[d] + local % g.x[d]) * mult;
+    local /= g.x[d];
+    mult *= g.x_full[d];
+  }
+  return off;
+}
+
+__global__ void max_forward_kernel(PoolGeom g, const float *x, float *y, int64_t *indices, int64_t nx_full,
+                                   int *error) {
   CLEAVE_FOR_EACH(e, g.nc * g.ny) {
     int64_t p = e / g.ny, yf = e % g.ny;
     int64_t best = argmax(g, yf, x + p * g.nx);
@@ -132,7 +144,7 @@ __global__ void max_forward_kernel(PoolGeom g, const float *x, float *y, int64_t
       continue;
     }
     y[e] = x[p * g.nx + best];
-    if (indices) indices[e] = p * g.nx + best;
+    if (indices) indices[e] = p * nx_full + full_index(g, best);  // indices address the whole X
   }
 }
 
@@ -356,12 +368,11 @@ bool detail::cudnn_takes_global_avg_pool(int64_t nc, int64_t spatial, int64_t di
 void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *indices) {
   PoolGeom g = make_geom(s);
   if (missing_taps(g)) fail("max_pool_forward: the X block lacks part of a window");
-  if (indices && !(s.x_begin.empty() && s.y_begin.empty() && s.x_full.empty()))
-    fail("max_pool_forward: indices of a spatial block are not supported");
   if (g.nc * g.ny == 0) return;
   if (detail::cudnn_takes_max_pool_forward(s, indices))
     return cudnn_forward(s, CUDNN_POOLING_MAX_DETERMINISTIC, x, y);
-  CLEAVE_LAUNCH(max_forward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, x, y, indices,
+  int64_t nx_full = detail::product(s.x_full.empty() ? s.x : s.x_full);
+  CLEAVE_LAUNCH(max_forward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, x, y, indices, nx_full,
                 detail::error_flag());
   detail::check_error_flag("max_pool_forward: a pooling window lies entirely in the padding");
 }

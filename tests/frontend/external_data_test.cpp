@@ -1,6 +1,7 @@
 // Initializers with external data, TensorProto decoding, and save_onnx_with_initializers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,19 @@ ModelBuilder external_model(const std::string &location, std::optional<int64_t> 
   mb.node("Add", {"x", "w"}, {"y"});
   mb.output("y", 1);
   return mb;
+}
+
+/** The names of the files in `dir` that start with `prefix` and end with `suffix`, sorted. */
+std::vector<std::string> files_named(const fs::path &dir, const std::string &prefix, const std::string &suffix) {
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir)) {
+    std::string n = e.path().filename().string();
+    if (n.size() > prefix.size() + suffix.size() && n.rfind(prefix, 0) == 0 &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::string import_error(const std::string &path) {
@@ -190,26 +204,41 @@ TEST(SaveOnnx, PastTheLimitInitializersGoToADataFileBesideTheModel) {
   std::vector<uint8_t> bytes(nw.size() * 4);
   std::memcpy(bytes.data(), nw.data(), bytes.size());
   save_onnx_with_initializers(in, out, {{"w", bytes}}, "--save-model", false, 1000);
-  ASSERT_TRUE(fs::exists(out + ".data"));
-  EXPECT_EQ(fs::file_size(out + ".data"), 2048u);
+  std::vector<std::string> data_files = files_named(dir.path(), "out.onnx.", ".data");
+  ASSERT_EQ(data_files.size(), 1u);
+  EXPECT_EQ(data_files[0].size(), std::string("out.onnx.0123456789abcdef.data").size()) << data_files[0];
+  EXPECT_EQ(fs::file_size(dir / data_files[0]), 2048u);
   onnx::ModelProto m;
   std::ifstream is(out, std::ios::binary);
   ASSERT_TRUE(m.ParseFromIstream(&is));
   for (const auto &tp : m.graph().initializer()) {
     bool external = tp.data_location() == onnx::TensorProto::EXTERNAL;
     EXPECT_EQ(external, tp.name() == "w") << tp.name();
-    if (external) EXPECT_EQ(tp.external_data(0).value(), "out.onnx.data");  // relative: the pair can move together
+    if (external) EXPECT_EQ(tp.external_data(0).value(), data_files[0]);  // relative: the pair can move together
   }
   Graph g = import_onnx(out);
   std::vector<double> want(nw.begin(), nw.end());
   EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("w"))), want);
   EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("s"))), (std::vector<double>{3}));
 
+  // Saved again in place with other weights: the model reads its own data file, written beside the old one, which
+  // is removed once the new model is in place.
+  for (float &v : nw) v += 1;
+  std::memcpy(bytes.data(), nw.data(), bytes.size());
+  save_onnx_with_initializers(out, out, {{"w", bytes}}, "--save-model", false, 1000);
+  std::vector<std::string> now = files_named(dir.path(), "out.onnx.", ".data");
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], data_files[0]);
+  std::vector<double> want2(nw.begin(), nw.end());
+  Graph g2 = import_onnx(out);
+  EXPECT_EQ(data_as_doubles(g2.tensor(*g2.find_tensor("w"))), want2);
+
   // Below the limit the model stays one file.
   std::string small = (dir / "small.onnx").string();
   save_onnx_with_initializers(in, small, {{"w", bytes}});
-  EXPECT_FALSE(fs::exists(small + ".data"));
-  EXPECT_EQ(data_as_doubles(import_onnx(small).tensor(*import_onnx(small).find_tensor("w"))), want);
+  EXPECT_TRUE(files_named(dir.path(), "small.onnx.", ".data").empty());
+  Graph g3 = import_onnx(small);
+  EXPECT_EQ(data_as_doubles(g3.tensor(*g3.find_tensor("w"))), want2);
 }
 
 TEST(SaveOnnx, TheSourcesExternalDataIsCopiedIn) {

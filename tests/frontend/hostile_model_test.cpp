@@ -226,5 +226,16 @@ TEST(HostileModel, DetOfLargeOrNonSquareMatrices) {
   EXPECT_ERROR(det({2, 3, 4}), "det34", "(op_type:Det, node name: det)");
 }
 
+TEST(HostileModel, IntegerDivisionByZeroInShapeArithmetic) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2, 6});
+  mb.init_i64("zero_one", {2}, {0, 1});
+  mb.node("Shape", {"x"}, {"s"}, "shape");
+  mb.node("Div", {"s", "zero_one"}, {"t"}, "halve");
+  mb.node("Reshape", {"x", "t"}, {"y"}, "reshape");
+  mb.output("y", 2);
+  EXPECT_ERROR(mb, "div0", "node \"halve\" (Div, opset 13): integer division by zero in a compile-time constant");
+}
+
 }  // namespace
 }  // namespace cleave

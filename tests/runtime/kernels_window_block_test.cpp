@@ -260,6 +260,11 @@ KernelCase pool_block_case(const PoolCase &p) {
               return op.run(kind, a)[0];
             };
             auto max_y = run(OpKind::MaxPool, attrs, false), avg_y = run(OpKind::AveragePool, avg_attrs, false);
+            OneOp with_indices;  // MaxPool's Indices: flat into the whole X, whatever block computes them
+            with_indices.in(p.x, xd);
+            with_indices.out(y);
+            with_indices.out(y, DType::i64);
+            auto max_i = with_indices.run(OpKind::MaxPool, attrs)[1];
             auto max_dx = run(OpKind::MaxPoolGrad, attrs, true), avg_dx = run(OpKind::AveragePoolGrad, avg_attrs, true);
             double err = 0;
             for (const Block &ob : grid(ys, p.y_cuts)) {
@@ -271,8 +276,12 @@ KernelCase pool_block_case(const PoolCase &p) {
               PoolShape s = p.block(xb, ob);
               auto fx = to_f32(cut(xd, p.x, xb));
               std::vector<float> fy(static_cast<size_t>(p.x[0] * p.x[1] * count(extents(ob))), NAN);
-              max_pool_forward(s, fx.data(), fy.data(), nullptr);
+              std::vector<int64_t> fi(fy.size(), -1);
+              max_pool_forward(s, fx.data(), fy.data(), fi.data());
               err = std::max(err, max_error(fy, cut(max_y, y, ob)));
+              std::vector<double> want_i = cut(max_i, y, ob);
+              for (size_t k = 0; k < fi.size(); ++k)
+                if (static_cast<double>(fi[k]) != want_i[k]) err = std::max(err, 1.0);  // an index is exact or wrong
               avg_pool_forward(s, fx.data(), fy.data());
               err = std::max(err, max_error(fy, cut(avg_y, y, ob)));
             }

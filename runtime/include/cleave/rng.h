@@ -30,17 +30,22 @@ CLEAVE_HD inline constexpr float rng_uniform(uint64_t seed, int64_t step, int64_
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
 }
 
-/** A standard normal draw for element `index`: Box-Muller over the uniform draws 2 * index and 2 * index + 1, in float
- *  arithmetic (backends agree up to their logf/cosf). */
+/** A standard normal draw for element `index`: Box-Muller over the uniform draws 2 * index and 2 * index + 1 of a
+ *  stream of its own (the seed mixed with a constant, so a uniform draw of the same seed is not correlated with it), in
+ *  float arithmetic (backends agree up to their logf/cosf). */
 CLEAVE_HD inline float rng_normal(uint64_t seed, int64_t step, int64_t index) {
-  float u1 = 1.0f - rng_uniform(seed, step, 2 * index);  // in (0, 1]: log(u1) is finite
-  float u2 = rng_uniform(seed, step, 2 * index + 1);
+  uint64_t s = seed ^ 0x6E6F726D616C0000ull;
+  float u1 = 1.0f - rng_uniform(s, step, 2 * index);  // in (0, 1]: log(u1) is finite
+  float u2 = rng_uniform(s, step, 2 * index + 1);
   return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2);
 }
 
-/** RandomLike's value for element `index`: uniform in [a, b) or normal with mean a and scale b, in float. */
+/** RandomLike's value for element `index`: uniform in [a, b) or normal with mean a and scale b, in float. A uniform
+ *  a + (b - a) * u that rounds up to b is the float below it. */
 CLEAVE_HD inline float rng_draw(bool normal, float a, float b, uint64_t seed, int64_t step, int64_t index) {
-  return normal ? a + b * rng_normal(seed, step, index) : a + (b - a) * rng_uniform(seed, step, index);
+  if (normal) return a + b * rng_normal(seed, step, index);
+  float r = a + (b - a) * rng_uniform(seed, step, index);
+  return a < b && r >= b ? nextafterf(b, a) : r;
 }
 
 /** Dropout keeps element `index` iff its draw is at least `ratio`. */

@@ -255,8 +255,9 @@ struct PoolShape {
   bool count_include_pad = false;               // average pooling only
   Dims x_begin, y_begin, x_full, dx_begin, dx;  // spatial blocks; all empty for a whole op
 };
-/** Y = max over each window; indices (may be null) = flat index into X including the nc offset (ONNX's Indices with
- *  storage_order 0; whole ops only). A window with no element of X fail()s. */
+/** Y = max over each window; indices (may be null) = flat index into the whole X (x_full for a spatial block)
+ *  including the nc offset (ONNX's Indices with storage_order 0; the nc offset of the block's first plane is the
+ *  caller's). A window with no element of X fail()s. */
 void max_pool_forward(const PoolShape &s, const real *x, real *y, int64_t *indices);
 /** dX: each dY goes to its window's first maximum in X. */
 void max_pool_backward(const PoolShape &s, const real *dy, const real *x, real *dx);
