@@ -491,17 +491,21 @@ void check_kernel_split(const KernelCall &call) {
 
 namespace {
 
-/** RandomLike keyed by `key` (the pass; 0 in a validation pass, as the interpreter's inference mode). Each element draws
- *  from its global index, so a split draws what the whole tensor would. */
-std::string random_like_code(const KernelCall &call, const std::string &key) {
-  const Op &op = call.node();
+/** "{shape}, {global offset}, {global strides}" of this rank's part of output 0: by them the counter-based draws
+ *  (Dropout, RandomLike) find each element's global index, so a split draws what the whole tensor would. */
+std::string global_position(const KernelCall &call) {
   Shape offset;
   for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
-  return "rt::random_like(" + dims_literal(call.out_shapes[0]) + ", " + dims_literal(offset) + ", " +
-         dims_literal(strides_of(call.graph().tensor(op.outputs[0]).shape)) + ", " + num(op.attr_int("seed", 0)) +
-         "ull, " + key + ", " + (op.attr_int("normal", 0) ? "true" : "false") + ", " +
-         float_literal(op.attr_float("a", 0.0)) + ", " + float_literal(op.attr_float("b", 1.0)) + ", " +
-         call.outs.at(0) + ");";
+  return dims_literal(call.out_shapes[0]) + ", " + dims_literal(offset) + ", " +
+         dims_literal(strides_of(call.graph().tensor(call.node().outputs[0]).shape));
+}
+
+/** RandomLike keyed by `key` (the pass; 0 in a validation pass, as the interpreter's inference mode). */
+std::string random_like_code(const KernelCall &call, const std::string &key) {
+  const Op &op = call.node();
+  return "rt::random_like(" + global_position(call) + ", " + num(op.attr_int("seed", 0)) + "ull, " + key + ", " +
+         (op.attr_int("normal", 0) ? "true" : "false") + ", " + float_literal(op.attr_float("a", 0.0)) + ", " +
+         float_literal(op.attr_float("b", 1.0)) + ", " + call.outs.at(0) + ");";
 }
 
 }  // namespace
@@ -755,12 +759,9 @@ std::string kernel_code(const KernelCall &call) {
         return code;
       }
       // The mask of element i is drawn from its global index, so every split draws the whole tensor's mask.
-      Shape offset;
-      for (const auto &iv : call.out_boxes[0]) offset.push_back(iv.begin);
-      return "rt::dropout_forward(" + dims_literal(x) + ", " + dims_literal(offset) + ", " +
-             dims_literal(strides_of(g.tensor(op.outputs[0]).shape)) + ", " +
-             num(op.attr_int("seed", 0)) + "ull, pass, " + float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) +
-             ", " + out(0) + ", " + (mask ? out(1) : "nullptr") + ");";
+      return "rt::dropout_forward(" + global_position(call) + ", " + num(op.attr_int("seed", 0)) + "ull, pass, " +
+             float_literal(op.attr_float("ratio", 0.5)) + ", " + in(0) + ", " + out(0) + ", " +
+             (mask ? out(1) : "nullptr") + ");";
     }
     case OpKind::RandomLike: return random_like_code(call, "pass");
     case OpKind::DropoutGrad:

@@ -35,11 +35,12 @@ Graph import_onnx(const std::string &path, const ImportOptions &opts = {});
 inline constexpr size_t kProtobufLimit = 2147483647;
 
 /** Writes `model_path`'s model to `out_path` with the initializers named in `values` replaced (dtype-native bytes,
- *  shape unchanged). The source's external data is copied in, so the result stands alone. When the model would pass
- *  `inline_limit` bytes, the initializers' bytes go to `out_path`.<hash>.data beside it as ONNX external data
- *  (location relative to the model), and the data file of the model it replaces is removed. Each file goes through a temporary file in out_path's directory and is renamed, so a
- *  failure leaves nothing behind. A name of `values` that is no initializer is an error (naming `flag`, the output's
- *  flag), unless `skip_others` (a checkpoint's optimizer state). */
+ *  shape unchanged). The main graph's external data is copied in, so the result stands alone. When the model would
+ *  pass `inline_limit` bytes, the initializers' bytes go to `out_path`.<hash>.data beside it as ONNX external data
+ *  (location relative to the model), and the data file of the model it replaces is removed. Each file goes through a
+ *  temporary file in out_path's directory and is renamed, so a failure leaves nothing behind. A name of `values` that
+ *  is no initializer is an error (naming `flag`, the output's flag), unless `skip_others` (a checkpoint's optimizer
+ *  state). */
 void save_onnx_with_initializers(const std::string &model_path, const std::string &out_path,
                                  std::map<std::string, std::vector<uint8_t>> values,
                                  const std::string &flag = "--save-model", bool skip_others = false,

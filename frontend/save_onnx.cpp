@@ -22,17 +22,6 @@ namespace {
 // In a model saved with external data, tensors smaller than this stay inline (onnx.save_model's size_threshold).
 constexpr size_t kExternalMin = 1024;
 
-/** The bytes of `tp`'s external data, read from model_dir (checked as the importer checks it). */
-std::string read_external_bytes(const onnx::TensorProto &tp, const std::string &model_dir, const std::string &what) {
-  ExternalData ref = external_data_ref(tp, model_dir, what);
-  std::ifstream in(ref.file, std::ios::binary);
-  std::string bytes(static_cast<size_t>(ref.length), '\0');
-  in.seekg(ref.offset);
-  in.read(bytes.data(), ref.length);
-  if (!in) CLEAVE_USER_ERROR(what, ": reading external data file ", ref.file, " failed");
-  return bytes;
-}
-
 void set_raw(onnx::TensorProto &tp, std::string bytes) {
   tp.clear_float_data();
   tp.clear_double_data();
@@ -57,7 +46,10 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
     auto it = values.find(tp.name());
     if (it == values.end()) {
       // The source's external data: copied, so the saved model needs no file beside the source model.
-      if (tp.data_location() == onnx::TensorProto::EXTERNAL) set_raw(tp, read_external_bytes(tp, model_dir, what));
+      if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+        std::vector<uint8_t> bytes = tensor_from_proto(tp, model_dir, what).data;  // read and checked as on import
+        set_raw(tp, std::string(bytes.begin(), bytes.end()));
+      }
       continue;
     }
     std::optional<DType> dt = dtype_from_onnx(tp.data_type());
@@ -141,7 +133,8 @@ void save_onnx_with_initializers(const std::string &model_path, const std::strin
     if (!data_path.empty() && !data_existed) std::remove(data_path.c_str());
     throw;
   }
-  // The data file of the model this one replaced, if it was one of ours (OUT.<16 hex digits>.data): nothing reads it now.
+  // The data file of the model this one replaced, if it was one of ours (OUT.<16 hex digits>.data): nothing reads it
+  // now.
   std::string prefix = target.filename().string() + ".", kept = fs::path(data_path).filename().string();
   for (const std::string &name : replaced_data) {
     bool ours = name.size() == prefix.size() + 16 + 5 && name.compare(0, prefix.size(), prefix) == 0 &&

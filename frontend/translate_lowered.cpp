@@ -10,8 +10,8 @@
 // dims, IsNaN = Not(Equal(x, x)), IsInf = Equal with +-inf, Shrink = two Wheres, Hardmax = OneHot(ArgMax) along its
 // axis, GridSample (2-D; bilinear, nearest and bicubic; zeros, border and reflection padding) = per output pixel a
 // weight over every input pixel and a batched MatMul; MaxUnpool = ScatterElements of X into zeros at I (flat over
-// the whole output, as onnxruntime and torch); Det = the Leibniz sum over permutations (up to 4x4); EyeLike folds to a constant (its values do
-// not depend on the input's).
+// the whole output, as onnxruntime and torch); Det = the Leibniz sum over permutations (up to 4x4); EyeLike folds to
+// a constant (its values do not depend on the input's).
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -306,11 +306,13 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
       std::string frac = c.op(OpKind::Sub, {i, lo}, {}, axis + "_frac");
       // torch's cubic_convolution1 (|x| <= 1) and cubic_convolution2 (1 < |x| < 2), in its order of operations.
       const double a = -0.75;
+      std::string one = k(1, "_one");
       auto near = [&](const std::string &d, const std::string &hint) {
-        std::string inner = c.op(OpKind::Sub, {c.op(OpKind::Mul, {d, k(a + 2, "_a2")}, {}, hint + "_1"), k(a + 3, "_a3")},
-                                 {}, hint + "_2");
+        std::string inner =
+            c.op(OpKind::Sub, {c.op(OpKind::Mul, {d, k(a + 2, "_a2")}, {}, hint + "_1"), k(a + 3, "_a3")}, {},
+                 hint + "_2");
         std::string cube = c.op(OpKind::Mul, {c.op(OpKind::Mul, {inner, d}, {}, hint + "_3"), d}, {}, hint + "_4");
-        return c.op(OpKind::Add, {cube, k(1, "_one__")}, {}, hint);
+        return c.op(OpKind::Add, {cube, one}, {}, hint);
       };
       auto far = [&](const std::string &d, const std::string &hint) {
         std::string p = c.op(OpKind::Sub, {c.op(OpKind::Mul, {d, k(a, "_a")}, {}, hint + "_1"), k(5 * a, "_5a")}, {},
@@ -318,15 +320,15 @@ void translate_grid_sample(Importer &im, const NodeCtx &n) {
         p = c.op(OpKind::Add, {c.op(OpKind::Mul, {p, d}, {}, hint + "_3"), k(8 * a, "_8a")}, {}, hint + "_4");
         return c.op(OpKind::Sub, {c.op(OpKind::Mul, {p, d}, {}, hint + "_5"), k(4 * a, "_4a")}, {}, hint);
       };
-      std::string one_minus = c.op(OpKind::Sub, {k(1, "_one_"), frac}, {}, axis + "_one_minus");
-      std::vector<std::string> coeffs = {
-          far(c.op(OpKind::Add, {frac, k(1, "_one___")}, {}, axis + "_d0"), axis + "_coeff0"),
-          near(frac, axis + "_coeff1"), near(one_minus, axis + "_coeff2"),
-          far(c.op(OpKind::Add, {one_minus, k(1, "_one____")}, {}, axis + "_d3"), axis + "_coeff3")};
+      std::string one_minus = c.op(OpKind::Sub, {one, frac}, {}, axis + "_one_minus");
+      std::vector<std::string> coeffs = {far(c.op(OpKind::Add, {frac, one}, {}, axis + "_d0"), axis + "_coeff0"),
+                                         near(frac, axis + "_coeff1"), near(one_minus, axis + "_coeff2"),
+                                         far(c.op(OpKind::Add, {one_minus, one}, {}, axis + "_d3"), axis + "_coeff3")};
       std::string weight;
       for (int tap = 0; tap < 4; ++tap) {
         std::string name = axis + "_tap" + std::to_string(tap);
-        std::string at = padded(c.op(OpKind::Add, {lo, k(tap - 1, "_offset" + std::to_string(tap))}, {}, name), name);
+        std::string at =
+            padded(c.op(OpKind::Add, {lo, k(tap - 1, "_offset" + std::to_string(tap))}, {}, name), name);
         std::string w_tap = c.op(OpKind::Where, {c.op(OpKind::Equal, {pixels, at}, {}, name + "_hit"),
                                                  coeffs[static_cast<size_t>(tap)], zero},
                                  {}, name + "_weight");
@@ -410,7 +412,8 @@ void translate_max_unpool(Importer &im, const NodeCtx &n) {
     out = const_ints(im, n, 2, "\"output_shape\"");
     bool fits = out.size() == x.size();
     for (size_t d = 0; fits && d < out.size(); ++d) fits = d < 2 ? out[d] == inferred[d] : out[d] >= inferred[d];
-    if (!fits) n.fail("output_shape " + shape_str(out) + " must be [N, C, spatial...] no smaller than " + shape_str(inferred));
+    if (!fits)
+      n.fail("output_shape " + shape_str(out) + " must be [N, C, spatial...] no smaller than " + shape_str(inferred));
   }
   for (int64_t d : out)
     if (d < 1) n.fail("the unpooled shape " + shape_str(out) + " must be positive");
@@ -431,7 +434,8 @@ void translate_det(Importer &im, const NodeCtx &n) {
   int64_t size = x[rank - 1];
   if (size < 1) n.fail("input X " + shape_str(x) + " has empty matrices");
   if (size > 4)
-    unsupported(n, "matrices of " + std::to_string(size) + "x" + std::to_string(size) + " are not supported (up to 4x4)");
+    unsupported(n, "matrices of " + std::to_string(size) + "x" + std::to_string(size) +
+                       " are not supported (up to 4x4)");
   // det = sum over the permutations p of sign(p) * prod_i X[..., i, p(i)]: at most 24 products of 4 elements, each
   // element a Slice, so the gradient (the cofactors) comes from the ops' own rules and a batch of matrices splits.
   Shape batch(x.begin(), x.end() - 2);
@@ -454,7 +458,8 @@ void translate_det(Importer &im, const NodeCtx &n) {
     for (size_t a = 0; a < p.size(); ++a)
       for (size_t b = a + 1; b < p.size(); ++b) inversions += p[a] > p[b];
     std::string term = at(0, p[0]);
-    for (int64_t i = 1; i < size; ++i) term = c.op(OpKind::Mul, {term, at(i, p[static_cast<size_t>(i)])}, {}, "product");
+    for (int64_t i = 1; i < size; ++i)
+      term = c.op(OpKind::Mul, {term, at(i, p[static_cast<size_t>(i)])}, {}, "product");
     if (sum.empty())
       sum = inversions % 2 ? c.op(OpKind::Neg, {term}, {}, "term") : term;
     else

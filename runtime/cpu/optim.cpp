@@ -111,28 +111,24 @@ void onnx_adagrad_step(int64_t n, const real *x, const real *g, const real *h, r
   }
 }
 
-void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
-                     int64_t step, real ratio, const real *x, real *y, uint8_t *mask) {
+namespace {
+
+/** f(i, g) for each element i of a shard of `shape` (row-major), g its global index: sum((global_offset[d] + i[d]) *
+ *  global_strides[d]), advanced with the local odometer. */
+template <typename F>
+void for_each_global_index(const char *who, const Dims &shape, const Dims &global_offset, const Dims &global_strides,
+                           F f) {
   size_t r = shape.size();
-  if (global_offset.size() != r || global_strides.size() != r) fail("dropout_forward: one offset/stride per dim");
-  if (!(ratio >= 0 && ratio < 1)) fail("dropout_forward: ratio " + std::to_string(ratio) + " is not in [0, 1)");
+  if (global_offset.size() != r || global_strides.size() != r) fail(std::string(who) + ": one offset/stride per dim");
   int64_t n = 1, g = 0;
   for (size_t d = 0; d < r; ++d) {
     n *= shape[d];
     g += global_offset[d] * global_strides[d];
   }
-  if (ratio == 0) {  // torch's dropout(p=0) in training mode: the identity, every element kept
-    if (y != x) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(real));
-    if (mask) std::memset(mask, 1, static_cast<size_t>(n));
-    return;
-  }
-  double scale = 1.0 / (1.0 - static_cast<double>(ratio));
   std::vector<int64_t> idx(r, 0);
   for (int64_t i = 0; i < n; ++i) {
-    bool keep = ratio == 0 || dropout_keep(seed, step, g, ratio);
-    y[i] = keep ? static_cast<real>(x[i] * scale) : 0.0f;
-    if (mask) mask[i] = keep ? 1 : 0;
-    for (size_t d = r; d-- > 0;) {  // advance the global index with the local odometer
+    f(i, g);
+    for (size_t d = r; d-- > 0;) {
       g += global_strides[d];
       if (++idx[d] < shape[d]) break;
       g -= global_strides[d] * idx[d];
@@ -141,25 +137,32 @@ void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &g
   }
 }
 
+}  // namespace
+
+void dropout_forward(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed,
+                     int64_t step, real ratio, const real *x, real *y, uint8_t *mask) {
+  size_t r = shape.size();
+  if (global_offset.size() != r || global_strides.size() != r) fail("dropout_forward: one offset/stride per dim");
+  if (!(ratio >= 0 && ratio < 1)) fail("dropout_forward: ratio " + std::to_string(ratio) + " is not in [0, 1)");
+  int64_t n = 1;
+  for (size_t d = 0; d < r; ++d) n *= shape[d];
+  if (ratio == 0) {  // torch's dropout(p=0) in training mode: the identity, every element kept
+    if (y != x) std::memcpy(y, x, static_cast<size_t>(n) * sizeof(real));
+    if (mask) std::memset(mask, 1, static_cast<size_t>(n));
+    return;
+  }
+  double scale = 1.0 / (1.0 - static_cast<double>(ratio));
+  for_each_global_index("dropout_forward", shape, global_offset, global_strides, [&](int64_t i, int64_t g) {
+    bool keep = dropout_keep(seed, step, g, ratio);
+    y[i] = keep ? static_cast<real>(x[i] * scale) : 0.0f;
+    if (mask) mask[i] = keep ? 1 : 0;
+  });
+}
+
 void random_like(const Dims &shape, const Dims &global_offset, const Dims &global_strides, uint64_t seed, int64_t step,
                  bool normal, real a, real b, real *y) {
-  size_t r = shape.size();
-  if (global_offset.size() != r || global_strides.size() != r) fail("random_like: one offset/stride per dim");
-  int64_t n = 1, g = 0;
-  for (size_t d = 0; d < r; ++d) {
-    n *= shape[d];
-    g += global_offset[d] * global_strides[d];
-  }
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = rng_draw(normal, a, b, seed, step, g);
-    for (size_t d = r; d-- > 0;) {  // advance the global index with the local odometer
-      g += global_strides[d];
-      if (++idx[d] < shape[d]) break;
-      g -= global_strides[d] * idx[d];
-      idx[d] = 0;
-    }
-  }
+  for_each_global_index("random_like", shape, global_offset, global_strides,
+                        [&](int64_t i, int64_t g) { y[i] = rng_draw(normal, a, b, seed, step, g); });
 }
 
 void dropout_backward(int64_t n, real ratio, const real *dy, const uint8_t *mask, real *dx) {

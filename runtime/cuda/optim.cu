@@ -98,15 +98,22 @@ __global__ void onnx_adagrad_kernel(int64_t n, const float *x, const float *g, c
   }
 }
 
+/** The global index of element i of a shard: sum((offset[d] + i[d]) * gstrides[d]). */
+__device__ int64_t global_index(int64_t i, const detail::Small &shape, const detail::Small &offset,
+                                const detail::Small &gstrides) {
+  int64_t g = 0;
+  for (int d = shape.n - 1; d >= 0; --d) {
+    g += (offset[d] + i % shape[d]) * gstrides[d];
+    i /= shape[d];
+  }
+  return g;
+}
+
 __global__ void dropout_kernel(int64_t n, detail::Small shape, detail::Small offset, detail::Small gstrides,
                                uint64_t seed, int64_t step, float ratio, double scale, const float *x, float *y,
                                uint8_t *mask) {
   CLEAVE_FOR_EACH(i, n) {
-    int64_t rem = i, g = 0;
-    for (int d = shape.n - 1; d >= 0; --d) {
-      g += (offset[d] + rem % shape[d]) * gstrides[d];
-      rem /= shape[d];
-    }
+    int64_t g = global_index(i, shape, offset, gstrides);
     bool keep = ratio == 0 || dropout_keep(seed, step, g, ratio);
     y[i] = keep ? static_cast<float>(x[i] * scale) : 0.0f;
     if (mask) mask[i] = keep ? 1 : 0;
@@ -124,14 +131,7 @@ __global__ void dropout_kernel_fast(int64_t n, hd::StridedIndex global, int64_t 
 
 __global__ void random_like_kernel(int64_t n, detail::Small shape, detail::Small offset, detail::Small gstrides,
                                    uint64_t seed, int64_t step, bool normal, float a, float b, float *y) {
-  CLEAVE_FOR_EACH(i, n) {
-    int64_t rem = i, g = 0;
-    for (int d = shape.n - 1; d >= 0; --d) {
-      g += (offset[d] + rem % shape[d]) * gstrides[d];
-      rem /= shape[d];
-    }
-    y[i] = rng_draw(normal, a, b, seed, step, g);
-  }
+  CLEAVE_FOR_EACH(i, n) y[i] = rng_draw(normal, a, b, seed, step, global_index(i, shape, offset, gstrides));
 }
 
 __global__ void dropout_backward_kernel(int64_t n, double scale, const float *dy, const uint8_t *mask, float *dx) {

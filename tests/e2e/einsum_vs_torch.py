@@ -42,8 +42,9 @@ class Einsums(nn.Module):
         # Diagonals: kept, contracted with another operand, an implicit trace.
         dg = torch.einsum("bii->bi", self.m * x)                             # [2, 5]
         dj = torch.einsum("bii,bij->bj", self.m, self.m * self.m)            # [2, 5]
-        tr = torch.einsum("ii", self.m[1]).reshape(1)                        # the trace (0-d arithmetic exports in float32)
-        return torch.cat([torch.einsum("ie->e", r * r), u, (dg * dj).sum(1), tr * tr]).sum()  # (torch exports a sum of two 0-d doubles in float32)
+        # The trace, made 1-d at once: torch exports arithmetic on 0-d doubles (and a sum of two) in float32.
+        tr = torch.einsum("ii", self.m[1]).reshape(1)
+        return torch.cat([torch.einsum("ie->e", r * r), u, (dg * dj).sum(1), tr * tr]).sum()
 
 
 def main():

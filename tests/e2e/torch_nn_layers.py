@@ -64,7 +64,8 @@ os.environ["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 
 B, C = 2, 10
 RANKS_RTOL = 1e-5
-RANKS_GRAD_RTOL = 1e-4  # 2 ranks' recovered gradients vs eval's where torch is no oracle (float32 sums in another order)
+# 2 ranks' recovered gradients against eval's where torch is no oracle (float32 sums in another order).
+RANKS_GRAD_RTOL = 1e-4
 TIMEOUT = 600  # seconds per cleave command
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -191,7 +191,8 @@ TEST(HostileModel, LrnAttributesAndInput) {
                "node \"norm\" (LRN, opset 13): missing required attribute \"size\"");
   EXPECT_ERROR(lrn(kF32, {2, 4, 3, 3}, 0), "lrn_size0", "attribute \"size\" must be given and positive");
   EXPECT_ERROR(lrn(kF32, {4}, 3), "lrn_rank1", "input X has rank 1; LRN needs [N, C, ...]");
-  EXPECT_ERROR(lrn(kI64, {2, 4, 3, 3}, 3), "lrn_int", "(op_type:LRN, node name: norm): X typestr: T, has unsupported type");
+  EXPECT_ERROR(lrn(kI64, {2, 4, 3, 3}, 3), "lrn_int",
+               "(op_type:LRN, node name: norm): X typestr: T, has unsupported type");
 }
 
 TEST(HostileModel, RandomNodesShapeAndDtype) {

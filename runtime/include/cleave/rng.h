@@ -1,7 +1,7 @@
 #pragma once
-// Counter-based RNG for Dropout and RandomLike (DESIGN §3): the draw for an element depends only on (seed, step, global element
-// index), never on how the tensor is split or in which order elements are visited. Header-only and free of
-// dependencies so the runtime's backends can carry a byte-identical copy.
+// Counter-based RNG for Dropout and RandomLike (DESIGN §3): the draw for an element depends only on (seed, step,
+// global element index), never on how the tensor is split or in which order elements are visited. Header-only and
+// free of dependencies so the runtime's backends can carry a byte-identical copy.
 #include <cmath>
 #include <cstdint>
 
