@@ -254,5 +254,22 @@ TEST(SaveOnnx, TheSourcesExternalDataIsCopiedIn) {
   EXPECT_EQ(data_as_doubles(g.tensor(*g.find_tensor("w"))), (std::vector<double>{1, 2, 3, 4}));
 }
 
+TEST(SaveOnnx, AModelPastTheLimitWithoutItsInitializersIsAnErrorAndWritesNothing) {
+  test::TempDir dir("save_limit");
+  ModelBuilder mb;
+  mb.input("x", kF32, {512});
+  mb.init_f("w", {512}, std::vector<float>(512, 1.f));
+  mb.node("Add", {"x", "w"}, {"y"});
+  mb.output("y", 1);
+  std::string in = mb.save(dir / "in.onnx");
+  try {
+    save_onnx_with_initializers(in, (dir / "out.onnx").string(), {}, "--save-model", false, 10);
+    ADD_FAILURE() << "saved";
+  } catch (const UserError &e) {
+    EXPECT_HAS(std::string(e.what()), "bytes, past protobuf's limit");
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // in.onnx only
+}
+
 }  // namespace
 }  // namespace cleave

@@ -238,5 +238,38 @@ TEST(HostileModel, IntegerDivisionByZeroInShapeArithmetic) {
   EXPECT_ERROR(mb, "div0", "node \"halve\" (Div, opset 13): integer division by zero in a compile-time constant");
 }
 
+TEST(HostileModel, MaxUnpoolShapes) {
+  auto unpool = [](std::vector<int64_t> idx_shape, std::optional<std::vector<int64_t>> out_shape) {
+    ModelBuilder mb(13);
+    mb.input("x", kF32, {1, 2, 2, 2});
+    mb.input("i", kI64, idx_shape);
+    std::vector<std::string> ins = {"x", "i"};
+    if (out_shape) {
+      mb.init_i64("shape", {4}, *out_shape);
+      ins.push_back("shape");
+    }
+    onnx::NodeProto &n = mb.node("MaxUnpool", ins, {"y"}, "unpool");
+    test::set_ints(n, "kernel_shape", {2, 2});
+    test::set_ints(n, "strides", {2, 2});
+    mb.output("y", 4);
+    return mb;
+  };
+  EXPECT_ERROR(unpool({1, 2, 2, 2}, std::vector<int64_t>{1, 2, 3, 4}), "unpool_small",
+               "node \"unpool\" (MaxUnpool, opset 13): output_shape [1,2,3,4] must be [N, C, spatial...] no smaller "
+               "than [1,2,4,4]");
+  EXPECT_ERROR(unpool({1, 2, 2, 2}, std::vector<int64_t>{1, 3, 5, 5}), "unpool_channels",
+               "output_shape [1,3,5,5] must be [N, C, spatial...] no smaller than [1,2,4,4]");
+  EXPECT_ERROR(unpool({1, 2, 2, 3}, std::nullopt), "unpool_indices",
+               "(MaxUnpool, opset 13): indices I [1,2,2,3] must have X's shape [1,2,2,2]");
+}
+
+TEST(HostileModel, DetOfEmptyMatrices) {
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2, 0, 0});
+  mb.node("Det", {"x"}, {"y"}, "det");
+  mb.output("y", 1);
+  EXPECT_ERROR(mb, "det0", "node \"det\" (Det, opset 13): input X [2,0,0] has empty matrices");
+}
+
 }  // namespace
 }  // namespace cleave
