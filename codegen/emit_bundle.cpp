@@ -232,17 +232,52 @@ std::string slurm_script(int ranks, const std::string &backend, bool shared, boo
   return s;
 }
 
-/** A persistent shard as an rt::NamedBuffer initializer: name, buffer, bytes and layout (dtype, shape, box). */
-std::string shard_literal(const Graph &g, const RankProgram &prog, const PersistentShard &ps) {
-  const Tensor &t = g.tensor(ps.tensor);
-  std::vector<int64_t> begin, end;
-  for (const auto &iv : ps.box) {
-    begin.push_back(iv.begin);
-    end.push_back(iv.end);
+/** The function that lists the tensors a rank keeps across steps as rt::NamedBuffers: all of them for run.load,
+ *  those it saves (RankProgram::saved) for run.finish. Their names, arena offsets, sizes and layouts are a table of
+ *  literals: g++ compiles a braced list of NamedBuffers in time quadratic in its length (an exception cleanup per
+ *  element; minutes for DenseNet-201's thousand tensors), a table in no time. */
+std::string state_buffers_function(const Graph &g, const RankProgram &prog) {
+  std::string s =
+      "\n/** The tensors this rank keeps across steps, as run.load (all) and run.finish (those it saves) take them. */\n"
+      "std::vector<rt::NamedBuffer> state_buffers(char *base, bool saved_only) {\n";
+  if (prog.persistent.empty()) return s + "  (void)base;\n  (void)saved_only;\n  return {};\n}\n";
+  s += "  struct Row {\n"
+       "    const char *name, *dtype;\n"
+       "    int64_t offset, bytes;  // in the arena\n"
+       "    int rank, dims;         // dims[this...]: the shape, then the box's begin, then its end\n"
+       "  };\n"
+       "  const Row rows[] = {\n";
+  std::string dims;
+  int64_t at = 0;
+  for (const PersistentShard &ps : prog.persistent) {
+    const Tensor &t = g.tensor(ps.tensor);
+    const Buffer &buf = prog.buffers[ps.buffer];
+    s += "      {" + quoted(t.name) + ", \"" + std::string(dtype_name(t.dtype)) + "\", " + std::to_string(buf.offset) +
+         ", " + std::to_string(buf.bytes()) + ", " + std::to_string(t.shape.size()) + ", " + std::to_string(at) +
+         "},\n";
+    std::vector<int64_t> row(t.shape.begin(), t.shape.end());
+    for (const auto &iv : ps.box) row.push_back(iv.begin);
+    for (const auto &iv : ps.box) row.push_back(iv.end);
+    for (int64_t v : row) dims += (dims.empty() ? "" : ", ") + std::to_string(v);
+    at += static_cast<int64_t>(row.size());
   }
-  return "{" + quoted(t.name) + ", b" + std::to_string(ps.buffer) + ", " +
-         std::to_string(prog.buffers[ps.buffer].bytes()) + ", \"" + std::string(dtype_name(t.dtype)) + "\", " +
-         dims_literal(t.shape) + ", " + dims_literal(begin) + ", " + dims_literal(end) + "}";
+  s += "  };\n";
+  s += dims.empty() ? "  const int64_t *const dims = nullptr;\n" : "  const int64_t dims[] = {" + dims + "};\n";
+  s += "  std::vector<rt::NamedBuffer> v;\n"
+       "  auto add = [&](const Row &r) {\n"
+       "    const int64_t *d = dims + r.dims;\n"
+       "    v.push_back({r.name, base + r.offset, r.bytes, r.dtype, rt::Dims(d, d + r.rank),\n"
+       "                 rt::Dims(d + r.rank, d + 2 * r.rank), rt::Dims(d + 2 * r.rank, d + 3 * r.rank)});\n"
+       "  };\n";
+  if (prog.saved.empty()) {
+    s += "  if (!saved_only)\n    for (const Row &r : rows) add(r);\n";
+  } else {
+    s += "  const int saved[] = {";
+    for (size_t i = 0; i < prog.saved.size(); ++i) s += (i ? ", " : "") + std::to_string(prog.saved[i]);
+    s += "};\n";
+    s += "  if (saved_only)\n    for (int i : saved) add(rows[i]);\n  else\n    for (const Row &r : rows) add(r);\n";
+  }
+  return s + "  return v;\n}\n";
 }
 
 }  // namespace
@@ -345,6 +380,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
     for (size_t i = from; i < to; ++i) s += indent(statement_code(prog.validation[i]), "  ");
     s += "}\n";
   }
+  s += state_buffers_function(g, prog);
   s += "\n}  // namespace\n\n";
 
   s += "int main(int argc, char **argv) {\n";
@@ -379,10 +415,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
     std::vector<int64_t> ranks(l.groups[gid].begin(), l.groups[gid].end());
     s += "  G" + std::to_string(gid) + " = rt::group(" + dims_literal(ranks).replace(0, 0, "std::vector<int>") + ");\n";
   }
-  s += "  run.load({";
-  for (size_t i = 0; i < prog.persistent.size(); ++i)
-    s += std::string(i ? ",\n            " : "") + shard_literal(g, prog, prog.persistent[i]);
-  s += "});\n";
+  s += "  run.load(state_buffers(base, false));\n";
   // Dynamic loss scaling (Graph::loss_scaling): the runtime keeps the scale (and its place in checkpoints) and writes
   // it into the seed's buffer on the ranks holding one.
   if (TensorId scale = g.loss_scaling.scale; scale != kNoTensor) {
@@ -438,10 +471,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
   s += "    if (!run.end_step(step)) break;\n";
   s += "  }\n";
   s += "  rt::profile_finish();\n";
-  s += "  return run.finish({";
-  for (size_t i = 0; i < prog.saved.size(); ++i)
-    s += std::string(i ? ",\n                     " : "") + shard_literal(g, prog, prog.persistent[prog.saved[i]]);
-  s += "});\n}\n";
+  s += "  return run.finish(state_buffers(base, true));\n}\n";
   return s;
 }
 

@@ -88,10 +88,11 @@ void col2im(const Geometry &g, const real *col, real *dx) {
  *  (they may turn negative, which the kernels take). Only a NaN or infinite weight on a cut tap sees the difference:
  *  torch's 0 * NaN makes its outputs NaN. */
 struct LiveTaps {
-  bool cut = false;              // some tap is cut
-  ConvShape shape;               // the cut conv
-  std::vector<int64_t> offsets;  // per kept tap (row-major over the cut kernel), its offset in a whole kernel row
-  int64_t taps = 0;              // of a whole kernel row
+  bool cut = false;                      // some tap is cut
+  ConvShape shape;                       // the cut conv
+  detail::onednn::KernelBox box;         // where its kernel lies in whole kernel rows
+  std::vector<int64_t> offsets;          // per kept tap (row-major over the cut kernel), its offset in a whole kernel row
+  int64_t taps = 0;                      // of a whole kernel row
 };
 
 LiveTaps live_taps(const ConvShape &s) {
@@ -113,6 +114,7 @@ LiveTaps live_taps(const ConvShape &s) {
   }
   if (!t.cut) return t;
   t.shape = s;
+  t.box = {s.w, lo};
   for (size_t d = 0; d < sp; ++d) {
     t.shape.w[d] = hi[d] - lo[d];
     t.shape.pads[d] = s.pads[d] - lo[d] * s.dilations[d];
@@ -143,8 +145,9 @@ const real *cut_weights(const LiveTaps &t, const real *w) {
   return cut.data();
 }
 
-void conv_forward_taps(const ConvShape &s, const real *x, const real *w, const real *b, real *y) {
-  if (detail::onednn::conv_forward(s, x, w, b, y)) return;
+// Our kernels (im2col + GEMM), where oneDNN declines.
+
+void im2col_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y) {
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::vector<real> col(static_cast<size_t>(kdim * g.ny));
@@ -159,8 +162,7 @@ void conv_forward_taps(const ConvShape &s, const real *x, const real *w, const r
     }
 }
 
-void conv_backward_data_taps(const ConvShape &s, const real *dy, const real *w, real *dx) {
-  if (detail::onednn::conv_backward_data(s, dy, w, dx)) return;
+void im2col_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx) {
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dx, dx + s.n * s.c * g.nx, 0.0f);
@@ -174,8 +176,7 @@ void conv_backward_data_taps(const ConvShape &s, const real *dy, const real *w, 
     }
 }
 
-void conv_backward_filter_taps(const ConvShape &s, const real *dy, const real *x, real *dw) {
-  if (detail::onednn::conv_backward_filter(s, dy, x, dw)) return;
+void im2col_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw) {
   Geometry g = make_geometry(s);
   int64_t kdim = g.cg * g.nk;
   std::fill(dw, dw + s.m * kdim, 0.0f);
@@ -191,29 +192,37 @@ void conv_backward_filter_taps(const ConvShape &s, const real *dy, const real *x
 
 }  // namespace
 
+// A cut conv runs on oneDNN reading and writing the kept taps in place (a strided view of W); ours copies them out.
+
 void conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
-  if (t.cut) conv_forward_taps(t.shape, x, cut_weights(t, w), b, y);
-  else conv_forward_taps(s, x, w, b, y);
+  const ConvShape &run = t.cut ? t.shape : s;
+  if (detail::onednn::conv_forward(run, x, w, b, y, t.box)) return;
+  im2col_forward(run, x, t.cut ? cut_weights(t, w) : w, b, y);
 }
 
 void conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
-  if (t.cut) conv_backward_data_taps(t.shape, dy, cut_weights(t, w), dx);
-  else conv_backward_data_taps(s, dy, w, dx);
+  const ConvShape &run = t.cut ? t.shape : s;
+  if (detail::onednn::conv_backward_data(run, dy, w, dx, t.box)) return;
+  im2col_backward_data(run, dy, t.cut ? cut_weights(t, w) : w, dx);
 }
 
 void conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw) {
   host::check_conv_shape(s);
   LiveTaps t = live_taps(s);
-  if (!t.cut) return conv_backward_filter_taps(s, dy, x, dw);
-  thread_local std::vector<real> cut;
+  if (!t.cut) {
+    if (!detail::onednn::conv_backward_filter(s, dy, x, dw)) im2col_backward_filter(s, dy, x, dw);
+    return;
+  }
   int64_t rows = kernel_rows(s), kept = static_cast<int64_t>(t.offsets.size());
+  std::fill(dw, dw + rows * t.taps, 0.0f);  // the cut taps' gradient
+  if (detail::onednn::conv_backward_filter(t.shape, dy, x, dw, t.box)) return;
+  thread_local std::vector<real> cut;
   cut.resize(static_cast<size_t>(rows * kept));
-  conv_backward_filter_taps(t.shape, dy, x, cut.data());
-  std::fill(dw, dw + rows * t.taps, 0.0f);
+  im2col_backward_filter(t.shape, dy, x, cut.data());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < kept; ++i) dw[r * t.taps + t.offsets[i]] = cut[static_cast<size_t>(r * kept + i)];
 }

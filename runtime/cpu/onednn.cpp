@@ -135,12 +135,33 @@ struct ConvGeom {
   bool ok = false;
   View x;
   memory::dims x_full, w, y, strides, dilations, pl, pr;
+  memory::dims w_strides;  // of W's memory: a KernelBox's view of whole kernel rows, else row-major
+  int64_t w_offset = 0;    // elements from W's start to the box's
+  Md w_md() const { return Md(w, kF32, w_strides); }
   std::string key(const char *kind, bool bias) const {
-    return key_of({&x.dims, &x.strides, &w, &y, &strides, &dilations, &pl, &pr}, {kind[0], kind[1], bias});
+    return key_of({&x.dims, &x.strides, &w, &w_strides, &y, &strides, &dilations, &pl, &pr},
+                  {kind[0], kind[1], bias});
   }
 };
 
-ConvGeom conv_geom(const ConvShape &s) {
+/** W's dims [group,] m / group, c / group, kernel... and strides, viewed through `box` (empty: row-major). */
+void weights_view(ConvGeom &g, const KernelBox &box) {
+  g.w_strides = row_major_strides(g.w);
+  if (box.full.empty()) return;
+  size_t sp = box.full.size(), lead = g.w.size() - sp;
+  int64_t row = 1;
+  for (size_t d = sp; d-- > 0;) {
+    g.w_strides[lead + d] = row;
+    g.w_offset += box.lo[d] * row;
+    row *= box.full[d];
+  }
+  for (size_t d = lead; d-- > 0;) {
+    g.w_strides[d] = row;
+    row *= g.w[d];
+  }
+}
+
+ConvGeom conv_geom(const ConvShape &s, const KernelBox &box) {
   ConvGeom g;
   size_t sp = s.x.size();
   if (sp < 1 || sp > 3 || s.n <= 0 || s.c <= 0 || s.m <= 0 || s.group <= 0) return g;
@@ -162,6 +183,8 @@ ConvGeom conv_geom(const ConvShape &s) {
     g.pl.push_back(std::max<int64_t>(0, s.pads[d]));
     g.pr.push_back(std::max<int64_t>(0, s.pads[d + sp]));
   }
+  if (!box.full.empty() && (box.full.size() != sp || box.lo.size() != sp)) return g;
+  weights_view(g, box);
   g.ok = true;
   return g;
 }
@@ -367,22 +390,25 @@ void variance_from_invstd(const float *invstd, std::vector<float> &var) {
 bool enabled() { return g_enabled; }
 void set_enabled(bool on) { g_enabled = on; }
 
-bool conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y) {
+bool conv_forward(const ConvShape &s, const float *x, const float *w, const float *b, float *y,
+                  const KernelBox &box) {
   if (!g_enabled) return false;
-  ConvGeom g = conv_geom(s);
+  ConvGeom g = conv_geom(s, box);
   if (!g.ok) return false;
   ConvFwd *e = cached(g_conv_fwd, g.key("fw", b != nullptr), [&] {
     auto pd = conv_forward_pd(g, b != nullptr);
     auto e = std::make_unique<ConvFwd>();
     e->x = Operand(g.x.md(), pd.src_desc(), true);
-    e->w = Operand(plain(g.w), pd.weights_desc(), true);
+    e->w = Operand(g.w_md(), pd.weights_desc(), true);
     e->y = Operand(plain(g.y), pd.dst_desc(), false);
     if (b) e->bias = memory(plain({s.m}), engine(), DNNL_MEMORY_NONE);
     e->prim = dnnl::convolution_forward(pd);
     return e;
   });
   if (!e) return false;
-  Args args{{DNNL_ARG_SRC, e->x.read(x + g.x.offset)}, {DNNL_ARG_WEIGHTS, e->w.read(w)}, {DNNL_ARG_DST, e->y.write(y)}};
+  Args args{{DNNL_ARG_SRC, e->x.read(x + g.x.offset)},
+            {DNNL_ARG_WEIGHTS, e->w.read(w + g.w_offset)},
+            {DNNL_ARG_DST, e->y.write(y)}};
   if (b) {
     e->bias.set_data_handle(const_cast<float *>(b));
     args[DNNL_ARG_BIAS] = e->bias;
@@ -393,9 +419,9 @@ bool conv_forward(const ConvShape &s, const float *x, const float *w, const floa
   return true;
 }
 
-bool conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx) {
+bool conv_backward_data(const ConvShape &s, const float *dy, const float *w, float *dx, const KernelBox &box) {
   if (!g_enabled) return false;
-  ConvGeom g = conv_geom(s);
+  ConvGeom g = conv_geom(s, box);
   if (!g.ok) return false;
   ConvBwdData *e = cached(g_conv_bwd_data, g.key("bd", false), [&] {
     using B = dnnl::convolution_backward_data;
@@ -404,7 +430,7 @@ bool conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
     B::primitive_desc pd(d, engine(), conv_forward_pd(g, false));
     auto e = std::make_unique<ConvBwdData>();
     e->dy = Operand(plain(g.y), pd.diff_dst_desc(), true);
-    e->w = Operand(plain(g.w), pd.weights_desc(), true);
+    e->w = Operand(g.w_md(), pd.weights_desc(), true);
     e->dx = Operand(g.x.md(), pd.diff_src_desc(), false);
     e->prim = B(pd);
     return e;
@@ -413,16 +439,16 @@ bool conv_backward_data(const ConvShape &s, const float *dy, const float *w, flo
   // Inputs outside the box (negative pads) are read by no window: their gradient is zero.
   if (!g.x.whole(g.x_full)) std::fill(dx, dx + s.n * g.x.strides[0], 0.0f);
   e->prim.execute(stream(), {{DNNL_ARG_DIFF_DST, e->dy.read(dy)},
-                             {DNNL_ARG_WEIGHTS, e->w.read(w)},
+                             {DNNL_ARG_WEIGHTS, e->w.read(w + g.w_offset)},
                              {DNNL_ARG_DIFF_SRC, e->dx.write(dx + g.x.offset)}});
   e->dx.finish();
   stream().wait();
   return true;
 }
 
-bool conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw) {
+bool conv_backward_filter(const ConvShape &s, const float *dy, const float *x, float *dw, const KernelBox &box) {
   if (!g_enabled) return false;
-  ConvGeom g = conv_geom(s);
+  ConvGeom g = conv_geom(s, box);
   if (!g.ok) return false;
   ConvBwdFilter *e = cached(g_conv_bwd_filter, g.key("bf", false), [&] {
     using B = dnnl::convolution_backward_weights;
@@ -432,14 +458,14 @@ bool conv_backward_filter(const ConvShape &s, const float *dy, const float *x, f
     auto e = std::make_unique<ConvBwdFilter>();
     e->dy = Operand(plain(g.y), pd.diff_dst_desc(), true);
     e->x = Operand(g.x.md(), pd.src_desc(), true);
-    e->dw = Operand(plain(g.w), pd.diff_weights_desc(), false);
+    e->dw = Operand(g.w_md(), pd.diff_weights_desc(), false);
     e->prim = B(pd);
     return e;
   });
   if (!e) return false;
   e->prim.execute(stream(), {{DNNL_ARG_DIFF_DST, e->dy.read(dy)},
                              {DNNL_ARG_SRC, e->x.read(x + g.x.offset)},
-                             {DNNL_ARG_DIFF_WEIGHTS, e->dw.write(dw)}});
+                             {DNNL_ARG_DIFF_WEIGHTS, e->dw.write(dw + g.w_offset)}});
   e->dw.finish();
   stream().wait();
   return true;
@@ -721,9 +747,11 @@ namespace cleave::rt::detail::onednn {
 
 bool enabled() { return false; }
 void set_enabled(bool) {}
-bool conv_forward(const ConvShape &, const real *, const real *, const real *, real *) { return false; }
-bool conv_backward_data(const ConvShape &, const real *, const real *, real *) { return false; }
-bool conv_backward_filter(const ConvShape &, const real *, const real *, real *) { return false; }
+bool conv_forward(const ConvShape &, const real *, const real *, const real *, real *, const KernelBox &) {
+  return false;
+}
+bool conv_backward_data(const ConvShape &, const real *, const real *, real *, const KernelBox &) { return false; }
+bool conv_backward_filter(const ConvShape &, const real *, const real *, real *, const KernelBox &) { return false; }
 bool max_pool_forward(const PoolShape &, const real *, real *) { return false; }
 bool max_pool_backward(const PoolShape &, const real *, const real *, real *) { return false; }
 bool avg_pool_forward(const PoolShape &, const real *, real *) { return false; }

@@ -12,9 +12,18 @@ namespace cleave::rt::detail::onednn {
 bool enabled();
 void set_enabled(bool on);
 
-bool conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y);
-bool conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx);
-bool conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw);
+/** Where a convolution's kernel lies in W's memory: each kernel row (one output and input channel) holds `full`
+ *  taps (spatial dims), of which the ConvShape's kernel is the box starting at `lo`. Empty: the whole row. A box
+ *  lets a convolution whose dead taps were cut (conv.cpp) read and write W in place. */
+struct KernelBox {
+  Dims full, lo;
+};
+
+bool conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y,
+                  const KernelBox &box = {});
+bool conv_backward_data(const ConvShape &s, const real *dy, const real *w, real *dx, const KernelBox &box = {});
+/** Writes the box of each kernel row only. */
+bool conv_backward_filter(const ConvShape &s, const real *dy, const real *x, real *dw, const KernelBox &box = {});
 
 bool max_pool_forward(const PoolShape &s, const real *x, real *y);
 bool max_pool_backward(const PoolShape &s, const real *dy, const real *x, real *dx);

@@ -113,6 +113,67 @@ TEST(RuntimeOneDnn, Conv) {
   run_cases(cases);
 }
 
+/** A conv whose dead taps are cut (conv.cpp's live_taps) runs on oneDNN over a box of W's whole kernel rows. Each case
+ *  gives the whole conv and, worked out by hand, its cut: oneDNN on the cut reading and writing W through the box
+ *  must equal ours on the whole conv (whose cut taps get a zero gradient). */
+TEST(RuntimeOneDnn, ConvOverAKernelBox) {
+  struct Cut {
+    Conv whole;
+    Dims ks, pads, lo;  // the cut kernel, its pads, and where it starts in a kernel row
+  };
+  std::vector<Cut> cuts = {
+      // 3x3 on a 1x1 map (ResNet's layer4 at 32x32): the centre tap only.
+      {{4, 16, 8, 1, {1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}}, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+      // 3x3 at stride 2 on 2x2: the first row and column read padding only.
+      {{4, 16, 8, 1, {2, 2}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}}, {2, 2}, {0, 0, 1, 1}, {1, 1}},
+      // Groups, a 1x2 map, dilation 2: rows cut to the centre; the columns' outer taps also read padding only, but a
+      // box may keep them.
+      {{2, 4, 6, 2, {1, 2}, {3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}}, {1, 3}, {0, 2, 0, 2}, {1, 0}},
+  };
+  std::vector<KernelCase> cases;
+  for (const Cut &c : cuts) {
+    ConvShape whole = c.whole.shape(), cut = whole;
+    cut.w = c.ks;
+    cut.pads = c.pads;
+    dnn::KernelBox box{whole.w, c.lo};
+    int64_t nx = c.whole.n * c.whole.c, nw = c.whole.m * (c.whole.c / c.whole.group), ny = c.whole.n * c.whole.m;
+    for (int64_t v : c.whole.xs) nx *= v;
+    for (int64_t v : c.whole.ks) nw *= v;
+    for (int64_t v : whole.y) ny *= v;
+    cases.push_back({c.whole.name("ONEDNN_BOX_CONV"), 1e-5, [=] {
+                       auto x = random_f32(1, nx), w = random_f32(2, nw), b = random_f32(3, c.whole.m);
+                       std::vector<float> got(static_cast<size_t>(ny), NAN), want(got.size());
+                       if (!dnn::conv_forward(cut, x.data(), w.data(), b.data(), got.data(), box)) return double(INFINITY);
+                       ours([&] { conv_forward(whole, x.data(), w.data(), b.data(), want.data()); });
+                       return compare(got, want);
+                     }});
+    cases.push_back({c.whole.name("ONEDNN_BOX_CONV_BWD_DATA"), 1e-5, [=] {
+                       auto dy = random_f32(4, ny), w = random_f32(5, nw);
+                       std::vector<float> got(static_cast<size_t>(nx), NAN), want(got.size());
+                       if (!dnn::conv_backward_data(cut, dy.data(), w.data(), got.data(), box)) return double(INFINITY);
+                       ours([&] { conv_backward_data(whole, dy.data(), w.data(), want.data()); });
+                       return compare(got, want);
+                     }});
+    cases.push_back({c.whole.name("ONEDNN_BOX_CONV_BWD_FILTER"), 1e-5, [=] {
+                       auto dy = random_f32(6, ny), x = random_f32(7, nx);
+                       std::vector<float> got(static_cast<size_t>(nw), 0.0f), want(got.size(), NAN);
+                       if (!dnn::conv_backward_filter(cut, dy.data(), x.data(), got.data(), box))
+                         return double(INFINITY);
+                       ours([&] { conv_backward_filter(whole, dy.data(), x.data(), want.data()); });
+                       return compare(got, want);
+                     }});
+    // The public kernels take the same path (oneDNN on the cut) and must agree with ours.
+    cases.push_back({c.whole.name("ONEDNN_CUT_CONV_RT"), 1e-5, [=] {
+                       auto dy = random_f32(8, ny), x = random_f32(9, nx);
+                       std::vector<float> got(static_cast<size_t>(nw), NAN), want(got.size(), NAN);
+                       conv_backward_filter(whole, dy.data(), x.data(), got.data());
+                       ours([&] { conv_backward_filter(whole, dy.data(), x.data(), want.data()); });
+                       return compare(got, want);
+                     }});
+  }
+  run_cases(cases);
+}
+
 struct Pool {
   Dims x, kernel, strides, pads, dilations;
   bool ceil_mode = false, include_pad = false;
