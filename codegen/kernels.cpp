@@ -727,9 +727,9 @@ std::string kernel_code(const KernelCall &call) {
       if (fwd && dt != real_dtype()) {  // box_slice above: unit steps
         Shape extent(starts.size()), zeros(starts.size(), 0);
         for (size_t d = 0; d < starts.size(); ++d) extent[d] = ends[d] - starts[d];
-        return "rt::region_copy({rt::Box{" + in(0) + ", " + dims_literal(dense) + ", " + dims_literal(starts) + ", " +
-               dims_literal(extent) + ", " + dims_literal(zeros) + "}}, " + out(0) + ", " +
-               dims_literal(out_shapes[0]) + ", " + num(static_cast<int64_t>(dtype_size(dt))) + ");";
+        return "rt::region_copy(" + in(0) + ", " + dims_literal(dense) + ", " + dims_literal(starts) + ", " +
+               dims_literal(extent) + ", " + dims_literal(zeros) + ", " + out(0) + ", " + dims_literal(out_shapes[0]) +
+               ", " + num(static_cast<int64_t>(dtype_size(dt))) + ");";
       }
       return std::string(fwd ? "rt::slice(" : "rt::slice_backward(") + dims_literal(dense) + ", " +
              dims_literal(starts) + ", " + dims_literal(ends) + ", " + dims_literal(a.steps) + ", " + in(0) + ", " +

@@ -84,9 +84,9 @@ std::string at(int buffer, int64_t offset) {
 std::string copy_code_at(const std::string &src, const Box &src_box, const std::string &dst, const Box &dst_box,
                          const Box &part, int elem_size) {
   if (part.empty()) return "rt::copy(" + dst + ", " + src + ", " + std::to_string(elem_size) + ");";
-  return "rt::region_copy({rt::Box{" + src + ", " + dims_literal(box_shape(src_box)) + ", " +
+  return "rt::region_copy(" + src + ", " + dims_literal(box_shape(src_box)) + ", " +
          dims_literal(starts_rel(part, src_box)) + ", " + dims_literal(box_shape(part)) + ", " +
-         dims_literal(starts_rel(part, dst_box)) + "}}, " + dst + ", " + dims_literal(box_shape(dst_box)) + ", " +
+         dims_literal(starts_rel(part, dst_box)) + ", " + dst + ", " + dims_literal(box_shape(dst_box)) + ", " +
          std::to_string(elem_size) + ");";
 }
 

@@ -1,7 +1,9 @@
 """`cleave run` on compiled bundles reproduces `cleave eval` (the reference interpreter, itself checked against
 torch by tests/e2e): per-step losses within relative 1e-5 and --save-model weights within 1e-5 * max|w|, for the
 `single` plan on 1 rank and the `data` plan on 2 (and 4) ranks, for models/mlp.onnx and models/cnn.onnx with SGD and
-Adam. Usage: run_matches_eval.py CLEAVE SOURCE_DIR [WORK_DIR]."""
+Adam; and programs split into parts (codegen/split_program.h, forced small by CLEAVE_SPLIT_LINES): the cnn's data plan
+(one program for both ranks) and a random plan (a program per rank) on 2 ranks. Usage: run_matches_eval.py CLEAVE
+SOURCE_DIR [WORK_DIR]."""
 import os
 import sys
 import tempfile
@@ -18,6 +20,9 @@ CASES = [
 ]
 OPTS = [["--optimizer", "sgd", "--lr", "0.1"], ["--optimizer", "adam", "--lr", "0.01"]]
 PLANS = [("single", 1), ("data", 2), ("data", 4)]
+# (model, optimizer, planner, ranks, the parts it must have) of the split programs.
+SPLIT = [("cnn", "sgd", "data", 2, ["ranks.h", "ranks_part1.cpp", "ranks_part2.cpp"]),
+         ("cnn", "sgd", "random", 2, ["rank_1.h", "rank_1_part1.cpp", "rank_1_part2.cpp"])]
 STEPS, BATCH = 8, 16
 
 
@@ -35,14 +40,22 @@ def main():
                                  str(STEPS), "--save-model", ref_model] + opt))
                 assert len(ref) == STEPS, ref
                 ref_w = weights(ref_model)
-                for planner, n in PLANS:
-                    bundle = os.path.join(tmp, f"{model}_{opt[1]}_{planner}{n}")
+                split = [(p, n, parts) for m, o, p, n, parts in SPLIT if (m, o) == (model, opt[1])]
+                for planner, n, parts in [(p, n, None) for p, n in PLANS] + split:
+                    bundle = os.path.join(tmp, f"{model}_{opt[1]}_{planner}{n}" + ("_split" if parts else ""))
+                    if parts:
+                        os.environ["CLEAVE_SPLIT_LINES"] = "40"
                     sh([CLEAVE, "compile", onnx_path, "--devices", str(n), "--planner", planner, "--batch",
                         str(BATCH), "-o", bundle] + opt)
+                    os.environ.pop("CLEAVE_SPLIT_LINES", None)
+                    missing = [f for f in parts or [] if not os.path.exists(os.path.join(bundle, "src", f))]
+                    if missing:
+                        problems.append(f"{tag} {planner} on {n} ranks: no split program (src/{missing[0]})")
+                        continue
                     saved = bundle + "_trained.onnx"
                     got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                                     + RUNTIME_FLAGS))
-                    where = f"{tag} {planner} on {n} rank(s)"
+                    where = f"{tag} {planner} on {n} rank(s)" + (" (split program)" if parts else "")
                     found, worst = compare_run(where, got, ref, saved, ref_w, STEPS)
                     problems += found
                     if len(got) != STEPS:

@@ -476,6 +476,13 @@ void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &
 /** dX = zeros with dY written where slice() read. */
 void slice_backward(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *dy,
                     real *dx);
+/** slice() and slice_backward() of literal dims, as generated code calls them: a braced list binds to an
+ *  initializer_list with no std::vector built at the call site (g++ spent 80 s of DenseNet-201's program on the
+ *  vectors of 4,200 such calls). Defined once for both backends (common/literal_dims.cpp). */
+using DimsLiteral = std::initializer_list<int64_t>;
+void slice(DimsLiteral shape, DimsLiteral starts, DimsLiteral ends, DimsLiteral steps, const real *x, real *y);
+void slice_backward(DimsLiteral shape, DimsLiteral starts, DimsLiteral ends, DimsLiteral steps, const real *dy,
+                    real *dx);
 /** Y = concatenation of the parts along `axis`; every part has y_shape except on axis. */
 void concat(const std::vector<const real *> &parts, const std::vector<Dims> &shapes, int64_t axis, real *y);
 /** The inverse of concat: parts[i] receives its extent of X along `axis`. */
@@ -500,6 +507,9 @@ struct Box {
 /** Tofu's MultiFetch: gathers several strided boxes (of equal rank to dst_shape) into one destination buffer in one
  *  call. Boxes must lie inside their source and the destination; elem_size is the element size in bytes. */
 void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape, size_t elem_size = sizeof(real));
+/** region_copy() of one box given by literal dims (see DimsLiteral). */
+void region_copy(const void *src, DimsLiteral src_shape, DimsLiteral src_start, DimsLiteral extent,
+                 DimsLiteral dst_start, void *dst, DimsLiteral dst_shape, size_t elem_size = sizeof(real));
 
 // ---------------------------------------------------------------- raw bytes (layout.cpp)
 // Generated code moves bytes only through these (never memcpy/memset or a dereference), so the same rank source
