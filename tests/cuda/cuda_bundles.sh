@@ -50,7 +50,7 @@ for ranks in 1 2; do
     -DCMAKE_CUDA_ARCHITECTURES=80 -DCMAKE_CUDA_FLAGS="-Xptxas -O0" > "$tmp/cfg_cuda.log" 2>&1 ||
     { cat "$tmp/cfg_cuda.log"; fail "$ranks ranks: cuda configure failed"; }
   python3 - "$b" "$tmp/build_cpu_$ranks" "$tmp/build_cuda_$ranks" "$ranks" <<'PY' || fail "$ranks ranks: the builds do not compile the same rank sources"
-import json, os, sys
+import glob, json, os, sys
 bundle, cpu, cuda, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def ranks_of(build):
     out = {}
@@ -62,8 +62,10 @@ def ranks_of(build):
 a, b = ranks_of(cpu), ranks_of(cuda)
 # One program for every rank where they differ only in constants (manifest "program"), else one per rank.
 shared = json.load(open(os.path.join(bundle, "manifest.json")))["program"] == "ranks"
-want = {os.path.realpath(os.path.join(bundle, "src", "ranks.cpp" if shared else f"rank_{r}.cpp"))
-        for r in range(ranks)}
+# Each program's sources: <program>.cpp and, where it was split (codegen/split_program.h), <program>_part<k>.cpp.
+want = {os.path.realpath(f) for f in glob.glob(os.path.join(bundle, "src", "*.cpp"))}
+programs = {os.path.basename(f)[:-len(".cpp")].split("_part")[0] for f in want}
+assert programs == ({"ranks"} if shared else {f"rank_{r}" for r in range(ranks)}), sorted(want)
 assert set(a) == want and set(b) == want, (sorted(a), sorted(b), sorted(want))
 for f in want:
     assert "nvcc" in b[f].split()[0] and "nvcc" not in a[f].split()[0], (a[f][:80], b[f][:80])
