@@ -127,7 +127,8 @@ std::string bundle_cmake(const std::vector<std::pair<std::string, std::vector<st
       "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n"
       "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n"
       "# The rank sources are calls into the runtime (built -O3) and fused elementwise loops: Release builds them -O2,\n"
-      "# which compiles a large model's ranks in two thirds of -O3's time.\n"
+      "# which compiles a large model's ranks in two thirds of -O3's time, and without exception tables (nothing is\n"
+      "# thrown through them: rt::fail ends the job), a fifth less again.\n"
       "# The backend this bundle was compiled for (manifest.json); the same rank sources build for either.\n"
       "set(CLEAVE_BACKEND " + backend + " CACHE STRING \"runtime backend: cpu or cuda\")\n"
       "# Sets cleave_rt: the runtime target of CLEAVE_BACKEND, prebuilt (-DCLEAVE_RUNTIME_DIR=DIR holding\n"
@@ -141,7 +142,7 @@ std::string bundle_cmake(const std::vector<std::pair<std::string, std::vector<st
     s += "add_executable(" + n;
     for (const std::string &src : sources) s += " src/" + src;
     s += ")\ntarget_link_libraries(" + n + " PRIVATE ${cleave_rt})\n" + "target_compile_options(" + n +
-         " PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O2>)\n";
+         " PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O2> $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions>)\n";
   }
   s += "if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
        "  # The same rank sources as the cpu build, compiled as CUDA: rt::map launches their functors as kernels.\n"
@@ -296,6 +297,8 @@ namespace {
 /** Statements per step function: the step is split so that no function is large (a compiler's optimisation time
  *  grows faster than a function's size: a 9,000-line main() took minutes at -O3). */
 constexpr size_t kStatementsPerFunction = 24;
+/** Buffer pointers set per bind_buffers_<k> function. */
+constexpr size_t kStatementsPerBind = 256;
 
 /** A statement's code with buffer references resolved, and a started all-reduce's declaration made an assignment to
  *  its file-scope Pending (it may be waited for in another step function). */
@@ -390,6 +393,23 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
     s += "}\n";
   }
   s += state_buffers_function(g, prog);
+  // Pointing the buffers into the arena: in functions of kStatementsPerBind assignments (one function of thousands
+  // took g++ seconds more than their sum: its store analyses grow faster than linearly).
+  std::vector<std::string> binds;
+  for (size_t b = 0; b < prog.buffers.size(); ++b) {
+    const Buffer &buf = prog.buffers[b];
+    if (buf.first < 0) continue;
+    binds.push_back("  b" + std::to_string(b) + " = reinterpret_cast<" + c_type(buf.dtype) + " *>(base + " +
+                    std::to_string(buf.offset) + ");\n");
+  }
+  size_t bind_functions = (binds.size() + kStatementsPerBind - 1) / kStatementsPerBind;
+  for (size_t f = 0; f < bind_functions; ++f) {
+    s += "\n/** Buffers " + std::to_string(f * kStatementsPerBind) + "- of the arena at `base`. */\n";
+    s += "void bind_buffers_" + std::to_string(f) + "(char *base) {\n";
+    for (size_t i = f * kStatementsPerBind; i < std::min(binds.size(), (f + 1) * kStatementsPerBind); ++i)
+      s += binds[i];
+    s += "}\n";
+  }
   s += "\n}  // namespace\n\n";
 
   s += "int main(int argc, char **argv) {\n";
@@ -406,12 +426,7 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
   s += "  rt::TrainingRun run(argc, argv, " + std::to_string(l.batch) + ");\n";
   s += "  rt::Arena arena(" + std::to_string(prog.arena_bytes) + ");\n";
   s += "  char *base = static_cast<char *>(arena.at(0, " + std::to_string(prog.arena_bytes) + "));\n";
-  for (size_t b = 0; b < prog.buffers.size(); ++b) {
-    const Buffer &buf = prog.buffers[b];
-    if (buf.first < 0) continue;
-    s += "  b" + std::to_string(b) + " = reinterpret_cast<" + c_type(buf.dtype) + " *>(base + " +
-         std::to_string(buf.offset) + ");\n";
-  }
+  for (size_t f = 0; f < bind_functions; ++f) s += "  bind_buffers_" + std::to_string(f) + "(base);\n";
   // Every rank splits off every group of the bundle, in the same order (create_groups is collective over the world,
   // as ncclCommSplit is), then takes the communicators of its own groups.
   if (!l.groups.empty()) s += "  rt::create_groups({";
