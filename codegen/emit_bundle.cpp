@@ -142,7 +142,8 @@ std::string bundle_cmake(const std::vector<std::pair<std::string, std::vector<st
     s += "add_executable(" + n;
     for (const std::string &src : sources) s += " src/" + src;
     s += ")\ntarget_link_libraries(" + n + " PRIVATE ${cleave_rt})\n" + "target_compile_options(" + n +
-         " PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O2> $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions>)\n";
+         " PRIVATE $<$<AND:$<CONFIG:Release>,$<COMPILE_LANGUAGE:CXX>>:-O2>"
+         " $<$<COMPILE_LANGUAGE:CXX>:-fno-exceptions>)\n";
   }
   s += "if(CLEAVE_BACKEND STREQUAL \"cuda\")\n"
        "  # The same rank sources as the cpu build, compiled as CUDA: rt::map launches their functors as kernels.\n"
@@ -248,7 +249,8 @@ std::string slurm_script(int ranks, const std::string &backend, bool shared, boo
  *  element; minutes for DenseNet-201's thousand tensors), a table in no time. */
 std::string state_buffers_function(const Graph &g, const RankProgram &prog) {
   std::string s =
-      "\n/** The tensors this rank keeps across steps, as run.load (all) and run.finish (those it saves) take them. */\n"
+      "\n/** The tensors this rank keeps across steps, as run.load (all) and run.finish (those it saves) take "
+      "them. */\n"
       "std::vector<rt::NamedBuffer> state_buffers(char *base, bool saved_only) {\n";
   if (prog.persistent.empty()) return s + "  (void)base;\n  (void)saved_only;\n  return {};\n}\n";
   s += "  struct Row {\n"
@@ -575,7 +577,8 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
     }
   };
   if (one_program) add_program("ranks", *shared);
-  for (int r = 0; r < l.devices && !one_program; ++r) add_program("rank_" + std::to_string(r), emit_rank_source(g, l, r));
+  for (int r = 0; r < l.devices && !one_program; ++r)
+    add_program("rank_" + std::to_string(r), emit_rank_source(g, l, r));
   files["CMakeLists.txt"] = bundle_cmake(programs, backend, one_program, l.precision == "fp64");
   bool split = std::any_of(programs.begin(), programs.end(), [](const auto &p) { return p.second.size() > 1; });
   files["README.md"] = bundle_readme(l.devices, backend, one_program, split);

@@ -88,11 +88,11 @@ void col2im(const Geometry &g, const real *col, real *dx) {
  *  (they may turn negative, which the kernels take). Only a NaN or infinite weight on a cut tap sees the difference:
  *  torch's 0 * NaN makes its outputs NaN. */
 struct LiveTaps {
-  bool cut = false;                      // some tap is cut
-  ConvShape shape;                       // the cut conv
-  detail::onednn::KernelBox box;         // where its kernel lies in whole kernel rows
-  std::vector<int64_t> offsets;          // per kept tap (row-major over the cut kernel), its offset in a whole kernel row
-  int64_t taps = 0;                      // of a whole kernel row
+  bool cut = false;               // some tap is cut
+  ConvShape shape;                // the cut conv
+  detail::onednn::KernelBox box;  // where its kernel lies in whole kernel rows
+  std::vector<int64_t> offsets;   // per kept tap (row-major over the cut kernel), its offset in a whole kernel row
+  int64_t taps = 0;               // of a whole kernel row
 };
 
 LiveTaps live_taps(const ConvShape &s) {

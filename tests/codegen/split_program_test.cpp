@@ -15,8 +15,8 @@ namespace {
 std::string program(int functions) {
   std::string s =
       "// Rank 0 of 2: one training step per loop iteration.\n#include \"cleave/rt.h\"\n\nnamespace rt = cleave::rt;\n"
-      "\nnamespace {\n\nfloat *b0;  // x [4]\nrt::Comm G0;\n\nconst char *const profile_ops[] = {\n    \"a\",\n    \"b\"};"
-      "\n";
+      "\nnamespace {\n\nfloat *b0;  // x [4]\nrt::Comm G0;\n\n"
+      "const char *const profile_ops[] = {\n    \"a\",\n    \"b\"};\n";
   for (int f = 0; f < functions; ++f)
     s += "\n/** Statements " + std::to_string(f) + " of the step. */\nvoid step_" + std::to_string(f) +
          "(rt::TrainingRun &run,\n            int64_t pass) {\n  rt::fill(b0, 0.0f, 4);\n}\n";

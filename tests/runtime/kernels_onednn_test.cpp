@@ -143,14 +143,16 @@ TEST(RuntimeOneDnn, ConvOverAKernelBox) {
     cases.push_back({c.whole.name("ONEDNN_BOX_CONV"), 1e-5, [=] {
                        auto x = random_f32(1, nx), w = random_f32(2, nw), b = random_f32(3, c.whole.m);
                        std::vector<float> got(static_cast<size_t>(ny), NAN), want(got.size());
-                       if (!dnn::conv_forward(cut, x.data(), w.data(), b.data(), got.data(), box)) return double(INFINITY);
+                       if (!dnn::conv_forward(cut, x.data(), w.data(), b.data(), got.data(), box))
+                         return double(INFINITY);
                        ours([&] { conv_forward(whole, x.data(), w.data(), b.data(), want.data()); });
                        return compare(got, want);
                      }});
     cases.push_back({c.whole.name("ONEDNN_BOX_CONV_BWD_DATA"), 1e-5, [=] {
                        auto dy = random_f32(4, ny), w = random_f32(5, nw);
                        std::vector<float> got(static_cast<size_t>(nx), NAN), want(got.size());
-                       if (!dnn::conv_backward_data(cut, dy.data(), w.data(), got.data(), box)) return double(INFINITY);
+                       if (!dnn::conv_backward_data(cut, dy.data(), w.data(), got.data(), box))
+                         return double(INFINITY);
                        ours([&] { conv_backward_data(whole, dy.data(), w.data(), want.data()); });
                        return compare(got, want);
                      }});
