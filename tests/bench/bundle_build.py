@@ -8,9 +8,9 @@ gives the rank source's size (with its parts where it was split: codegen/split_p
 codegen/shared_program.h) and both times. `resnet18@8` is ResNet-18 on 8 ranks (oversubscribed). The runtime cache is warmed first (the first model is built once before
 timing), so the figures are what every bundle after the first costs on a machine.
 
-Models: the three of tests/bench/cpu_vs_torch.py (mlp, resnet18, transformer), torchvision's shufflenet_v2_x0_5 (64x64,
-batch 4), and the tiny variants of the benchmark zoo (models/zoo/generate.py --variant tiny --batch 4). Inputs are
-random (float) or zeros (integer: token ids and labels).
+Models: the three of tests/bench/cpu_vs_torch.py (mlp, resnet18, transformer), torchvision's shufflenet_v2_x0_5 and
+densenet201 (64x64, batch 4), and the tiny variants of the benchmark zoo (models/zoo/generate.py --variant tiny
+--batch 4). Inputs are random (float) or zeros (integer: token ids and labels).
 
 Usage: /usr/bin/python3 tests/bench/bundle_build.py CLEAVE_BINARY SOURCE_DIR [WORK_DIR]
 Environment: MODELS (space-separated subset of the names in the table).
@@ -25,15 +25,17 @@ import numpy as np
 import onnx
 
 ZOO = ["wresnet", "resnet", "alexnet", "vgg16", "inception3", "rnn", "rnntc", "rnnlm", "nmt", "transformer"]
-MODELS = ["mlp", "resnet18", "resnet18@8", "transformer", "shufflenet_v2_x0_5"] + ["zoo_" + f for f in ZOO]
+# densenet201: the largest program of torchvision's zoo (a thousand tensors).
+TORCHVISION = ["shufflenet_v2_x0_5", "densenet201"]
+MODELS = ["mlp", "resnet18", "resnet18@8", "transformer"] + TORCHVISION + ["zoo_" + f for f in ZOO]
 BATCH = 4
 
-SHUFFLENET = """
+TORCHVISION_EXPORT = """
 import sys, torch, torchvision
 sys.path.insert(0, sys.argv[2])
 from generate import Classifier
 torch.manual_seed(0)
-net = Classifier(torchvision.models.shufflenet_v2_x0_5(num_classes=10))
+net = Classifier(getattr(torchvision.models, sys.argv[3])(num_classes=10))
 x, y = torch.randn(%d, 3, 64, 64), torch.zeros(%d, dtype=torch.int64)
 torch.onnx.export(net, (x, y), sys.argv[1], opset_version=13, training=torch.onnx.TrainingMode.TRAINING,
                   do_constant_folding=False, input_names=["x", "y"])
@@ -53,8 +55,8 @@ def export(name, src, work):
     if name in ("mlp", "resnet18", "transformer"):
         out = sh(["/usr/bin/python3", os.path.join(src, "tests/bench/cpu_vs_torch.py"), "export", name, work])
         return path, int(out.split()[-1])
-    if name == "shufflenet_v2_x0_5":
-        sh(["/usr/bin/python3", "-c", SHUFFLENET, path, os.path.join(src, "models/zoo")])
+    if name in TORCHVISION:
+        sh(["/usr/bin/python3", "-c", TORCHVISION_EXPORT, path, os.path.join(src, "models/zoo"), name])
         return path, BATCH
     family = name[len("zoo_"):]
     sh(["/usr/bin/python3", os.path.join(src, "models/zoo/generate.py"), "--family", family, "--variant", "tiny",
