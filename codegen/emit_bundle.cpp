@@ -572,7 +572,7 @@ void write_bundle(const Graph &g, const plan::Plan &p, const Lowered &l, const s
   auto add_program = [&](const std::string &name, const std::string &source) {
     programs.push_back({name, {}});
     for (auto &[file, text] : split_program(source, name, split_lines())) {
-      if (file.size() > 4 && file.compare(file.size() - 4, 4, ".cpp") == 0) programs.back().second.push_back(file);
+      if (file.ends_with(".cpp")) programs.back().second.push_back(file);
       files["src/" + file] = std::move(text);
     }
   };

@@ -41,6 +41,17 @@ struct Conv {
     }
     return s;
   }
+  /** Elements of X, W and Y. */
+  struct Sizes {
+    int64_t x, w, y;
+  };
+  Sizes sizes() const {
+    Sizes z{n * c, m * (c / group), n * m};
+    for (int64_t v : xs) z.x *= v;
+    for (int64_t v : ks) z.w *= v;
+    for (int64_t v : shape().y) z.y *= v;
+    return z;
+  }
   std::string name(const char *what) const {
     Shape x{n, c}, w{m, c / group};
     x.insert(x.end(), xs.begin(), xs.end());
@@ -52,10 +63,8 @@ struct Conv {
 
 std::vector<KernelCase> conv_cases(const Conv &p) {
   ConvShape s = p.shape();
-  int64_t nx = p.n * p.c, nw = p.m * (p.c / p.group), ny = p.n * p.m;
-  for (int64_t v : p.xs) nx *= v;
-  for (int64_t v : p.ks) nw *= v;
-  for (int64_t v : s.y) ny *= v;
+  const Conv::Sizes z = p.sizes();
+  const int64_t nx = z.x, nw = z.w, ny = z.y;
   unsigned seed = static_cast<unsigned>(nx * 7 + nw * 13 + ny);
   std::vector<KernelCase> out;
   out.push_back({p.name("ONEDNN_CONV"), 1e-5, [=] {
@@ -136,10 +145,8 @@ TEST(RuntimeOneDnn, ConvOverAKernelBox) {
     cut.w = c.ks;
     cut.pads = c.pads;
     dnn::KernelBox box{whole.w, c.lo};
-    int64_t nx = c.whole.n * c.whole.c, nw = c.whole.m * (c.whole.c / c.whole.group), ny = c.whole.n * c.whole.m;
-    for (int64_t v : c.whole.xs) nx *= v;
-    for (int64_t v : c.whole.ks) nw *= v;
-    for (int64_t v : whole.y) ny *= v;
+    const Conv::Sizes z = c.whole.sizes();
+    const int64_t nx = z.x, nw = z.w, ny = z.y;
     cases.push_back({c.whole.name("ONEDNN_BOX_CONV"), 1e-5, [=] {
                        auto x = random_f32(1, nx), w = random_f32(2, nw), b = random_f32(3, c.whole.m);
                        std::vector<float> got(static_cast<size_t>(ny), NAN), want(got.size());
