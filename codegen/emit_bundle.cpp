@@ -416,6 +416,8 @@ std::string emit_rank_source(const Graph &g, const Lowered &l, int r, bool share
 
   s += "int main(int argc, char **argv) {\n";
   if (l.precision == "tf32") s += "  rt::set_math(rt::Math::tf32);  // cleave compile --precision tf32\n";
+  if (l.precision == "bf16" || l.precision == "fp16")
+    s += "  rt::set_math(rt::Math::mixed);  // cleave compile --precision " + l.precision + "\n";
   s += "  const rt::Context &ctx = rt::init(&argc, &argv);\n";
   s += "  if (ctx.world != " + std::to_string(l.devices) + ") rt::fail(\"this bundle needs " +
        std::to_string(l.devices) + " ranks, got \" + std::to_string(ctx.world));\n";

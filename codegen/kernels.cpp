@@ -41,6 +41,15 @@ void unsupported_split(const KernelCall &call) {
                     " is not supported by codegen yet");
 }
 
+std::string operands_arg(const KernelCall &call, size_t a, size_t b) {
+  if (!call.exact_low) return "";
+  TensorId ta = call.node().input(a), tb = call.node().input(b);
+  if (ta == kNoTensor || tb == kNoTensor) return "";
+  DType t = (*call.exact_low)[static_cast<size_t>(ta)];
+  if (t == DType::f32 || (*call.exact_low)[static_cast<size_t>(tb)] != t) return "";
+  return t == DType::bf16 ? ", rt::Operands::bf16" : ", rt::Operands::fp16";
+}
+
 }  // namespace kernel_util
 
 std::vector<int> KernelCall::axis_group(size_t axis) const {
@@ -413,15 +422,17 @@ std::string matmul_code(const KernelCall &call) {
   Shape by(rank);
   for (size_t d = 0; d < rank; ++d) by[d] = std::max(ba[d], bb[d]);
   int64_t batch = prod(by), batch_a = prod(ba), batch_b = prod(bb);
+  std::string operands = operands_arg(call, 0, 1);
   auto gemm = [&](int64_t rows, const std::string &pa_, const std::string &pb_, const std::string &py_) {
     return "rt::gemm(false, false, " + num(rows) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + pa_ + ", " + num(k) +
-           ", " + pb_ + ", " + num(n) + ", 0.0f, " + py_ + ", " + num(n) + ");";
+           ", " + pb_ + ", " + num(n) + ", 0.0f, " + py_ + ", " + num(n) + operands + ");";
   };
   if (batch_b == 1) return gemm(batch * m, a, b, y);  // A's batch and rows are one [batch * m, k] matrix
   if ((batch_a == 1 || ba == by) && (batch_b == 1 || bb == by))
     return "rt::gemm_strided_batched(false, false, " + num(m) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + a + ", " +
            num(k) + ", " + num(batch_a == 1 ? 0 : m * k) + ", " + b + ", " + num(n) + ", " +
-           num(batch_b == 1 ? 0 : k * n) + ", 0.0f, " + y + ", " + num(n) + ", " + num(m * n) + ", " + num(batch) + ");";
+           num(batch_b == 1 ? 0 : k * n) + ", 0.0f, " + y + ", " + num(n) + ", " + num(m * n) + ", " + num(batch) +
+           operands + ");";
   // General broadcast: walk the output batch index, mapping it to each operand's (size-1 dims read index 0).
   Shape sta = strides_of(ba), stb = strides_of(bb);
   for (size_t d = 0; d < rank; ++d) {
@@ -668,7 +679,7 @@ std::string kernel_code(const KernelCall &call) {
       code += "rt::gemm(" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", " + num(y[0]) +
               ", " + num(y[1]) + ", " + num(k) + ", " + float_literal(alpha) + ", " + in(0) + ", " + num(a[1]) + ", " +
               in(1) + ", " + num(b[1]) + ", " + (bias ? float_literal(beta) : "0.0f") + ", " + out(0) + ", " +
-              num(y[1]) + ");";
+              num(y[1]) + operands_arg(call, 0, 1) + ");";
       return code;
     }
     case OpKind::MatMul: return matmul_code(call);

@@ -39,6 +39,9 @@ struct KernelCall {
   /** An arena buffer of `elems` floats live during this kernel only (e.g. a broadcast operand); returns its pointer
    *  expression. */
   std::function<std::string(int64_t elems)> scratch;
+  /** Per tensor of g: the low-precision type whose values it holds exactly (exact_low_types in ir/autocast.h); null
+   *  when the graph has no rounding ops. */
+  const std::vector<DType> *exact_low = nullptr;
   /** Set by the emitter when the kernel is exactly one plain rt::map (no broadcast): lowering may fuse it. */
   mutable std::optional<MapSpec> map;
 
@@ -89,6 +92,10 @@ int64_t prod(const Shape &s, size_t from = 0, size_t to = SIZE_MAX);
 Shape tail(const Shape &s, size_t from);
 std::string or_null(const std::string &p);
 std::string copy_bytes(const std::string &dst, const std::string &src, int64_t bytes);
+/** ", rt::Operands::bf16" (or fp16) when input slots `a` and `b`, a GEMM's or convolution's multiplied operands, both
+ *  hold that type's values exactly (KernelCall::exact_low), else "": the trailing argument of rt::gemm and of a
+ *  ConvShape literal. */
+std::string operands_arg(const KernelCall &call, size_t a, size_t b);
 [[noreturn]] void unsupported_split(const KernelCall &call);
 }  // namespace kernel_util
 

@@ -48,7 +48,8 @@ std::vector<int64_t> spatial_begins(const Part &p) {
  *  ol*s + kl*dil - (pad + x0 - o0*s - k0*dil), (x0, o0, k0 the blocks' first positions): that is the local begin pad,
  *  negative when a dX block starts past the first row its dY block reaches. The end pad makes rt's output-size rule
  *  give the local output extent. Dims every block holds whole keep the op's pads. */
-std::string conv_shape(const Op &op, const Part &x, const Part &w, const Part &y) {
+std::string conv_shape(const KernelCall &call, const Part &x, const Part &w, const Part &y) {
+  const Op &op = call.node();
   size_t sp = x.local.size() - 2;
   std::vector<int64_t> strides = op.attr_ints("strides", std::vector<int64_t>(sp, 1));
   std::vector<int64_t> pads = op.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
@@ -65,7 +66,7 @@ std::string conv_shape(const Op &op, const Part &x, const Part &w, const Part &y
   return "rt::ConvShape cs{" + num(x.local[0]) + ", " + num(x.local[1]) + ", " + num(w.local[0]) + ", " +
          num(local_group) + ", " + dims_literal(tail(x.local, 2)) + ", " + dims_literal(tail(w.local, 2)) + ", " +
          dims_literal(tail(y.local, 2)) + ", " + dims_literal(strides) + ", " + dims_literal(pads) + ", " +
-         dims_literal(dil) + "};\n";
+         dims_literal(dil) + operands_arg(call, 0, 1) + "};\n";
 }
 
 /** The PoolShape of X (or dX) and Y (or dY) blocks; `dx`: MaxPoolGrad's output block, whose X is read whole-window.
@@ -161,22 +162,22 @@ std::string window_kernel_code(const KernelCall &call) {
   switch (op.kind) {
     case OpKind::Conv: {
       auto [x, w, y] = conv_parts(call);
-      return "{\n" + conv_shape(op, x, w, y) + "rt::conv_forward(cs, " + in(0) + ", " + in(1) + ", " +
+      return "{\n" + conv_shape(call, x, w, y) + "rt::conv_forward(cs, " + in(0) + ", " + in(1) + ", " +
              or_null(ins.size() > 2 ? ins[2] : "") + ", " + out(0) + ");\n}";
     }
     case OpKind::ConvGradData: {
       auto [x, w, y] = conv_parts(call);
-      return "{\n" + conv_shape(op, x, w, y) + "rt::conv_backward_data(cs, " + in(0) + ", " + in(1) + ", " + out(0) +
+      return "{\n" + conv_shape(call, x, w, y) + "rt::conv_backward_data(cs, " + in(0) + ", " + in(1) + ", " + out(0) +
              ");\n}";
     }
     case OpKind::ConvTranspose: {
       auto [x, w, y] = conv_parts(call);
-      return "{\n" + conv_shape(op, x, w, y) + "rt::conv_transpose_forward(cs, " + in(0) + ", " + in(1) + ", " +
+      return "{\n" + conv_shape(call, x, w, y) + "rt::conv_transpose_forward(cs, " + in(0) + ", " + in(1) + ", " +
              or_null(ins.size() > 2 ? ins[2] : "") + ", " + out(0) + ");\n}";
     }
     case OpKind::ConvGradFilter: {
       auto [x, w, y] = conv_parts(call);
-      return "{\n" + conv_shape(op, x, w, y) + "rt::conv_backward_filter(cs, " + in(0) + ", " + in(1) + ", " +
+      return "{\n" + conv_shape(call, x, w, y) + "rt::conv_backward_filter(cs, " + in(0) + ", " + in(1) + ", " +
              out(0) + ");\n}";
     }
     case OpKind::MaxPool:

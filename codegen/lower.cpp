@@ -9,6 +9,7 @@
 
 #include "codegen/kernels.h"
 #include "codegen/overlap.h"
+#include "ir/autocast.h"
 #include "ir/describe/description.h"
 #include "ir/error.h"
 #include "planner/cost/communication.h"
@@ -123,6 +124,10 @@ class Lowerer {
       config_[*id] = o.config;
     }
     tensor_buf_.assign(static_cast<size_t>(p.devices), std::vector<int>(static_cast<size_t>(g.num_tensors()), -1));
+    if (std::any_of(g.ops().begin(), g.ops().end(), [](const Op &op) {
+          return op.kind == OpKind::RoundToBf16 || op.kind == OpKind::RoundToFp16;
+        }))
+      exact_low_ = exact_low_types(g);
   }
 
   Lowered run() {
@@ -485,6 +490,7 @@ class Lowerer {
       call.op = &op;
       call.config = &config;
       call.index = static_cast<int64_t>(i);
+      call.exact_low = exact_low_.empty() ? nullptr : &exact_low_;
       call.comm = [this](const std::vector<int> &ranks) { return "G" + std::to_string(group_id(ranks)); };
       std::vector<int> used;
       for (size_t s = 0; s < op.inputs.size(); ++s) {
@@ -793,6 +799,7 @@ class Lowerer {
   std::map<TensorId, plan::Sharding> sharding_;
   std::map<OpId, plan::ParallelConfig> config_;
   std::vector<std::vector<int>> tensor_buf_;  // [rank][tensor] -> buffer
+  std::vector<DType> exact_low_;  // exact_low_types(g_) when g_ has rounding ops, else empty
   std::vector<bool> assigned_dst_, assigned_src_;
   std::vector<bool> updated_;  // read by an optimizer update
   std::map<TensorId, TensorId> assign_dst_of_;  // assign source -> destination

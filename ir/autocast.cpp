@@ -1,5 +1,8 @@
 #include "ir/autocast.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -57,6 +60,54 @@ bool pointwise_arithmetic(OpKind k) {
     default:
       return false;
   }
+}
+
+
+/** Whether `v` is a value of type `low` (bf16: a float whose low 16 bits are zero; f16: a binary16 normal or
+ *  subnormal). */
+bool holds_exactly(double v, DType low) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v) return false;
+  if (low == DType::bf16) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return (u & 0xffffu) == 0;
+  }
+  float a = std::fabs(f);
+  if (a > 65504.0f) return false;
+  // binary16 has 11 significant bits above 2^-14 and a fixed step of 2^-24 below it.
+  float step = a < 0x1p-14f ? 0x1p-24f : std::ldexp(1.0f, std::ilogb(a) - 10);
+  return std::fmod(a, step) == 0.0f;
+}
+
+/** The inputs whose values an op's float outputs are made of, when the op only moves, selects or zeroes them (its
+ *  other inputs are indices, masks or conditions); empty when its outputs may hold new values. */
+std::vector<size_t> value_inputs(const Op &op) {
+  switch (op.kind) {
+    case OpKind::Relu: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice: case OpKind::SliceGrad:
+    case OpKind::Split: case OpKind::Identity: case OpKind::Expand: case OpKind::Neg: case OpKind::MaxPool:
+    case OpKind::ReluGrad: case OpKind::ClipGrad: case OpKind::Gather: case OpKind::GatherElements:
+    case OpKind::GatherND: case OpKind::Pad: case OpKind::Clip:
+      return {0};
+    case OpKind::Where:
+      return {1, 2};
+    case OpKind::Concat: case OpKind::Max: case OpKind::Min: {
+      std::vector<size_t> all(op.inputs.size());
+      for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+      return all;
+    }
+    default:
+      return {};
+  }
+}
+
+/** Whether the values an op adds of its own (Pad's constant, Clip's bounds) are values of `low`. */
+bool own_values_hold(const Op &op, DType low) {
+  if (op.kind == OpKind::Pad) return op.has_attr("mode") || holds_exactly(op.attr_float("value", 0.0), low);
+  if (op.kind == OpKind::Clip)
+    return (!op.has_attr("min") || holds_exactly(op.attr_float("min"), low)) &&
+           (!op.has_attr("max") || holds_exactly(op.attr_float("max"), low));
+  return true;
 }
 
 }  // namespace
@@ -184,6 +235,33 @@ int autocast(Graph &g, DType low) {
   }
   g = std::move(out);
   return added;
+}
+
+std::vector<DType> exact_low_types(const Graph &g) {
+  std::vector<DType> exact(static_cast<size_t>(g.num_tensors()), DType::f32);
+  for (const Op &op : g.ops()) {
+    DType low = DType::f32;
+    if (op.kind == OpKind::RoundToBf16) low = DType::bf16;
+    if (op.kind == OpKind::RoundToFp16) low = DType::f16;
+    if (low == DType::f32) {
+      // Every value input must hold one type's values; an op without value inputs makes new ones.
+      for (size_t i : value_inputs(op)) {
+        TensorId in = op.input(i);
+        if (in == kNoTensor) continue;
+        DType t = exact[static_cast<size_t>(in)];
+        if (t == DType::f32 || (low != DType::f32 && t != low)) {
+          low = DType::f32;
+          break;
+        }
+        low = t;
+      }
+      if (low != DType::f32 && !own_values_hold(op, low)) low = DType::f32;
+    }
+    if (low == DType::f32) continue;
+    for (TensorId out : op.outputs)
+      if (out != kNoTensor && g.tensor(out).dtype == DType::f32) exact[static_cast<size_t>(out)] = low;
+  }
+  return exact;
 }
 
 }  // namespace cleave

@@ -4,6 +4,8 @@
 // the graph alone. Values stay float32 in memory: what differs from an fp32 run is where they are rounded.
 //   bf16 follows torch.autocast(device_type="cpu", dtype=torch.bfloat16) as torch 1.13 runs it on CPUs;
 //   fp16 follows torch.autocast(device_type="cuda", dtype=torch.float16), whose op lists differ (below).
+#include <vector>
+
 #include "ir/graph.h"
 
 namespace cleave {
@@ -31,5 +33,13 @@ namespace cleave {
  *  gradient is the incoming gradient rounded, as the cast's backward is in torch. Returns the number of rounding
  *  ops added. */
 int autocast(Graph &g, DType low);
+
+/** Per tensor of `g`: the type (DType::bf16 or DType::f16) whose values it is known to hold exactly, else DType::f32.
+ *  Such tensors are the results of RoundToBf16 / RoundToFp16 and of ops that only move, select or zero the values of
+ *  such tensors (Reshape, Transpose, Slice and its gradient, Concat, Relu and its gradient, MaxPool, Gather, ...).
+ *  A GEMM or convolution whose two multiplied operands both hold one such type's values loses nothing when it
+ *  multiplies in that type and accumulates in float32, as torch.autocast's kernels do; codegen tells the runtime so
+ *  (rt::Operands), and the CUDA backend then uses bf16 or fp16 tensor cores. */
+std::vector<DType> exact_low_types(const Graph &g);
 
 }  // namespace cleave

@@ -31,7 +31,8 @@ void check_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, 
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a, int64_t lda,
-          const real *b, int64_t ldb, real beta, real *c, int64_t ldc) {
+          const real *b, int64_t ldb, real beta, real *c, int64_t ldc, Operands) {
+  // Operands: products of bf16 or fp16 values are exact in float32, so the plain fp32 GEMM computes them as well.
   check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
   if (beta == 0.0f)  // BLAS may read C when beta is 0; the contract says its old contents are ignored
@@ -48,7 +49,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alph
 
 void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a,
                           int64_t lda, int64_t stride_a, const real *b, int64_t ldb, int64_t stride_b, real beta,
-                          real *c, int64_t ldc, int64_t stride_c, int64_t batch) {
+                          real *c, int64_t ldc, int64_t stride_c, int64_t batch, Operands) {
   if (batch < 0) fail("gemm_strided_batched: negative batch");
   for (int64_t i = 0; i < batch; ++i)
     gemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c, ldc);

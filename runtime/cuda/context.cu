@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/process.h"
@@ -52,8 +53,11 @@ const Context &init(int *argc, char ***argv) {
   host::init_process(argc, argv, g_context);
   // fp32 GEMMs and convolutions without TF32 (cuBLAS and cuDNN read this when they start), so GPU runs equal CPU
   // runs within fp32 tolerance, unless the bundle was compiled with --precision tf32; a user's own setting wins.
+  // Mixed precision leaves TF32 allowed: its calls on bf16 or fp16 operands may use it (losing nothing), and its
+  // other cuDNN calls accept FMA algorithms only (conv.cu), its other cuBLAS calls run in the handle's pedantic math.
   bool tf32 = math() == Math::tf32;
-  if (!tf32) setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
+  if (math() == Math::fp32) setenv("NVIDIA_TF32_OVERRIDE", "0", 0);
+  (void)detail::low_math();  // a bad CLEAVE_LOW_MATH stops the rank at start-up
   int devices = 0;
   CLEAVE_CUDA(cudaGetDeviceCount, &devices);
   int local = host::local_rank(g_context.rank);
@@ -187,6 +191,23 @@ cublasHandle_t cublas() {
 cudnnHandle_t cudnn() {
   if (!g_cudnn) fail("cuDNN is used before cleave::rt::init");
   return g_cudnn;
+}
+
+LowMath low_math() {
+  static const LowMath m = [] {
+    const char *env = std::getenv("CLEAVE_LOW_MATH");
+    std::string v = env ? env : "native";
+    if (v == "native") return LowMath::native;
+    if (v == "tf32") return LowMath::tf32;
+    if (v == "fp32") return LowMath::fp32;
+    fail("CLEAVE_LOW_MATH is \"" + v + "\"; expected native, tf32 or fp32");
+  }();
+  return m;
+}
+
+bool tensor_math(Operands operands) {
+  if (math() == Math::tf32) return true;
+  return math() == Math::mixed && operands != Operands::f32 && low_math() != LowMath::fp32;
 }
 
 void *scratch(size_t bytes) { return grow(g_scratch[0], bytes); }

@@ -1,5 +1,6 @@
-// N-d convolution and its gradients on cuDNN 9's legacy API: _v7 heuristics choosing among fp32 (FMA, no TF32)
-// algorithms whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first, once
+// N-d convolution and its gradients on cuDNN 9's legacy API: _v7 heuristics choosing among the algorithms whose math
+// the call allows (math_allowed: fp32 exactly, or tensor cores under --precision tf32 and on bf16/fp16 operands)
+// and whose workspace fits the cap (CLEAVE_CUDNN_WORKSPACE_MB, default 256), deterministic ones first, once
 // per direction and shape (planned()); the direct kernels below when the heuristics offer none.
 // cuDNN's padding is symmetric and non-negative; other pads (asymmetric ONNX pads, the negative pads of codegen's
 // spatial blocks) are applied explicitly: X is padded/cropped into scratch (pad_constant) and convolved unpadded,
@@ -166,8 +167,10 @@ struct CudnnConv {
                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
     CLEAVE_CUDNN(cudnnSetConvolutionGroupCount, conv, static_cast<int>(s.group));
     // Plain fp32 arithmetic (no TF32 tensor cores), so GPU runs match CPU runs within fp32 tolerance; under
-    // --precision tf32, cuDNN's default math, which uses TF32 tensor cores on Ampere and later.
-    CLEAVE_CUDNN(cudnnSetConvolutionMathType, conv, math() == Math::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+    // --precision tf32, or on a mixed-precision program's bf16/fp16 operands, cuDNN's default math, which uses
+    // tensor cores on Ampere and later.
+    CLEAVE_CUDNN(cudnnSetConvolutionMathType, conv,
+                 detail::tensor_math(s.operands) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
     std::vector<int> out(static_cast<size_t>(nd));
     CLEAVE_CUDNN(cudnnGetConvolutionNdForwardOutputDim, conv, x, w, nd, out.data());
     if (out != yd) fail("conv: cuDNN's output shape differs from the caller's (internal error)");
@@ -183,19 +186,29 @@ struct CudnnConv {
   CudnnConv &operator=(const CudnnConv &) = delete;
 };
 
-/** The first usable heuristic result: no tensor-op math (TF32 for fp32 data) unless --precision tf32, workspace within the cap,
- *  deterministic if any is; null if none (the caller then runs the direct kernels). DEFAULT_MATH may use TF32 on
- *  Ampere and later unless NVIDIA_TF32_OVERRIDE=0, which init() sets unless the user chose. */
+/** Whether an algorithm of math type `t` computes a convolution on `operands` as the program's precision allows:
+ *  - tensor cores (tensor_math): TF32 for float32 data, exact on bf16 and fp16 operands; and for fp16 operands the
+ *    conversion of float32 data to fp16, exact on them (never for others: fp16's range is narrower than TF32's);
+ *  - otherwise fp32 exactly: FMA math, or default math where NVIDIA_TF32_OVERRIDE=0 keeps it from using TF32 (set by
+ *    init() under --precision fp32; a mixed-precision program leaves TF32 allowed for its bf16/fp16 operands, so
+ *    its other convolutions take FMA algorithms only). */
+bool math_allowed(cudnnMathType_t t, Operands operands) {
+  if (t == CUDNN_FMA_MATH) return true;
+  if (detail::tensor_math(operands))
+    return t == CUDNN_DEFAULT_MATH || t == CUDNN_TENSOR_OP_MATH ||
+           (t == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && operands == Operands::fp16);
+  return t == CUDNN_DEFAULT_MATH && math() == Math::fp32;
+}
+
+/** The first usable heuristic result: math allowed (math_allowed), workspace within the cap, deterministic if any
+ *  is; null if none (the caller then runs the direct kernels). */
 template <typename Perf>
-const Perf *pick(const Perf *perf, int count) {
+const Perf *pick(const Perf *perf, int count, Operands operands) {
   size_t cap = workspace_cap();
   const Perf *any = nullptr;
   for (int i = 0; i < count; ++i) {
     const Perf &p = perf[i];
-    bool fp32 = p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH ||
-                (math() == Math::tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH ||
-                                          p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION));
-    if (p.status != CUDNN_STATUS_SUCCESS || !fp32 || p.memory > cap) continue;
+    if (p.status != CUDNN_STATUS_SUCCESS || !math_allowed(p.mathType, operands) || p.memory > cap) continue;
     if (p.determinism == CUDNN_DETERMINISTIC) return &p;
     if (!any) any = &p;
   }
@@ -245,8 +258,8 @@ struct Planned {
 };
 
 template <typename Perf>
-void choose(Planned &pl, const Perf *perf, int count) {
-  if (const Perf *a = pick(perf, count)) {
+void choose(Planned &pl, const Perf *perf, int count, Operands operands) {
+  if (const Perf *a = pick(perf, count, operands)) {
     pl.algo = static_cast<int>(a->algo);
     pl.memory = a->memory;
     CLEAVE_CUDNN(cudnnSetConvolutionMathType, pl.d.conv, a->mathType);
@@ -254,7 +267,7 @@ void choose(Planned &pl, const Perf *perf, int count) {
 }
 
 const Planned &planned(Direction dir, const ConvShape &s, const Padding &p) {
-  std::vector<int64_t> key{static_cast<int64_t>(dir), s.n, s.c, s.m, s.group};
+  std::vector<int64_t> key{static_cast<int64_t>(dir), static_cast<int64_t>(s.operands), s.n, s.c, s.m, s.group};
   for (const Dims *v : {&s.x, &s.w, &s.y, &s.strides, &s.pads, &s.dilations}) {
     key.push_back(static_cast<int64_t>(v->size()));
     key.insert(key.end(), v->begin(), v->end());
@@ -271,21 +284,21 @@ const Planned &planned(Direction dir, const ConvShape &s, const Padding &p) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       CLEAVE_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7, detail::cudnn(), pl.d.x, pl.d.w, pl.d.conv, pl.d.y,
                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf);
-      choose(pl, perf, count);
+      choose(pl, perf, count, s.operands);
       break;
     }
     case Direction::backward_data: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       CLEAVE_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7, detail::cudnn(), pl.d.w, pl.d.y, pl.d.conv, pl.d.x,
                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf);
-      choose(pl, perf, count);
+      choose(pl, perf, count, s.operands);
       break;
     }
     case Direction::backward_filter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       CLEAVE_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7, detail::cudnn(), pl.d.x, pl.d.y, pl.d.conv, pl.d.w,
                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf);
-      choose(pl, perf, count);
+      choose(pl, perf, count, s.operands);
       break;
     }
   }

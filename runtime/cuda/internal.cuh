@@ -45,6 +45,17 @@ void start_watchdog(int rank, int device);
 void init_nccl(int rank, int world);
 void release_nccl();
 
+/** How GEMMs and convolutions on bf16 or fp16 operands (rt::Operands) multiply, from CLEAVE_LOW_MATH (read once; any
+ *  other value stops the rank): native (the default: cuBLAS on bf16/fp16 tensor cores, cuDNN with tensor-op
+ *  algorithms, which use TF32 for fp32 data), tf32 (TF32 tensor cores for both), fp32 (as f32 operands: the fp32
+ *  arithmetic of --precision fp32). Every choice accumulates in float32 and loses nothing on such operands; the
+ *  choice is there to measure them against each other. */
+enum class LowMath { native, tf32, fp32 };
+LowMath low_math();
+/** Whether a call on these operands may use tensor cores: under --precision tf32, or on bf16/fp16 operands in a
+ *  mixed-precision program unless CLEAVE_LOW_MATH=fp32. */
+bool tensor_math(Operands operands);
+
 // Per-op choice between cuDNN and the CUDA kernels for pooling and batch norm (pool.cu and norm.cu say why each
 // case goes where it goes). Host only and free of CUDA calls: tests/gpu/cudnn_paths checks them without a GPU.
 /** False when CLEAVE_CUDNN_POOL_NORM=0: every pooling and batch-norm call then runs the kernels (tests compare both

@@ -129,6 +129,18 @@ check "--precision fp16: the ranks round to float16 and scale the loss (torch's 
   "grep -q 'cleave::round_fp16' '$tmp/fp16/src/ranks.cpp' && grep -q '\"precision\": \"fp16\"' '$tmp/fp16/manifest.json' &&
    grep -q 'run.scale_losses(0x1p+16f, 2000, b[0-9]*);' '$tmp/fp16/src/ranks.cpp' &&
    grep -q 'run.unscale_grads({' '$tmp/fp16/src/ranks.cpp' && ! grep -q 'scale_losses\|unscale_grads' '$tmp'/a/src/ranks.cpp"
+# Mixed precision's GEMMs and convolutions: every one multiplies rounded values (ir/autocast.h exact_low_types), so
+# each call says so (rt::Operands: the CUDA backend then uses bf16/fp16 tensor cores); fp32 and tf32 calls never do.
+"$CLEAVE" compile "$SRC/models/cnn.onnx" --devices 2 --batch 16 --precision bf16 -o "$tmp/cnn_bf16" 2>/dev/null
+all_low() {  # every GEMM and ConvShape of bundle $1 ends with rt::Operands::$2, and there are some
+  local calls
+  calls=$(cat "$1"/src/*.cpp | grep 'rt::gemm\|rt::ConvShape')
+  [ -n "$calls" ] && ! echo "$calls" | grep -vq "rt::Operands::$2)\?;\|rt::Operands::$2};"
+}
+check "--precision bf16/fp16: set_math(mixed), and every GEMM and convolution on bf16 (fp16) operands" \
+  "grep -q '^  rt::set_math(rt::Math::mixed);' '$tmp'/bf16/src/ranks.cpp && all_low '$tmp/bf16' bf16 &&
+   all_low '$tmp/cnn_bf16' bf16 && grep -q 'rt::ConvShape.*bf16' '$tmp'/cnn_bf16/src/*.cpp &&
+   all_low '$tmp/fp16' fp16 && ! grep -q 'rt::Operands' '$tmp'/a/src/ranks.cpp '$tmp'/tf32/src/ranks.cpp"
 # Loss scaling's flags: one error line naming the flag, nothing written.
 for bad in "--loss-scale -4" "--loss-scale 1e39" "--loss-scale-growth-interval 0"; do
   out=$("$CLEAVE" compile "$SRC/models/mlp.onnx" --batch 16 $bad -o "$tmp/badscale" 2>&1)

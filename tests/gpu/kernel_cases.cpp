@@ -7,7 +7,8 @@
 // argmax/argmin, cumsum, one-hot, gather/scatter elements and gather_nd (negative indices, atomics of repeated targets),
 // losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
 // bit), random draws, optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
-// kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths.
+// kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths,
+// and both builds with --mixed (mixed_cases: mixed precision's GEMMs and convolutions).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -115,6 +116,50 @@ void conv_cases() {
   conv_case("conv4d_direct",
             conv_shape(1, 2, 2, 1, {3, 3, 3, 4}, {2, 2, 2, 2}, {1, 1, 1, 1}, {0, 0, 0, 1, 1, 0, 0, 0}, {1, 1, 1, 1}),
             true);
+}
+
+/** n values of `input` rounded to bfloat16 (operands Operands::bf16) or binary16 (Operands::fp16). */
+float *low_input(int64_t n, uint64_t seed, rt::Operands operands) {
+  float *p = input(n, seed);
+  if (operands == rt::Operands::bf16)
+    rt::map_index(n, [=] CLEAVE_HD(int64_t i) { p[i] = cleave::round_bf16(p[i]); });
+  else
+    rt::map_index(n, [=] CLEAVE_HD(int64_t i) { p[i] = cleave::round_fp16(p[i]); });
+  return p;
+}
+
+/** Run with --mixed (rt::Math::mixed, a --precision bf16/fp16 program): GEMMs and convolutions on operands that hold
+ *  bf16 or fp16 values, which the CUDA backend multiplies on those types' tensor cores, and on float32 operands, which
+ *  it must still multiply in fp32 exactly (not TF32). kernels_vs_cpu.sh compares them with the CPU backend within
+ *  1e-5: long sums (k = 512, 576 taps) make TF32's rounding of float32 operands (2^-11) show. */
+void mixed_cases() {
+  int64_t m = 33, n = 17, k = 512;
+  for (rt::Operands o : {rt::Operands::f32, rt::Operands::bf16, rt::Operands::fp16}) {
+    std::string tag = o == rt::Operands::f32 ? "f32" : o == rt::Operands::bf16 ? "bf16" : "fp16";
+    auto operand = [&](int64_t count, uint64_t seed) { return o == rt::Operands::f32 ? input(count, seed)
+                                                                                     : low_input(count, seed, o); };
+    for (int ta = 0; ta < 2; ++ta) {
+      float *a = operand(m * k, 21), *b = operand(k * n, 22);
+      std::string name = "mixed_gemm_" + tag + (ta ? "_tn" : "_nn");
+      rt::gemm(ta, false, m, n, k, 1.0f, a, ta ? m : k, b, n, 0.0f, output(name, m * n), n, o);
+    }
+    int64_t batch = 3;
+    float *a = operand(batch * m * k, 23), *b = operand(k * n, 24);
+    rt::gemm_strided_batched(false, false, m, n, k, 1.0f, a, k, m * k, b, n, 0, 0.0f,
+                             output("mixed_gemm_batched_" + tag, batch * m * n), n, m * n, batch, o);
+    for (auto [name, s] : {std::pair{std::string("conv2d"), conv_shape(2, 64, 8, 1, {6, 5}, {3, 3}, {1, 1},
+                                                                      {1, 1, 1, 1}, {1, 1})},
+                           std::pair{std::string("conv2d_asym_group"), conv_shape(2, 64, 8, 2, {7, 6}, {3, 3}, {2, 1},
+                                                                                 {0, 1, 2, 0}, {1, 1})}}) {
+      s.operands = o;
+      int64_t nx = s.n * s.c * prod(s.x), nw = s.m * (s.c / s.group) * prod(s.w), ny = s.n * s.m * prod(s.y);
+      float *x = operand(nx, 25), *w = operand(nw, 26), *dy = operand(ny, 27);
+      std::string at = "mixed_" + name + "_" + tag;
+      rt::conv_forward(s, x, w, nullptr, output(at + "_y", ny));
+      rt::conv_backward_data(s, dy, w, output(at + "_dx", nx));
+      rt::conv_backward_filter(s, dy, x, output(at + "_dw", nw));
+    }
+  }
 }
 
 /** n values max(0, k / 4) for k uniform in [-4, 4) drawn from (seed, i): ReLU-like, most windows hold several equal
@@ -398,9 +443,16 @@ void optim_dropout_cases() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  bool mixed = argc == 3 && std::string(argv[2]) == "--mixed";
+  if (mixed) rt::set_math(rt::Math::mixed);
   rt::init(&argc, &argv);
-  if (argc != 2) rt::fail("usage: kernel_cases OUTPUT_CHECKPOINT");
-  {
+  if (argc != 2 && !mixed) rt::fail("usage: kernel_cases OUTPUT_CHECKPOINT [--mixed]");
+  if (mixed) {
+    rt::Arena arena(64 << 20);
+    g_arena = &arena;
+    mixed_cases();
+    rt::checkpoint_save(argv[1], g_outputs);
+  } else {
     rt::Arena arena(64 << 20);
     g_arena = &arena;
     gemm_cases();

@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -181,6 +182,72 @@ op id.grad Identity backward (dy) -> (dx)
 output y
 )");
   EXPECT_THROW(autocast(g, DType::bf16), std::exception);
+}
+
+/** A graph after autocast and autodiff, as exact_low_types meets it: rounding ops, ops that move or select their
+ *  values, and ops that make new values. */
+const std::string kExactValues = R"(graph exact
+tensor x f32[4,3] input
+tensor w f32[3,2] param
+tensor cond bool[4,2] input
+tensor xr f32[4,3] activation
+tensor wr f32[3,2] activation
+tensor h f32[4,2] activation
+tensor hr f32[4,2] activation
+tensor relu_h f32[4,2] activation
+tensor relu_hr f32[4,2] activation
+tensor t f32[2,4] activation
+tensor pad_half f32[4,4] activation
+tensor pad_tenth f32[4,4] activation
+tensor relu6 f32[4,2] activation
+tensor clip_tenth f32[4,2] activation
+tensor sum f32[4,2] activation
+tensor picked f32[4,2] activation
+tensor picked_h f32[4,2] activation
+tensor wf f32[3,2] activation
+tensor both f32[6,2] activation
+tensor pad_fp16_max f32[3,4] activation
+tensor pad_fp16_over f32[3,4] activation
+tensor pad_fp16_tiny f32[3,4] activation
+tensor dy f32[4,2] activation
+tensor dh f32[4,2] activation
+op x.to_bf16 RoundToBf16 forward (x) -> (xr)
+op w.to_bf16 RoundToBf16 forward (w) -> (wr)
+op mm MatMul forward (xr, wr) -> (h)
+op mm.bf16 RoundToBf16 forward (h) -> (hr)
+op relu_h Relu forward (h) -> (relu_h)
+op relu_hr Relu forward (hr) -> (relu_hr)
+op t Transpose forward (relu_hr) -> (t) {perm=[1,0]}
+op pad_half Pad forward (relu_hr) -> (pad_half) {pads=[0,0,0,2], value=0.5}
+op pad_tenth Pad forward (relu_hr) -> (pad_tenth) {pads=[0,0,0,2], value=0.1}
+op relu6 Clip forward (relu_hr) -> (relu6) {min=0.0, max=6.0}
+op clip_tenth Clip forward (relu_hr) -> (clip_tenth) {max=0.1}
+op sum Add forward (relu_hr, hr) -> (sum)
+op picked Where forward (cond, relu_hr, hr) -> (picked)
+op picked_h Where forward (cond, relu_hr, h) -> (picked_h)
+op w.to_fp16 RoundToFp16 forward (w) -> (wf)
+op both Concat forward (wr, wf) -> (both) {axis=0}
+op pad_fp16_max Pad forward (wf) -> (pad_fp16_max) {pads=[0,0,0,2], value=65504.0}
+op pad_fp16_over Pad forward (wf) -> (pad_fp16_over) {pads=[0,0,0,2], value=65536.0}
+op pad_fp16_tiny Pad forward (wf) -> (pad_fp16_tiny) {pads=[0,0,0,2], value=5.9604644775390625e-08}
+op dy RoundToBf16 backward (sum) -> (dy)
+op dh ReluGrad backward (dy, h) -> (dh)
+output both
+)";
+
+TEST(Autocast, ExactLowTypesFollowRoundedValuesThroughMovesAndSelections) {
+  Graph g = parse_graph(kExactValues);
+  verify(g);
+  std::vector<DType> exact = exact_low_types(g);
+  auto type = [&](const std::string &name) { return exact[static_cast<size_t>(*g.find_tensor(name))]; };
+  // Rounded, and moved, selected or zeroed after rounding (ReluGrad's values are dY's; h is only its mask).
+  for (const char *name : {"xr", "wr", "hr", "relu_hr", "t", "pad_half", "relu6", "picked", "dy", "dh"})
+    EXPECT_EQ(type(name), DType::bf16) << name;
+  for (const char *name : {"wf", "pad_fp16_max", "pad_fp16_tiny"}) EXPECT_EQ(type(name), DType::f16) << name;
+  // Never rounded, new values (a sum; constants 0.1 and 65536 are not values of the type), or two types mixed.
+  for (const char *name : {"x", "w", "h", "relu_h", "pad_tenth", "clip_tenth", "sum", "picked_h", "both",
+                           "pad_fp16_over", "cond"})
+    EXPECT_EQ(type(name), DType::f32) << name;
 }
 
 }  // namespace

@@ -107,10 +107,11 @@ struct Context {
 /** Calls MPI_Init (once), makes MPI errors return codes (so CLEAVE_MPI can report them) and reads the launcher's
  *  variables, fail()ing when they disagree with MPI's rank or size. Returns the process-wide context. */
 const Context &init(int *argc, char ***argv);
-/** The arithmetic of GEMMs and convolutions (cleave compile --precision): fp32 exactly, or TF32 tensor cores where
- *  the backend has them (CUDA: cuBLAS and cuDNN on Ampere and later; the cpu backend computes fp32 either way).
- *  Generated code calls set_math before init(). */
-enum class Math { fp32, tf32 };
+/** The arithmetic of GEMMs and convolutions (cleave compile --precision): fp32 exactly; TF32 tensor cores where the
+ *  backend has them (CUDA: cuBLAS and cuDNN on Ampere and later); or `mixed` (--precision bf16 and fp16): bf16 or
+ *  fp16 tensor cores for the calls whose operands hold only such values (rt::Operands), fp32 exactly for the others.
+ *  The cpu backend computes fp32 either way. Generated code calls set_math before init(). */
+enum class Math { fp32, tf32, mixed };
 void set_math(Math m);
 Math math();
 /** The context; fail()s if init() was not called. */
@@ -210,14 +211,22 @@ class Arena {
 
 // ---------------------------------------------------------------- GEMM (gemm.cpp)
 
+/** What the multiplied operands of a GEMM or convolution hold: any floats, or only values of bfloat16 / binary16
+ *  (codegen knows: they are results of --precision bf16/fp16's rounding ops, ir/autocast.h exact_low_types). Their
+ *  products are then exact in float32 and in those types' tensor-core arithmetic alike, so the CUDA backend multiplies
+ *  on bf16 or fp16 tensor cores with float32 accumulation, as torch.autocast's kernels do, and loses nothing against
+ *  the fp32 arithmetic of the cpu backend (which ignores it) but the order of the sums. CLEAVE_LOW_MATH=tf32 makes
+ *  the CUDA backend use TF32 tensor cores for them instead (also exact), =fp32 its plain fp32 arithmetic. */
+enum class Operands { f32, bf16, fp16 };
+
 /** C = alpha * op(A) * op(B) + beta * C with op(A) [m, k], op(B) [k, n], C [m, n]; lda/ldb/ldc are the row strides
  *  of A, B, C as stored (row-major). beta = 0 ignores C's old contents (even NaN). */
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a, int64_t lda,
-          const real *b, int64_t ldb, real beta, real *c, int64_t ldc);
+          const real *b, int64_t ldb, real beta, real *c, int64_t ldc, Operands operands = Operands::f32);
 /** `batch` independent GEMMs; matrix i starts at a + i * stride_a (likewise b, c). A stride of 0 broadcasts. */
 void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, real alpha, const real *a,
                           int64_t lda, int64_t stride_a, const real *b, int64_t ldb, int64_t stride_b, real beta,
-                          real *c, int64_t ldc, int64_t stride_c, int64_t batch);
+                          real *c, int64_t ldc, int64_t stride_c, int64_t batch, Operands operands = Operands::f32);
 
 // ---------------------------------------------------------------- convolution (conv.cpp)
 
@@ -229,6 +238,7 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 struct ConvShape {
   int64_t n = 0, c = 0, m = 0, group = 1;
   Dims x, w, y, strides, pads, dilations;  // w: the kernel's spatial dims
+  Operands operands = Operands::f32;      // what X and W (dY and W, dY and X in the gradients) hold
 };
 /** Y = conv(X, W) + B (B [m] may be null). */
 void conv_forward(const ConvShape &s, const real *x, const real *w, const real *b, real *y);
