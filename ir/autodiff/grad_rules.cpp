@@ -645,7 +645,9 @@ constexpr GradRule kRule_Neg = rule(grad_Neg);
 constexpr GradRule kRule_Exp = rule(grad_Exp);
 constexpr GradRule kRule_Log = rule(grad_Log);
 constexpr GradRule kRule_Erf = rule(grad_unary_kernel<OpKind::ErfGrad, false>);
-constexpr GradRule kRule_Relu = rule(grad_unary_kernel<OpKind::ReluGrad, false>);
+// ReLU's gradient masks by its output (y > 0 exactly where x > 0, NaN for NaN), as torch's threshold_backward does:
+// then ReLU's input, often a norm's output, need not live until the backward pass.
+constexpr GradRule kRule_Relu = rule(grad_unary_kernel<OpKind::ReluGrad, true>);
 constexpr GradRule kRule_Sigmoid = rule(grad_unary_kernel<OpKind::SigmoidGrad, true>);
 constexpr GradRule kRule_Tanh = rule(grad_unary_kernel<OpKind::TanhGrad, true>);
 constexpr GradRule kRule_Identity = rule(grad_Identity);

@@ -6,7 +6,8 @@
 # SGD (lr 0.01) on random inputs. Per model and precision: the 1-rank bundle's median step (CLEAVE_PROFILE, after a
 # warm-up step; CUDA graphs as the run decides), torch's (tests/gpu/bench_torch.py, same GPU), their ratio, samples/s,
 # and memory (Cleave: the arena codegen planned, manifest.json; torch: peak allocated). bf16 is torch.autocast on
-# torch's side and --precision bf16 on Cleave's (autocast's rounding in fp32 arithmetic: the same numbers, no faster).
+# torch's side and --precision bf16 on Cleave's (autocast's rounding; tensors in float32, GEMMs and convolutions on
+# bf16 tensor cores; the bf16 bundle runs again with CLEAVE_LOW_MATH=tf32, or each of BENCH_LOW_MATH's values).
 # Usage: tests/gpu/bench_vs_torch.sh BUILD_DIR [build|run|all]   (build: models, weights, data and bundles, no GPU
 #   needed; run: the timings). The models are BUILD_DIR/gpu_models/{resnet50,bert,gpt2}.onnx when there (tests/gpu/
 #   prebuilt.sh pack exports them: graphs only, weights filled here by fill_weights.py), else exported with Debian's
@@ -116,6 +117,16 @@ print(round(m['per_rank'][0]['peak_memory_bytes'] / 2**20))" "$b/manifest.json" 
         "$c_sps" "$t_sps" "$c_mb" "$t_mb" "$graphs"
     done
     for p in $precisions; do echo "  $name $p last loss: $(tail -1 "$m/run_$p.txt" 2> /dev/null)"; done
+    # bf16's GEMMs and convolutions on other tensor cores (runtime/cuda: CLEAVE_LOW_MATH), the same bundle.
+    if [[ " $precisions " == *" bf16 "* ]]; then
+      for lm in ${BENCH_LOW_MATH-tf32}; do
+        b=$m/bundle_bf16
+        CLEAVE_LOW_MATH=$lm CLEAVE_PROFILE=$m/prof_bf16_$lm "$b/launch/mpirun.sh" "$b/build" --steps 12 \
+          x="$m/x.npy" y="$m/y.npy" > "$m/run_bf16_$lm.txt" 2> "$m/run_bf16_$lm.err" < /dev/null || true
+        echo "  $name bf16 with CLEAVE_LOW_MATH=$lm: $(step_ms "$m/run_bf16_$lm.err") ms/step" \
+          "(last: $(tail -1 "$m/run_bf16_$lm.txt" 2> /dev/null))"
+      done
+    fi
     # Where the steps go: each statement timed (without CUDA graphs), the sites summed by op type.
     if [ -n "${PROFILE_DIR:-}" ]; then
       mkdir -p "$PROFILE_DIR"
