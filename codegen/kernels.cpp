@@ -107,6 +107,32 @@ std::string bind_operand(const std::string &expr, size_t k, const std::string &l
   });
 }
 
+/** The index of the element of an operand of shape `in` that output element i (of shape `out`) reads, when `in`
+ *  broadcasts to `out` as one block: right-aligned, its dims other than 1 are out's and lie in one run of out's dims
+ *  (where out's dims inside the run may be 1 too): "i" for the same elements, "0" for one element,
+ *  "i / inner % mid" otherwise (the divisors are literals, so compilers multiply instead of dividing). "" when it
+ *  broadcasts another way. */
+std::string block_index(const Shape &in, const Shape &out) {
+  if (in.size() > out.size()) return "";
+  Shape padded(out.size() - in.size(), 1);
+  padded.insert(padded.end(), in.begin(), in.end());
+  int64_t first = -1, last = -1;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (padded[d] == 1) continue;
+    if (padded[d] != out[d]) return "";
+    if (first < 0) first = static_cast<int64_t>(d);
+    last = static_cast<int64_t>(d);
+  }
+  if (first < 0) return "0";
+  for (int64_t d = first; d <= last; ++d)
+    if (padded[static_cast<size_t>(d)] != out[static_cast<size_t>(d)]) return "";
+  int64_t inner = prod(out, static_cast<size_t>(last) + 1), mid = prod(out, static_cast<size_t>(first),
+                                                                          static_cast<size_t>(last) + 1);
+  bool outermost = prod(out, 0, static_cast<size_t>(first)) == 1;
+  if (inner == 1) return outermost ? "i" : "i % " + num(mid);
+  return "i / " + num(inner) + (outermost ? "" : " % " + num(mid));
+}
+
 /** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). A
  *  one-element constant operand is written into the functor instead, so the map reads one array and fuses. */
 std::string binary(const KernelCall &call, const std::string &expr) {
@@ -123,6 +149,15 @@ std::string binary(const KernelCall &call, const std::string &expr) {
     MapSpec spec = elementwise(prod(y), expr, {call.ins[0], call.ins[1]}, call.outs[0]);
     call.map = spec;
     return map_code(spec);
+  }
+  // Operands that broadcast as one block of the output's dims (a bias row, a per-channel scale) are indexed in place
+  // rather than broadcast into an output-sized scratch buffer first.
+  std::string ia = block_index(call.in_shapes[0], y), ib = block_index(call.in_shapes[1], y);
+  if (!ia.empty() && !ib.empty()) {
+    std::string t = real_type();
+    return "{\nconst " + t + " *pa = " + call.ins[0] + ", *pb = " + call.ins[1] + ";\n" + t + " *py = " +
+           call.outs[0] + ";\nrt::map_index(" + num(prod(y)) + ", [=] CLEAVE_HD (int64_t i) { const " + t +
+           " a = pa[" + ia + "], b = pb[" + ib + "]; py[i] = " + expr + "; });\n}";
   }
   std::string code;
   std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);
@@ -204,6 +239,7 @@ std::string activation_expr(const Op &op) {
       return t + " <= 0.0f ? 0.0f : (" + t + " >= 1.0f ? 1.0f : " + t + ")";
     }
     case OpKind::HardSwish: return "a * ((a + 3.0f) <= 0.0f ? 0.0f : ((a + 3.0f) >= 6.0f ? 6.0f : (a + 3.0f))) / 6.0f";
+    case OpKind::Gelu: return "0.5f * a * (1.0f + std::erf(a * " + f(M_SQRT1_2) + "))";
     case OpKind::LeakyRelu: return "a > 0.0f ? a : a * " + f(alpha);
     case OpKind::Elu: return "a <= 0.0f ? " + f(alpha) + " * std::expm1(a) : a";
     case OpKind::Selu: {
@@ -243,6 +279,10 @@ std::string activation_grad_expr(const Op &op) {
       return t + " > 0.0f && " + t + " < 1.0f ? a * " + f(alpha) + " : 0.0f";
     }
     case OpKind::HardSwishGrad: return "b < -3.0f ? 0.0f : (b <= 3.0f ? a * (b / 3.0f + 0.5f) : a)";
+    // Phi(x) + x phi(x), with 1/sqrt(2) and 1/sqrt(2 pi) as literals.
+    case OpKind::GeluGrad:
+      return "a * (0.5f * (1.0f + std::erf(b * " + f(M_SQRT1_2) + ")) + b * std::exp(-0.5f * b * b) * " +
+             f(0.5 * M_2_SQRTPI * M_SQRT1_2) + ")";
     case OpKind::LeakyReluGrad: return "b > 0.0f ? a : a * " + f(alpha);
     case OpKind::EluGrad: return "b <= 0.0f ? a * " + f(alpha) + " * std::exp(b) : a";
     case OpKind::SeluGrad: {
@@ -635,14 +675,14 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::AsinhGrad: return binary(call, "a / std::sqrt(b * b + 1.0f)");
     case OpKind::AcoshGrad: return binary(call, "a / std::sqrt(b * b - 1.0f)");
     case OpKind::AtanhGrad: return binary(call, "a / (1.0f - b * b)");
-    case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::LeakyRelu: case OpKind::Elu:
-    case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
+    case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::Gelu: case OpKind::LeakyRelu:
+    case OpKind::Elu: case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
     case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
     case OpKind::RoundToBf16: case OpKind::RoundToFp16:
       return unary(call, activation_expr(op));
-    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::LeakyReluGrad:
-    case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad: case OpKind::SoftplusGrad:
-    case OpKind::SoftsignGrad: case OpKind::ThresholdedReluGrad:
+    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::GeluGrad:
+    case OpKind::LeakyReluGrad: case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad:
+    case OpKind::SoftplusGrad: case OpKind::SoftsignGrad: case OpKind::ThresholdedReluGrad:
       return binary(call, activation_grad_expr(op));
     case OpKind::PRelu: return binary(call, "a > 0.0f ? a : b * a");
     case OpKind::PReluGrad: {

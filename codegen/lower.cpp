@@ -281,7 +281,7 @@ class Lowerer {
       w.in_bufs.assign(op.inputs.size(), -1);
       for (size_t s = 0; s < op.outputs.size(); ++s) {
         TensorId t = op.outputs[s];
-        if (t == kNoTensor) {
+        if (t == kNoTensor || unread_mask(op, s)) {
           w.out.push_back({});
           continue;
         }
@@ -502,7 +502,7 @@ class Lowerer {
       }
       for (size_t s = 0; s < op.outputs.size(); ++s) {
         TensorId t = op.outputs[s];
-        if (t == kNoTensor) {
+        if (t == kNoTensor || unread_mask(op, s)) {
           call.outs.emplace_back();
           call.out_shapes.emplace_back();
           call.out_boxes.emplace_back();
@@ -573,13 +573,26 @@ class Lowerer {
     return b;
   }
 
+  /** Whether output `slot` of `op` is a Dropout mask nothing reads (the gradient of an identity Dropout, ratio 0 or
+   *  not training, reads none): the kernel then writes no mask, and no buffer holds one. */
+  bool unread_mask(const Op &op, size_t slot) const {
+    TensorId t = op.output(slot);
+    return op.kind == OpKind::Dropout && slot == 1 && t != kNoTensor && readers_[t] == 0 && t != g_.loss &&
+           !assigned_src_[t] && std::find(g_.outputs.begin(), g_.outputs.end(), t) == g_.outputs.end();
+  }
+
   /** Whether a Reshape or Identity on rank r can pass its input's buffer on as its output instead of copying it: the
    *  local input and output are the same elements in the same order (the kernel would copy the buffer whole; a
    *  split is checked by check_kernel_split first), and nothing writes either tensor's memory in place later: not
    *  persistent state or a data read, not assigned, not partial (all-reduced in place), not read by an optimizer
    *  update (gradients are clipped, accumulated and all-reduced in place), not the loss or a graph output. */
   bool aliases_input(int r, const Op &op, const KernelCall &call, int in_buf) const {
-    if ((op.kind != OpKind::Reshape && op.kind != OpKind::Identity) || op.outputs.size() != 1 || in_buf < 0)
+    // A Dropout that keeps every element (ratio 0, or not training) and writes no mask is an Identity.
+    bool identity_dropout = op.kind == OpKind::Dropout &&
+                            (op.attr_int("training_mode", 0) == 0 || op.attr_float("ratio", 0.5) == 0.0) &&
+                            (op.outputs.size() == 1 || unread_mask(op, 1));
+    if ((op.kind != OpKind::Reshape && op.kind != OpKind::Identity && !identity_dropout) || in_buf < 0 ||
+        (op.outputs.size() != 1 && !identity_dropout))
       return false;
     const Buffer &b = out_.ranks[r].buffers[static_cast<size_t>(in_buf)];
     if (b.persistent || b.elems != num_elements(call.out_shapes[0])) return false;

@@ -164,6 +164,7 @@ void translate_optimizer(Importer &, const NodeCtx &);     // Momentum, Adam, Ad
 void translate_gradient(Importer &, const NodeCtx &);
 void translate_activation(Importer &, const NodeCtx &);    // LeakyRelu..Round, PRelu (translate_activations.cpp)
 void translate_clip(Importer &, const NodeCtx &);
+void translate_gelu(Importer &, const NodeCtx &);
 void translate_sum_mean(Importer &, const NodeCtx &);      // Sum, Mean: chains of Add (then Div)
 void translate_instance_norm(Importer &, const NodeCtx &);  // translate_image.cpp
 void translate_conv_transpose(Importer &, const NodeCtx &);

@@ -10,7 +10,7 @@
 
 #include "frontend/class_test_casts.h"
 #include "frontend/expand_functions.h"
-#include "frontend/fuse_layer_norm.h"
+#include "frontend/fuse_decomposed.h"
 #include "frontend/importer.h"
 #include "frontend/interleaved_rows.h"
 #include "frontend/transposed_weights.h"
@@ -186,12 +186,14 @@ bool widens(const Importer &im, const NodeCtx &n) {
 void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphProto &g,
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
   std::map<int, LayerNormChain> layer_norms;
+  std::map<int, GeluChain> gelus;
   std::map<int, std::string> transposed_weights;
   std::map<int, RowGemm> row_gemms;
   std::map<int, std::string> class_test_casts;
   if (phase == Phase::forward) {
     if (m.training_info_size() == 0) class_test_casts = find_class_test_casts(g);
     layer_norms = find_layer_norms(g);
+    gelus = find_gelus(g);
     transposed_weights = find_transposed_weights(g);
     row_gemms = find_row_gemms(g);
   }
@@ -204,7 +206,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     CLEAVE_CHECK(find_translator(ctx.domain, ctx.op_type) != nullptr, ctx.label);  // check_nodes_supported ran first
     translate_node(im, ctx);
   };
-  std::set<int> fused;  // nodes of layer norms already translated as one op
+  std::set<int> fused;  // nodes of layer norms and GELUs already translated as one op
   std::map<int, const RowGemm *> deferred;  // the Gemm and last Reshape of row chains, translated at the last
   for (int i : topo_order(g, available, names)) {
     if (fused.count(i)) continue;
@@ -236,13 +238,21 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     }
     const onnx::NodeProto *at = &g.node(i);
     std::string name = names[i];
-    onnx::NodeProto layer_norm;
+    onnx::NodeProto layer_norm;  // a fused chain's one node (a LayerNormalization or a Gelu)
     if (auto c = layer_norms.find(i); c != layer_norms.end() && fits_layer_norm(im, m, g, c->second, name)) {
       // The chain becomes one LayerNormalization here, at its first node: x, scale and bias are defined, and the
       // chain's other nodes feed only each other, so nothing reads their results.
       layer_norm = layer_norm_node(c->second);
       size_t slash = name.rfind('/');
       name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + "LayerNorm");
+      layer_norm.set_name(name);
+      at = &layer_norm;
+      fused.insert(c->second.nodes.begin(), c->second.nodes.end());
+    } else if (auto c = gelus.find(i); c != gelus.end()) {
+      // Likewise a GELU, at its first node (x is defined; the other nodes feed only the chain).
+      layer_norm = gelu_node(c->second);
+      size_t slash = name.rfind('/');
+      name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + "Gelu");
       layer_norm.set_name(name);
       at = &layer_norm;
       fused.insert(c->second.nodes.begin(), c->second.nodes.end());

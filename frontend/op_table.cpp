@@ -23,6 +23,7 @@ Translator find_translator(const std::string &domain, const std::string &op_type
                            "Softsign", "ThresholdedRelu", "Abs", "Sign", "Floor", "Ceil", "Round"})
       t[{"", op}] = translate_activation;
     t[{"", "Clip"}] = translate_clip;
+    t[{"", "Gelu"}] = translate_gelu;
     t[{"", "Sum"}] = t[{"", "Mean"}] = translate_sum_mean;
     t[{"", "MatMul"}] = t[{"", "Gemm"}] = translate_matmul;
     t[{"", "Softmax"}] = t[{"", "LogSoftmax"}] = translate_softmax;

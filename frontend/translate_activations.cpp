@@ -29,6 +29,12 @@ void translate_activation(Importer &im, const NodeCtx &n) {
   im.emit(s, n.name, n);
 }
 
+void translate_gelu(Importer &im, const NodeCtx &n) {
+  std::string approximate = n.attrs.get_string("approximate", "none");
+  if (approximate != "none") n.fail("approximate=\"" + approximate + "\" is not supported (only \"none\")");
+  im.emit(same_operands(n, OpKind::Gelu), n.name, n);
+}
+
 void translate_clip(Importer &im, const NodeCtx &n) {
   OpSpec s;
   s.kind = OpKind::Clip;

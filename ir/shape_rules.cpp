@@ -833,6 +833,7 @@ TensorType prelu_x(const RuleArgs &r, const TensorType &x, const TensorType &slo
 Types rule_Clip(const RuleArgs &r) { return unary(r); }
 Types rule_HardSigmoid(const RuleArgs &r) { return unary(r); }
 Types rule_HardSwish(const RuleArgs &r) { return unary(r); }
+Types rule_Gelu(const RuleArgs &r) { return unary(r); }
 Types rule_LeakyRelu(const RuleArgs &r) { return unary(r); }
 Types rule_Elu(const RuleArgs &r) { return unary(r); }
 Types rule_Selu(const RuleArgs &r) { return unary(r); }
@@ -854,6 +855,7 @@ Types rule_RoundToFp16(const RuleArgs &r) { return unary(r); }
 Types rule_ClipGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_HardSigmoidGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_HardSwishGrad(const RuleArgs &r) { return elementwise_grad(r); }
+Types rule_GeluGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_LeakyReluGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_EluGrad(const RuleArgs &r) { return elementwise_grad(r); }
 Types rule_SeluGrad(const RuleArgs &r) { return elementwise_grad(r); }

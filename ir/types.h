@@ -54,7 +54,7 @@ inline constexpr int kNumOpKinds = 0
 #include "ir/ops.def"
 #undef CLEAVE_OP
     ;
-static_assert(kNumOpKinds == 146, "ops.def changed: update every table indexed by OpKind, then this count");
+static_assert(kNumOpKinds == 148, "ops.def changed: update every table indexed by OpKind, then this count");
 
 std::string_view op_kind_name(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);

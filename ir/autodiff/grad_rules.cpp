@@ -693,6 +693,7 @@ constexpr GradRule kRule_LayerNormalization = rule(grad_LayerNormalization);
 constexpr GradRule kRule_Clip = rule(grad_activation<OpKind::ClipGrad>);
 constexpr GradRule kRule_HardSigmoid = rule(grad_activation<OpKind::HardSigmoidGrad>);
 constexpr GradRule kRule_HardSwish = rule(grad_activation<OpKind::HardSwishGrad>);
+constexpr GradRule kRule_Gelu = rule(grad_activation<OpKind::GeluGrad>);
 constexpr GradRule kRule_LeakyRelu = rule(grad_activation<OpKind::LeakyReluGrad>);
 constexpr GradRule kRule_Elu = rule(grad_activation<OpKind::EluGrad>);
 constexpr GradRule kRule_Selu = rule(grad_activation<OpKind::SeluGrad>);
@@ -761,6 +762,7 @@ constexpr GradRule kRule_ResizeGrad = kNoRule;
 constexpr GradRule kRule_ClipGrad = kNoRule;
 constexpr GradRule kRule_HardSigmoidGrad = kNoRule;
 constexpr GradRule kRule_HardSwishGrad = kNoRule;
+constexpr GradRule kRule_GeluGrad = kNoRule;
 constexpr GradRule kRule_LeakyReluGrad = kNoRule;
 constexpr GradRule kRule_EluGrad = kNoRule;
 constexpr GradRule kRule_SeluGrad = kNoRule;
@@ -793,7 +795,7 @@ constexpr std::array<GradRule, kNumOpKinds> kRules = {
 #include "ir/ops.def"
 #undef CLEAVE_OP
 };
-static_assert(kNumOpKinds == 146, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
+static_assert(kNumOpKinds == 148, "ops.def changed: give the new kind a kRule_ entry above, then update this count");
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // Descriptions of the activation and rounding kinds and their gradients: pointwise bodies over X (PRelu's slope
 // broadcast to X), written with step/where/max/min so the evaluator checks them against the interpreter.
+#include <cmath>
 #include <functional>
 
 #include "ir/describe/ops_util.h"
@@ -46,6 +47,9 @@ Descs describe_HardSigmoid(const Graph &g, const Op &op) {
 }
 Descs describe_HardSwish(const Graph &g, const Op &op) {
   return unary(g, op, [](const E &x) { return x * max(E(0.0), min(E(6.0), x + E(3.0))) / E(6.0); });
+}
+Descs describe_Gelu(const Graph &g, const Op &op) {
+  return unary(g, op, [](const E &x) { return x / E(2.0) * (E(1.0) + erf(x / E(std::sqrt(2.0)))); });
 }
 Descs describe_LeakyRelu(const Graph &g, const Op &op) {
   double a = attr(op, "alpha", 0.01);
@@ -108,6 +112,11 @@ Descs describe_HardSwishGrad(const Graph &g, const Op &op) {
   return grad(g, op, [](const E &dy, const E &x) {
     // 0 below -3, x/3 + 1/2 on [-3, 3], 1 above.
     return dy * where(step(E(-3.0) - x), E(0.0), where(step(x - E(3.0)), E(1.0), x / E(3.0) + E(0.5)));
+  });
+}
+Descs describe_GeluGrad(const Graph &g, const Op &op) {
+  return grad(g, op, [](const E &dy, const E &x) {
+    return dy * ((E(1.0) + erf(x / E(std::sqrt(2.0)))) / E(2.0) + x * exp(-(x * x) / E(2.0)) / E(std::sqrt(2.0 * M_PI)));
   });
 }
 Descs describe_LeakyReluGrad(const Graph &g, const Op &op) {

@@ -82,7 +82,8 @@ Example slice_like(OpKind k) {
 /** The activation and rounding kinds (X) -> Y and their gradients (dY, X) -> dX, on a [4, 6] X. */
 bool is_activation_grad(OpKind k) {
   switch (k) {
-    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::LeakyReluGrad:
+    case OpKind::ClipGrad: case OpKind::HardSigmoidGrad: case OpKind::HardSwishGrad: case OpKind::GeluGrad:
+    case OpKind::LeakyReluGrad:
     case OpKind::EluGrad: case OpKind::SeluGrad: case OpKind::CeluGrad: case OpKind::SoftplusGrad:
     case OpKind::SoftsignGrad: case OpKind::ThresholdedReluGrad:
       return true;
@@ -228,7 +229,7 @@ Graph example_op(OpKind kind) {
     case K::Celu: case K::CeluGrad: return activation(kind).attr("alpha", 2.0).build(phase_of(kind));
     case K::ThresholdedRelu: case K::ThresholdedReluGrad:
       return activation(kind).attr("alpha", 0.3).build(phase_of(kind));
-    case K::HardSwish: case K::HardSwishGrad: case K::Softplus: case K::SoftplusGrad: case K::Softsign:
+    case K::HardSwish: case K::HardSwishGrad: case K::Gelu: case K::GeluGrad: case K::Softplus: case K::SoftplusGrad: case K::Softsign:
     case K::SoftsignGrad: case K::Abs: case K::Sign: case K::Floor: case K::Ceil: case K::Round: case K::RoundToBf16:
     case K::RoundToFp16:
       return activation(kind).build(phase_of(kind));

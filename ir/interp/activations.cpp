@@ -95,6 +95,14 @@ void kernel_HardSigmoidGrad(const KernelArgs &k) {
     return t > 0 && t < 1 ? dy * a : 0.0;
   });
 }
+void kernel_Gelu(const KernelArgs &k) {
+  unary(k, [](double x) { return x / 2 * (1 + std::erf(x / std::sqrt(2.0))); });
+}
+void kernel_GeluGrad(const KernelArgs &k) {
+  unary_grad(k, [](double dy, double x) {
+    return dy * ((1 + std::erf(x / std::sqrt(2.0))) / 2 + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI));
+  });
+}
 void kernel_HardSwishGrad(const KernelArgs &k) {
   unary_grad(k, [](double dy, double x) { return x < -3 ? 0.0 : x <= 3 ? dy * (x / 3 + 0.5) : dy; });
 }

@@ -20,6 +20,7 @@ TEST(GradCheck, Activations) {
       {OpKind::HardSigmoid, {{"alpha", 1.0 / 6}, {"beta", 0.5}}, -4, 4},
       {OpKind::HardSigmoid, {{"alpha", 0.2}, {"beta", 0.5}}, -3.5, 3.5},
       {OpKind::HardSwish, {}, -4.5, 4.5},
+      {OpKind::Gelu, {}, -4, 4},
       {OpKind::LeakyRelu, {{"alpha", 0.1}}, -1, 1},
       {OpKind::Elu, {{"alpha", 1.5}}, -2, 1},
       {OpKind::Selu, {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}}, -2, 1},

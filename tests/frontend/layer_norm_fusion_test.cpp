@@ -1,4 +1,4 @@
-// torch's decomposed LayerNorm (opset < 17) imports as one LayerNormalization op (frontend/fuse_layer_norm.h), and
+// torch's decomposed LayerNorm (opset < 17) imports as one LayerNormalization op (frontend/fuse_decomposed.h), and
 // computes what the nine nodes compute; chains that are something else stay as they are.
 #include <gtest/gtest.h>
 

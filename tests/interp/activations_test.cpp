@@ -29,6 +29,7 @@ TEST(InterpTorch, ActivationsAndGradients) {
       {"softplus", OpKind::Softplus, OpKind::SoftplusGrad, {}},
       {"softsign", OpKind::Softsign, OpKind::SoftsignGrad, {}},
       {"thresholdedrelu", OpKind::ThresholdedRelu, OpKind::ThresholdedReluGrad, {{"alpha", 0.3}}},
+      {"gelu", OpKind::Gelu, OpKind::GeluGrad, {}},
   };
   for (const A &a : cases) {
     SCOPED_TRACE(a.name);

@@ -43,6 +43,7 @@ cases = {
     "softsign": F.softsign,
     "thresholdedrelu": lambda t: F.threshold(t, 0.3, 0.0),
     "abs": torch.abs,
+    "gelu": F.gelu,
 }
 for name, f in cases.items():
     y = f(x)

@@ -1,5 +1,6 @@
-#include "frontend/fuse_layer_norm.h"
+#include "frontend/fuse_decomposed.h"
 
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -108,7 +109,50 @@ class Chains {
     return mt;
   }
 
+  /** The GELU chain starting at node i (the Div or Mul of x), if it is one. */
+  std::optional<GeluChain> match_gelu(int i) const {
+    const onnx::NodeProto &first = g_.node(i);
+    GeluChain c;
+    if (first.input_size() != 2) return std::nullopt;
+    c.x = first.input(0);
+    if (is_onnx_op(first, "Div")) {
+      if (!near(scalar(first.input(1)), std::sqrt(2.0))) return std::nullopt;
+    } else if (is_onnx_op(first, "Mul")) {
+      if (!near(scalar(first.input(1)), std::sqrt(0.5))) {
+        c.x = first.input(1);
+        if (!near(scalar(first.input(0)), std::sqrt(0.5))) return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    c.nodes.push_back(i);
+    auto next = [&](const std::string &value, const char *op) -> const onnx::NodeProto * {
+      auto it = consumers_.find(value);
+      if (graph_outputs_.count(value) || it == consumers_.end() || it->second.size() != 1) return nullptr;
+      const onnx::NodeProto &n = g_.node(it->second[0]);
+      if (!is_onnx_op(n, op) || (op != std::string("Erf") && n.input_size() != 2)) return nullptr;
+      c.nodes.push_back(it->second[0]);
+      return &n;
+    };
+    // The operand of a two-input node other than `value`.
+    auto other = [](const onnx::NodeProto &n, const std::string &value) {
+      return n.input(0) == value ? n.input(1) : n.input(0);
+    };
+    const onnx::NodeProto *erf = next(first.output(0), "Erf");
+    if (!erf) return std::nullopt;
+    const onnx::NodeProto *add = next(erf->output(0), "Add");
+    if (!add || !near(scalar(other(*add, erf->output(0))), 1.0)) return std::nullopt;
+    const onnx::NodeProto *mul = next(add->output(0), "Mul");
+    if (!mul || other(*mul, add->output(0)) != c.x) return std::nullopt;
+    const onnx::NodeProto *half = next(mul->output(0), "Mul");
+    if (!half || !near(scalar(other(*half, mul->output(0))), 0.5)) return std::nullopt;
+    c.y = half->output(0);
+    return c;
+  }
+
  private:
+  static bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; }
+
   /** The value of a one-element float constant (a Constant node's value/value_float, or an initializer). */
   std::optional<double> scalar(const std::string &name) const {
     const onnx::TensorProto *tp = nullptr;
@@ -167,6 +211,26 @@ std::map<int, LayerNormChain> find_layer_norms(const onnx::GraphProto &g) {
     found.emplace(i, *c);
   }
   return found;
+}
+
+std::map<int, GeluChain> find_gelus(const onnx::GraphProto &g) {
+  Chains chains(g);
+  std::map<int, GeluChain> found;
+  for (int i = 0; i < g.node_size(); ++i)
+    if (std::optional<GeluChain> c = chains.match_gelu(i)) found.emplace(i, *c);  // chains never share nodes
+  return found;
+}
+
+onnx::NodeProto gelu_node(const GeluChain &c) {
+  onnx::NodeProto n;
+  n.set_op_type("Gelu");
+  n.add_input(c.x);
+  n.add_output(c.y);
+  onnx::AttributeProto *approximate = n.add_attribute();
+  approximate->set_name("approximate");
+  approximate->set_type(onnx::AttributeProto::STRING);
+  approximate->set_s("none");
+  return n;
 }
 
 onnx::NodeProto layer_norm_node(const LayerNormChain &c) {

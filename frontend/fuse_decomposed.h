@@ -1,6 +1,8 @@
 #pragma once
-// torch exports nn.LayerNorm below opset 17 as nine nodes; Cleave imports them as the one LayerNormalization op,
-// so training runs one kernel forward and one backward instead of nine and about twenty.
+// Functions torch exports decomposed, imported as the one op they compute, so training runs one kernel forward and
+// one backward instead of several each, and keeps fewer intermediate results for the backward pass:
+//   nn.LayerNorm below opset 17 (nine nodes) as LayerNormalization;
+//   nn.GELU (five nodes: x * (1 + erf(x / sqrt 2)) * 0.5; ONNX has Gelu from opset 20) as Gelu.
 #include <map>
 #include <string>
 #include <vector>
@@ -33,5 +35,20 @@ std::map<int, LayerNormChain> find_layer_norms(const onnx::GraphProto &g);
 
 /** The (unnamed) LayerNormalization node computing chain c. */
 onnx::NodeProto layer_norm_node(const LayerNormChain &c);
+
+/** The nodes of one decomposed exact GELU of x, as torch exports it:
+ *    d = Div(x, sqrt 2)   e = Erf(d)   a = Add(e, 1)   m = Mul(x, a)   y = Mul(m, 0.5)
+ *  (Add's and the Muls' operands in either order; Mul(x, 1/sqrt 2) for the Div). */
+struct GeluChain {
+  std::vector<int> nodes;  // node indices; nodes[0] is the Div (or Mul) of x
+  std::string x, y;
+};
+
+/** Every such chain of g, by the index of its first node: each intermediate result feeds the next node alone (and is
+ *  not a graph output), and the constants are float scalars (Constant nodes or initializers) within 1e-6 of theirs. */
+std::map<int, GeluChain> find_gelus(const onnx::GraphProto &g);
+
+/** The (unnamed) Gelu node (approximate "none") computing chain c. */
+onnx::NodeProto gelu_node(const GeluChain &c);
 
 }  // namespace cleave
