@@ -107,30 +107,24 @@ std::string bind_operand(const std::string &expr, size_t k, const std::string &l
   });
 }
 
-/** The index of the element of an operand of shape `in` that output element i (of shape `out`) reads, when `in`
- *  broadcasts to `out` as one block: right-aligned, its dims other than 1 are out's and lie in one run of out's dims
- *  (where out's dims inside the run may be 1 too): "i" for the same elements, "0" for one element,
- *  "i / inner % mid" otherwise (the divisors are literals, so compilers multiply instead of dividing). "" when it
- *  broadcasts another way. */
-std::string block_index(const Shape &in, const Shape &out) {
-  if (in.size() > out.size()) return "";
+/** How an operand of shape `in` broadcasts to `out` when it does so as one block: right-aligned, its dims other than
+ *  1 are out's and lie in one run of out's dims (inside the run out's dims may be 1 too), so output element i reads
+ *  its element i / inner % mid. nullopt when it broadcasts another way. */
+std::optional<std::pair<int64_t, int64_t>> block_broadcast(const Shape &in, const Shape &out) {
+  if (in.size() > out.size()) return std::nullopt;
   Shape padded(out.size() - in.size(), 1);
   padded.insert(padded.end(), in.begin(), in.end());
-  int64_t first = -1, last = -1;
+  size_t first = out.size(), last = 0;
   for (size_t d = 0; d < out.size(); ++d) {
     if (padded[d] == 1) continue;
-    if (padded[d] != out[d]) return "";
-    if (first < 0) first = static_cast<int64_t>(d);
-    last = static_cast<int64_t>(d);
+    if (padded[d] != out[d]) return std::nullopt;
+    first = std::min(first, d);
+    last = d;
   }
-  if (first < 0) return "0";
-  for (int64_t d = first; d <= last; ++d)
-    if (padded[static_cast<size_t>(d)] != out[static_cast<size_t>(d)]) return "";
-  int64_t inner = prod(out, static_cast<size_t>(last) + 1), mid = prod(out, static_cast<size_t>(first),
-                                                                          static_cast<size_t>(last) + 1);
-  bool outermost = prod(out, 0, static_cast<size_t>(first)) == 1;
-  if (inner == 1) return outermost ? "i" : "i % " + num(mid);
-  return "i / " + num(inner) + (outermost ? "" : " % " + num(mid));
+  if (first == out.size()) return std::pair{prod(out), int64_t{1}};  // one element
+  for (size_t d = first; d <= last; ++d)
+    if (padded[d] != out[d]) return std::nullopt;
+  return std::pair{prod(out, last + 1), prod(out, first, last + 1)};
 }
 
 /** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). A
@@ -150,14 +144,15 @@ std::string binary(const KernelCall &call, const std::string &expr) {
     call.map = spec;
     return map_code(spec);
   }
-  // Operands that broadcast as one block of the output's dims (a bias row, a per-channel scale) are indexed in place
-  // rather than broadcast into an output-sized scratch buffer first.
-  std::string ia = block_index(call.in_shapes[0], y), ib = block_index(call.in_shapes[1], y);
-  if (!ia.empty() && !ib.empty()) {
-    std::string t = real_type();
-    return "{\nconst " + t + " *pa = " + call.ins[0] + ", *pb = " + call.ins[1] + ";\n" + t + " *py = " +
-           call.outs[0] + ";\nrt::map_index(" + num(prod(y)) + ", [=] CLEAVE_HD (int64_t i) { const " + t +
-           " a = pa[" + ia + "], b = pb[" + ib + "]; py[i] = " + expr + "; });\n}";
+  // One operand the output's shape and the other broadcasting as one block of its dims (a bias row, a per-channel
+  // scale): the block is read in place, not broadcast into an output-sized scratch buffer first.
+  for (size_t k = 0; k < 2; ++k) {
+    std::optional<std::pair<int64_t, int64_t>> block = block_broadcast(call.in_shapes[k], y);
+    if (call.in_shapes[1 - k] != y || !block) continue;
+    std::string t = real_type(), full = k == 0 ? "b" : "a", blk = k == 0 ? "a" : "b";
+    return "rt::map_block(" + num(prod(y)) + ", " + num(block->first) + ", " + num(block->second) + ", [] CLEAVE_HD (" +
+           t + " " + full + ", " + t + " " + blk + ") { return " + expr + "; }, " + call.outs[0] + ", " + call.ins[1 - k] +
+           ", " + call.ins[k] + ");";
   }
   std::string code;
   std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);

@@ -5,8 +5,8 @@
 # MLP, CNN, tiny LSTM and tiny Transformer bundles (data plan; 1 rank, and 2 ranks: on 2 GPUs where 2 are visible, else
 # sharing one): the median step the ranks time themselves over 20 steps after a warm-up, on the GPU with CUDA graphs
 # (the default), on the GPU without them (--cuda-graphs off: the losses must be the same bits), and on the CPUs; the
-# CNN once more with --precision tf32 (its losses within 1e-2 of fp32's) and on 2 ranks with --precision fp16 (loss
-# scaling skips the same steps as on the CPUs, losses within 1e-3). Last, tests/gpu/bench_vs_torch.sh at real
+# CNN once more with --precision tf32 (its losses within 1e-2 of fp32's), bf16 (its CPU run's within 1e-3) and on 2
+# ranks with --precision fp16 (loss scaling skips the same steps as on the CPUs, losses within 1e-3). Last, tests/gpu/bench_vs_torch.sh at real
 # sizes against torch eager (its bundles build while the tests run).
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
 # one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
@@ -59,6 +59,7 @@ mlp 2 fp32
 cnn 1 fp32
 cnn 2 fp32
 cnn 1 tf32
+cnn 1 bf16
 cnn 2 fp16
 lstm 1 fp32
 lstm 2 fp32
@@ -163,6 +164,21 @@ assert len(gpu) == len(cpu) == 21 and [g[4:] for g in gpu] == [c[4:] for c in cp
 PY
 then
   echo "FAIL: fp16 GPU run does not follow the CPU run"
+  status=1
+fi
+
+# bf16: the GPU multiplies the rounded operands on bf16 tensor cores (exact products, float32 sums), the CPUs in
+# float32: only the order of the sums differs, so the losses agree to far better than bfloat16's precision.
+if ! python3 - "$tmp/cnn_1_bf16/losses.txt" "$tmp/cnn_1_bf16/losses_cpu.txt" <<'PY'
+import sys
+a = [float(l.split()[3]) for l in open(sys.argv[1]) if l.startswith("step ")]
+b = [float(l.split()[3]) for l in open(sys.argv[2]) if l.startswith("step ")]
+worst = max(abs(p - q) / max(1.0, abs(q)) for p, q in zip(a, b))
+print(f"cnn bf16, gpu (bf16 tensor cores) vs cpu over {len(a)} steps: largest relative loss difference {worst:.2e}")
+assert len(a) == len(b) == 21 and worst <= 1e-3
+PY
+then
+  echo "FAIL: bf16 GPU run does not follow the CPU run"
   status=1
 fi
 

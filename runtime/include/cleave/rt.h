@@ -562,6 +562,20 @@ __global__ void map_kernel(int64_t n, F f, real *out, const In *...ins) {
     out[i] = f(ins[i]...);
 }
 template <typename F>
+__global__ void map_block_kernel(int64_t n, int64_t inner, int64_t mid, F f, float *out, const float *full,
+                                 const float *block) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    out[i] = f(full[i], block[i / inner % mid]);
+}
+/** map_block_kernel below 2^31 elements: 32-bit divisions, a fraction of the 64-bit sequences' cost. */
+template <typename F>
+__global__ void map_block_kernel32(uint32_t n, uint32_t inner, uint32_t mid, F f, float *out, const float *full,
+                                   const float *block) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+    out[i] = f(full[i], block[i / inner % mid]);
+}
+template <typename F>
 __global__ void map_index_kernel(int64_t n, F f) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
@@ -590,6 +604,36 @@ void map(int64_t n, F f, real *out, const In *...ins) {
 #else
   CLEAVE_INDEPENDENT_ITERATIONS
   for (int64_t i = 0; i < n; ++i) out[i] = f(ins[i]...);
+#endif
+}
+/** out[i] = f(full[i], block[i / inner % mid]) for i in [0, n): a two-operand map whose second operand broadcasts as
+ *  one block of the output's dims (codegen's bias rows, inner 1; per-channel scales, inner the plane's size), read
+ *  in place instead of broadcast into a buffer of the output's size first. out may alias full. */
+template <typename F>
+void map_block(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *full, const real *block) {
+#if defined(__CUDACC__)
+  if (n <= 0) return;
+  if (n < (int64_t{1} << 31))
+    CLEAVE_LAUNCH(detail::map_block_kernel32, detail::grid_for(n), detail::kThreads, static_cast<uint32_t>(n),
+                  static_cast<uint32_t>(inner), static_cast<uint32_t>(mid), f, out, full, block);
+  else
+    CLEAVE_LAUNCH(detail::map_block_kernel, detail::grid_for(n), detail::kThreads, n, inner, mid, f, out, full, block);
+#else
+  // Loops over the block's elements, so the innermost loop runs over contiguous elements with one block value (or,
+  // for a bias row, over the row and the block alike) and vectorises.
+  for (int64_t o = 0; o < n; o += inner * mid) {
+    if (inner == 1) {
+      CLEAVE_INDEPENDENT_ITERATIONS
+      for (int64_t m = 0; m < mid; ++m) out[o + m] = f(full[o + m], block[m]);
+      continue;
+    }
+    for (int64_t m = 0; m < mid; ++m) {
+      const real v = block[m];
+      const int64_t at = o + m * inner;
+      CLEAVE_INDEPENDENT_ITERATIONS
+      for (int64_t k = 0; k < inner; ++k) out[at + k] = f(full[at + k], v);
+    }
+  }
 #endif
 }
 /** f(i) for i in [0, n): for functors with several outputs or that index their operands themselves. */
