@@ -37,9 +37,15 @@ bool follows_input(OpKind k, DType low) {
          (low == DType::bf16 && k == OpKind::LayerNormalization);
 }
 
+/** A Dropout that keeps every element as it is: ratio 0, or not training. */
+bool identity_dropout(const Op &op) {
+  return op.kind == OpKind::Dropout && (op.attr_int("training_mode", 0) == 0 || op.attr_float("ratio", 0.5) == 0.0);
+}
+
 /** Ops whose outputs are values of their inputs (moved, selected, compared): a rounded input needs no rounding. */
-bool keeps_values(OpKind k) {
-  switch (k) {
+bool keeps_values(const Op &op) {
+  if (identity_dropout(op)) return true;
+  switch (op.kind) {
     case OpKind::Relu: case OpKind::MaxPool: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice:
     case OpKind::Concat: case OpKind::Split: case OpKind::Gather: case OpKind::Identity: case OpKind::Expand:
     case OpKind::Max: case OpKind::Min:
@@ -83,6 +89,7 @@ bool holds_exactly(double v, DType low) {
 /** The inputs whose values an op's float outputs are made of, when the op only moves, selects or zeroes them (its
  *  other inputs are indices, masks or conditions); empty when its outputs may hold new values. */
 std::vector<size_t> value_inputs(const Op &op) {
+  if (identity_dropout(op)) return {0};  // its mask output is not float
   switch (op.kind) {
     case OpKind::Relu: case OpKind::Reshape: case OpKind::Transpose: case OpKind::Slice: case OpKind::SliceGrad:
     case OpKind::Split: case OpKind::Identity: case OpKind::Expand: case OpKind::Neg: case OpKind::MaxPool:
@@ -223,7 +230,7 @@ int autocast(Graph &g, DType low) {
     std::vector<std::pair<size_t, TensorId>> to_round;  // low-precision outputs this op may not hold as such
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       TensorId y = op.outputs[k];
-      if (y == kNoTensor || !is_low[static_cast<size_t>(y)] || keeps_values(op.kind) || inside_chain(id, y) ||
+      if (y == kNoTensor || !is_low[static_cast<size_t>(y)] || keeps_values(op) || inside_chain(id, y) ||
           feeds_bias[static_cast<size_t>(id)])
         continue;
       op.outputs[k] = add_like(y, ".f32");

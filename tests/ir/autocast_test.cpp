@@ -171,6 +171,29 @@ assign running <- next
   EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "bias", "a.f32", "t.f32", "next.f32"}));
 }
 
+TEST(Autocast, DropoutThatKeepsEveryElementNeedsNoRounding) {
+  Graph g = parse_graph(R"(graph d
+tensor x f32[4,3] input
+tensor w f32[2,3] param
+tensor b f32[2] param
+tensor h f32[4,2] activation
+tensor d f32[4,2] activation
+tensor m bool[4,2] activation
+tensor d2 f32[4,2] activation
+tensor m2 bool[4,2] activation
+op fc Gemm forward (x, w, b) -> (h) {alpha=1.0, beta=1.0, transA=0, transB=1}
+op keep Dropout forward (h) -> (d, m) {ratio=0.0, seed=1, training_mode=1}
+op drop Dropout forward (d) -> (d2, m2) {ratio=0.5, seed=2, training_mode=1}
+output d2
+)");
+  autocast(g, DType::bf16);
+  verify(g);
+  // Ratio 0 passes the rounded h on as it is; ratio 0.5 scales by 2, in bfloat16 as torch does, so it rounds.
+  EXPECT_EQ(rounded_inputs(g), (std::set<std::string>{"x", "w", "b", "h.f32", "d2.f32"}));
+  std::vector<DType> exact = exact_low_types(g);
+  EXPECT_EQ(exact[static_cast<size_t>(*g.find_tensor("d"))], DType::bf16);
+}
+
 TEST(Autocast, RefusesTrainingGraphs) {
   Graph g = parse_graph(R"(graph t
 tensor x f32[2] input
