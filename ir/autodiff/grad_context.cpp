@@ -29,6 +29,16 @@ std::string GradContext::tensor_name(const std::string &hint) const {
   return g_.fresh_tensor_name(hint.empty() ? fwd().name + ".grad.tmp" : hint);
 }
 
+TensorId GradContext::value_out(size_t i) const {
+  TensorId y = out(i);
+  if (y == kNoTensor || std::find(g_.outputs.begin(), g_.outputs.end(), y) != g_.outputs.end()) return y;
+  std::vector<OpId> readers = g_.consumers(y);
+  if (readers.size() != 1) return y;
+  const Op &r = g_.op(readers[0]);
+  bool rounds = r.kind == OpKind::RoundToBf16 || r.kind == OpKind::RoundToFp16;
+  return rounds && r.phase == Phase::forward ? r.output(0) : y;
+}
+
 TensorId GradContext::emit(OpKind kind, std::vector<TensorId> ins, AttrMap attrs, DType dt, Shape shape,
                            const std::string &hint) {
   return emit_multi(kind, std::move(ins), std::move(attrs), {true}, {dt}, {std::move(shape)}, {hint})[0];

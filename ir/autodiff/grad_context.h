@@ -24,6 +24,10 @@ class GradContext {
   const Op &fwd() const { return g_.op(fwd_); }
   TensorId in(size_t i) const { return fwd().input(i); }
   TensorId out(size_t i) const { return fwd().output(i); }
+  /** Output slot i as a gradient that reads its values should see it: under --precision bf16/fp16 the rounded copy
+   *  when a rounding op is the output's one reader (torch.autocast's op gives that low-precision tensor, and its
+   *  backward reads it), so the unrounded result need not live until the backward pass; else out(i). */
+  TensorId value_out(size_t i) const;
   /** By value: emitting adds tensors, which would invalidate a reference into the graph's tensor vector. */
   Shape shape(TensorId t) const { return g_.tensor(t).shape; }
   DType dtype(TensorId t) const { return g_.tensor(t).dtype; }

@@ -85,7 +85,7 @@ void grad_Pow(GradContext &c, Dx &dx) {
 /** Rules of the form dX = Kind(dY, operand) with operand the forward input (from_output = false) or output. */
 template <OpKind kGrad, bool kFromOutput>
 void grad_unary_kernel(GradContext &c, Dx &dx) {
-  TensorId operand = kFromOutput ? c.out(0) : c.in(0);
+  TensorId operand = kFromOutput ? c.value_out(0) : c.in(0);
   dx[0] = c.emit(kGrad, {c.dy(0), operand}, {}, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
 }
 
@@ -98,12 +98,12 @@ void grad_RoundToBf16(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::RoundToB
 // detects (the step is skipped and the scale lowered).
 void grad_RoundToFp16(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::RoundToFp16, c.dy(0), c.grad_name(0)); }
 // exp' = exp: dX = dY * Y.
-void grad_Exp(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Mul, c.dy(0), c.out(0), c.grad_name(0)); }
+void grad_Exp(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Mul, c.dy(0), c.value_out(0), c.grad_name(0)); }
 void grad_Log(GradContext &c, Dx &dx) { dx[0] = c.binary(OpKind::Div, c.dy(0), c.in(0), c.grad_name(0)); }
 
 template <OpKind kGrad>
 void grad_softmax_like(GradContext &c, Dx &dx) {
-  dx[0] = c.emit(kGrad, {c.dy(0), c.out(0)}, copy_attrs(c.fwd(), {"axis"}), c.dtype(c.in(0)), c.shape(c.in(0)),
+  dx[0] = c.emit(kGrad, {c.dy(0), c.value_out(0)}, copy_attrs(c.fwd(), {"axis"}), c.dtype(c.in(0)), c.shape(c.in(0)),
                  c.grad_name(0));
 }
 
