@@ -127,7 +127,8 @@ std::optional<std::pair<int64_t, int64_t>> block_broadcast(const Shape &in, cons
   return std::pair{prod(out, last + 1), prod(out, first, last + 1)};
 }
 
-/** A two-input map; operands of another shape than the output are broadcast first (then it is not fusable). A
+/** A two-input map; an operand of another shape than the output is read in place by rt::map_block when it broadcasts
+ *  as one block, else broadcast into scratch first (either way the map is not fusable). A
  *  one-element constant operand is written into the functor instead, so the map reads one array and fuses. */
 std::string binary(const KernelCall &call, const std::string &expr) {
   const Shape &y = call.out_shapes[0];
@@ -150,9 +151,9 @@ std::string binary(const KernelCall &call, const std::string &expr) {
     std::optional<std::pair<int64_t, int64_t>> block = block_broadcast(call.in_shapes[k], y);
     if (call.in_shapes[1 - k] != y || !block) continue;
     std::string t = real_type(), full = k == 0 ? "b" : "a", blk = k == 0 ? "a" : "b";
-    return "rt::map_block(" + num(prod(y)) + ", " + num(block->first) + ", " + num(block->second) + ", [] CLEAVE_HD (" +
-           t + " " + full + ", " + t + " " + blk + ") { return " + expr + "; }, " + call.outs[0] + ", " + call.ins[1 - k] +
-           ", " + call.ins[k] + ");";
+    std::string functor = "[] CLEAVE_HD (" + t + " " + full + ", " + t + " " + blk + ") { return " + expr + "; }";
+    return "rt::map_block(" + num(prod(y)) + ", " + num(block->first) + ", " + num(block->second) + ", " + functor +
+           ", " + call.outs[0] + ", " + call.ins[1 - k] + ", " + call.ins[k] + ");";
   }
   std::string code;
   std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);
@@ -671,7 +672,8 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::AcoshGrad: return binary(call, "a / std::sqrt(b * b - 1.0f)");
     case OpKind::AtanhGrad: return binary(call, "a / (1.0f - b * b)");
     case OpKind::Clip: case OpKind::HardSigmoid: case OpKind::HardSwish: case OpKind::Gelu: case OpKind::LeakyRelu:
-    case OpKind::Elu: case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign: case OpKind::ThresholdedRelu:
+    case OpKind::Elu: case OpKind::Selu: case OpKind::Celu: case OpKind::Softplus: case OpKind::Softsign:
+    case OpKind::ThresholdedRelu:
     case OpKind::Abs: case OpKind::Sign: case OpKind::Floor: case OpKind::Ceil: case OpKind::Round:
     case OpKind::RoundToBf16: case OpKind::RoundToFp16:
       return unary(call, activation_expr(op));

@@ -116,11 +116,11 @@ class Chains {
     if (first.input_size() != 2) return std::nullopt;
     c.x = first.input(0);
     if (is_onnx_op(first, "Div")) {
-      if (!near(scalar(first.input(1)), std::sqrt(2.0))) return std::nullopt;
+      if (!near(scalar(first.input(1), true), std::sqrt(2.0))) return std::nullopt;
     } else if (is_onnx_op(first, "Mul")) {
-      if (!near(scalar(first.input(1)), std::sqrt(0.5))) {
+      if (!near(scalar(first.input(1), true), std::sqrt(0.5))) {
         c.x = first.input(1);
-        if (!near(scalar(first.input(0)), std::sqrt(0.5))) return std::nullopt;
+        if (!near(scalar(first.input(0), true), std::sqrt(0.5))) return std::nullopt;
       }
     } else {
       return std::nullopt;
@@ -141,11 +141,11 @@ class Chains {
     const onnx::NodeProto *erf = next(first.output(0), "Erf");
     if (!erf) return std::nullopt;
     const onnx::NodeProto *add = next(erf->output(0), "Add");
-    if (!add || !near(scalar(other(*add, erf->output(0))), 1.0)) return std::nullopt;
+    if (!add || !near(scalar(other(*add, erf->output(0)), true), 1.0)) return std::nullopt;
     const onnx::NodeProto *mul = next(add->output(0), "Mul");
     if (!mul || other(*mul, add->output(0)) != c.x) return std::nullopt;
     const onnx::NodeProto *half = next(mul->output(0), "Mul");
-    if (!half || !near(scalar(other(*half, mul->output(0))), 0.5)) return std::nullopt;
+    if (!half || !near(scalar(other(*half, mul->output(0)), true), 0.5)) return std::nullopt;
     c.y = half->output(0);
     return c;
   }
@@ -153,8 +153,9 @@ class Chains {
  private:
   static bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; }
 
-  /** The value of a one-element float constant (a Constant node's value/value_float, or an initializer). */
-  std::optional<double> scalar(const std::string &name) const {
+  /** The value of a one-element float constant (a Constant node's value/value_float, or an initializer); with
+   *  `rank0`, only of a rank-0 one (a constant of shape [1, 1] would broadcast the result to more dims). */
+  std::optional<double> scalar(const std::string &name, bool rank0 = false) const {
     const onnx::TensorProto *tp = nullptr;
     auto p = producer_.find(name);
     if (p != producer_.end()) {
@@ -171,6 +172,7 @@ class Chains {
     }
     if (tp->data_type() != onnx::TensorProto::FLOAT && tp->data_type() != onnx::TensorProto::DOUBLE)
       return std::nullopt;
+    if (rank0 && tp->dims_size() != 0) return std::nullopt;
     try {
       Tensor t = tensor_from_proto(*tp, "", "constant \"" + name + "\"");
       std::vector<double> v = data_as_doubles(t);

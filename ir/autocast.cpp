@@ -110,7 +110,9 @@ std::vector<size_t> value_inputs(const Op &op) {
 
 /** Whether the values an op adds of its own (Pad's constant, Clip's bounds) are values of `low`. */
 bool own_values_hold(const Op &op, DType low) {
-  if (op.kind == OpKind::Pad) return op.has_attr("mode") || holds_exactly(op.attr_float("value", 0.0), low);
+  if (op.kind == OpKind::Pad)
+    return (op.has_attr("mode") && op.attr_string("mode") != "constant") ||
+           holds_exactly(op.attr_float("value", 0.0), low);
   if (op.kind == OpKind::Clip)
     return (!op.has_attr("min") || holds_exactly(op.attr_float("min"), low)) &&
            (!op.has_attr("max") || holds_exactly(op.attr_float("max"), low));
@@ -233,7 +235,7 @@ int autocast(Graph &g, DType low) {
       if (y == kNoTensor || !is_low[static_cast<size_t>(y)] || keeps_values(op) || inside_chain(id, y) ||
           feeds_bias[static_cast<size_t>(id)])
         continue;
-      op.outputs[k] = add_like(y, ".f32");
+      op.outputs[k] = add_like(y, ".f32");  // the name autodiff's GradContext::value_out recognises
       to_round.emplace_back(k, y);
     }
     std::string name = op.name;

@@ -29,7 +29,8 @@ namespace cleave {
  *  (`<tensor>.f32` is then the unrounded result): a Linear exported as MatMul + Add of a 1-d bias parameter is one
  *  GEMM (bias rounded, the sum rounded once, as torch's linear); no rounding inside chains of pointwise arithmetic
  *  (Add, Mul, Erf, ... each read by the next alone): those are the pieces of a function torch runs as one kernel
- *  (GELU exports as five ops) and rounds once, where the chain ends. The backward pass follows: a rounding op's
+ *  (a GELU the importer could not fuse into one Gelu op is five) and rounds once, where the chain ends; a Dropout
+ *  that keeps every element (ratio 0, or not training) passes a rounded input on as it is. The backward pass follows: a rounding op's
  *  gradient is the incoming gradient rounded, as the cast's backward is in torch. Returns the number of rounding
  *  ops added. */
 int autocast(Graph &g, DType low);

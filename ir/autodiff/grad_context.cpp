@@ -34,9 +34,12 @@ TensorId GradContext::value_out(size_t i) const {
   if (y == kNoTensor || std::find(g_.outputs.begin(), g_.outputs.end(), y) != g_.outputs.end()) return y;
   std::vector<OpId> readers = g_.consumers(y);
   if (readers.size() != 1) return y;
+  // Only the rounding of the op's own low-precision result, which autocast names after it (`<y>.f32` -> `<y>`): a
+  // float32 result (autocast's float32 lists) cast for a GEMM that reads it is kept as float32 for the backward.
   const Op &r = g_.op(readers[0]);
   bool rounds = r.kind == OpKind::RoundToBf16 || r.kind == OpKind::RoundToFp16;
-  return rounds && r.phase == Phase::forward ? r.output(0) : y;
+  if (!rounds || r.phase != Phase::forward || g_.tensor(y).name != g_.tensor(r.output(0)).name + ".f32") return y;
+  return r.output(0);
 }
 
 TensorId GradContext::emit(OpKind kind, std::vector<TensorId> ins, AttrMap attrs, DType dt, Shape shape,

@@ -25,8 +25,9 @@ class GradContext {
   TensorId in(size_t i) const { return fwd().input(i); }
   TensorId out(size_t i) const { return fwd().output(i); }
   /** Output slot i as a gradient that reads its values should see it: under --precision bf16/fp16 the rounded copy
-   *  when a rounding op is the output's one reader (torch.autocast's op gives that low-precision tensor, and its
-   *  backward reads it), so the unrounded result need not live until the backward pass; else out(i). */
+   *  when the op's result is low precision, i.e. autocast rounds it (`<y>.f32` -> `<y>`, ir/autocast.cpp) and nothing
+   *  else reads it (torch.autocast's op gives that low-precision tensor, and its backward reads it), so the unrounded
+   *  result need not live until the backward pass; else out(i). */
   TensorId value_out(size_t i) const;
   /** By value: emitting adds tensors, which would invalidate a reference into the graph's tensor vector. */
   Shape shape(TensorId t) const { return g_.tensor(t).shape; }

@@ -89,6 +89,10 @@ void grad_unary_kernel(GradContext &c, Dx &dx) {
   dx[0] = c.emit(kGrad, {c.dy(0), operand}, {}, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
 }
 
+/** ReLU's gradient masks by its output itself (never a rounded copy: rounding to fp16 could zero tiny positives). */
+void grad_relu(GradContext &c, Dx &dx) {
+  dx[0] = c.emit(OpKind::ReluGrad, {c.dy(0), c.out(0)}, {}, c.dtype(c.in(0)), c.shape(c.in(0)), c.grad_name(0));
+}
 void grad_Neg(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Neg, c.dy(0), c.grad_name(0)); }
 void grad_Identity(GradContext &c, Dx &dx) { dx[0] = c.unary(OpKind::Identity, c.dy(0), c.grad_name(0)); }
 // A cast to bfloat16 and back, as torch.autocast's: the gradient reaching the bfloat16 value is itself a bfloat16
@@ -647,7 +651,7 @@ constexpr GradRule kRule_Log = rule(grad_Log);
 constexpr GradRule kRule_Erf = rule(grad_unary_kernel<OpKind::ErfGrad, false>);
 // ReLU's gradient masks by its output (y > 0 exactly where x > 0, NaN for NaN), as torch's threshold_backward does:
 // then ReLU's input, often a norm's output, need not live until the backward pass.
-constexpr GradRule kRule_Relu = rule(grad_unary_kernel<OpKind::ReluGrad, true>);
+constexpr GradRule kRule_Relu = rule(grad_relu);
 constexpr GradRule kRule_Sigmoid = rule(grad_unary_kernel<OpKind::SigmoidGrad, true>);
 constexpr GradRule kRule_Tanh = rule(grad_unary_kernel<OpKind::TanhGrad, true>);
 constexpr GradRule kRule_Identity = rule(grad_Identity);

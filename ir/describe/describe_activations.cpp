@@ -116,7 +116,8 @@ Descs describe_HardSwishGrad(const Graph &g, const Op &op) {
 }
 Descs describe_GeluGrad(const Graph &g, const Op &op) {
   return grad(g, op, [](const E &dy, const E &x) {
-    return dy * ((E(1.0) + erf(x / E(std::sqrt(2.0)))) / E(2.0) + x * exp(-(x * x) / E(2.0)) / E(std::sqrt(2.0 * M_PI)));
+    E cdf = (E(1.0) + erf(x / E(std::sqrt(2.0)))) / E(2.0), density = exp(-(x * x) / E(2.0)) / E(std::sqrt(2.0 * M_PI));
+    return dy * (cdf + x * density);
   });
 }
 Descs describe_LeakyReluGrad(const Graph &g, const Op &op) {

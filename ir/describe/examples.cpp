@@ -229,7 +229,8 @@ Graph example_op(OpKind kind) {
     case K::Celu: case K::CeluGrad: return activation(kind).attr("alpha", 2.0).build(phase_of(kind));
     case K::ThresholdedRelu: case K::ThresholdedReluGrad:
       return activation(kind).attr("alpha", 0.3).build(phase_of(kind));
-    case K::HardSwish: case K::HardSwishGrad: case K::Gelu: case K::GeluGrad: case K::Softplus: case K::SoftplusGrad: case K::Softsign:
+    case K::HardSwish: case K::HardSwishGrad: case K::Gelu: case K::GeluGrad: case K::Softplus: case K::SoftplusGrad:
+    case K::Softsign:
     case K::SoftsignGrad: case K::Abs: case K::Sign: case K::Floor: case K::Ceil: case K::Round: case K::RoundToBf16:
     case K::RoundToFp16:
       return activation(kind).build(phase_of(kind));

@@ -196,7 +196,8 @@ bool math_allowed(cudnnMathType_t t, Operands operands) {
   if (t == CUDNN_FMA_MATH) return true;
   if (detail::tensor_math(operands))
     return t == CUDNN_DEFAULT_MATH || t == CUDNN_TENSOR_OP_MATH ||
-           (t == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && operands == Operands::fp16);
+           (t == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION && operands == Operands::fp16 &&
+            detail::low_math() == detail::LowMath::native);
   return t == CUDNN_DEFAULT_MATH && math() == Math::fp32;
 }
 

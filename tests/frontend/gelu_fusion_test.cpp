@@ -21,19 +21,26 @@ struct Chain {
   bool swapped = false;       // Add(1, erf), Mul(a, x) and Mul(0.5, m): operands in the other order
   float half = 0.5f;
   bool erf_is_output = false;  // erf(x / sqrt 2) is also a graph output
+  bool half_2d = false;        // 0.5 as a [1, 1] constant: on x of rank 1 the product has rank 2
+  bool other_x = false;        // the Mul by (1 + erf) reads another tensor than x
 };
 
 /** x -> Relu-free chain as torch 1.13 exports nn.GELU() (opset 14, nodes named /act/...) -> y. */
 ModelBuilder chain_model(const Chain &c) {
   ModelBuilder mb(14);
-  mb.input("x", kF32, {2, 3, 4});
-  auto constant = [&](const std::string &name, float v) {
+  mb.input("x", kF32, c.half_2d ? Shape{4} : Shape{2, 3, 4});
+  if (c.other_x) mb.input("z", kF32, {2, 3, 4});
+  auto constant = [&](const std::string &name, float v, bool two_dims = false) {
     auto &node = mb.node("Constant", {}, {name}, "/act/" + name);
     auto *a = node.add_attribute();
     a->set_name("value");
     a->set_type(onnx::AttributeProto::TENSOR);
     a->mutable_t()->set_data_type(kF32);
     a->mutable_t()->add_float_data(v);
+    if (two_dims) {
+      a->mutable_t()->add_dims(1);
+      a->mutable_t()->add_dims(1);
+    }
   };
   if (c.scale_by_mul) {
     constant("inv_sqrt2", static_cast<float>(std::sqrt(0.5)));
@@ -46,12 +53,12 @@ ModelBuilder chain_model(const Chain &c) {
   constant("one", 1.0f);
   mb.node("Add", c.swapped ? std::vector<std::string>{"one", "e"} : std::vector<std::string>{"e", "one"}, {"a"},
           "/act/Add");
-  mb.node("Mul", c.swapped ? std::vector<std::string>{"a", "x"} : std::vector<std::string>{"x", "a"}, {"m"},
-          "/act/Mul");
-  constant("half", c.half);
+  std::string x = c.other_x ? "z" : "x";
+  mb.node("Mul", c.swapped ? std::vector<std::string>{"a", x} : std::vector<std::string>{x, "a"}, {"m"}, "/act/Mul");
+  constant("half", c.half, c.half_2d);
   mb.node("Mul", c.swapped ? std::vector<std::string>{"half", "m"} : std::vector<std::string>{"m", "half"}, {"y"},
           "/act/Mul_1");
-  mb.output("y", 3);
+  mb.output("y", c.half_2d ? 2 : 3);
   if (c.erf_is_output) mb.output("e", 3);
   return mb;
 }
@@ -89,6 +96,14 @@ TEST(GeluFusion, OtherChainsStayAsTheyAre) {
   Graph g = import(chain_model(other), "gelu_other");
   EXPECT_EQ(test::count_ops(g, OpKind::Gelu), 0);
   EXPECT_EQ(test::count_ops(g, OpKind::Erf), 1);
+  Chain wide;  // a GELU's values, but the [1, 1] constant makes y [1, 4] where Gelu(x) would be [4]
+  wide.half_2d = true;
+  Graph w = import(chain_model(wide), "gelu_wide");
+  EXPECT_EQ(test::count_ops(w, OpKind::Gelu), 0);
+  EXPECT_EQ(w.tensor(*w.find_tensor("y")).shape, (Shape{1, 4}));
+  Chain mixed;  // z * (1 + erf(x / sqrt 2)) / 2 is not GELU(x)
+  mixed.other_x = true;
+  EXPECT_EQ(test::count_ops(import(chain_model(mixed), "gelu_mixed"), OpKind::Gelu), 0);
 }
 
 }  // namespace

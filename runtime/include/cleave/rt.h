@@ -608,7 +608,8 @@ void map(int64_t n, F f, real *out, const In *...ins) {
 }
 /** out[i] = f(full[i], block[i / inner % mid]) for i in [0, n): a two-operand map whose second operand broadcasts as
  *  one block of the output's dims (codegen's bias rows, inner 1; per-channel scales, inner the plane's size), read
- *  in place instead of broadcast into a buffer of the output's size first. out may alias full. */
+ *  in place instead of broadcast into a buffer of the output's size first. n is a multiple of inner * mid (the
+ *  output's size), inner and mid at least 1. out may alias full. */
 template <typename F>
 void map_block(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *full, const real *block) {
 #if defined(__CUDACC__)
