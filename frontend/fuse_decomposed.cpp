@@ -54,15 +54,7 @@ class Chains {
     if (mt.k == 0) return std::nullopt;
     mt.x = mean.input(0);
     mt.nodes.push_back(i);
-    // Each step: the one consumer of the last result, of the given op.
-    auto next = [&](const std::string &value, const char *op) -> const onnx::NodeProto * {
-      auto it = consumers_.find(value);
-      if (graph_outputs_.count(value) || it == consumers_.end() || it->second.size() != 1) return nullptr;
-      const onnx::NodeProto &n = g_.node(it->second[0]);
-      if (!is_onnx_op(n, op)) return nullptr;
-      mt.nodes.push_back(it->second[0]);
-      return &n;
-    };
+    auto next = [&](const std::string &value, const char *op) { return sole_reader(value, op, mt.nodes); };
     const onnx::NodeProto *sub = next(mean.output(0), "Sub");
     if (!sub || sub->input_size() != 2 || sub->input(0) != mt.x || sub->input(1) != mean.output(0)) return std::nullopt;
     // d = x - mean feeds exactly the Pow and the Div.
@@ -126,13 +118,10 @@ class Chains {
       return std::nullopt;
     }
     c.nodes.push_back(i);
+    // Each step after Erf is a two-input node (other() reads both inputs).
     auto next = [&](const std::string &value, const char *op) -> const onnx::NodeProto * {
-      auto it = consumers_.find(value);
-      if (graph_outputs_.count(value) || it == consumers_.end() || it->second.size() != 1) return nullptr;
-      const onnx::NodeProto &n = g_.node(it->second[0]);
-      if (!is_onnx_op(n, op) || (op != std::string("Erf") && n.input_size() != 2)) return nullptr;
-      c.nodes.push_back(it->second[0]);
-      return &n;
+      const onnx::NodeProto *n = sole_reader(value, op, c.nodes);
+      return n && (op == std::string("Erf") || n->input_size() == 2) ? n : nullptr;
     };
     // The operand of a two-input node other than `value`.
     auto other = [](const onnx::NodeProto &n, const std::string &value) {
@@ -151,6 +140,17 @@ class Chains {
   }
 
  private:
+  /** The one reader of `value` when it is a node of op `op` and `value` is not a graph output (a chain's next step),
+   *  appended to `nodes`; else null. */
+  const onnx::NodeProto *sole_reader(const std::string &value, const char *op, std::vector<int> &nodes) const {
+    auto it = consumers_.find(value);
+    if (graph_outputs_.count(value) || it == consumers_.end() || it->second.size() != 1) return nullptr;
+    const onnx::NodeProto &n = g_.node(it->second[0]);
+    if (!is_onnx_op(n, op)) return nullptr;
+    nodes.push_back(it->second[0]);
+    return &n;
+  }
+
   static bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * want; }
 
   /** The value of a one-element float constant (a Constant node's value/value_float, or an initializer); with
@@ -197,14 +197,15 @@ class Chains {
   std::set<std::string> graph_outputs_;
 };
 
-}  // namespace
-
-std::map<int, LayerNormChain> find_layer_norms(const onnx::GraphProto &g) {
+/** Every chain `match` finds in g, by the index of its first node; a chain sharing a node with an earlier one is
+ *  left out. */
+template <typename Chain>
+std::map<int, Chain> find_chains(const onnx::GraphProto &g, std::optional<Chain> (Chains::*match)(int) const) {
   Chains chains(g);
-  std::map<int, LayerNormChain> found;
+  std::map<int, Chain> found;
   std::set<int> taken;
   for (int i = 0; i < g.node_size(); ++i) {
-    std::optional<LayerNormChain> c = chains.match(i);
+    std::optional<Chain> c = (chains.*match)(i);
     if (!c) continue;
     bool overlaps = false;
     for (int n : c->nodes) overlaps |= taken.count(n) > 0;
@@ -215,12 +216,14 @@ std::map<int, LayerNormChain> find_layer_norms(const onnx::GraphProto &g) {
   return found;
 }
 
+}  // namespace
+
+std::map<int, LayerNormChain> find_layer_norms(const onnx::GraphProto &g) {
+  return find_chains<LayerNormChain>(g, &Chains::match);
+}
+
 std::map<int, GeluChain> find_gelus(const onnx::GraphProto &g) {
-  Chains chains(g);
-  std::map<int, GeluChain> found;
-  for (int i = 0; i < g.node_size(); ++i)
-    if (std::optional<GeluChain> c = chains.match_gelu(i)) found.emplace(i, *c);  // chains never share nodes
-  return found;
+  return find_chains<GeluChain>(g, &Chains::match_gelu);
 }
 
 onnx::NodeProto gelu_node(const GeluChain &c) {

@@ -45,7 +45,7 @@ struct GeluChain {
 };
 
 /** Every such chain of g, by the index of its first node: each intermediate result feeds the next node alone (and is
- *  not a graph output), and the constants are rank-0 floats (Constant nodes or initializers) within 1e-6 of theirs. */
+ *  not a graph output), the constants are rank-0 floats (Constant nodes or initializers) within 1e-6 of theirs. */
 std::map<int, GeluChain> find_gelus(const onnx::GraphProto &g);
 
 /** The (unnamed) Gelu node (approximate "none") computing chain c. */

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <queue>
 #include <set>
+#include <utility>
 
 #include "frontend/class_test_casts.h"
 #include "frontend/expand_functions.h"
@@ -238,25 +239,21 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     }
     const onnx::NodeProto *at = &g.node(i);
     std::string name = names[i];
-    onnx::NodeProto layer_norm;  // a fused chain's one node (a LayerNormalization or a Gelu)
-    if (auto c = layer_norms.find(i); c != layer_norms.end() && fits_layer_norm(im, m, g, c->second, name)) {
-      // The chain becomes one LayerNormalization here, at its first node: x, scale and bias are defined, and the
-      // chain's other nodes feed only each other, so nothing reads their results.
-      layer_norm = layer_norm_node(c->second);
+    onnx::NodeProto fused_node;  // a fused chain's one node, named `<scope>/<kind>`
+    auto fuse = [&](onnx::NodeProto node, const std::vector<int> &nodes, const char *kind) {
       size_t slash = name.rfind('/');
-      name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + "LayerNorm");
-      layer_norm.set_name(name);
-      at = &layer_norm;
-      fused.insert(c->second.nodes.begin(), c->second.nodes.end());
-    } else if (auto c = gelus.find(i); c != gelus.end()) {
-      // Likewise a GELU, at its first node (x is defined; the other nodes feed only the chain).
-      layer_norm = gelu_node(c->second);
-      size_t slash = name.rfind('/');
-      name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + "Gelu");
-      layer_norm.set_name(name);
-      at = &layer_norm;
-      fused.insert(c->second.nodes.begin(), c->second.nodes.end());
-    }
+      name = im.fresh_op_name((slash == std::string::npos ? name + "/" : name.substr(0, slash + 1)) + kind);
+      fused_node = std::move(node);
+      fused_node.set_name(name);
+      at = &fused_node;
+      fused.insert(nodes.begin(), nodes.end());
+    };
+    // A chain becomes its one op here, at its first node: its inputs (x; scale and bias) are defined, and the chain's
+    // other nodes feed only each other, so nothing reads their results.
+    if (auto c = layer_norms.find(i); c != layer_norms.end() && fits_layer_norm(im, m, g, c->second, name))
+      fuse(layer_norm_node(c->second), c->second.nodes, "LayerNorm");
+    else if (auto c = gelus.find(i); c != gelus.end())
+      fuse(gelu_node(c->second), c->second.nodes, "Gelu");
     translate(context(*at, name));
   }
 }

@@ -31,16 +31,7 @@ ModelBuilder chain_model(const Chain &c) {
   mb.input("x", kF32, c.half_2d ? Shape{4} : Shape{2, 3, 4});
   if (c.other_x) mb.input("z", kF32, {2, 3, 4});
   auto constant = [&](const std::string &name, float v, bool two_dims = false) {
-    auto &node = mb.node("Constant", {}, {name}, "/act/" + name);
-    auto *a = node.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(kF32);
-    a->mutable_t()->add_float_data(v);
-    if (two_dims) {
-      a->mutable_t()->add_dims(1);
-      a->mutable_t()->add_dims(1);
-    }
+    test::float_constant(mb, "/act/" + name, name, v, two_dims ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{});
   };
   if (c.scale_by_mul) {
     constant("inv_sqrt2", static_cast<float>(std::sqrt(0.5)));

@@ -30,14 +30,7 @@ ModelBuilder chain_model(const Chain &c) {
   for (int64_t d : c.scale) n *= d;
   mb.init_f("ln.weight", c.scale, test::random_floats(static_cast<size_t>(n), 1, 2.0f));
   mb.init_f("ln.bias", c.scale, test::random_floats(static_cast<size_t>(n), 2, 2.0f));
-  auto constant = [&](const std::string &name, float v) {
-    auto &node = mb.node("Constant", {}, {name}, "/ln/" + name);
-    auto *a = node.add_attribute();
-    a->set_name("value");
-    a->set_type(onnx::AttributeProto::TENSOR);
-    a->mutable_t()->set_data_type(kF32);
-    a->mutable_t()->add_float_data(v);
-  };
+  auto constant = [&](const std::string &name, float v) { test::float_constant(mb, "/ln/" + name, name, v); };
   std::vector<int64_t> axes;
   for (int i = c.k; i > 0; --i) axes.push_back(-i);
   mb.node("Relu", {"x"}, {"r"}, "/relu");

@@ -108,6 +108,17 @@ class ModelBuilder {
   }
 };
 
+/** A Constant node `node_name` giving `name` = the float32 `v`, of rank 0 unless `dims` says otherwise. */
+inline void float_constant(ModelBuilder &mb, const std::string &node_name, const std::string &name, float v,
+                           const std::vector<int64_t> &dims = {}) {
+  auto *a = mb.node("Constant", {}, {name}, node_name).add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_float_data(v);
+  for (int64_t d : dims) a->mutable_t()->add_dims(d);
+}
+
 inline void set_int(onnx::NodeProto &n, const std::string &name, int64_t v) {
   auto *a = n.add_attribute();
   a->set_name(name);

@@ -1,5 +1,6 @@
 // The header-only elementwise map with a CLEAVE_HD functor (what generated fused code calls) against a chain of
-// interpreter ops, and Gather / GatherGrad (whole and row-sharded) against the interpreter.
+// interpreter ops, map_block against a broadcasting op, and Gather / GatherGrad (whole and row-sharded) against the
+// interpreter.
 #include <cstring>
 
 #include "tests/runtime/one_op.h"
@@ -55,6 +56,32 @@ TEST(RuntimeKernels, MapRunsAFusedFunctorLikeTheOpChain) {
   float *pdx = dx.data();
   map_index(21, [=](int64_t i) { pdx[i] = px[i] > 0 ? pdy[i] : 0.0f; });
   EXPECT_LE(max_error(dx, rg[0]), 0.0);
+}
+
+/** rt::map_block (codegen's binary ops whose second operand broadcasts as one block: bias rows, per-channel scales)
+ *  against the interpreter's broadcasting Sub, which also checks that the full operand is f's first argument. */
+TEST(RuntimeKernels, MapBlockIsABroadcastingBinaryOp) {
+  struct Case {
+    Shape block;
+    int64_t inner, mid;  // of the block within a [3, 4, 5] output
+  };
+  const Shape y{3, 4, 5};
+  std::mt19937 rng(33);
+  for (const Case &c : {Case{{5}, 1, 5}, Case{{4, 1}, 5, 4}, Case{{3, 1, 1}, 20, 3}, Case{{4, 5}, 1, 20},
+                        Case{{1}, 60, 1}}) {
+    int64_t nb = 1;
+    for (int64_t d : c.block) nb *= d;
+    auto full = random_data(rng, 60), block = random_data(rng, nb);
+    OneOp sub;
+    sub.in(y, full);
+    sub.in(c.block, block);
+    sub.out(y);
+    auto ref = sub.run(OpKind::Sub);
+    auto ff = to_f32(full), fb = to_f32(block);
+    std::vector<float> out(60, NAN);
+    map_block(60, c.inner, c.mid, [](float a, float b) { return a - b; }, out.data(), ff.data(), fb.data());
+    EXPECT_LE(max_error(out, ref[0]), 0.0) << "block of " << nb << ", inner " << c.inner;
+  }
 }
 
 /** rt::round_fp16 (generated code's RoundToFp16, host and device) against the interpreter's RoundToFp16, which
