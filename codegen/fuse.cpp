@@ -43,12 +43,22 @@ MapSpec elementwise(int64_t n, const std::string &expr, const std::vector<std::s
   return s;
 }
 
+bool fusable(const MapSpec &producer, const MapSpec &consumer) {
+  auto reads = [&](const std::string &p) {
+    return std::find(consumer.ins.begin(), consumer.ins.end(), p) != consumer.ins.end();
+  };
+  return producer.n == consumer.n && reads(producer.out) && consumer.block_inner == 0 &&
+         (producer.block_inner == 0 || !reads(producer.ins[0]));
+}
+
 MapSpec fuse(const MapSpec &producer, const MapSpec &consumer) {
-  CLEAVE_CHECK(producer.n == consumer.n, "fusing maps of different sizes");
+  CLEAVE_CHECK(fusable(producer, consumer), "fusing maps that do not fuse");
   MapSpec s;
   s.n = consumer.n;
   s.out = consumer.out;
   s.ins = producer.ins;
+  s.block_inner = producer.block_inner;  // the block operand stays ins[0]
+  s.block_mid = producer.block_mid;
   std::vector<std::string> consumer_param;  // consumer parameter -> name in the fused body
   for (const std::string &in : consumer.ins) {
     if (in == producer.out) {
@@ -59,8 +69,6 @@ MapSpec fuse(const MapSpec &producer, const MapSpec &consumer) {
     consumer_param.push_back("x" + std::to_string(it - s.ins.begin()));
     if (it == s.ins.end()) s.ins.push_back(in);
   }
-  CLEAVE_CHECK(std::find(consumer.ins.begin(), consumer.ins.end(), producer.out) != consumer.ins.end(),
-               "fused consumer does not read the producer");
   s.lets = producer.lets;
   size_t shift = producer.lets.size();
   for (const std::string &let : consumer.lets)
@@ -76,7 +84,10 @@ MapSpec fuse(const MapSpec &producer, const MapSpec &consumer) {
 }
 
 std::string map_code(const MapSpec &spec) {
-  std::string code = "rt::map(" + std::to_string(spec.n) + ", [] CLEAVE_HD (";
+  std::string code = spec.block_inner > 0 ? "rt::map_block(" + std::to_string(spec.n) + ", " +
+                                                std::to_string(spec.block_inner) + ", " +
+                                                std::to_string(spec.block_mid) + ", [] CLEAVE_HD ("
+                                          : "rt::map(" + std::to_string(spec.n) + ", [] CLEAVE_HD (";
   const std::string real = real_type();
   for (size_t i = 0; i < spec.ins.size(); ++i) code += (i ? ", " : "") + real + " x" + std::to_string(i);
   code += ") {";

@@ -128,8 +128,8 @@ std::optional<std::pair<int64_t, int64_t>> block_broadcast(const Shape &in, cons
 }
 
 /** A two-input map; an operand of another shape than the output is read in place by rt::map_block when it broadcasts
- *  as one block, else broadcast into scratch first (either way the map is not fusable). A
- *  one-element constant operand is written into the functor instead, so the map reads one array and fuses. */
+ *  as one block (the map then fuses with the maps after it), else broadcast into scratch first (and the map is not
+ *  fusable). A one-element constant operand is written into the functor instead, so the map reads one array. */
 std::string binary(const KernelCall &call, const std::string &expr) {
   const Shape &y = call.out_shapes[0];
   for (size_t k = 0; k < 2; ++k) {
@@ -150,10 +150,15 @@ std::string binary(const KernelCall &call, const std::string &expr) {
   for (size_t k = 0; k < 2; ++k) {
     std::optional<std::pair<int64_t, int64_t>> block = block_broadcast(call.in_shapes[k], y);
     if (call.in_shapes[1 - k] != y || !block) continue;
-    std::string t = real_type(), full = k == 0 ? "b" : "a", blk = k == 0 ? "a" : "b";
-    std::string functor = "[] CLEAVE_HD (" + t + " " + full + ", " + t + " " + blk + ") { return " + expr + "; }";
-    return "rt::map_block(" + num(prod(y)) + ", " + num(block->first) + ", " + num(block->second) + ", " + functor +
-           ", " + call.outs[0] + ", " + call.ins[1 - k] + ", " + call.ins[k] + ");";
+    // The block operand comes first (x0): operand k's letter becomes a.
+    std::string swapped = k == 0 ? expr : rename_words(expr, [](const std::string &w) -> std::string {
+      return w == "a" ? "b" : w == "b" ? "a" : w;
+    });
+    MapSpec spec = elementwise(prod(y), swapped, {call.ins[k], call.ins[1 - k]}, call.outs[0]);
+    spec.block_inner = block->first;
+    spec.block_mid = block->second;
+    call.map = spec;
+    return map_code(spec);
   }
   std::string code;
   std::string a = bcast(call, call.ins[0], call.in_shapes[0], y, code);
@@ -443,14 +448,19 @@ std::string parts_shapes(const std::vector<Shape> &shapes, size_t from, size_t t
   return s + "}";
 }
 
-/** numpy matmul on local shapes: 1-D operands promoted, batch dims broadcast. One GEMM when the batch folds into the
- *  rows (B without batch dims), one strided-batched GEMM when each operand's batch is whole or absent, else a loop
+/** numpy matmul on local shapes: 1-D operands promoted, batch dims broadcast, transA / transB as GEMM flags (the
+ *  leading dimension is the stored row length either way). One GEMM when the batch folds into the rows (B without
+ *  batch dims, A not transposed), one strided-batched GEMM when each operand's batch is whole or absent, else a loop
  *  over the broadcast batch index. */
 std::string matmul_code(const KernelCall &call) {
   const Shape &sa = call.in_shapes[0], &sb = call.in_shapes[1];
   const std::string &a = call.ins[0], &b = call.ins[1], &y = call.outs[0];
+  const Op &op = call.node();
+  const bool ta = op.attr_int("transA", 0) != 0, tb = op.attr_int("transB", 0) != 0;
   Shape pa = sa.size() == 1 ? Shape{1, sa[0]} : sa, pb = sb.size() == 1 ? Shape{sb[0], 1} : sb;
-  int64_t m = pa[pa.size() - 2], k = pa.back(), n = pb.back();
+  const int64_t lda = pa.back(), ldb = pb.back();
+  const int64_t m = ta ? pa.back() : pa[pa.size() - 2], k = ta ? pa[pa.size() - 2] : pa.back();
+  const int64_t n = tb ? pb[pb.size() - 2] : pb.back();
   Shape ba(pa.begin(), pa.end() - 2), bb(pb.begin(), pb.end() - 2);
   size_t rank = std::max(ba.size(), bb.size());
   ba.insert(ba.begin(), rank - ba.size(), 1);
@@ -459,14 +469,15 @@ std::string matmul_code(const KernelCall &call) {
   for (size_t d = 0; d < rank; ++d) by[d] = std::max(ba[d], bb[d]);
   int64_t batch = prod(by), batch_a = prod(ba), batch_b = prod(bb);
   std::string operands = operands_arg(call, 0, 1);
+  std::string flags = std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", ";
   auto gemm = [&](int64_t rows, const std::string &pa_, const std::string &pb_, const std::string &py_) {
-    return "rt::gemm(false, false, " + num(rows) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + pa_ + ", " + num(k) +
-           ", " + pb_ + ", " + num(n) + ", 0.0f, " + py_ + ", " + num(n) + operands + ");";
+    return "rt::gemm(" + flags + num(rows) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + pa_ + ", " + num(lda) +
+           ", " + pb_ + ", " + num(ldb) + ", 0.0f, " + py_ + ", " + num(n) + operands + ");";
   };
-  if (batch_b == 1) return gemm(batch * m, a, b, y);  // A's batch and rows are one [batch * m, k] matrix
+  if (batch_b == 1 && !ta) return gemm(batch * m, a, b, y);  // A's batch and rows are one [batch * m, k] matrix
   if ((batch_a == 1 || ba == by) && (batch_b == 1 || bb == by))
-    return "rt::gemm_strided_batched(false, false, " + num(m) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + a + ", " +
-           num(k) + ", " + num(batch_a == 1 ? 0 : m * k) + ", " + b + ", " + num(n) + ", " +
+    return "rt::gemm_strided_batched(" + flags + num(m) + ", " + num(n) + ", " + num(k) + ", 1.0f, " + a + ", " +
+           num(lda) + ", " + num(batch_a == 1 ? 0 : m * k) + ", " + b + ", " + num(ldb) + ", " +
            num(batch_b == 1 ? 0 : k * n) + ", 0.0f, " + y + ", " + num(n) + ", " + num(m * n) + ", " + num(batch) +
            operands + ");";
   // General broadcast: walk the output batch index, mapping it to each operand's (size-1 dims read index 0).

@@ -85,15 +85,11 @@ bool translate_row_gemm(Importer &im, const NodeCtx &first, const NodeCtx &gemm,
   };
   std::string xs = im.fresh_tensor_name(first.out(0) + ".nd");
   emit(OpKind::Reshape, {first.in(0)}, xs, first.name, {{"shape", std::vector<int64_t>(x_nd)}});
-  std::string wt = gemm.in(1);
-  if (trans_b) {
-    wt = im.fresh_tensor_name(gemm.in(1) + ".T");
-    emit(OpKind::Transpose, {gemm.in(1)}, wt, im.fresh_op_name(gemm.name + ".wt"),
-         {{"perm", std::vector<int64_t>{1, 0}}});
-  }
   bool bias = !gemm.in(2).empty();
   std::string product = bias ? im.fresh_tensor_name(gemm.out(0) + ".nd") : last.out(0);
-  emit(OpKind::MatMul, {xs, wt}, product, gemm.name);
+  AttrMap by_transposed;
+  if (trans_b) by_transposed["transB"] = int64_t{1};
+  emit(OpKind::MatMul, {xs, gemm.in(1)}, product, gemm.name, by_transposed);
   if (bias) emit(OpKind::Add, {product, gemm.in(2)}, last.out(0), im.fresh_op_name(gemm.name + ".bias"));
   return true;
 }

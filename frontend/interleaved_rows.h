@@ -29,10 +29,10 @@ std::map<int, RowGemm> find_row_gemms(const onnx::GraphProto &g);
  *  whose batch is in a dim after the first (ir/describe/batch_dims.h). */
 bool rows_interleave_samples(Importer &im, const std::string &x);
 
-/** Emits chain c as X' = Reshape(X, [s..., E]), Y = MatMul(X', W^T) (+ bias), where [s..., F] is the last Reshape's
- *  shape, defining the last Reshape's output. `first`, `gemm` and `last` are the three nodes' contexts; every input
- *  of the chain is defined. False, emitting nothing, where the shapes do not fit ([s...] does not multiply to the
- *  rows, or the last dim is not W's output dim). */
+/** Emits chain c as X' = Reshape(X, [s..., E]), Y = MatMul(X', W) with the Gemm's transB (+ bias), where [s..., F] is
+ *  the last Reshape's shape, defining the last Reshape's output. `first`, `gemm` and `last` are the three nodes'
+ *  contexts; every input of the chain is defined. False, emitting nothing, where the shapes do not fit ([s...] does
+ *  not multiply to the rows, or the last dim is not W's output dim). */
 bool translate_row_gemm(Importer &im, const NodeCtx &first, const NodeCtx &gemm, const NodeCtx &last);
 
 }  // namespace cleave

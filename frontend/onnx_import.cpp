@@ -188,14 +188,14 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
                      const std::vector<std::string> &names, const std::set<std::string> &available, Phase phase) {
   std::map<int, LayerNormChain> layer_norms;
   std::map<int, GeluChain> gelus;
-  std::map<int, std::string> transposed_weights;
+  std::map<int, std::string> transposed_operands;
   std::map<int, RowGemm> row_gemms;
   std::map<int, std::string> class_test_casts;
   if (phase == Phase::forward) {
     if (m.training_info_size() == 0) class_test_casts = find_class_test_casts(g);
     layer_norms = find_layer_norms(g);
     gelus = find_gelus(g);
-    transposed_weights = find_transposed_weights(g);
+    transposed_operands = find_transposed_operands(g);
     row_gemms = find_row_gemms(g);
   }
   auto context = [&](const onnx::NodeProto &node, const std::string &name) {
@@ -211,8 +211,8 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
   std::map<int, const RowGemm *> deferred;  // the Gemm and last Reshape of row chains, translated at the last
   for (int i : topo_order(g, available, names)) {
     if (fused.count(i)) continue;
-    if (auto w = transposed_weights.find(i);
-        w != transposed_weights.end() && im.defined(w->second) && !im.is_const(w->second)) {
+    if (auto w = transposed_operands.find(i);
+        w != transposed_operands.end() && im.defined(w->second) && !im.is_const(w->second)) {
       im.pending_transposes[g.node(i).output(0)] = {w->second, names[i]};
       continue;
     }

@@ -56,20 +56,17 @@ bool matmul_by_transposed(Importer &im, const NodeCtx &n, const std::string &w) 
 
 void translate_matmul(Importer &im, const NodeCtx &n) {
   if (n.op_type == "MatMul") {
-    if (auto pt = im.pending_transposes.find(n.in(1)); pt != im.pending_transposes.end()) {
-      auto [w, transpose_name] = pt->second;
-      if (matmul_by_transposed(im, n, w)) return;
-      // Materialise the transpose after all; later readers find it defined.
-      im.pending_transposes.erase(pt);
-      OpSpec t;
-      t.kind = OpKind::Transpose;
-      t.phase = n.phase;
-      t.inputs = {w};
-      t.outputs = {n.in(1)};
-      t.attrs["perm"] = std::vector<int64_t>{1, 0};
-      im.emit(t, transpose_name, n);
+    OpSpec s = same_operands(n, OpKind::MatMul);
+    for (size_t i = 0; i < 2; ++i) {
+      auto pt = im.pending_transposes.find(n.in(i));
+      if (pt == im.pending_transposes.end()) continue;
+      const std::string &x = pt->second.first;
+      bool weight = i == 1 && im.pending_transposes.count(n.in(0)) == 0 && im.type_of(x, n).shape.size() == 2;
+      if (weight && matmul_by_transposed(im, n, x)) return;
+      s.inputs[i] = x;
+      s.attrs[i == 0 ? "transA" : "transB"] = int64_t{1};
     }
-    im.emit(same_operands(n, OpKind::MatMul), n.name, n);
+    im.emit(s, n.name, n);
     return;
   }
   OpSpec s = same_operands(n, OpKind::Gemm);

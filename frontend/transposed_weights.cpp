@@ -2,38 +2,69 @@
 
 #include <set>
 
-namespace cleave {
+#include "frontend/node_attrs.h"
 
-std::map<int, std::string> find_transposed_weights(const onnx::GraphProto &g) {
+namespace cleave {
+namespace {
+
+/** Adds the names the nodes of `g` (and of their subgraphs) read. */
+void subgraph_reads(const onnx::GraphProto &g, std::set<std::string> &names) {
+  for (const auto &n : g.node()) {
+    for (const auto &in : n.input()) names.insert(in);
+    for (const auto &a : n.attribute()) {
+      if (a.has_g()) subgraph_reads(a.g(), names);
+      for (const auto &sub : a.graphs()) subgraph_reads(sub, names);
+    }
+  }
+}
+
+/** Whether `perm` (size r >= 2) keeps every dim but swaps the last two. */
+bool swaps_last_two(const google::protobuf::RepeatedField<int64_t> &perm) {
+  int r = perm.size();
+  if (r < 2 || perm[r - 2] != r - 1 || perm[r - 1] != r - 2) return false;
+  for (int d = 0; d + 2 < r; ++d)
+    if (perm[d] != d) return false;
+  return true;
+}
+
+}  // namespace
+
+std::map<int, std::string> find_transposed_operands(const onnx::GraphProto &g) {
   std::map<std::string, const onnx::TensorProto *> initializers;
   for (const auto &t : g.initializer()) initializers[t.name()] = &t;
-  std::set<std::string> outputs;
-  for (const auto &o : g.output()) outputs.insert(o.name());
-  std::map<std::string, int> transposes;  // WT -> node index
+  std::set<std::string> kept;  // graph outputs and what subgraphs read
+  for (const auto &o : g.output()) kept.insert(o.name());
+  for (const auto &n : g.node())
+    for (const auto &a : n.attribute()) {
+      if (a.has_g()) subgraph_reads(a.g(), kept);
+      for (const auto &sub : a.graphs()) subgraph_reads(sub, kept);
+    }
+  std::map<std::string, int> transposes;  // XT -> node index
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &n = g.node(i);
-    if (n.op_type() != "Transpose" || !(n.domain().empty() || n.domain() == "ai.onnx") || n.input_size() != 1 ||
-        n.output_size() != 1 || outputs.count(n.output(0)))
+    if (!is_onnx_op(n, "Transpose") || n.input_size() != 1 || n.output_size() != 1 || kept.count(n.output(0)))
       continue;
-    auto w = initializers.find(n.input(0));
-    if (w == initializers.end() || w->second->dims_size() != 2 || w->second->data_type() != onnx::TensorProto::FLOAT)
-      continue;
-    bool swap = true;  // perm absent reverses the dims: [1, 0] for a matrix
+    bool swap = false;
+    bool has_perm = false;
     for (const auto &a : n.attribute())
-      if (a.name() == "perm") swap = a.ints_size() == 2 && a.ints(0) == 1 && a.ints(1) == 0;
+      if (a.name() == "perm") {
+        has_perm = true;
+        swap = swaps_last_two(a.ints());
+      }
+    if (!has_perm) {  // perm absent reverses the dims: a swap for a matrix
+      auto w = initializers.find(n.input(0));
+      swap = w != initializers.end() && w->second->dims_size() == 2;
+    }
     if (swap) transposes[n.output(0)] = i;
   }
-  // Every reader of WT must be a MatMul taking it as its right operand only.
+  // Every reader of XT must be a MatMul.
   for (const auto &n : g.node())
     for (int k = 0; k < n.input_size(); ++k) {
       auto t = transposes.find(n.input(k));
-      if (t == transposes.end()) continue;
-      bool right_of_matmul = n.op_type() == "MatMul" && (n.domain().empty() || n.domain() == "ai.onnx") && k == 1 &&
-                             n.input(0) != n.input(1);
-      if (!right_of_matmul) transposes.erase(t);
+      if (t != transposes.end() && !is_onnx_op(n, "MatMul")) transposes.erase(t);
     }
   std::map<int, std::string> found;
-  for (const auto &[wt, i] : transposes) found[i] = g.node(i).input(0);
+  for (const auto &[xt, i] : transposes) found[i] = g.node(i).input(0);
   return found;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// torch exports nn.Linear on inputs of rank > 2 as Transpose(W) + MatMul. Cleave multiplies by W itself (Gemm with
-// transB), so neither the forward pass nor the gradient transposes the weight every step.
+// A Transpose that swaps the last two dims and feeds only MatMuls costs a copy per step, and its gradient another:
+// torch exports nn.Linear on inputs of rank > 2 as Transpose(W) + MatMul, and attention's scores as
+// MatMul(q, Transpose(k)). Cleave imports neither Transpose: a 2-D weight's MatMul becomes a Gemm by W with transB
+// where its rows may fold, any other MatMul reads the operand itself with MatMul's transA / transB.
 #include <map>
 #include <string>
 
@@ -8,9 +10,9 @@
 
 namespace cleave {
 
-/** The Transpose nodes WT = Transpose(W, perm [1, 0]) of a 2-D float initializer W whose result is not a graph output
- *  and feeds only MatMul nodes, as their right operand: node index -> W. The importer defers such a node
- *  (Importer::pending_transposes) and emits it only if a MatMul cannot use Gemm instead (a 1-D left operand). */
-std::map<int, std::string> find_transposed_weights(const onnx::GraphProto &g);
+/** The Transpose nodes XT = Transpose(X) of `g` that swap X's last two dims (perm [0, ..., r-1, r-2] with r >= 2; a
+ *  2-D initializer's may omit perm) whose result is no graph output, is read by MatMul nodes only and by no subgraph:
+ *  node index -> X. The importer defers such a node (Importer::pending_transposes): it is never emitted. */
+std::map<int, std::string> find_transposed_operands(const onnx::GraphProto &g);
 
 }  // namespace cleave

@@ -114,10 +114,15 @@ Types rule_MatMul(const RuleArgs &r) {
   if (a.shape.empty() || b.shape.empty()) r.fail("A and B must have rank >= 1");
   Shape sa = a.shape, sb = b.shape;
   bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+  bool ta = r.op.attr_int("transA", 0) != 0, tb = r.op.attr_int("transB", 0) != 0;
+  if ((ta && a1) || (tb && b1)) r.fail("transA and transB need an operand of rank >= 2");
+  if (ta) std::swap(sa[sa.size() - 2], sa.back());
+  if (tb) std::swap(sb[sb.size() - 2], sb.back());
   if (a1) sa.insert(sa.begin(), 1);
   if (b1) sb.push_back(1);
   if (sa.back() != sb[sb.size() - 2])
-    r.fail(detail::concat("inner dims differ: A ", shape_str(a.shape), " and B ", shape_str(b.shape)));
+    r.fail(detail::concat("inner dims differ: A ", shape_str(a.shape), (ta ? " (transposed)" : ""), " and B ",
+                          shape_str(b.shape), (tb ? " (transposed)" : "")));
   Shape batch = broadcast_shapes(Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2), r.label());
   if (!a1) batch.push_back(sa[sa.size() - 2]);
   if (!b1) batch.push_back(sb.back());

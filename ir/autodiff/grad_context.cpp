@@ -132,19 +132,31 @@ TensorId GradContext::sum_to(TensorId x, const Shape &target, const std::string 
 }
 
 TensorId GradContext::transpose(TensorId x, const std::vector<int64_t> &perm, const std::string &hint) {
+  // Transposing back what a Transpose made is its input (torch's time-major attention transposes its input and its
+  // output's gradient, and the MatMul rule moves the batch back to the front). A named result stays an op of its own.
+  if (OpId p = g_.tensor(x).producer; hint.empty() && p != kNoOp && g_.op(p).kind == OpKind::Transpose) {
+    const std::vector<int64_t> &first = g_.op(p).attr_ints("perm");
+    bool inverse = first.size() == perm.size();
+    for (size_t i = 0; inverse && i < perm.size(); ++i)
+      inverse = first[static_cast<size_t>(perm[i])] == static_cast<int64_t>(i);
+    if (inverse) return g_.op(p).inputs[0];
+  }
   Shape out;
   for (int64_t p : perm) out.push_back(shape(x)[static_cast<size_t>(p)]);
   return emit(OpKind::Transpose, {x}, {{"perm", perm}}, dtype(x), out, hint);
 }
 
-TensorId GradContext::matmul(TensorId a, TensorId b, const std::string &hint) {
+TensorId GradContext::matmul(TensorId a, TensorId b, const std::string &hint, bool ta, bool tb) {
   const Shape &sa = shape(a), &sb = shape(b);
   CLEAVE_CHECK(sa.size() >= 2 && sb.size() >= 2);
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   Shape out = broadcast_shape(ba, bb);
-  out.push_back(sa[sa.size() - 2]);
-  out.push_back(sb.back());
-  return emit(OpKind::MatMul, {a, b}, {}, dtype(a), out, hint);
+  out.push_back(ta ? sa.back() : sa[sa.size() - 2]);
+  out.push_back(tb ? sb[sb.size() - 2] : sb.back());
+  AttrMap attrs;  // absent flags print as before
+  if (ta) attrs["transA"] = int64_t{1};
+  if (tb) attrs["transB"] = int64_t{1};
+  return emit(OpKind::MatMul, {a, b}, attrs, dtype(a), out, hint);
 }
 
 TensorId GradContext::scale(TensorId x, double v, const std::string &hint) {

@@ -62,8 +62,9 @@ class GradContext {
   /** Sums a tensor of a broadcast shape back to `shape` (ReduceSum with keepdims, then Reshape if ranks differ). */
   TensorId sum_to(TensorId x, const Shape &shape, const std::string &hint = "");
   TensorId transpose(TensorId x, const std::vector<int64_t> &perm, const std::string &hint = "");
-  /** numpy matmul of operands of rank >= 2. */
-  TensorId matmul(TensorId a, TensorId b, const std::string &hint = "");
+  /** numpy matmul of operands of rank >= 2, each with its last two dims swapped first where ta / tb (MatMul's transA
+   *  and transB: no transposed copy). */
+  TensorId matmul(TensorId a, TensorId b, const std::string &hint = "", bool ta = false, bool tb = false);
   /** x * v (skipped when v == 1). */
   TensorId scale(TensorId x, double v, const std::string &hint = "");
 

@@ -29,14 +29,6 @@ std::vector<int64_t> axes_except(size_t rank, size_t keep) {
   return axes;
 }
 
-/** Swaps the last two axes. */
-std::vector<int64_t> swap_last_two(size_t rank) {
-  std::vector<int64_t> perm(rank);
-  std::iota(perm.begin(), perm.end(), 0);
-  std::swap(perm[rank - 1], perm[rank - 2]);
-  return perm;
-}
-
 // ---- elementwise ----
 
 void grad_Add(GradContext &c, Dx &dx) {
@@ -152,64 +144,71 @@ void grad_NegativeLogLikelihoodLoss(GradContext &c, Dx &dx) {
 // ---- linear algebra ----
 
 void grad_MatMul(GradContext &c, Dx &dx) {
-  // Promote 1-D operands as numpy does ([k] -> [1,k] on the left, [k,1] on the right), differentiate the batched
-  // product, sum the gradient over broadcast batch dims and drop the promoted dims again.
+  // Y = op(A) op(B), op swapping an operand's last two dims where transA / transB say so. Promote 1-D operands as
+  // numpy does ([k] -> [1,k] on the left, [k,1] on the right), differentiate the batched product, sum the gradient
+  // over broadcast batch dims and drop the promoted dims again. Every transposed operand is a MatMul flag, not a copy.
   TensorId a = c.in(0), b = c.in(1);
   const Shape sa = c.shape(a), sb = c.shape(b);
-  if (sa.size() >= 2 && sb.size() == 2) {
+  const bool ta = c.fwd().attr_int("transA", 0) != 0, tb = c.fwd().attr_int("transB", 0) != 0;
+  if (sa.size() >= 2 && sb.size() == 2 && !ta) {
     // A Linear layer: B is one matrix, so A's batch dims fold into its rows ([rows, k], a free reshape of a
-    // row-major tensor) and both gradients are single GEMMs: dA = dY B^T, dB = A^T dY. No transposed copy, and dB
-    // accumulates over all rows inside the GEMM instead of a per-batch product summed afterwards.
-    int64_t k = sa.back(), n = sb[1], rows = 1;
+    // row-major tensor) and both gradients are single GEMMs: dA = dY op(B)^T, dB = A^T dY (dY^T A under transB).
+    // dB accumulates over all rows inside the GEMM instead of a per-batch product summed afterwards.
+    int64_t k = sa.back(), n = tb ? sb[0] : sb[1], rows = 1;
     for (size_t d = 0; d + 1 < sa.size(); ++d) rows *= sa[d];
     auto gemm = [&](TensorId x, TensorId y, int64_t tx, int64_t ty, const Shape &shape, const std::string &hint) {
       AttrMap attrs = {{"alpha", 1.0}, {"beta", 1.0}, {"transA", tx}, {"transB", ty}};
       return c.emit(OpKind::Gemm, {x, y}, attrs, c.dtype(c.dy(0)), shape, hint);
     };
+    auto grad_b = [&](TensorId a_rows, TensorId dy_rows) {
+      return tb ? gemm(dy_rows, a_rows, 1, 0, sb, c.grad_name(1)) : gemm(a_rows, dy_rows, 1, 0, sb, c.grad_name(1));
+    };
     if (int batch = c.batch_dim(a); batch > 0 && batch + 1 < static_cast<int>(sa.size())) {
       // Time-major activations (torch's attention): rows would interleave the samples, and a data-parallel split
-      // could not divide them. dA = dY B^T stays a batched product; dB = A^T dY takes its rows with the batch dim
-      // moved to the front (two local transposes instead of gathering the rows).
-      if (c.need(0)) dx[0] = c.matmul(c.dy(0), c.transpose(b, {1, 0}), c.grad_name(0));
+      // could not divide them. dA = dY op(B)^T stays a batched product; dB takes its rows with the batch dim moved
+      // to the front (two local transposes instead of gathering the rows).
+      if (c.need(0)) dx[0] = c.matmul(c.dy(0), b, c.grad_name(0), false, !tb);
       if (c.need(1)) {
         std::vector<int64_t> perm{batch};
         for (int d = 0; d + 1 < static_cast<int>(sa.size()); ++d)
           if (d != batch) perm.push_back(d);
         perm.push_back(static_cast<int64_t>(sa.size()) - 1);
-        TensorId a_rows = c.reshape(c.transpose(a, perm), {rows, k});
-        TensorId dy_rows = c.reshape(c.transpose(c.dy(0), perm), {rows, n});
-        dx[1] = gemm(a_rows, dy_rows, 1, 0, sb, c.grad_name(1));
+        dx[1] = grad_b(c.reshape(c.transpose(a, perm), {rows, k}), c.reshape(c.transpose(c.dy(0), perm), {rows, n}));
       }
       return;
     }
     TensorId dy = c.reshape(c.dy(0), {rows, n});
     bool folded = sa.size() > 2;
     if (c.need(0))
-      dx[0] = c.reshape(gemm(dy, b, 0, 1, {rows, k}, folded ? "" : c.grad_name(0)), sa, c.grad_name(0));
-    if (c.need(1)) dx[1] = gemm(c.reshape(a, {rows, k}), dy, 1, 0, sb, c.grad_name(1));
+      dx[0] = c.reshape(gemm(dy, b, 0, tb ? 0 : 1, {rows, k}, folded ? "" : c.grad_name(0)), sa, c.grad_name(0));
+    if (c.need(1)) dx[1] = grad_b(c.reshape(a, {rows, k}), dy);
     return;
   }
   bool a1 = sa.size() == 1, b1 = sb.size() == 1;
-  Shape pa = a1 ? Shape{1, sa[0]} : sa, pb = b1 ? Shape{sb[0], 1} : sb;
+  Shape pa = a1 ? Shape{1, sa[0]} : sa, pb = b1 ? Shape{sb[0], 1} : sb;  // as stored
   Shape py = broadcast_shape(Shape(pa.begin(), pa.end() - 2), Shape(pb.begin(), pb.end() - 2));
-  py.push_back(pa[pa.size() - 2]);
-  py.push_back(pb.back());
+  py.push_back(ta ? pa.back() : pa[pa.size() - 2]);
+  py.push_back(tb ? pb[pb.size() - 2] : pb.back());
   TensorId dy = c.reshape(c.dy(0), py);
   TensorId ap = c.reshape(a, pa), bp = c.reshape(b, pb);
   // The hint goes to the last op that is actually emitted.
-  auto finish = [&](TensorId lhs, TensorId rhs, const Shape &promoted, const Shape &target, bool promoted_1d,
-                    const std::string &name) {
+  auto finish = [&](TensorId lhs, TensorId rhs, bool tl, bool tr, const Shape &promoted, const Shape &target,
+                    bool promoted_1d, const std::string &name) {
     const Shape sl = c.shape(lhs), sr = c.shape(rhs);
     Shape prod = broadcast_shape(Shape(sl.begin(), sl.end() - 2), Shape(sr.begin(), sr.end() - 2));
-    prod.push_back(sl[sl.size() - 2]);
-    prod.push_back(sr.back());
+    prod.push_back(tl ? sl.back() : sl[sl.size() - 2]);
+    prod.push_back(tr ? sr[sr.size() - 2] : sr.back());
     bool summed = prod != promoted;
-    TensorId t = c.matmul(lhs, rhs, !summed && !promoted_1d ? name : "");
+    TensorId t = c.matmul(lhs, rhs, !summed && !promoted_1d ? name : "", tl, tr);
     t = c.sum_to(t, promoted, promoted_1d ? "" : name);
     return c.reshape(t, target, name);
   };
-  if (c.need(0)) dx[0] = finish(dy, c.transpose(bp, swap_last_two(pb.size())), pa, sa, a1, c.grad_name(0));
-  if (c.need(1)) dx[1] = finish(c.transpose(ap, swap_last_two(pa.size())), dy, pb, sb, b1, c.grad_name(1));
+  // d op(A) = dY op(B)^T and d op(B) = op(A)^T dY; a transposed operand's gradient is the transpose of that:
+  // dA = op(B) dY^T under transA, dB = dY^T op(A) under transB.
+  if (c.need(0))
+    dx[0] = ta ? finish(bp, dy, tb, true, pa, sa, a1, c.grad_name(0)) : finish(dy, bp, false, !tb, pa, sa, a1, c.grad_name(0));
+  if (c.need(1))
+    dx[1] = tb ? finish(dy, ap, true, ta, pb, sb, b1, c.grad_name(1)) : finish(ap, dy, !ta, false, pb, sb, b1, c.grad_name(1));
 }
 
 void grad_Gemm(GradContext &c, Dx &dx) {

@@ -93,19 +93,23 @@ Descs describe_MatMul(const Graph &g, const Op &op) {
   Var m, n;
   if (!a1) m = b.out("m", ys[batch]);
   if (!b1) n = b.out("n", ys.back());
-  Var k = b.sum("k", as.back());
+  bool ta = op.attr_int("transA", 0) != 0, tb = op.attr_int("transB", 0) != 0;
+  Var k = b.sum("k", ta ? as[as.size() - 2] : as.back());
   Operand a = b.in(0, "A"), bb = b.in(1, "B");
   // Batch dims of each operand broadcast right-aligned against the output's batch dims.
   auto batch_ix = [&](const Shape &s, size_t mat_dims) {
     Shape bshape(s.begin(), s.end() - static_cast<int64_t>(mat_dims));
     return bcast_ix(bv, bshape);
   };
+  // transA / transB index the operand's last two dims the other way round.
   std::vector<Ix> ai = a1 ? std::vector<Ix>{} : batch_ix(as, 2);
   if (!a1) ai.emplace_back(m);
   ai.emplace_back(k);
+  if (ta) std::swap(ai[ai.size() - 2], ai.back());
   std::vector<Ix> bi = b1 ? std::vector<Ix>{} : batch_ix(bs, 2);
   bi.emplace_back(k);
   if (!b1) bi.emplace_back(n);
+  if (tb) std::swap(bi[bi.size() - 2], bi.back());
   std::vector<Affine> out = idx(bv);
   if (!a1) out.emplace_back(m);
   if (!b1) out.emplace_back(n);

@@ -45,11 +45,16 @@ void kernel_Gemm(const KernelArgs &k) {
 
 void kernel_MatMul(const KernelArgs &k) {
   // numpy.matmul: a 1-D A is [1, K] and a 1-D B is [K, 1], the added dim removed from the result; leading
-  // (batch) dims broadcast.
+  // (batch) dims broadcast. transA / transB read that operand with its last two dims swapped.
   const Value &a = k.in(0);
   const Value &b = k.in(1);
   if (a.shape.empty() || b.shape.empty()) CLEAVE_USER_ERROR(k.label(), ": operands must have rank >= 1");
+  bool ta = k.op.attr_int("transA", 0) != 0, tb = k.op.attr_int("transB", 0) != 0;
+  if ((ta && a.shape.size() < 2) || (tb && b.shape.size() < 2))
+    CLEAVE_USER_ERROR(k.label(), ": transA and transB need an operand of rank >= 2");
   Shape as = a.shape, bs = b.shape;
+  if (ta) std::swap(as[as.size() - 2], as.back());
+  if (tb) std::swap(bs[bs.size() - 2], bs.back());
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
   int64_t m = as[as.size() - 2], kk = as.back();
@@ -72,7 +77,7 @@ void kernel_MatMul(const KernelArgs &k) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double acc = 0;
-        for (int64_t p = 0; p < kk; ++p) acc += pa[i * kk + p] * pb[p * n + j];
+        for (int64_t p = 0; p < kk; ++p) acc += pa[ta ? p * m + i : i * kk + p] * pb[tb ? j * kk + p : p * n + j];
         py[i * n + j] = acc;
       }
   }

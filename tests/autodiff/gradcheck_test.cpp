@@ -155,6 +155,35 @@ TEST(GradCheck, MatMul) {
   }
 }
 
+TEST(GradCheck, MatMulTransposedOperands) {
+  // transA / transB (stored shapes): batched with broadcast, a vector times a transposed matrix, a Linear by a
+  // transposed weight ([rows, k] folded GEMMs) and the time-major Linear.
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+    int sample_axis;
+  };
+  const std::vector<Case> cases = {{{2, 1, 4, 3}, {3, 5, 4}, true, true, 0}, {{4, 3}, {2, 4, 5}, true, false, 0},
+                                   {{2, 3, 4}, {2, 5, 4}, false, true, 0},   {{4}, {5, 4}, false, true, 0},
+                                   {{2, 4, 3}, {4}, true, false, 0},         {{2, 3, 4}, {5, 4}, false, true, 0},
+                                   {{3, 2, 4}, {5, 4}, false, true, 1}};
+  int seed = 620;
+  for (const Case &k : cases) {
+    GraphBuilder b(++seed);
+    TensorId a = b.input(k.a), c = b.input(k.b, -1.0, 1.0, Role::param);
+    b.g.tensor(a).sample_axis = k.sample_axis;
+    AttrMap flags;
+    if (k.ta) flags["transA"] = int64_t{1};
+    if (k.tb) flags["transB"] = int64_t{1};
+    std::string label = "MatMul" + shape_str(k.a) + (k.ta ? "T" : "") + shape_str(k.b) + (k.tb ? "T" : "") +
+                        " batch dim " + std::to_string(k.sample_axis);
+    check_gradients(b, {b.op(OpKind::MatMul, {a, c}, flags)}, {a, c}, label);
+    for (const Op &op : b.g.ops())
+      EXPECT_FALSE(op.kind == OpKind::Transpose && (op.inputs[0] == c || (k.sample_axis == 0 && op.inputs[0] == a)))
+          << label << ": " << op.name << " transposes an operand";
+  }
+}
+
 TEST(GradCheck, MatMulOfTimeMajorActivations) {
   // A's batch in an inner dim (torch's attention): the rule keeps the batch apart (transposes A and dY to put it
   // first) instead of folding A's leading dims into rows.

@@ -204,6 +204,10 @@ TEST(DescriptionVsInterpreter, DenseVariants) {
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {3}}, {"B", {2, 3, 4}}}, {}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {2, 4, 3}}, {"B", {3}}}, {}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {2, 1, 3, 4}}, {"B", {3, 4, 5}}}, {}, {{"Y"}})), 1);
+  AttrMap ta{{"transA", int64_t{1}}}, tb{{"transB", int64_t{1}}}, both{{"transA", int64_t{1}}, {"transB", int64_t{1}}};
+  EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {2, 1, 4, 3}}, {"B", {3, 5, 4}}}, both, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {4, 3}}, {"B", {2, 4, 5}}}, ta, {{"Y"}})), 1);
+  EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {4}}, {"B", {5, 4}}}, tb, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Add, {{"A", {2, 1, 4}}, {"B", {3, 1}}}, {}, {{"C"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::ReduceSum, {{"X", {2, 3, 4}}}, {{"axes", V{0, 2}}, {"keepdims", int64_t{0}}},
                             {{"Y"}})), 1);

@@ -70,6 +70,10 @@ TEST(ShapeRules, MatMulGemmBroadcastAgainstTorch) {
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{3}, f}, {{2, 3, 4}, f}}, {}).shape(), (Shape{2, 4}));
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{2, 4, 3}, f}, {{3}, f}}, {}).shape(), (Shape{2, 4}));
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{2, 1, 3, 4}, f}, {{5, 4, 6}, f}}, {}).shape(), (Shape{2, 5, 3, 6}));
+  // transA / transB swap the stored operand's last two dims: torch.matmul(a.mT, b.mT).
+  EXPECT_EQ(OneOp(OpKind::MatMul, {{{2, 1, 4, 3}, f}, {{5, 6, 4}, f}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}})
+                .shape(),
+            (Shape{2, 5, 3, 6}));
   EXPECT_EQ(OneOp(OpKind::Add, {{{2, 1, 4}, f}, {{3, 1}, f}}, {}).shape(), (Shape{2, 3, 4}));
   EXPECT_EQ(OneOp(OpKind::Gemm, {{{3, 4}, f}, {{5, 3}, f}, {{4, 1}, f}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}})
                 .shape(),
@@ -138,6 +142,10 @@ TEST(ShapeRules, Diagnostics) {
             "op \"n\" (Add): shapes [2,3] and [4] are not broadcastable");
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{2, 3}, f}, {{4, 5}, f}}, {}).error(),
             "op \"n\" (MatMul): inner dims differ: A [2,3] and B [4,5]");
+  EXPECT_EQ(OneOp(OpKind::MatMul, {{{3, 2}, f}, {{5, 4}, f}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}}).error(),
+            "op \"n\" (MatMul): inner dims differ: A [3,2] (transposed) and B [5,4] (transposed)");
+  EXPECT_EQ(OneOp(OpKind::MatMul, {{{3}, f}, {{3, 4}, f}}, {{"transA", int64_t{1}}}).error(),
+            "op \"n\" (MatMul): transA and transB need an operand of rank >= 2");
   EXPECT_EQ(OneOp(OpKind::Conv, {{{1, 4, 5, 5}, f}, {{2, 3, 3, 3}, f}}, {}).error(),
             "op \"n\" (Conv): W [2,3,3,3] expects 3 input channels, X [1,4,5,5] has 4");
   EXPECT_EQ(OneOp(OpKind::Softmax, {{{2, 3}, f}}, {{"axis", int64_t{2}}}).error(),

@@ -174,6 +174,20 @@ TEST(InterpTorch, MatMulBatchedBroadcastAnd1D) {
   }
 }
 
+TEST(InterpTorch, MatMulTransposedOperands) {
+  // transA / transB against torch.matmul of the transposed views: batched with broadcast, and a matrix A by a batch.
+  for (std::string p : {"matmul_t", "matmul_ta"}) {
+    SCOPED_TRACE(p);
+    Case c;
+    TensorId a = c.feed(p + ".a"), b = c.feed(p + ".b");
+    TensorId y = c.out_like(p + ".y");
+    AttrMap flags{{"transA", int64_t{1}}};
+    if (p == "matmul_t") flags["transB"] = int64_t{1};
+    c.op(OpKind::MatMul, {a, b}, {y}, flags);
+    expect_matches(c.run(), y, p + ".y");
+  }
+}
+
 TEST(InterpTorch, PowAndPowGrad) {
   Case c;
   TensorId a = c.feed("pow.a"), b = c.feed("pow.b"), dy = c.feed("pow.dy");

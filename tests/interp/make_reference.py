@@ -264,4 +264,12 @@ emit("i32.b", i32b)
 with np.errstate(divide="ignore"):
     emit("i32.div", np.abs(i32a) // np.abs(i32b) * np.sign(i32a) * np.sign(i32b))
 
+# ---- MatMul with transA and transB: torch.matmul of the operands' transposed views, batched with broadcast ----
+a = rand("matmul_t.a", 2, 1, 4, 3)
+bm = rand("matmul_t.b", 3, 5, 4)
+emit("matmul_t.y", torch.matmul(a.transpose(-2, -1), bm.transpose(-2, -1)).detach())
+a = rand("matmul_ta.a", 4, 3)
+bm = rand("matmul_ta.b", 2, 4, 5)
+emit("matmul_ta.y", torch.matmul(a.transpose(-2, -1), bm).detach())
+
 print("\n".join(lines))

@@ -58,8 +58,9 @@ TEST(RuntimeKernels, MapRunsAFusedFunctorLikeTheOpChain) {
   EXPECT_LE(max_error(dx, rg[0]), 0.0);
 }
 
-/** rt::map_block (codegen's binary ops whose second operand broadcasts as one block: bias rows, per-channel scales)
- *  against the interpreter's broadcasting Sub, which also checks that the full operand is f's first argument. */
+/** rt::map_block (codegen's maps with an operand that broadcasts as one block: bias rows, per-channel scales) against
+ *  the interpreter's broadcasting Sub, which also checks that the block's value is f's first argument; and with two
+ *  full operands (a fused chain's), against Sub then Mul. */
 TEST(RuntimeKernels, MapBlockIsABroadcastingBinaryOp) {
   struct Case {
     Shape block;
@@ -79,8 +80,19 @@ TEST(RuntimeKernels, MapBlockIsABroadcastingBinaryOp) {
     auto ref = sub.run(OpKind::Sub);
     auto ff = to_f32(full), fb = to_f32(block);
     std::vector<float> out(60, NAN);
-    map_block(60, c.inner, c.mid, [](float a, float b) { return a - b; }, out.data(), ff.data(), fb.data());
+    map_block(60, c.inner, c.mid, [](float b, float a) { return a - b; }, out.data(), fb.data(), ff.data());
     EXPECT_LE(max_error(out, ref[0]), 0.0) << "block of " << nb << ", inner " << c.inner;
+    auto scale = random_data(rng, 60);
+    OneOp mul;
+    mul.in(y, ref[0]);
+    mul.in(y, scale);
+    mul.out(y);
+    auto ref2 = mul.run(OpKind::Mul);
+    auto fs = to_f32(scale);
+    std::vector<float> out2(60, NAN);
+    map_block(60, c.inner, c.mid, [](float b, float a, float s) { return (a - b) * s; }, out2.data(), fb.data(),
+              ff.data(), fs.data());
+    EXPECT_LE(max_error(out2, ref2[0]), 1e-6) << "block of " << nb << ", inner " << c.inner << ", fused";
   }
 }
 

@@ -561,19 +561,19 @@ __global__ void map_kernel(int64_t n, F f, real *out, const In *...ins) {
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
     out[i] = f(ins[i]...);
 }
-template <typename F>
-__global__ void map_block_kernel(int64_t n, int64_t inner, int64_t mid, F f, float *out, const float *full,
-                                 const float *block) {
+template <typename F, typename... In>
+__global__ void map_block_kernel(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *block,
+                                 const In *...fulls) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    out[i] = f(full[i], block[i / inner % mid]);
+    out[i] = f(block[i / inner % mid], fulls[i]...);
 }
 /** map_block_kernel below 2^31 elements: 32-bit divisions, a fraction of the 64-bit sequences' cost. */
-template <typename F>
-__global__ void map_block_kernel32(uint32_t n, uint32_t inner, uint32_t mid, F f, float *out, const float *full,
-                                   const float *block) {
+template <typename F, typename... In>
+__global__ void map_block_kernel32(uint32_t n, uint32_t inner, uint32_t mid, F f, real *out, const real *block,
+                                   const In *...fulls) {
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
-    out[i] = f(full[i], block[i / inner % mid]);
+    out[i] = f(block[i / inner % mid], fulls[i]...);
 }
 template <typename F>
 __global__ void map_index_kernel(int64_t n, F f) {
@@ -606,33 +606,35 @@ void map(int64_t n, F f, real *out, const In *...ins) {
   for (int64_t i = 0; i < n; ++i) out[i] = f(ins[i]...);
 #endif
 }
-/** out[i] = f(full[i], block[i / inner % mid]) for i in [0, n): a two-operand map whose second operand broadcasts as
- *  one block of the output's dims (codegen's bias rows, inner 1; per-channel scales, inner the plane's size), read
- *  in place instead of broadcast into a buffer of the output's size first. n is a multiple of inner * mid (the
- *  output's size), inner and mid at least 1. out may alias full. */
-template <typename F>
-void map_block(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *full, const real *block) {
+/** out[i] = f(block[i / inner % mid], fulls[i]...) for i in [0, n): a map with one operand that broadcasts as one
+ *  block of the output's dims (codegen's bias rows, inner 1; per-channel scales, inner the plane's size), read in
+ *  place instead of broadcast into a buffer of the output's size first, and any number of operands of the output's
+ *  size (a fused chain's). n is a multiple of inner * mid (the output's size), inner and mid at least 1. out may
+ *  alias an operand of the output's size. */
+template <typename F, typename... In>
+void map_block(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *block, const In *...fulls) {
 #if defined(__CUDACC__)
   if (n <= 0) return;
   if (n < (int64_t{1} << 31))
     CLEAVE_LAUNCH(detail::map_block_kernel32, detail::grid_for(n), detail::kThreads, static_cast<uint32_t>(n),
-                  static_cast<uint32_t>(inner), static_cast<uint32_t>(mid), f, out, full, block);
+                  static_cast<uint32_t>(inner), static_cast<uint32_t>(mid), f, out, block, fulls...);
   else
-    CLEAVE_LAUNCH(detail::map_block_kernel, detail::grid_for(n), detail::kThreads, n, inner, mid, f, out, full, block);
+    CLEAVE_LAUNCH(detail::map_block_kernel, detail::grid_for(n), detail::kThreads, n, inner, mid, f, out, block,
+                  fulls...);
 #else
   // Loops over the block's elements, so the innermost loop runs over contiguous elements with one block value (or,
   // for a bias row, over the row and the block alike) and vectorises.
   for (int64_t o = 0; o < n; o += inner * mid) {
     if (inner == 1) {
       CLEAVE_INDEPENDENT_ITERATIONS
-      for (int64_t m = 0; m < mid; ++m) out[o + m] = f(full[o + m], block[m]);
+      for (int64_t m = 0; m < mid; ++m) out[o + m] = f(block[m], fulls[o + m]...);
       continue;
     }
     for (int64_t m = 0; m < mid; ++m) {
       const real v = block[m];
       const int64_t at = o + m * inner;
       CLEAVE_INDEPENDENT_ITERATIONS
-      for (int64_t k = 0; k < inner; ++k) out[at + k] = f(full[at + k], v);
+      for (int64_t k = 0; k < inner; ++k) out[at + k] = f(v, fulls[at + k]...);
     }
   }
 #endif
