@@ -293,6 +293,45 @@ std::vector<std::optional<Box>> op_input_regions(const Graph &g, const Op &op, c
   return op_input_regions(op, describe::describe(g, op), config, index);
 }
 
+namespace {
+
+/** The first access of input `slot` in `e`, or null. */
+const describe::Expr *find_access(const describe::ExprPtr &e, int slot) {
+  if (!e) return nullptr;
+  if (e->kind == describe::Expr::Kind::access && e->slot == slot) return e.get();
+  for (const describe::ExprPtr &a : e->args)
+    if (const describe::Expr *f = find_access(a, slot)) return f;
+  for (const describe::Index &i : e->index)
+    if (const describe::Expr *f = find_access(i.indirect, slot)) return f;
+  return nullptr;
+}
+
+/** A convolution's or pool's X read whole along each spatial dim that no split var indexes. Its kernel
+ *  (codegen/kernels_window.cpp) computes such a dim from the op's own pads, so rows no window reaches (the last row
+ *  of an even size under a 1x1 stride-2 convolution) cost nothing to include, and the kernel then reads X's shard as
+ *  it is instead of a copy cut from it. */
+void widen_window_input(const Op &op, const describe::Description &d, const ParallelConfig &config,
+                        std::vector<std::optional<Box>> &out) {
+  int slot = op.kind == OpKind::Conv || op.kind == OpKind::MaxPool || op.kind == OpKind::AveragePool ? 0
+             : op.kind == OpKind::ConvGradFilter                                                    ? 1
+                                                                                                     : -1;
+  if (slot < 0 || !out[static_cast<size_t>(slot)]) return;
+  const describe::Expr *x = find_access(d.body, slot);
+  if (!x) return;
+  Box &box = *out[static_cast<size_t>(slot)];
+  const Shape &full = d.operands.at(static_cast<size_t>(slot)).shape;
+  if (full.size() != box.size() || x->index.size() != box.size()) return;
+  for (size_t dim = 2; dim < box.size(); ++dim) {
+    bool split = false;
+    for (const auto &[var, coef] : x->index[dim].affine.terms)
+      split = split || std::find(config.vars.begin(), config.vars.end(), d.vars.at(static_cast<size_t>(var)).name) !=
+                           config.vars.end();
+    if (!split) box[dim] = {0, full[dim]};
+  }
+}
+
+}  // namespace
+
 std::vector<std::optional<Box>> op_input_regions(const Op &op, const std::vector<describe::Description> &descs,
                                                  const ParallelConfig &config, int64_t index) {
   std::vector<std::optional<Box>> out(op.inputs.size());
@@ -310,6 +349,7 @@ std::vector<std::optional<Box>> op_input_regions(const Op &op, const std::vector
         (*have)[d] = {std::min((*have)[d].begin, o.box[d].begin), std::max((*have)[d].end, o.box[d].end)};
     }
   }
+  if (!descs.empty()) widen_window_input(op, descs[0], config, out);
   return out;
 }
 

@@ -1,9 +1,12 @@
 """Fused elementwise functors compute what the unfused ops do: a tiny MLP whose activation is an elementwise chain
-(h * sigmoid(h), then tanh, then * 0.5 + 1) is exported by torch, compiled for 1 rank (single) and 2 ranks (data),
-and `cleave run` must reproduce `cleave eval` (the reference interpreter, which runs every op on its own): per-step
-losses within relative 1e-5 and final weights within 1e-5 * max|w|. The generated code must contain fused functors,
-so the check cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
+(h * sigmoid(h), then tanh, then * 0.5 + 1), and a tiny attention block (q, k and v sliced from one projection, q
+times k transposed, a Linear's bias add through an identity Dropout into the residual Add) are exported by torch,
+compiled for 1 rank (single) and 2 ranks (data), and `cleave run` must reproduce `cleave eval` (the reference
+interpreter, which runs every op on its own): per-step losses within relative 1e-5 and final weights within
+1e-5 * max|w|. The generated code must contain fused functors (the block's a fused rt::map_block), so the check
+cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +33,21 @@ class Net(nn.Module):
         return F.cross_entropy(self.fc2(a), y)
 
 
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.lin, self.out = nn.Linear(16, 48), nn.Linear(16, 16), nn.Linear(64, 10)
+        self.drop = nn.Dropout(0.0)
+
+    def forward(self, x, y):
+        h = x.reshape(-1, 4, 16)
+        t = self.qkv(h)
+        q, k, v = t[:, :, :16], t[:, :, 16:32], t[:, :, 32:]
+        a = torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+        h = h + self.drop(self.lin(a))
+        return F.cross_entropy(self.out(h.flatten(1)), y)
+
+
 def sh(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -38,11 +56,22 @@ def sh(cmd):
 
 
 def main():
-    torch.manual_seed(0)
+    problems = []
+    for name, net in [("chain", Net), ("block", Block)]:
+        torch.manual_seed(0)
+        problems += check(name, net())
+    if problems:
+        print("\n".join(problems))
+        return 1
+    print("ok")
+    return 0
+
+
+def check(name, net):
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "chain.onnx")
-        torch.onnx.export(Net(), (torch.zeros(BATCH, 64), torch.zeros(BATCH, dtype=torch.int64)), model,
+        model = os.path.join(tmp, f"{name}.onnx")
+        torch.onnx.export(net, (torch.zeros(BATCH, 64), torch.zeros(BATCH, dtype=torch.int64)), model,
                           input_names=["x", "y"], output_names=["loss"], training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=15)
         data = (f"x={SRC}/models/data/digits_flat_train_x.npy,y={SRC}/models/data/digits_train_y.npy")
@@ -60,18 +89,17 @@ def main():
             src = open(os.path.join(bundle, "src", program)).read()
             fused = src.count("// fused:")
             if fused == 0:
-                problems.append(f"{planner}{n}: no fused functor in {program}")
+                problems.append(f"{name} {planner}{n}: no fused functor in {program}")
+            if name == "block" and not re.search(r"// fused:[^\n]*\n\s*rt::map_block\(", src):
+                problems.append(f"{name} {planner}{n}: no fused rt::map_block in {program}")
             saved = os.path.join(tmp, f"{planner}{n}.onnx")
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + runtime_flags(CLEAVE)))
-            found, worst = compare_run(f"{planner}{n}", got, ref, saved, ref_w, STEPS)
+            found, worst = compare_run(f"{name} {planner}{n}", got, ref, saved, ref_w, STEPS)
             problems += found
-            print(f"{planner} on {n} rank(s): {fused} fused functors, worst loss rel diff {worst:.3g}", flush=True)
-    if problems:
-        print("\n".join(problems))
-        return 1
-    print("ok")
-    return 0
+            print(f"{name}, {planner} on {n} rank(s): {fused} fused functors, worst loss rel diff {worst:.3g}",
+                  flush=True)
+    return problems
 
 
 if __name__ == "__main__":
