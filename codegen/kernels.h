@@ -42,7 +42,8 @@ struct KernelCall {
   /** Per tensor of g: the low-precision type whose values it holds exactly (exact_low_types in ir/autocast.h); null
    *  when the graph has no rounding ops. */
   const std::vector<DType> *exact_low = nullptr;
-  /** Set by the emitter when the kernel is exactly one plain rt::map (no broadcast): lowering may fuse it. */
+  /** Set by the emitter when the kernel is exactly one rt::map, or one rt::map_block (an operand broadcast as one
+   *  block): lowering may fuse it with its neighbours. */
   mutable std::optional<MapSpec> map;
 
   const Graph &graph() const { return *g; }

@@ -65,9 +65,9 @@ class Importer {
   bool from_torch = false;
   /** ONNX's inferred types by name (static shapes only), used to cross-check the IR's shape rules. */
   std::map<std::string, TensorType> onnx_types;
-  /** Transposed operands not emitted (frontend/transposed_weights.h): XT -> (X, the Transpose node's name). A MatMul
-   *  reading one reads X with its transA / transB (or, by a 2-D weight, is a Gemm with transB). */
-  std::map<std::string, std::pair<std::string, std::string>> pending_transposes;
+  /** Transposed operands not emitted (frontend/transposed_weights.h): XT -> X. A MatMul reading one reads X with its
+   *  transA / transB (or, by a 2-D weight, is a Gemm with transB). */
+  std::map<std::string, std::string> pending_transposes;
   /** Widening float Casts not emitted (frontend/class_test_casts.h): result -> input. The IsNaN and IsInf nodes
    *  that read the result test the input. */
   std::map<std::string, std::string> widened;

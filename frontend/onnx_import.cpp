@@ -195,7 +195,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     if (m.training_info_size() == 0) class_test_casts = find_class_test_casts(g);
     layer_norms = find_layer_norms(g);
     gelus = find_gelus(g);
-    transposed_operands = find_transposed_operands(g);
+    transposed_operands = find_transposed_operands(m, g);
     row_gemms = find_row_gemms(g);
   }
   auto context = [&](const onnx::NodeProto &node, const std::string &name) {
@@ -213,7 +213,7 @@ void translate_nodes(Importer &im, const onnx::ModelProto &m, const onnx::GraphP
     if (fused.count(i)) continue;
     if (auto w = transposed_operands.find(i);
         w != transposed_operands.end() && im.defined(w->second) && !im.is_const(w->second)) {
-      im.pending_transposes[g.node(i).output(0)] = {w->second, names[i]};
+      im.pending_transposes[g.node(i).output(0)] = w->second;
       continue;
     }
     if (auto c = class_test_casts.find(i); c != class_test_casts.end() && widens(im, context(g.node(i), names[i]))) {

@@ -14,7 +14,7 @@ void translate_elementwise(Importer &im, const NodeCtx &n) {
 
 namespace {
 
-/** X W^T for a MatMul of X [..., k] by a pending transposed weight: X's leading dims folded into rows (Reshape, free
+/** X W^T for a MatMul of X [..., k] by the pending transpose of a 2-D W: X's leading dims folded into rows (Reshape, free
  *  in codegen), Gemm(X, W, transB), the rows unfolded. False (nothing emitted) where the shapes do not allow it, or
  *  where X's batch is in a dim after the first: the rows would interleave samples, and data parallelism could not
  *  split them (torch's attention projects time-major activations). */
@@ -60,7 +60,7 @@ void translate_matmul(Importer &im, const NodeCtx &n) {
     for (size_t i = 0; i < 2; ++i) {
       auto pt = im.pending_transposes.find(n.in(i));
       if (pt == im.pending_transposes.end()) continue;
-      const std::string &x = pt->second.first;
+      const std::string &x = pt->second;
       bool weight = i == 1 && im.pending_transposes.count(n.in(0)) == 0 && im.type_of(x, n).shape.size() == 2;
       if (weight && matmul_by_transposed(im, n, x)) return;
       s.inputs[i] = x;

@@ -29,11 +29,15 @@ bool swaps_last_two(const google::protobuf::RepeatedField<int64_t> &perm) {
 
 }  // namespace
 
-std::map<int, std::string> find_transposed_operands(const onnx::GraphProto &g) {
+std::map<int, std::string> find_transposed_operands(const onnx::ModelProto &m, const onnx::GraphProto &g) {
   std::map<std::string, const onnx::TensorProto *> initializers;
   for (const auto &t : g.initializer()) initializers[t.name()] = &t;
-  std::set<std::string> kept;  // graph outputs and what subgraphs read
+  std::set<std::string> kept;  // graph outputs and what subgraphs and training-info graphs read
   for (const auto &o : g.output()) kept.insert(o.name());
+  for (const auto &info : m.training_info()) {
+    subgraph_reads(info.algorithm(), kept);
+    subgraph_reads(info.initialization(), kept);
+  }
   for (const auto &n : g.node())
     for (const auto &a : n.attribute()) {
       if (a.has_g()) subgraph_reads(a.g(), kept);

@@ -11,8 +11,9 @@
 namespace cleave {
 
 /** The Transpose nodes XT = Transpose(X) of `g` that swap X's last two dims (perm [0, ..., r-1, r-2] with r >= 2; a
- *  2-D initializer's may omit perm) whose result is no graph output, is read by MatMul nodes only and by no subgraph:
- *  node index -> X. The importer defers such a node (Importer::pending_transposes): it is never emitted. */
-std::map<int, std::string> find_transposed_operands(const onnx::GraphProto &g);
+ *  2-D initializer's may omit perm) whose result is no graph output, is read by MatMul nodes only and by no subgraph
+ *  or training-info graph of `m` (those see `g`'s tensors): node index -> X. The importer defers such a node
+ *  (Importer::pending_transposes): it is never emitted. */
+std::map<int, std::string> find_transposed_operands(const onnx::ModelProto &m, const onnx::GraphProto &g);
 
 }  // namespace cleave

@@ -115,7 +115,8 @@ Types rule_MatMul(const RuleArgs &r) {
   Shape sa = a.shape, sb = b.shape;
   bool a1 = sa.size() == 1, b1 = sb.size() == 1;
   bool ta = r.op.attr_int("transA", 0) != 0, tb = r.op.attr_int("transB", 0) != 0;
-  if ((ta && a1) || (tb && b1)) r.fail("transA and transB need an operand of rank >= 2");
+  if (ta && a1) r.fail(detail::concat("transA needs A of rank >= 2, got ", shape_str(a.shape)));
+  if (tb && b1) r.fail(detail::concat("transB needs B of rank >= 2, got ", shape_str(b.shape)));
   if (ta) std::swap(sa[sa.size() - 2], sa.back());
   if (tb) std::swap(sb[sb.size() - 2], sb.back());
   if (a1) sa.insert(sa.begin(), 1);

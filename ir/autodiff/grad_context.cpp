@@ -1,6 +1,7 @@
 #include "ir/autodiff/grad_context.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "ir/error.h"
 #include "ir/tensor_data.h"
@@ -135,7 +136,9 @@ TensorId GradContext::transpose(TensorId x, const std::vector<int64_t> &perm, co
   // Transposing back what a Transpose made is its input (torch's time-major attention transposes its input and its
   // output's gradient, and the MatMul rule moves the batch back to the front). A named result stays an op of its own.
   if (OpId p = g_.tensor(x).producer; hint.empty() && p != kNoOp && g_.op(p).kind == OpKind::Transpose) {
-    const std::vector<int64_t> &first = g_.op(p).attr_ints("perm");
+    std::vector<int64_t> reversed(perm.size());
+    std::iota(reversed.rbegin(), reversed.rend(), 0);  // a Transpose without perm reverses the dims
+    const std::vector<int64_t> first = g_.op(p).attr_ints("perm", reversed);
     bool inverse = first.size() == perm.size();
     for (size_t i = 0; inverse && i < perm.size(); ++i)
       inverse = first[static_cast<size_t>(perm[i])] == static_cast<int64_t>(i);

@@ -205,10 +205,14 @@ void grad_MatMul(GradContext &c, Dx &dx) {
   };
   // d op(A) = dY op(B)^T and d op(B) = op(A)^T dY; a transposed operand's gradient is the transpose of that:
   // dA = op(B) dY^T under transA, dB = dY^T op(A) under transB.
-  if (c.need(0))
-    dx[0] = ta ? finish(bp, dy, tb, true, pa, sa, a1, c.grad_name(0)) : finish(dy, bp, false, !tb, pa, sa, a1, c.grad_name(0));
-  if (c.need(1))
-    dx[1] = tb ? finish(dy, ap, true, ta, pb, sb, b1, c.grad_name(1)) : finish(ap, dy, !ta, false, pb, sb, b1, c.grad_name(1));
+  if (c.need(0)) {
+    if (ta) dx[0] = finish(bp, dy, tb, true, pa, sa, a1, c.grad_name(0));
+    else dx[0] = finish(dy, bp, false, !tb, pa, sa, a1, c.grad_name(0));
+  }
+  if (c.need(1)) {
+    if (tb) dx[1] = finish(dy, ap, true, ta, pb, sb, b1, c.grad_name(1));
+    else dx[1] = finish(ap, dy, !ta, false, pb, sb, b1, c.grad_name(1));
+  }
 }
 
 void grad_Gemm(GradContext &c, Dx &dx) {

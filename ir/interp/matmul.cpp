@@ -50,8 +50,8 @@ void kernel_MatMul(const KernelArgs &k) {
   const Value &b = k.in(1);
   if (a.shape.empty() || b.shape.empty()) CLEAVE_USER_ERROR(k.label(), ": operands must have rank >= 1");
   bool ta = k.op.attr_int("transA", 0) != 0, tb = k.op.attr_int("transB", 0) != 0;
-  if ((ta && a.shape.size() < 2) || (tb && b.shape.size() < 2))
-    CLEAVE_USER_ERROR(k.label(), ": transA and transB need an operand of rank >= 2");
+  if (ta && a.shape.size() < 2) CLEAVE_USER_ERROR(k.label(), ": transA needs A of rank >= 2, got ", shape_str(a.shape));
+  if (tb && b.shape.size() < 2) CLEAVE_USER_ERROR(k.label(), ": transB needs B of rank >= 2, got ", shape_str(b.shape));
   Shape as = a.shape, bs = b.shape;
   if (ta) std::swap(as[as.size() - 2], as.back());
   if (tb) std::swap(bs[bs.size() - 2], bs.back());

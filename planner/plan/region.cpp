@@ -319,7 +319,10 @@ void widen_window_input(const Op &op, const describe::Description &d, const Para
   const describe::Expr *x = find_access(d.body, slot);
   if (!x) return;
   Box &box = *out[static_cast<size_t>(slot)];
-  const Shape &full = d.operands.at(static_cast<size_t>(slot)).shape;
+  auto operand = std::find_if(d.operands.begin(), d.operands.end(),
+                              [&](const describe::OperandInfo &o) { return o.slot == slot; });
+  if (operand == d.operands.end()) return;
+  const Shape &full = operand->shape;
   if (full.size() != box.size() || x->index.size() != box.size()) return;
   for (size_t dim = 2; dim < box.size(); ++dim) {
     bool split = false;

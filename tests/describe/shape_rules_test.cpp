@@ -145,7 +145,7 @@ TEST(ShapeRules, Diagnostics) {
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{3, 2}, f}, {{5, 4}, f}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}}).error(),
             "op \"n\" (MatMul): inner dims differ: A [3,2] (transposed) and B [5,4] (transposed)");
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{3}, f}, {{3, 4}, f}}, {{"transA", int64_t{1}}}).error(),
-            "op \"n\" (MatMul): transA and transB need an operand of rank >= 2");
+            "op \"n\" (MatMul): transA needs A of rank >= 2, got [3]");
   EXPECT_EQ(OneOp(OpKind::Conv, {{{1, 4, 5, 5}, f}, {{2, 3, 3, 3}, f}}, {}).error(),
             "op \"n\" (Conv): W [2,3,3,3] expects 3 input channels, X [1,4,5,5] has 4");
   EXPECT_EQ(OneOp(OpKind::Softmax, {{{2, 3}, f}}, {{"axis", int64_t{2}}}).error(),
