@@ -675,8 +675,7 @@ class Lowerer {
     if (!map_result_internal(t)) return false;
     const Op &op = g_.op(o);
     if (std::count(op.inputs.begin(), op.inputs.end(), t) != 1) return false;
-    if (std::find(spec.ins.begin(), spec.ins.end(), ref(prev->buffer)) == spec.ins.end() || !fusable(prev->spec, spec))
-      return false;
+    if (!fusable(prev->spec, spec)) return false;  // prev->spec.out is ref(prev->buffer)
     MapSpec fused = fuse(prev->spec, spec);
     Instr &instr = step.back();
     std::vector<int> buffers;

@@ -2,24 +2,12 @@
 
 #include <set>
 
+#include "frontend/node_attrs.h"
+
 namespace cleave {
 namespace {
 
 bool default_domain(const onnx::NodeProto &n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
-// Every name g's subgraphs (If branches, Loop and Scan bodies, at any depth) read: their nodes' inputs and their
-// outputs (a branch may output an outer name as it is).
-void subgraph_reads(const onnx::GraphProto &g, bool nested, std::set<std::string> &reads) {
-  if (nested)
-    for (const auto &o : g.output()) reads.insert(o.name());
-  for (const auto &n : g.node()) {
-    if (nested) reads.insert(n.input().begin(), n.input().end());
-    for (const auto &a : n.attribute()) {
-      if (a.has_g()) subgraph_reads(a.g(), true, reads);
-      for (const auto &sub : a.graphs()) subgraph_reads(sub, true, reads);
-    }
-  }
-}
 
 }  // namespace
 

@@ -10,6 +10,18 @@ bool is_onnx_op(const onnx::NodeProto &n, const std::string &op_type) {
   return n.op_type() == op_type && is_onnx_domain(n.domain());
 }
 
+void subgraph_reads(const onnx::GraphProto &g, bool own, std::set<std::string> &reads) {
+  if (own)
+    for (const auto &o : g.output()) reads.insert(o.name());
+  for (const auto &n : g.node()) {
+    if (own) reads.insert(n.input().begin(), n.input().end());
+    for (const auto &a : n.attribute()) {
+      if (a.has_g()) subgraph_reads(a.g(), true, reads);
+      for (const auto &sub : a.graphs()) subgraph_reads(sub, true, reads);
+    }
+  }
+}
+
 namespace {
 
 std::string type_name(int type) {

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <set>
+
 namespace onnx {
+class GraphProto;
 class NodeProto;
 class AttributeProto;
 class TensorProto;
@@ -18,6 +21,10 @@ namespace cleave {
 inline bool is_onnx_domain(const std::string &domain) { return domain.empty() || domain == "ai.onnx"; }
 /** Whether `n` is the default domain's operator `op_type`. */
 bool is_onnx_op(const onnx::NodeProto &n, const std::string &op_type);
+/** Adds to `reads` every name the subgraphs of g's nodes (If branches, Loop and Scan bodies, at any depth) read:
+ *  their nodes' inputs and their outputs (a branch may output an outer name as it is); with `own`, g's own nodes'
+ *  inputs and g's outputs too. */
+void subgraph_reads(const onnx::GraphProto &g, bool own, std::set<std::string> &reads);
 
 class NodeAttrs {
  public:

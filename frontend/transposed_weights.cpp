@@ -7,17 +7,6 @@
 namespace cleave {
 namespace {
 
-/** Adds the names the nodes of `g` (and of their subgraphs) read. */
-void subgraph_reads(const onnx::GraphProto &g, std::set<std::string> &names) {
-  for (const auto &n : g.node()) {
-    for (const auto &in : n.input()) names.insert(in);
-    for (const auto &a : n.attribute()) {
-      if (a.has_g()) subgraph_reads(a.g(), names);
-      for (const auto &sub : a.graphs()) subgraph_reads(sub, names);
-    }
-  }
-}
-
 /** Whether `perm` (size r >= 2) keeps every dim but swaps the last two. */
 bool swaps_last_two(const google::protobuf::RepeatedField<int64_t> &perm) {
   int r = perm.size();
@@ -35,14 +24,10 @@ std::map<int, std::string> find_transposed_operands(const onnx::ModelProto &m, c
   std::set<std::string> kept;  // graph outputs and what subgraphs and training-info graphs read
   for (const auto &o : g.output()) kept.insert(o.name());
   for (const auto &info : m.training_info()) {
-    subgraph_reads(info.algorithm(), kept);
-    subgraph_reads(info.initialization(), kept);
+    subgraph_reads(info.algorithm(), true, kept);
+    subgraph_reads(info.initialization(), true, kept);
   }
-  for (const auto &n : g.node())
-    for (const auto &a : n.attribute()) {
-      if (a.has_g()) subgraph_reads(a.g(), kept);
-      for (const auto &sub : a.graphs()) subgraph_reads(sub, kept);
-    }
+  subgraph_reads(g, false, kept);
   std::map<std::string, int> transposes;  // XT -> node index
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &n = g.node(i);

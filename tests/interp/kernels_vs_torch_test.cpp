@@ -163,29 +163,25 @@ TEST(InterpTorch, GemmTransposedWithBroadcastC) {
   expect_matches(c.run(), y, "gemm.y");
 }
 
+/** MatMul of the reference's `p`.a and `p`.b with `flags` against its `p`.y. */
+void expect_matmul(const std::string &p, const AttrMap &flags) {
+  SCOPED_TRACE(p);
+  Case c;
+  TensorId a = c.feed(p + ".a"), b = c.feed(p + ".b");
+  TensorId y = c.out_like(p + ".y");
+  c.op(OpKind::MatMul, {a, b}, {y}, flags);
+  expect_matches(c.run(), y, p + ".y");
+}
+
 TEST(InterpTorch, MatMulBatchedBroadcastAnd1D) {
-  for (std::string p : {"matmul", "matmul1d"}) {
-    SCOPED_TRACE(p);
-    Case c;
-    TensorId a = c.feed(p + ".a"), b = c.feed(p + ".b");
-    TensorId y = c.out_like(p + ".y");
-    c.op(OpKind::MatMul, {a, b}, {y});
-    expect_matches(c.run(), y, p + ".y");
-  }
+  expect_matmul("matmul", {});
+  expect_matmul("matmul1d", {});
 }
 
 TEST(InterpTorch, MatMulTransposedOperands) {
   // transA / transB against torch.matmul of the transposed views: batched with broadcast, and a matrix A by a batch.
-  for (std::string p : {"matmul_t", "matmul_ta"}) {
-    SCOPED_TRACE(p);
-    Case c;
-    TensorId a = c.feed(p + ".a"), b = c.feed(p + ".b");
-    TensorId y = c.out_like(p + ".y");
-    AttrMap flags{{"transA", int64_t{1}}};
-    if (p == "matmul_t") flags["transB"] = int64_t{1};
-    c.op(OpKind::MatMul, {a, b}, {y}, flags);
-    expect_matches(c.run(), y, p + ".y");
-  }
+  expect_matmul("matmul_t", {{"transA", int64_t{1}}, {"transB", int64_t{1}}});
+  expect_matmul("matmul_ta", {{"transA", int64_t{1}}});
 }
 
 TEST(InterpTorch, PowAndPowGrad) {
