@@ -717,7 +717,8 @@ std::string kernel_code(const KernelCall &call) {
     case OpKind::Gemm: {
       const Shape &a = in_shapes[0], &b = in_shapes[1], &y = out_shapes[0];
       bool ta = op.attr_int("transA", 0) != 0, tb = op.attr_int("transB", 0) != 0;
-      int64_t k = ta ? a[0] : a[1];
+      // Under transA, A [r..., m] (and B [r..., n]) sums every leading dim r: the rows of a contiguous shard.
+      int64_t k = ta ? prod(a) / a.back() : a[1];
       double alpha = op.attr_float("alpha", 1.0), beta = op.attr_float("beta", 1.0);
       std::string code;
       bool bias = op.input(2) != kNoTensor && !ins[2].empty();
@@ -725,8 +726,8 @@ std::string kernel_code(const KernelCall &call) {
         code += "rt::broadcast(" + dims_literal(in_shapes[2]) + ", " + dims_literal(y) + ", " + in(2) + ", " + out(0) +
                 ");\n";
       code += "rt::gemm(" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", " + num(y[0]) +
-              ", " + num(y[1]) + ", " + num(k) + ", " + float_literal(alpha) + ", " + in(0) + ", " + num(a[1]) + ", " +
-              in(1) + ", " + num(b[1]) + ", " + (bias ? float_literal(beta) : "0.0f") + ", " + out(0) + ", " +
+              ", " + num(y[1]) + ", " + num(k) + ", " + float_literal(alpha) + ", " + in(0) + ", " + num(a.back()) +
+              ", " + in(1) + ", " + num(b.back()) + ", " + (bias ? float_literal(beta) : "0.0f") + ", " + out(0) + ", " +
               num(y[1]) + operands_arg(call, 0, 1) + ");";
       return code;
     }

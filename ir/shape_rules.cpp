@@ -86,9 +86,15 @@ Types elementwise_grad(const RuleArgs &r) {
 Types rule_Gemm(const RuleArgs &r) {
   r.need_inputs(2, 3);
   TensorType a = r.type(0, "A"), b = r.type(1, "B");
+  bool ta = r.op.attr_int("transA", 0) != 0, tb = r.op.attr_int("transB", 0) != 0;
+  if (ta && !tb && !r.has_in(2) && a.shape.size() > 2) {
+    // Rows in their layout (ops.def): every leading dim is summed, so A and B share them.
+    if (b.shape.size() != a.shape.size() || !std::equal(a.shape.begin(), a.shape.end() - 1, b.shape.begin()))
+      r.fail(detail::concat("A ", shape_str(a.shape), " and B ", shape_str(b.shape), " differ in their leading dims"));
+    return {{a.dtype, Shape{a.shape.back(), b.shape.back()}}};
+  }
   if (a.shape.size() != 2 || b.shape.size() != 2)
     r.fail(detail::concat("A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape)));
-  bool ta = r.op.attr_int("transA", 0) != 0, tb = r.op.attr_int("transB", 0) != 0;
   int64_t m = ta ? a.shape[1] : a.shape[0], ka = ta ? a.shape[0] : a.shape[1];
   int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
   if (ka != kb)

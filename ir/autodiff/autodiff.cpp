@@ -3,10 +3,12 @@
 #include "ir/autodiff/autodiff.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/autodiff/grad_context.h"
 #include "ir/describe/batch_dims.h"
 #include "ir/error.h"
+#include "ir/shape_rules.h"
 #include "ir/tensor_data.h"
 
 namespace cleave {
@@ -15,45 +17,132 @@ namespace {
 using autodiff_detail::Differentiability;
 using autodiff_detail::GradContext;
 
+/** One Slice's share of its input's gradient, kept as its dY until the input's total is asked for. */
+struct SlicePart {
+  OpId slice;
+  TensorId dy;
+  int64_t start;  // along the tiled axis
+};
+
+/** Forward tensors whose readers are all unit-step Slices, of outputs that need gradients, that tile one axis (torch's
+ *  q, k and v taken from one projection, chunk and split): tensor -> {axis, number of Slices}. Their gradient is the
+ *  Concat of the Slices' gradients along that axis, where zero-padded SliceGrads summed by Adds would write every
+ *  element once per Slice. */
+std::map<TensorId, std::pair<int64_t, size_t>> tiled_by_slices(const Graph &g, OpId num_fwd_ops,
+                                                                const std::function<bool(TensorId)> &active) {
+  std::map<TensorId, std::pair<int64_t, size_t>> out;
+  std::vector<std::vector<OpId>> readers = g.all_consumers();
+  for (TensorId t = 0; t < static_cast<TensorId>(readers.size()); ++t) {
+    const std::vector<OpId> &rs = readers[static_cast<size_t>(t)];
+    if (rs.size() < 2 || !active(t)) continue;
+    const Shape &shape = g.tensor(t).shape;
+    int64_t axis = -1;
+    std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end) along axis
+    bool ok = true;
+    for (OpId r : rs) {
+      const Op &op = g.op(r);
+      if (r >= num_fwd_ops || op.kind != OpKind::Slice || !active(op.output(0))) {
+        ok = false;
+        break;
+      }
+      std::vector<SliceDim> dims = resolve_slice(op, shape);
+      int64_t cut = -1;
+      for (size_t d = 0; d < dims.size() && ok; ++d) {
+        bool whole = dims[d].step == 1 && dims[d].start == 0 && dims[d].size == shape[d];
+        if (whole) continue;
+        if (dims[d].step != 1 || dims[d].size == 0 || cut >= 0) ok = false;
+        cut = static_cast<int64_t>(d);
+      }
+      if (!ok || cut < 0 || (axis >= 0 && cut != axis)) {
+        ok = false;
+        break;
+      }
+      axis = cut;
+      const SliceDim &sd = dims[static_cast<size_t>(cut)];
+      spans.emplace_back(sd.start, sd.start + sd.size);
+    }
+    if (!ok) continue;
+    std::sort(spans.begin(), spans.end());
+    int64_t next = 0;
+    for (const auto &[begin, end] : spans) {
+      if (begin != next) ok = false;
+      next = end;
+    }
+    if (ok && next == shape[static_cast<size_t>(axis)]) out[t] = {axis, rs.size()};
+  }
+  return out;
+}
+
 /** Collects the gradient contributions of each tensor; sums them with Add when first needed. */
 class Accumulator {
  public:
-  explicit Accumulator(Graph &g) : g_(g), parts_(static_cast<size_t>(g.num_tensors())) {}
+  Accumulator(Graph &g, std::map<TensorId, std::pair<int64_t, size_t>> tiled)
+      : g_(g), parts_(static_cast<size_t>(g.num_tensors())), tiled_(std::move(tiled)) {}
 
   void add(TensorId t, TensorId grad) { parts_.at(static_cast<size_t>(t)).push_back(grad); }
-  bool has(TensorId t) const { return !parts_.at(static_cast<size_t>(t)).empty(); }
+  bool has(TensorId t) const { return !parts_.at(static_cast<size_t>(t)).empty() || slices_.count(t); }
+  /** Whether the gradient of Slice `op` is a part of its input's Concat (tiled_by_slices). */
+  bool concatenates(const Op &op) const { return op.kind == OpKind::Slice && tiled_.count(op.input(0)); }
+  void add_slice(OpId slice, TensorId dy) {
+    const Op &op = g_.op(slice);
+    int64_t axis = tiled_.at(op.input(0)).first;
+    int64_t start = resolve_slice(op, g_.tensor(op.input(0)).shape)[static_cast<size_t>(axis)].start;
+    slices_[op.input(0)].push_back({slice, dy, start});
+  }
 
   /** The total gradient of `t` (kNoTensor if none). The Adds belong to t's producer, or for a source tensor to its
    *  first reader, as the gradient they finish is that op's. */
   TensorId total(TensorId t) {
     std::vector<TensorId> &p = parts_.at(static_cast<size_t>(t));
-    if (p.empty()) return kNoTensor;
-    if (p.size() == 1) return p[0];
     OpId group = g_.tensor(t).producer;
     if (group == kNoOp) group = g_.consumers(t).front();
-    const Tensor &tt = g_.tensor(t);
-    DType dt = tt.dtype;
-    Shape shape = tt.shape;
-    std::string tname = tt.name;
-    TensorId sum = p[0];
-    for (size_t i = 1; i < p.size(); ++i) {
-      Op op;
-      op.name = g_.fresh_op_name(g_.op(group).name + ".grad");
-      op.kind = OpKind::Add;
-      op.inputs = {sum, p[i]};
-      sum = g_.add_tensor(g_.fresh_tensor_name(tname + ".grad"), dt, shape, Role::grad);
-      op.outputs = {sum};
-      op.phase = Phase::backward;
-      op.group = group;
-      g_.add_op(std::move(op));
+    if (auto it = slices_.find(t); it != slices_.end()) {
+      std::vector<SlicePart> slices = std::move(it->second);
+      slices_.erase(it);
+      join_slices(t, group, slices, p);
     }
+    if (p.empty()) return kNoTensor;
+    if (p.size() == 1) return p[0];
+    TensorId sum = p[0];
+    for (size_t i = 1; i < p.size(); ++i) sum = emit(OpKind::Add, {sum, p[i]}, {}, t, group);
     p = {sum};
     return sum;
   }
 
  private:
+  /** Every Slice's gradient present: their Concat. Some missing (an output with no gradient after all): each a
+   *  SliceGrad, as grad_Slice emits it, summed with the rest. */
+  void join_slices(TensorId t, OpId group, std::vector<SlicePart> &slices, std::vector<TensorId> &p) {
+    if (slices.size() == tiled_.at(t).second) {
+      std::sort(slices.begin(), slices.end(), [](const SlicePart &a, const SlicePart &b) { return a.start < b.start; });
+      std::vector<TensorId> ins;
+      for (const SlicePart &s : slices) ins.push_back(s.dy);
+      p.push_back(emit(OpKind::Concat, ins, {{"axis", tiled_.at(t).first}}, t, group));
+      return;
+    }
+    for (const SlicePart &s : slices) p.push_back(emit(OpKind::SliceGrad, {s.dy}, g_.op(s.slice).attrs, t, s.slice));
+  }
+
+  /** An op of `group` (phase backward) with one output of t's type, named `<group op>.grad` / `<t>.grad`. */
+  TensorId emit(OpKind kind, std::vector<TensorId> ins, AttrMap attrs, TensorId t, OpId group) {
+    Op op;
+    op.name = g_.fresh_op_name(g_.op(group).name + ".grad");
+    op.kind = kind;
+    op.inputs = std::move(ins);
+    op.attrs = std::move(attrs);
+    const Tensor &tt = g_.tensor(t);
+    TensorId out = g_.add_tensor(g_.fresh_tensor_name(tt.name + ".grad"), tt.dtype, Shape(tt.shape), Role::grad);
+    op.outputs = {out};
+    op.phase = Phase::backward;
+    op.group = group;
+    g_.add_op(std::move(op));
+    return out;
+  }
+
   Graph &g_;
   std::vector<std::vector<TensorId>> parts_;
+  std::map<TensorId, std::pair<int64_t, size_t>> tiled_;
+  std::map<TensorId, std::vector<SlicePart>> slices_;
 };
 
 }  // namespace
@@ -107,7 +196,7 @@ std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::v
 
   // Rules for ops on time-major activations keep the batch apart (grad_MatMul).
   const std::vector<int> batch = describe::batch_dims(g);
-  Accumulator acc(g);
+  Accumulator acc(g, tiled_by_slices(g, num_fwd_ops, active));
   acc.add(y, seed);
   for (OpId i = num_fwd_ops - 1; i >= 0; --i) {
     std::vector<bool> need;
@@ -125,6 +214,10 @@ std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::v
     }
     if (!any_dy) continue;
     const Op &op = g.op(i);
+    if (acc.concatenates(op)) {
+      acc.add_slice(i, dy[0]);
+      continue;
+    }
     const autodiff_detail::GradRule &rule = autodiff_detail::grad_rule(op.kind);
     if (rule.kind != Differentiability::differentiable)
       CLEAVE_USER_ERROR("op \"", op.name, "\" (", op_kind_name(op.kind), "): no gradient rule, but the loss ",

@@ -164,17 +164,11 @@ void grad_MatMul(GradContext &c, Dx &dx) {
       return tb ? gemm(dy_rows, a_rows, 1, 0, sb, c.grad_name(1)) : gemm(a_rows, dy_rows, 1, 0, sb, c.grad_name(1));
     };
     if (int batch = c.batch_dim(a); batch > 0 && batch + 1 < static_cast<int>(sa.size())) {
-      // Time-major activations (torch's attention): rows would interleave the samples, and a data-parallel split
-      // could not divide them. dA = dY op(B)^T stays a batched product; dB takes its rows with the batch dim moved
-      // to the front (two local transposes instead of gathering the rows).
+      // Time-major activations (torch's attention): folding the leading dims into rows would interleave the
+      // samples, which a data-parallel split could not divide. dA = dY op(B)^T stays a batched product; dB is a
+      // Gemm that sums A's and dY's leading dims as they lie (ops.def).
       if (c.need(0)) dx[0] = c.matmul(c.dy(0), b, c.grad_name(0), false, !tb);
-      if (c.need(1)) {
-        std::vector<int64_t> perm{batch};
-        for (int d = 0; d + 1 < static_cast<int>(sa.size()); ++d)
-          if (d != batch) perm.push_back(d);
-        perm.push_back(static_cast<int64_t>(sa.size()) - 1);
-        dx[1] = grad_b(c.reshape(c.transpose(a, perm), {rows, k}), c.reshape(c.transpose(c.dy(0), perm), {rows, n}));
-      }
+      if (c.need(1)) dx[1] = grad_b(a, c.dy(0));
       return;
     }
     TensorId dy = c.reshape(c.dy(0), {rows, n});

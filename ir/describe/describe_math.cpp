@@ -67,8 +67,21 @@ Descs describe_Gemm(const Graph &g, const Op &op) {
   bool ta = op.attr_int("transA", 0) != 0, tb = op.attr_int("transB", 0) != 0;
   const Shape &as = in_shape(g, op, 0);
   Var m = b.out("m", ys[0]), n = b.out("n", ys[1]);
-  Var k = b.sum("k", ta ? as[0] : as[1]);
   Operand a = b.in(0, "A"), bb = b.in(1, "B");
+  if (as.size() > 2) {
+    // Rows in their layout: Y[m, n] = sum over r... of A[r..., m] B[r..., n].
+    std::vector<Ix> ai, bi;
+    for (size_t d = 0; d + 1 < as.size(); ++d) {
+      Var r = b.sum("r" + std::to_string(d), as[d]);
+      ai.emplace_back(r);
+      bi.emplace_back(r);
+    }
+    ai.emplace_back(m);
+    bi.emplace_back(n);
+    double alpha = op.attr_float("alpha", 1.0);
+    return {std::move(b).build({m, n}, Reduce::sum, a(ai) * bb(bi), alpha != 1 ? scaled(alpha, reduced()) : E())};
+  }
+  Var k = b.sum("k", ta ? as[0] : as[1]);
   E body = (ta ? a[{k, m}] : a[{m, k}]) * (tb ? bb[{n, k}] : bb[{k, n}]);
   double alpha = op.attr_float("alpha", 1.0), beta = op.attr_float("beta", 1.0);
   E post;

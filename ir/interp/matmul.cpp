@@ -1,22 +1,30 @@
 // Gemm and MatMul.
+#include <algorithm>
+
 #include "ir/interp/kernels.h"
 
 namespace cleave::interp {
 
 void kernel_Gemm(const KernelArgs &k) {
   // Y = alpha * op(A) @ op(B) + beta * C, C broadcast unidirectionally to [M, N].
+  // Under transA alone A [r..., m] and B [r..., n] may sum several leading dims r: as [R, m] and [R, n].
   const Value &a = k.in(0);
   const Value &b = k.in(1);
-  if (a.shape.size() != 2 || b.shape.size() != 2)
-    CLEAVE_USER_ERROR(k.label(), ": A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape));
   bool ta = k.op.attr_int("transA", 0) != 0;
   bool tb = k.op.attr_int("transB", 0) != 0;
+  bool rows = ta && !tb && !k.has_in(2) && a.shape.size() > 2;
+  if (rows && (b.shape.size() != a.shape.size() || !std::equal(a.shape.begin(), a.shape.end() - 1, b.shape.begin())))
+    CLEAVE_USER_ERROR(k.label(), ": A ", shape_str(a.shape), " and B ", shape_str(b.shape),
+                      " differ in their leading dims");
+  if (!rows && (a.shape.size() != 2 || b.shape.size() != 2))
+    CLEAVE_USER_ERROR(k.label(), ": A and B must be 2-D, got ", shape_str(a.shape), " and ", shape_str(b.shape));
+  const int64_t acols = a.shape.back(), bcols = b.shape.back();
   double alpha = k.op.attr_float("alpha", 1.0);
   double beta = k.op.attr_float("beta", 1.0);
-  int64_t m = ta ? a.shape[1] : a.shape[0];
-  int64_t kk = ta ? a.shape[0] : a.shape[1];
-  int64_t kb = tb ? b.shape[1] : b.shape[0];
-  int64_t n = tb ? b.shape[0] : b.shape[1];
+  int64_t m = ta ? acols : a.shape[0];
+  int64_t kk = ta ? num_elements(a.shape) / acols : acols;
+  int64_t kb = tb ? bcols : num_elements(b.shape) / bcols;
+  int64_t n = tb ? b.shape[0] : bcols;
   if (kk != kb) CLEAVE_USER_ERROR(k.label(), ": inner dimensions ", kk, " and ", kb, " differ");
   Shape shape{m, n};
   k.expect_out_shape(0, shape);
@@ -32,8 +40,8 @@ void kernel_Gemm(const KernelArgs &k) {
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;
       for (int64_t p = 0; p < kk; ++p) {
-        double av = ta ? a.data[p * a.shape[1] + i] : a.data[i * a.shape[1] + p];
-        double bv = tb ? b.data[j * b.shape[1] + p] : b.data[p * b.shape[1] + j];
+        double av = ta ? a.data[p * acols + i] : a.data[i * acols + p];
+        double bv = tb ? b.data[j * bcols + p] : b.data[p * bcols + j];
         acc += av * bv;
       }
       double v = alpha * acc;

@@ -185,8 +185,8 @@ TEST(GradCheck, MatMulTransposedOperands) {
 }
 
 TEST(GradCheck, MatMulOfTimeMajorActivations) {
-  // A's batch in an inner dim (torch's attention): the rule keeps the batch apart (transposes A and dY to put it
-  // first) instead of folding A's leading dims into rows.
+  // A's batch in an inner dim (torch's attention): the rule keeps the batch apart instead of folding A's leading
+  // dims into rows; dW is a Gemm summing A's and dY's leading dims as they lie, with no transposed copy.
   const std::vector<std::pair<Shape, int>> cases = {{{3, 2, 4}, 1}, {{2, 3, 2, 4}, 2}, {{2, 3, 2, 4}, 1}};
   int seed = 650;
   for (const auto &[sa, axis] : cases) {
@@ -195,9 +195,13 @@ TEST(GradCheck, MatMulOfTimeMajorActivations) {
     b.g.tensor(a).sample_axis = axis;
     std::string label = "MatMul" + shape_str(sa) + " batch dim " + std::to_string(axis);
     check_gradients(b, {b.op(OpKind::MatMul, {a, w})}, {a, w}, label);
-    bool transposes_a = false;
-    for (const Op &op : b.g.ops()) transposes_a = transposes_a || (op.kind == OpKind::Transpose && op.inputs[0] == a);
-    EXPECT_TRUE(transposes_a) << label;
+    int transposes = 0, rows_gemms = 0;
+    for (const Op &op : b.g.ops()) {
+      transposes += op.kind == OpKind::Transpose;
+      rows_gemms += op.kind == OpKind::Gemm && op.inputs[0] == a && b.g.tensor(op.inputs[1]).shape.size() == sa.size();
+    }
+    EXPECT_EQ(transposes, 0) << label;
+    EXPECT_EQ(rows_gemms, 1) << label;
   }
 }
 
@@ -274,6 +278,43 @@ TEST(GradCheck, SliceWithSteps) {
     TensorId x = b.input({5, 4, 6});
     TensorId y = b.op(OpKind::Slice, {x}, {{"starts", c.starts}, {"ends", c.ends}, {"axes", c.axes}, {"steps", c.steps}});
     check_gradients(b, {y}, {x}, "Slice case " + std::to_string(seed));
+  }
+}
+
+TEST(GradCheck, SlicesThatTileAnAxisConcatenateTheirGradients) {
+  // torch's q, k, v taken from one projection: Slices tiling the last axis (the first case given out of order).
+  // Their gradient is one Concat; slices that overlap, leave a gap, or whose tensor has another reader keep
+  // SliceGrads summed by Adds.
+  struct Case {
+    std::vector<std::pair<int64_t, int64_t>> spans;  // [start, end) along axis 2
+    bool other_reader;
+    bool concatenates;
+  };
+  const std::vector<Case> cases = {{{{4, 6}, {0, 2}, {2, 4}}, false, true},
+                                   {{{0, 3}, {3, 6}}, false, true},
+                                   {{{0, 3}, {2, 6}}, false, false},
+                                   {{{0, 2}, {4, 6}}, false, false},
+                                   {{{0, 3}, {3, 6}}, true, false}};
+  int seed = 910;
+  for (const Case &c : cases) {
+    GraphBuilder b(++seed);
+    TensorId x = b.input({2, 3, 6});
+    TensorId h = b.op(OpKind::Tanh, {x});  // the sliced tensor is an op's result, as a projection's is
+    std::vector<TensorId> ys;
+    for (const auto &[start, end] : c.spans)
+      ys.push_back(b.op(OpKind::Slice, {h}, {{"starts", Ints{start}}, {"ends", Ints{end}}, {"axes", Ints{2}}}));
+    if (c.other_reader) ys.push_back(b.op(OpKind::Sigmoid, {h}));
+    std::string label = "slices";
+    for (const auto &[start, end] : c.spans) label += " " + std::to_string(start) + ":" + std::to_string(end);
+    if (c.other_reader) label += " and a Sigmoid";
+    check_gradients(b, ys, {x}, label);
+    int concats = 0, slice_grads = 0;
+    for (const Op &op : b.g.ops()) {
+      concats += op.kind == OpKind::Concat && op.phase == Phase::backward;
+      slice_grads += op.kind == OpKind::SliceGrad;
+    }
+    EXPECT_EQ(concats, c.concatenates ? 1 : 0) << label;
+    EXPECT_EQ(slice_grads, c.concatenates ? 0 : static_cast<int>(c.spans.size())) << label;
   }
 }
 

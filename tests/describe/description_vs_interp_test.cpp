@@ -201,6 +201,9 @@ TEST(DescriptionVsInterpreter, DenseVariants) {
   AttrMap t{{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", -2.0}};
   EXPECT_EQ(check_op(one_op(OpKind::Gemm, {{"A", {3, 4}}, {"B", {5, 3}}, {"C", {4, 1}}}, t, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::Gemm, {{"A", {4, 3}}, {"B", {3, 5}}}, {}, {{"Y"}})), 1);
+  // Rows in their layout: a time-major Linear's weight gradient sums both leading dims.
+  AttrMap rows{{"transA", int64_t{1}}, {"alpha", 0.5}};
+  EXPECT_EQ(check_op(one_op(OpKind::Gemm, {{"A", {3, 2, 4}}, {"B", {3, 2, 5}}}, rows, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {3}}, {"B", {2, 3, 4}}}, {}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {2, 4, 3}}, {"B", {3}}}, {}, {{"Y"}})), 1);
   EXPECT_EQ(check_op(one_op(OpKind::MatMul, {{"A", {2, 1, 3, 4}}, {"B", {3, 4, 5}}}, {}, {{"Y"}})), 1);

@@ -78,6 +78,8 @@ TEST(ShapeRules, MatMulGemmBroadcastAgainstTorch) {
   EXPECT_EQ(OneOp(OpKind::Gemm, {{{3, 4}, f}, {{5, 3}, f}, {{4, 1}, f}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}})
                 .shape(),
             (Shape{4, 5}));
+  // Under transA alone the leading dims are summed (a time-major Linear's weight gradient).
+  EXPECT_EQ(OneOp(OpKind::Gemm, {{{3, 2, 4}, f}, {{3, 2, 5}, f}}, {{"transA", int64_t{1}}}).shape(), (Shape{4, 5}));
 }
 
 TEST(ShapeRules, LayoutAgainstNumpy) {
@@ -146,6 +148,10 @@ TEST(ShapeRules, Diagnostics) {
             "op \"n\" (MatMul): inner dims differ: A [3,2] (transposed) and B [5,4] (transposed)");
   EXPECT_EQ(OneOp(OpKind::MatMul, {{{3}, f}, {{3, 4}, f}}, {{"transA", int64_t{1}}}).error(),
             "op \"n\" (MatMul): transA needs A of rank >= 2, got [3]");
+  EXPECT_EQ(OneOp(OpKind::Gemm, {{{3, 2, 4}, f}, {{3, 4, 5}, f}}, {{"transA", int64_t{1}}}).error(),
+            "op \"n\" (Gemm): A [3,2,4] and B [3,4,5] differ in their leading dims");
+  EXPECT_EQ(OneOp(OpKind::Gemm, {{{3, 2, 4}, f}, {{3, 2, 5}, f}}, {}).error(),
+            "op \"n\" (Gemm): A and B must be 2-D, got [3,2,4] and [3,2,5]");
   EXPECT_EQ(OneOp(OpKind::Conv, {{{1, 4, 5, 5}, f}, {{2, 3, 3, 3}, f}}, {}).error(),
             "op \"n\" (Conv): W [2,3,3,3] expects 3 input channels, X [1,4,5,5] has 4");
   EXPECT_EQ(OneOp(OpKind::Softmax, {{{2, 3}, f}}, {{"axis", int64_t{2}}}).error(),

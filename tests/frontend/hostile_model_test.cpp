@@ -115,6 +115,17 @@ TEST(HostileModel, NonFiniteGemmAlpha) {
   EXPECT_ERROR(mb, "alpha", "attribute \"alpha\" must be finite, got nan");
 }
 
+TEST(HostileModel, GemmOfMoreThanTwoDims) {
+  // The IR's Gemm sums leading dims under transA; an ONNX Gemm multiplies matrices only (ONNX's shape inference
+  // says so first; the importer checks again for inputs of unknown rank).
+  ModelBuilder mb(13);
+  mb.input("x", kF32, {2, 3, 4});
+  mb.init_f("w", {2, 3, 5}, std::vector<float>(30, 1.f));
+  test::set_int(mb.node("Gemm", {"x", "w"}, {"y"}, "fc"), "transA", 1);
+  mb.output("y", 2);
+  EXPECT_ERROR(mb, "gemm3d", "(op_type:Gemm, node name: fc): [ShapeInferenceError] First input does not have rank 2");
+}
+
 TEST(HostileModel, Int64InitializerWithWrongRawData) {
   for (size_t bytes : {8u, 24u}) {  // shorter and longer than the 2 int64s its dims say
     ModelBuilder mb(13);
