@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "codegen/compose_moves.h"
 #include "codegen/kernels.h"
 #include "codegen/overlap.h"
 #include "ir/autocast.h"
@@ -194,6 +195,7 @@ class Lowerer {
     }
     for (OpId o = 0; o < g_.num_ops(); ++o) lower_op(o);
     finish_step();
+    for (auto &prog : out_.ranks) compose_moves(prog);
     for (auto &prog : out_.ranks) {
       overlap_reductions(prog);  // inserts statements: passes_end moves to the accumulation's new place
       for (size_t i = 0; i < prog.step.size(); ++i)
@@ -440,6 +442,9 @@ class Lowerer {
       if (p.src == r) {
         int own = tensor_buf_[r][t];
         me.unpacks.push_back({copy_code(own, p.owned, dst, want, p.part, es), {own, dst}, copy_timing(elems * es)});
+        if (p.part == want && !want.empty())
+          me.unpacks.back().move = box_move(own, dst, es, box_shape(p.owned), starts_rel(p.part, p.owned),
+                                            box_shape(p.part));
         continue;
       }
       RankWork &sender = work[static_cast<size_t>(p.src)];
@@ -551,6 +556,10 @@ class Lowerer {
       }
       if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
         emit(r, "// " + label + "\n" + code, used);
+        if (op.kind == OpKind::Transpose && g_.tensor(op.outputs[0]).dtype == real_dtype())
+          out_.ranks[r].step.back().move =
+              box_move(w.in_bufs[0], tensor_buf_[r][op.outputs[0]], static_cast<int>(dtype_size(real_dtype())),
+                       call.in_shapes[0], Shape(call.in_shapes[0].size(), 0), call.in_shapes[0], op.attr_ints("perm"));
         if (op.phase == Phase::forward)
           if (std::string val = validation_kernel_code(call); !val.empty())
             out_.ranks[r].step.back().val_code = "// " + label + ", validating\n" + val;

@@ -9,6 +9,7 @@
 // boxes move). Every rank walks the graph's op order, so communication calls appear in the same global order on
 // every rank (no deadlock, send/recv pairs match in order).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,26 @@ struct Timing {
   int64_t bytes = 0;
 };
 
+/** Elements read through a strided view: offset + sum over d of i[d] * strides[d], for i over shape in row-major
+ *  order. */
+struct StridedView {
+  Shape shape;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+};
+
+/** A statement that only copies elements into a whole contiguous buffer: dst = src's elements through `view`
+ *  (compose_moves.h reads through it). A region copy or a Transpose also says how it reads src as a whole buffer of
+ *  in_shape: the box [start, start + extent), its dims then permuted (output dim d is box dim perm[d]); a copy composed
+ *  from two has no in_shape. */
+struct Move {
+  int src = -1, dst = -1;
+  int elem_size = 4;
+  StridedView view;
+  Shape in_shape, start, extent;
+  std::vector<int64_t> perm;
+};
+
 /** One statement of a rank's step. `code` refers to buffer b as `$b$` (replaced by a typed pointer at emission). */
 struct Instr {
   std::string code;
@@ -52,6 +73,7 @@ struct Instr {
   /** The statement in a validation pass when it differs from `code` (validation_kernel_code; a data read from the
    *  validation files); it touches no buffer `code` does not. */
   std::string val_code{};
+  std::optional<Move> move{};
 };
 
 /** A tensor shard a rank holds in a persistent buffer (weights file and --save-model). */

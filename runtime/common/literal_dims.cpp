@@ -18,4 +18,8 @@ void region_copy(const void *src, DimsLiteral src_shape, DimsLiteral src_start, 
               elem_size);
 }
 
+void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t offset, void *y, size_t elem_size) {
+  view_copy(x, Dims(shape), Dims(strides), offset, y, elem_size);
+}
+
 }  // namespace cleave::rt

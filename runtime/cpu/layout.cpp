@@ -145,6 +145,22 @@ void transpose(const Dims &shape, const Dims &perm, const real *x, real *y, size
   walk(out, st, [&](int64_t o, int64_t i) { std::memcpy(dst + o * elem_size, src + i * elem_size, elem_size); });
 }
 
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, size_t elem_size) {
+  if (strides.size() != shape.size()) fail("view_copy: strides and shape differ in rank");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0) fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  if (product(shape) == 0) return;
+  const char *src = static_cast<const char *>(x) + offset * static_cast<int64_t>(elem_size);
+  switch (elem_size) {
+    case 1: return transpose_as(shape, strides, reinterpret_cast<const uint8_t *>(src), static_cast<uint8_t *>(y));
+    case 2: return transpose_as(shape, strides, reinterpret_cast<const uint16_t *>(src), static_cast<uint16_t *>(y));
+    case 4: return transpose_as(shape, strides, reinterpret_cast<const uint32_t *>(src), static_cast<uint32_t *>(y));
+    case 8: return transpose_as(shape, strides, reinterpret_cast<const uint64_t *>(src), static_cast<uint64_t *>(y));
+  }
+  char *dst = static_cast<char *>(y);
+  walk(shape, strides, [&](int64_t o, int64_t i) { std::memcpy(dst + o * elem_size, src + i * elem_size, elem_size); });
+}
+
 void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *x, real *y) {
   Dims out;
   std::vector<int64_t> st;

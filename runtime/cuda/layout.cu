@@ -453,6 +453,13 @@ void pad_constant(const Dims &x_shape, const Dims &pads, float value, const floa
                 small(ys, "pad_constant"), small(begins, "pad_constant"), value, x, y);
 }
 
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, size_t elem_size) {
+  if (strides.size() != shape.size()) fail("view_copy: strides and shape differ in rank");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0) fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  gather_bytes(shape, strides, offset, x, y, elem_size, "view_copy");
+}
+
 void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size) {
   size_t r = shape.size();
   if (perm.size() != r) fail("transpose: perm rank differs from the shape's");

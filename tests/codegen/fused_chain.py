@@ -3,8 +3,9 @@
 times k transposed, a Linear's bias add through an identity Dropout into the residual Add) are exported by torch,
 compiled for 1 rank (single) and 2 ranks (data), and `cleave run` must reproduce `cleave eval` (the reference
 interpreter, which runs every op on its own): per-step losses within relative 1e-5 and final weights within
-1e-5 * max|w|. The generated code must contain fused functors (the block's a fused rt::map_block), so the check
-cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
+1e-5 * max|w|. So must torch's own nn.MultiheadAttention, whose copies compose (codegen/compose_moves.h). The
+generated code must contain fused functors (the block's a fused rt::map_block; the attention's rt::view_copy and the
+Concat of its q, k, v gradients), so the check cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
 import os
 import re
 import subprocess
@@ -48,6 +49,19 @@ class Block(nn.Module):
         return F.cross_entropy(self.out(h.flatten(1)), y)
 
 
+class Heads(nn.Module):
+    """torch's own attention (batch-first), which cuts q, k and v out of one projection and moves each to
+    [B * heads, T, d]: the cut and the move are one composed copy (rt::view_copy), and their gradients one Concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn, self.out = nn.MultiheadAttention(16, 4, batch_first=True), nn.Linear(64, 10)
+
+    def forward(self, x, y):
+        h = x.reshape(-1, 4, 16)
+        return F.cross_entropy(self.out((h + self.attn(h, h, h, need_weights=False)[0]).flatten(1)), y)
+
+
 def sh(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -57,7 +71,7 @@ def sh(cmd):
 
 def main():
     problems = []
-    for name, net in [("chain", Net), ("block", Block)]:
+    for name, net in [("chain", Net), ("block", Block), ("heads", Heads)]:
         torch.manual_seed(0)
         problems += check(name, net())
     if problems:
@@ -88,10 +102,12 @@ def check(name, net):
             program = "ranks.cpp" if os.path.exists(os.path.join(bundle, "src", "ranks.cpp")) else "rank_0.cpp"
             src = open(os.path.join(bundle, "src", program)).read()
             fused = src.count("// fused:")
-            if fused == 0:
+            if fused == 0 and name != "heads":
                 problems.append(f"{name} {planner}{n}: no fused functor in {program}")
             if name == "block" and not re.search(r"// fused:[^\n]*\n\s*rt::map_block\(", src):
                 problems.append(f"{name} {planner}{n}: no fused rt::map_block in {program}")
+            if name == "heads" and not ("rt::view_copy(" in src and "rt::concat(" in src):
+                problems.append(f"{name} {planner}{n}: no composed rt::view_copy or no rt::concat in {program}")
             saved = os.path.join(tmp, f"{planner}{n}.onnx")
             got = losses(sh([CLEAVE, "run", bundle, "--data", data, "--steps", str(STEPS), "--save-model", saved]
                             + runtime_flags(CLEAVE)))

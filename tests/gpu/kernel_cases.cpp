@@ -416,6 +416,11 @@ void layout_cases() {
   rt::reduce_to_shape({3000, 5}, {5}, tall, output("reduce_columns_tall", 5));
   rt::reduce({3000, 5}, {0}, tall, output("reduce_mean_columns", 5), true);
   rt::slice({3, 37, 70}, {1, 0, 0}, {3, 37, 70}, {1, 1, 1}, w, output("slice_contiguous", 2 * 37 * 70));
+  // A composed copy (codegen/compose_moves.h): k of attention cut from a [T=37, B=3, 3E=60] projection (E = 20,
+  // H = 4 heads of d = 5) and moved to [B, H, d, T]; then a view whose innermost dim is not contiguous.
+  float *qkv = input(37 * 3 * 60, 70);
+  rt::view_copy(qkv, {3, 4, 5, 37}, {60, 5, 1, 180}, 20, output("view_copy_k", 3 * 4 * 5 * 37));
+  rt::view_copy(qkv, {37, 3, 10}, {180, 60, 2}, 1, output("view_copy_odd", 37 * 3 * 10));
 }
 
 void optim_dropout_cases() {

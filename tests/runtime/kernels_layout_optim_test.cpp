@@ -101,6 +101,26 @@ TEST(RuntimeKernels, Layout) {
                                  y.data(), {2, 6, 3});
                      return max_error(y, ref[0]);
                    }});
+  // view_copy as codegen composes it (compose_moves.h): attention's k cut from a [T=4, B=3, 3E=12] projection
+  // (E = 4, H = 2 heads of d = 2), reshaped to [T, B*H, d] and transposed to [B*H, d, T], against the interpreter's
+  // Slice, Reshape and Transpose.
+  cases.push_back({"view_copy", 0.0, [] {
+                     std::mt19937 rng(42);
+                     auto xd = random_data(rng, 4 * 3 * 12);
+                     OneOp cut;
+                     cut.in({4, 3, 12}, xd);
+                     cut.out({4, 3, 4});
+                     auto k = cut.run(OpKind::Slice, {{"starts", Dims{4}}, {"ends", Dims{8}}, {"axes", Dims{2}},
+                                                      {"steps", Dims{1}}});
+                     OneOp t;
+                     t.in({4, 6, 2}, k[0]);
+                     t.out({6, 2, 4});
+                     auto ref = t.run(OpKind::Transpose, {{"perm", Dims{1, 2, 0}}});
+                     auto fx = to_f32(xd);
+                     std::vector<float> y(48, NAN);
+                     view_copy(fx.data(), {3, 2, 2, 4}, {12, 2, 1, 36}, 4, y.data());
+                     return max_error(y, ref[0]);
+                   }});
   run_cases(cases);
 }
 

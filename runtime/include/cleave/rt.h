@@ -520,6 +520,13 @@ void region_copy(const std::vector<Box> &boxes, void *dst, const Dims &dst_shape
 /** region_copy() of one box given by literal dims (see DimsLiteral). */
 void region_copy(const void *src, DimsLiteral src_shape, DimsLiteral src_start, DimsLiteral extent,
                  DimsLiteral dst_start, void *dst, DimsLiteral dst_shape, size_t elem_size = sizeof(real));
+/** Y (contiguous, of shape) = the elements of X at offset + sum over d of i[d] * strides[d] (in elements; strides
+ *  >= 0), in row-major order of shape: a strided view of X copied out, as codegen composes a box cut out of a buffer
+ *  and then transposed (codegen/compose_moves.h) into one pass. */
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y,
+               size_t elem_size = sizeof(real));
+void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t offset, void *y,
+               size_t elem_size = sizeof(real));
 
 // ---------------------------------------------------------------- raw bytes (layout.cpp)
 // Generated code moves bytes only through these (never memcpy/memset or a dereference), so the same rank source
