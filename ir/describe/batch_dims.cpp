@@ -3,14 +3,6 @@
 namespace cleave::describe {
 namespace {
 
-/** Accesses of `e` in tree order (args first to last, indirect indexes inside their access). */
-void collect_accesses(const ExprPtr &e, std::vector<const Expr *> &out) {
-  if (!e) return;
-  if (e->kind == Expr::Kind::access) out.push_back(e.get());
-  for (const ExprPtr &a : e->args) collect_accesses(a, out);
-  for (const Index &i : e->index) collect_accesses(i.indirect, out);
-}
-
 /** The dim of output description `d` that var `name` indexes, or -1. */
 int output_dim_of(const Description &d, const std::string &name) {
   int v = d.var(name);
@@ -48,16 +40,15 @@ int outer_var(const Description &d, const Index &ix, bool exact) {
 }  // namespace
 
 int batch_var(const Op &op, const Description &d, const std::vector<int> &batch) {
-  std::vector<const Expr *> accesses;
-  collect_accesses(d.body, accesses);
-  collect_accesses(d.post, accesses);
+  std::vector<const Expr *> reads = accesses(d.body);
+  for (const Expr *a : accesses(d.post)) reads.push_back(a);
   // A var indexing a batch dim exactly first; else the outer factor of a flattened batch dim (a Reshape unfolding
   // [B*T, C] into [B, T, C]: a block of B is a block of the rows).
   for (bool exact : {true, false})
     for (const OperandInfo &o : d.operands) {
       int bd = batch[static_cast<size_t>(op.input(static_cast<size_t>(o.slot)))];
       if (bd < 0) continue;
-      for (const Expr *a : accesses) {
+      for (const Expr *a : reads) {
         if (a->slot != o.slot) continue;
         int v = outer_var(d, a->index.at(static_cast<size_t>(bd)), exact);
         if (v >= 0) return v;

@@ -265,4 +265,19 @@ int64_t op_flops(const Graph &g, const Op &op) {
 
 bool is_evaluable(const Description &d) { return evaluable(d.body) && evaluable(d.post); }
 
+namespace {
+void collect(const ExprPtr &e, int slot, std::vector<const Expr *> &out) {
+  if (!e) return;
+  if (e->kind == Expr::Kind::access && (slot < 0 || e->slot == slot)) out.push_back(e.get());
+  for (const ExprPtr &a : e->args) collect(a, slot, out);
+  for (const Index &i : e->index) collect(i.indirect, slot, out);
+}
+}  // namespace
+
+std::vector<const Expr *> accesses(const ExprPtr &e, int slot) {
+  std::vector<const Expr *> out;
+  collect(e, slot, out);
+  return out;
+}
+
 }  // namespace cleave::describe

@@ -281,6 +281,9 @@ int64_t flops(const Description &d);
 int64_t op_flops(const Graph &g, const Op &op);
 /** True if the evaluator can compute it: no opaque function anywhere. */
 bool is_evaluable(const Description &d);
+/** Every operand read in `e` (of input `slot` only, when slot >= 0), the ones inside data-dependent indices included,
+ *  in tree order (an access before its arguments' and its indices' reads). */
+std::vector<const Expr *> accesses(const ExprPtr &e, int slot = -1);
 
 /** A small graph holding one op of `kind` (named after the kind) with representative shapes and attributes, every
  *  input a source tensor. */

@@ -295,17 +295,6 @@ std::vector<std::optional<Box>> op_input_regions(const Graph &g, const Op &op, c
 
 namespace {
 
-/** The first access of input `slot` in `e`, or null. */
-const describe::Expr *find_access(const describe::ExprPtr &e, int slot) {
-  if (!e) return nullptr;
-  if (e->kind == describe::Expr::Kind::access && e->slot == slot) return e.get();
-  for (const describe::ExprPtr &a : e->args)
-    if (const describe::Expr *f = find_access(a, slot)) return f;
-  for (const describe::Index &i : e->index)
-    if (const describe::Expr *f = find_access(i.indirect, slot)) return f;
-  return nullptr;
-}
-
 /** A convolution's or pool's X read whole along each spatial dim that no split var indexes. Its kernel
  *  (codegen/kernels_window.cpp) computes such a dim from the op's own pads, so rows no window reaches (the last row
  *  of an even size under a 1x1 stride-2 convolution) cost nothing to include, and the kernel then reads X's shard as
@@ -316,8 +305,9 @@ void widen_window_input(const Op &op, const describe::Description &d, const Para
              : op.kind == OpKind::ConvGradFilter                                                    ? 1
                                                                                                      : -1;
   if (slot < 0 || !out[static_cast<size_t>(slot)]) return;
-  const describe::Expr *x = find_access(d.body, slot);
-  if (!x) return;
+  std::vector<const describe::Expr *> reads = describe::accesses(d.body, slot);
+  if (reads.empty()) return;
+  const describe::Expr *x = reads.front();
   Box &box = *out[static_cast<size_t>(slot)];
   auto operand = std::find_if(d.operands.begin(), d.operands.end(),
                               [&](const describe::OperandInfo &o) { return o.slot == slot; });

@@ -21,14 +21,9 @@ using describe::VarRole;
 
 /** Does any access of `e` to input `slot` index with var `v`? */
 bool indexes(const ExprPtr &e, int slot, int v) {
-  if (!e) return false;
-  if (e->kind == Expr::Kind::access && e->slot == slot)
-    for (const describe::Index &i : e->index)
+  for (const Expr *a : describe::accesses(e, slot))
+    for (const describe::Index &i : a->index)
       if (i.affine.coef(v) != 0) return true;
-  for (const ExprPtr &a : e->args)
-    if (indexes(a, slot, v)) return true;
-  for (const describe::Index &i : e->index)
-    if (indexes(i.indirect, slot, v)) return true;
   return false;
 }
 

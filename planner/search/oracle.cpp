@@ -41,12 +41,9 @@ int output_var_of_dim(const Description &d, int dim) {
 
 /** Does an access of `e` to input `slot` use var `v` in its index at dim `dim`? */
 bool indexes_dim(const ExprPtr &e, int slot, int dim, int v) {
-  if (!e) return false;
-  if (e->kind == Expr::Kind::access && e->slot == slot && static_cast<size_t>(dim) < e->index.size() &&
-      e->index[static_cast<size_t>(dim)].affine.coef(v) != 0)
-    return true;
-  for (const ExprPtr &a : e->args)
-    if (indexes_dim(a, slot, dim, v)) return true;
+  for (const Expr *a : describe::accesses(e, slot))
+    if (static_cast<size_t>(dim) < a->index.size() && a->index[static_cast<size_t>(dim)].affine.coef(v) != 0)
+      return true;
   return false;
 }
 
