@@ -44,6 +44,13 @@ std::optional<StridedView> refine(const StridedView &a, const Shape &view, std::
 
 std::string ref(int buffer) { return "$" + std::to_string(buffer) + "$"; }
 
+/** A whole row-major buffer of `shape`. */
+StridedView contiguous(const Shape &shape) {
+  StridedView v{shape, std::vector<int64_t>(shape.size(), 1), 0};
+  for (size_t d = shape.size(); d-- > 1;) v.strides[d - 1] = v.strides[d] * shape[d];
+  return v;
+}
+
 }  // namespace
 
 std::optional<StridedView> compose_view(const StridedView &a, const Move &b) {
@@ -84,13 +91,27 @@ Move box_move(int src, int dst, int elem_size, const Shape &in_shape, const Shap
   m.start = start;
   m.extent = extent;
   m.perm = std::move(perm);
-  StridedView whole{in_shape, std::vector<int64_t>(in_shape.size(), 1), 0};
-  for (size_t d = in_shape.size(); d-- > 1;) whole.strides[d - 1] = whole.strides[d] * in_shape[d];
-  std::optional<StridedView> v = num_elements(in_shape) > 0 ? compose_view(whole, m) : std::nullopt;
+  std::optional<StridedView> v = num_elements(in_shape) > 0 ? compose_view(contiguous(in_shape), m) : std::nullopt;
   if (v) m.view = *v;
   else m.in_shape.clear();  // nothing to compose with (no elements)
   return m;
 }
+
+namespace {
+
+/** The "// op (Kind)" line a kernel's code starts with, or "". */
+std::string label_of(const std::string &code) {
+  return code.rfind("// ", 0) == 0 ? code.substr(0, code.find('\n') + 1) : "";
+}
+
+std::string view_copy_code(int src, const StridedView &v, int dst, const StridedView *at, int elem_size) {
+  std::string code = "rt::view_copy(" + ref(src) + ", " + dims_literal(v.shape) + ", " + dims_literal(v.strides) +
+                     ", " + std::to_string(v.offset) + ", " + ref(dst) + ", ";
+  if (at) code += dims_literal(at->strides) + ", " + std::to_string(at->offset) + ", ";
+  return code + std::to_string(elem_size) + ");";
+}
+
+}  // namespace
 
 void compose_moves(RankProgram &prog) {
   std::vector<Instr> &step = prog.step;
@@ -98,33 +119,72 @@ void compose_moves(RankProgram &prog) {
   for (const Instr &in : step)
     for (int b : in.buffers) ++refs[static_cast<size_t>(b)];
   std::vector<bool> gone(step.size(), false);
-  for (size_t i = 0; i < step.size(); ++i) {
-    if (!step[i].move) continue;
-    const Move b = *step[i].move;
+  // The Move that alone wrote `b`'s source when statement i may read through it instead: that source untouched in
+  // between but by other Moves reading it, and nothing else touching b's source buffer.
+  auto earlier = [&](size_t i, const Move &b) -> const Move * {
     int x = b.src, j = writer[static_cast<size_t>(x)];
-    writer[static_cast<size_t>(b.dst)] = static_cast<int>(i);
     if (j < 0 || gone[static_cast<size_t>(j)] || refs[static_cast<size_t>(x)] != 2 ||
         prog.buffers[static_cast<size_t>(x)].persistent || !step[i].val_code.empty() ||
         !step[static_cast<size_t>(j)].val_code.empty())
-      continue;
+      return nullptr;
     const Move &a = *step[static_cast<size_t>(j)].move;
-    bool source_kept = !prog.buffers[static_cast<size_t>(a.src)].persistent;
-    for (size_t k = static_cast<size_t>(j) + 1; k < i && source_kept; ++k)
+    if (prog.buffers[static_cast<size_t>(a.src)].persistent) return nullptr;
+    for (size_t k = static_cast<size_t>(j) + 1; k < i; ++k)
       for (int buf : step[k].buffers)
-        if (buf == a.src && !(step[k].move && step[k].move->src == a.src)) source_kept = false;
-    std::optional<StridedView> v = source_kept ? compose_view(a.view, b) : std::nullopt;
+        if (buf == a.src && !(step[k].move && step[k].move->src == a.src)) return nullptr;
+    return &a;
+  };
+  auto drop = [&](const Move &b) {
+    gone[static_cast<size_t>(writer[static_cast<size_t>(b.src)])] = true;
+    refs[static_cast<size_t>(b.src)] = 0;
+  };
+  for (size_t i = 0; i < step.size(); ++i) {
+    if (!step[i].concat_parts.empty()) {
+      // Each part composed where it can be, written into its place; the rest copied from their buffers as they are.
+      std::string code;
+      std::vector<int> bufs;
+      bool composed = false;
+      for (const Move &part : step[i].concat_parts) {
+        if (num_elements(part.dst_view->shape) == 0) continue;
+        const Move *a = earlier(i, part);
+        std::optional<StridedView> v = a ? compose_view(a->view, part) : std::nullopt;
+        Move place;
+        if (v) place.in_shape = place.extent = v->shape, place.start = Shape(v->shape.size(), 0);
+        std::optional<StridedView> at = v ? compose_view(*part.dst_view, place) : std::nullopt;
+        if (at && at->shape == v->shape) {
+          code += (code.empty() ? "" : "\n") + view_copy_code(a->src, *v, part.dst, &*at, part.elem_size);
+          bufs.push_back(a->src);
+          drop(part);
+          composed = true;
+        } else {
+          // The part as it is, whole and contiguous.
+          code += (code.empty() ? "" : "\n") + view_copy_code(part.src, contiguous(part.dst_view->shape), part.dst,
+                                                              &*part.dst_view, part.elem_size);
+          bufs.push_back(part.src);
+        }
+      }
+      if (composed) {
+        bufs.push_back(step[i].concat_parts.front().dst);
+        step[i].code = label_of(step[i].code) + code;
+        step[i].buffers = bufs;
+      }
+      continue;
+    }
+    if (!step[i].move) continue;
+    const Move b = *step[i].move;
+    const Move *a = earlier(i, b);
+    writer[static_cast<size_t>(b.dst)] = static_cast<int>(i);
+    std::optional<StridedView> v = a ? compose_view(a->view, b) : std::nullopt;
     if (!v) continue;
     Move m;
-    m.src = a.src;
+    m.src = a->src;
     m.dst = b.dst;
     m.elem_size = b.elem_size;
     m.view = *v;
-    step[i].code = "rt::view_copy(" + ref(m.src) + ", " + dims_literal(v->shape) + ", " + dims_literal(v->strides) +
-                   ", " + std::to_string(v->offset) + ", " + ref(m.dst) + ", " + std::to_string(m.elem_size) + ");";
+    step[i].code = label_of(step[i].code) + view_copy_code(m.src, *v, m.dst, nullptr, m.elem_size);
     step[i].buffers = {m.src, m.dst};
     step[i].move = m;
-    gone[static_cast<size_t>(j)] = true;
-    refs[static_cast<size_t>(x)] = 0;
+    drop(b);
   }
   std::vector<Instr> kept;
   kept.reserve(step.size());

@@ -556,10 +556,9 @@ class Lowerer {
       }
       if (!(call.map && fuse_into_previous(r, o, label, *call.map, used))) {
         emit(r, "// " + label + "\n" + code, used);
-        if (op.kind == OpKind::Transpose && g_.tensor(op.outputs[0]).dtype == real_dtype())
-          out_.ranks[r].step.back().move =
-              box_move(w.in_bufs[0], tensor_buf_[r][op.outputs[0]], static_cast<int>(dtype_size(real_dtype())),
-                       call.in_shapes[0], Shape(call.in_shapes[0].size(), 0), call.in_shapes[0], op.attr_ints("perm"));
+        if ((op.kind == OpKind::Transpose || op.kind == OpKind::Concat) &&
+            g_.tensor(op.outputs[0]).dtype == real_dtype())
+          describe_moves(r, op, call, w.in_bufs);
         if (op.phase == Phase::forward)
           if (std::string val = validation_kernel_code(call); !val.empty())
             out_.ranks[r].step.back().val_code = "// " + label + ", validating\n" + val;
@@ -570,6 +569,28 @@ class Lowerer {
           last_map_[r].reset();
       }
     }
+  }
+
+  /** The copies a Transpose or Concat kernel just emitted on rank r makes (Instr::move, Instr::concat_parts). */
+  void describe_moves(int r, const Op &op, const KernelCall &call, const std::vector<int> &in_bufs) {
+    Instr &in = out_.ranks[r].step.back();
+    int out = tensor_buf_[r][op.outputs[0]], es = static_cast<int>(dtype_size(real_dtype()));
+    const Shape &x = call.in_shapes[0];
+    if (op.kind == OpKind::Transpose) in.move = box_move(in_bufs[0], out, es, x, Shape(x.size(), 0), x, op.attr_ints("perm"));
+    if (op.kind != OpKind::Concat) return;
+    const Shape &y = call.out_shapes[0];
+    auto axis = static_cast<size_t>(op.attr_int("axis"));
+    std::vector<int64_t> y_strides(y.size(), 1);
+    for (size_t d = y.size(); d-- > 1;) y_strides[d - 1] = y_strides[d] * y[d];
+    int64_t at = 0;
+    for (size_t i = 0; i < in_bufs.size(); ++i) {
+      const Shape &part = call.in_shapes[i];
+      Move m = box_move(in_bufs[i], out, es, part, Shape(part.size(), 0), part);
+      m.dst_view = StridedView{part, y_strides, at * y_strides[axis]};
+      at += part[axis];
+      in.concat_parts.push_back(std::move(m));
+    }
+    if (at != y[axis]) in.concat_parts.clear();  // not the local parts side by side: the kernel knows better
   }
 
   /** The buffer of the tensor an optimizer update's output `t` is assigned to on rank r, when the update writes it in

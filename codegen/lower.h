@@ -53,8 +53,8 @@ struct StridedView {
   int64_t offset = 0;
 };
 
-/** A statement that only copies elements into a whole contiguous buffer: dst = src's elements through `view`
- *  (compose_moves.h reads through it). A region copy or a Transpose also says how it reads src as a whole buffer of
+/** A statement that only copies elements into a whole contiguous buffer (or into dst_view of it): dst = src's
+ *  elements through `view` (compose_moves.h reads through it). A region copy or a Transpose also says how it reads src as a whole buffer of
  *  in_shape: the box [start, start + extent), its dims then permuted (output dim d is box dim perm[d]); a copy composed
  *  from two has no in_shape. */
 struct Move {
@@ -63,6 +63,8 @@ struct Move {
   StridedView view;
   Shape in_shape, start, extent;
   std::vector<int64_t> perm;
+  /** Where in dst it writes, when not the whole of it (a Concat's part): a view of the same elements as `view`. */
+  std::optional<StridedView> dst_view;
 };
 
 /** One statement of a rank's step. `code` refers to buffer b as `$b$` (replaced by a typed pointer at emission). */
@@ -74,6 +76,8 @@ struct Instr {
    *  validation files); it touches no buffer `code` does not. */
   std::string val_code{};
   std::optional<Move> move{};
+  /** A Concat: the copy of each part into its place (compose_moves.h). */
+  std::vector<Move> concat_parts{};
 };
 
 /** A tensor shard a rank holds in a persistent buffer (weights file and --save-model). */

@@ -22,4 +22,9 @@ void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t of
   view_copy(x, Dims(shape), Dims(strides), offset, y, elem_size);
 }
 
+void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t offset, void *y, DimsLiteral y_strides,
+               int64_t y_offset, size_t elem_size) {
+  view_copy(x, Dims(shape), Dims(strides), offset, y, Dims(y_strides), y_offset, elem_size);
+}
+
 }  // namespace cleave::rt

@@ -95,6 +95,32 @@ void transpose_as(const Dims &out_shape, const std::vector<int64_t> &st, const T
   walk(out_shape, st, [&](int64_t o, int64_t i) { y[o] = x[i]; });
 }
 
+/** y[sum i[d] * ys[d]] = x[sum i[d] * xs[d]] over shape: rows of the innermost dim, an odometer over the others. */
+template <typename T>
+void copy_views(const Dims &shape, const Dims &xs, const Dims &ys, const T *x, T *y) {
+  size_t r = shape.size();
+  if (r == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const int64_t inner = shape[r - 1], xi = xs[r - 1], yi = ys[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t row = 0, rows = product(shape) / inner; row < rows; ++row) {
+    int64_t xo = 0, yo = 0;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      xo += idx[d] * xs[d];
+      yo += idx[d] * ys[d];
+    }
+    if (xi == 1 && yi == 1)
+      for (int64_t j = 0; j < inner; ++j) y[yo + j] = x[xo + j];
+    else
+      for (int64_t j = 0; j < inner; ++j) y[yo + j * yi] = x[xo + j * xi];
+    for (size_t d = r - 1; d-- > 0;)
+      if (++idx[d] < shape[d]) break;
+      else idx[d] = 0;
+  }
+}
+
 }  // namespace
 
 void copy(void *dst, const void *src, int64_t bytes) {
@@ -159,6 +185,32 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
   }
   char *dst = static_cast<char *>(y);
   walk(shape, strides, [&](int64_t o, int64_t i) { std::memcpy(dst + o * elem_size, src + i * elem_size, elem_size); });
+}
+
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, const Dims &y_strides,
+               int64_t y_offset, size_t elem_size) {
+  if (strides.size() != shape.size() || y_strides.size() != shape.size())
+    fail("view_copy: strides and shape differ in rank");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0 || y_strides[d] < 0)
+      fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  if (product(shape) == 0) return;
+  const char *src = static_cast<const char *>(x) + offset * static_cast<int64_t>(elem_size);
+  char *dst = static_cast<char *>(y) + y_offset * static_cast<int64_t>(elem_size);
+  switch (elem_size) {
+    case 1: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint8_t *>(src), reinterpret_cast<uint8_t *>(dst));
+    case 2: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint16_t *>(src), reinterpret_cast<uint16_t *>(dst));
+    case 4: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint32_t *>(src), reinterpret_cast<uint32_t *>(dst));
+    case 8: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint64_t *>(src), reinterpret_cast<uint64_t *>(dst));
+  }
+  // Other sizes: a trailing dim of bytes.
+  Dims sh = shape, xs = strides, ys = y_strides;
+  for (int64_t &v : xs) v *= static_cast<int64_t>(elem_size);
+  for (int64_t &v : ys) v *= static_cast<int64_t>(elem_size);
+  sh.push_back(static_cast<int64_t>(elem_size));
+  xs.push_back(1);
+  ys.push_back(1);
+  copy_views(sh, xs, ys, reinterpret_cast<const uint8_t *>(src), reinterpret_cast<uint8_t *>(dst));
 }
 
 void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *x, real *y) {

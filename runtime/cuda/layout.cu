@@ -59,6 +59,28 @@ __global__ void strided_gather_fast(uint32_t n, hd::StridedIndex src, int64_t ba
 }
 
 template <typename T>
+__global__ void strided_copy_fast(uint32_t n, hd::StridedIndex src, int64_t src_base, hd::StridedIndex dst,
+                                  int64_t dst_base, const T *in, T *out) {
+  for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
+    out[dst_base + dst.offset(o)] = in[src_base + src.offset(o)];
+}
+
+template <typename T>
+__global__ void strided_copy(int64_t n, Small shape, Small src_st, int64_t src_base, Small dst_st, int64_t dst_base,
+                             const T *in, T *out) {
+  for (int64_t o = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; o < n;
+       o += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    int64_t rem = o, from = src_base, to = dst_base;
+    for (int d = shape.n - 1; d >= 0; --d) {
+      from += rem % shape[d] * src_st[d];
+      to += rem % shape[d] * dst_st[d];
+      rem /= shape[d];
+    }
+    out[to] = in[from];
+  }
+}
+
+template <typename T>
 __global__ void strided_scatter_fast(uint32_t n, hd::StridedIndex dst, int64_t base, const T *in, T *out) {
   for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
     out[base + dst.offset(o)] = in[o];
@@ -458,6 +480,68 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] < 0 || strides[d] < 0) fail("view_copy: negative size or stride in dim " + std::to_string(d));
   gather_bytes(shape, strides, offset, x, y, elem_size, "view_copy");
+}
+
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, const Dims &y_strides,
+               int64_t y_offset, size_t elem_size) {
+  if (strides.size() != shape.size() || y_strides.size() != shape.size())
+    fail("view_copy: strides and shape differ in rank");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0 || y_strides[d] < 0)
+      fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  int64_t n = detail::product(shape);
+  if (n == 0) return;
+  // Dims of extent 1 dropped, and a dim merged into the next where both views walk them as one.
+  Dims sh, xs, ys;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!sh.empty() && xs.back() == strides[d] * shape[d] && ys.back() == y_strides[d] * shape[d]) {
+      sh.back() *= shape[d];
+      xs.back() = strides[d];
+      ys.back() = y_strides[d];
+      continue;
+    }
+    sh.push_back(shape[d]);
+    xs.push_back(strides[d]);
+    ys.push_back(y_strides[d]);
+  }
+  if (sh.empty()) {
+    sh = {1};
+    xs = {1};
+    ys = {1};
+  }
+  if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) {
+    for (size_t d = 0; d < sh.size(); ++d) {
+      xs[d] *= static_cast<int64_t>(elem_size);
+      ys[d] *= static_cast<int64_t>(elem_size);
+    }
+    offset *= static_cast<int64_t>(elem_size);
+    y_offset *= static_cast<int64_t>(elem_size);
+    sh.push_back(static_cast<int64_t>(elem_size));
+    xs.push_back(1);
+    ys.push_back(1);
+    n *= static_cast<int64_t>(elem_size);
+    elem_size = 1;
+  }
+  unsigned g = detail::grid_for(n);
+  if (hd::fits_strided_index(sh, n)) {
+    hd::StridedIndex from = hd::make_strided_index(sh, xs), to = hd::make_strided_index(sh, ys);
+    auto u = static_cast<uint32_t>(n);
+    switch (elem_size) {
+      case 1: CLEAVE_LAUNCH(strided_copy_fast<uint8_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y)); break;
+      case 2: CLEAVE_LAUNCH(strided_copy_fast<uint16_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y)); break;
+      case 4: CLEAVE_LAUNCH(strided_copy_fast<uint32_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y)); break;
+      default: CLEAVE_LAUNCH(strided_copy_fast<uint64_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y)); break;
+    }
+    return;
+  }
+  Small s = small(sh, "view_copy"), a = small(xs, "view_copy"), b = small(ys, "view_copy");
+  switch (elem_size) {
+    case 1: CLEAVE_LAUNCH(strided_copy<uint8_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y)); break;
+    case 2: CLEAVE_LAUNCH(strided_copy<uint16_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y)); break;
+    case 4: CLEAVE_LAUNCH(strided_copy<uint32_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y)); break;
+    default: CLEAVE_LAUNCH(strided_copy<uint64_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y)); break;
+  }
 }
 
 void transpose(const Dims &shape, const Dims &perm, const float *x, float *y, size_t elem_size) {

@@ -103,5 +103,40 @@ TEST(ComposeMoves, RefusesWhatNoViewExpresses) {
   EXPECT_FALSE(compose_view(u.view, composed).has_value());
 }
 
+/** A rank program of `n` buffers of float32 with these statements. */
+RankProgram program(int n, std::vector<Instr> step) {
+  RankProgram prog;
+  for (int b = 0; b < n; ++b) prog.buffers.push_back({"b" + std::to_string(b), DType::f32, 24});
+  prog.step = std::move(step);
+  return prog;
+}
+
+TEST(ComposeMoves, ATransposedGradientGoesIntoItsPlaceOfAConcat) {
+  // $0$ computed; $1$ = $0$ [2, 3, 4] transposed to [3, 2, 4]; $3$ = Concat($1$ read as [3, 2, 4], $2$) on axis 2.
+  Instr make{"// a (Tanh)\nrt::map(...);", {0}};
+  Instr t{"// t (Transpose)\nrt::transpose({2, 3, 4}, {1, 0, 2}, $0$, $1$);", {0, 1}};
+  t.move = box_move(0, 1, 4, {2, 3, 4}, {0, 0, 0}, {2, 3, 4}, {1, 0, 2});
+  Instr cat{"// c (Concat)\nrt::concat(...);", {1, 2, 3}};
+  for (int part : {1, 2}) {
+    Move m = box_move(part, 3, 4, {3, 2, 4}, {0, 0, 0}, {3, 2, 4});
+    m.dst_view = StridedView{{3, 2, 4}, {16, 8, 1}, part == 1 ? 0 : 4};
+    cat.concat_parts.push_back(m);
+  }
+  Instr use{"// u (Relu)\nrt::map(...);", {3, 4}};
+  RankProgram prog = program(5, {make, t, cat, use});
+  compose_moves(prog);
+  ASSERT_EQ(prog.step.size(), 3u);  // the transpose went into the Concat
+  EXPECT_EQ(prog.step[1].code,
+            "// c (Concat)\n"
+            "rt::view_copy($0$, {3, 2, 4}, {4, 12, 1}, 0, $3$, {16, 8, 1}, 0, 4);\n"
+            "rt::view_copy($2$, {3, 2, 4}, {8, 4, 1}, 0, $3$, {16, 8, 1}, 4, 4);");
+  EXPECT_EQ(prog.step[1].buffers, (std::vector<int>{0, 2, 3}));
+  // The transposed buffer has another reader: nothing changes.
+  RankProgram kept = program(5, {make, t, cat, use, Instr{"// v (Relu)\nrt::map(...);", {1, 4}}});
+  compose_moves(kept);
+  EXPECT_EQ(kept.step.size(), 5u);
+  EXPECT_EQ(kept.step[2].code, "// c (Concat)\nrt::concat(...);");
+}
+
 }  // namespace
 }  // namespace cleave::codegen

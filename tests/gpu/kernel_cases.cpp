@@ -421,6 +421,11 @@ void layout_cases() {
   float *qkv = input(37 * 3 * 60, 70);
   rt::view_copy(qkv, {3, 4, 5, 37}, {60, 5, 1, 180}, 20, output("view_copy_k", 3 * 4 * 5 * 37));
   rt::view_copy(qkv, {37, 3, 10}, {180, 60, 2}, 1, output("view_copy_odd", 37 * 3 * 10));
+  // Into places of a [T, B, 3E] gradient: a part moved back from [B, H, d, T], and a contiguous one beside it.
+  float *into = output("view_copy_into", 37 * 3 * 60);
+  rt::fill_bytes(into, 0, 37 * 3 * 60 * 4);
+  rt::view_copy(qkv, {37, 3, 4, 5}, {1, 740, 185, 37}, 0, into, {180, 60, 5, 1}, 20);
+  rt::view_copy(qkv, {37, 3, 20}, {60, 20, 1}, 7, into, {180, 60, 1}, 40);
 }
 
 void optim_dropout_cases() {

@@ -121,6 +121,26 @@ TEST(RuntimeKernels, Layout) {
                      view_copy(fx.data(), {3, 2, 2, 4}, {12, 2, 1, 36}, 4, y.data());
                      return max_error(y, ref[0]);
                    }});
+  // A Concat's parts written into their places by view_copy (one part transposed on the way), against the
+  // interpreter's Transpose and Concat.
+  cases.push_back({"view_copy_into_place", 0.0, [] {
+                     std::mt19937 rng(43);
+                     auto ad = random_data(rng, 2 * 3 * 4), bd = random_data(rng, 3 * 2 * 2);
+                     OneOp t;
+                     t.in({3, 2, 2}, bd);
+                     t.out({2, 3, 2});
+                     auto bt = t.run(OpKind::Transpose, {{"perm", Dims{1, 0, 2}}});
+                     OneOp cat;
+                     cat.in({2, 3, 4}, ad);
+                     cat.in({2, 3, 2}, bt[0]);
+                     cat.out({2, 3, 6});
+                     auto ref = cat.run(OpKind::Concat, {{"axis", int64_t{2}}});
+                     auto fa = to_f32(ad), fb = to_f32(bd);
+                     std::vector<float> y(36, NAN);
+                     view_copy(fa.data(), {2, 3, 4}, {12, 4, 1}, 0, y.data(), {18, 6, 1}, 0);
+                     view_copy(fb.data(), {2, 3, 2}, {2, 4, 1}, 0, y.data(), {18, 6, 1}, 4);
+                     return max_error(y, ref[0]);
+                   }});
   run_cases(cases);
 }
 

@@ -527,6 +527,13 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
                size_t elem_size = sizeof(real));
 void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t offset, void *y,
                size_t elem_size = sizeof(real));
+/** view_copy() into a strided view of Y as well: Y[y_offset + sum over d of i[d] * y_strides[d]] = X[offset + sum
+ *  over d of i[d] * strides[d]] (a part of a Concat written into its place in the output). The places written must
+ *  not overlap. */
+void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, const Dims &y_strides,
+               int64_t y_offset, size_t elem_size = sizeof(real));
+void view_copy(const void *x, DimsLiteral shape, DimsLiteral strides, int64_t offset, void *y, DimsLiteral y_strides,
+               int64_t y_offset, size_t elem_size = sizeof(real));
 
 // ---------------------------------------------------------------- raw bytes (layout.cpp)
 // Generated code moves bytes only through these (never memcpy/memset or a dereference), so the same rank source
