@@ -45,6 +45,14 @@ void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, 
   dim = shape[static_cast<size_t>(axis)];
 }
 
+void check_view_copy(const Dims &shape, const Dims &strides, const Dims *y_strides) {
+  if (strides.size() != shape.size() || (y_strides && y_strides->size() != shape.size()))
+    fail("view_copy: strides and shape differ in rank");
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0 || (y_strides && (*y_strides)[d] < 0))
+      fail("view_copy: negative size or stride in dim " + std::to_string(d));
+}
+
 int64_t slice_len(int64_t start, int64_t end, int64_t step) {
   if (step == 0) fail("slice: step 0");
   int64_t len = step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;

@@ -11,6 +11,9 @@ void check_conv_shape(const ConvShape &s);
 void check_pool_ranks(const PoolShape &s);
 /** Gather's data `shape` seen as [outer, dim, inner] around `axis`; fail()s on an axis out of range. */
 void gather_view(const Dims &shape, int64_t axis, int64_t &outer, int64_t &dim, int64_t &inner);
+/** fail()s unless view_copy's source strides and destination strides (y_strides, when not null) have shape's rank
+ *  and no size or stride is negative. */
+void check_view_copy(const Dims &shape, const Dims &strides, const Dims *y_strides);
 /** The number of elements slice() takes on one dim; fail()s on step 0. */
 int64_t slice_len(int64_t start, int64_t end, int64_t step);
 /** Slice geometry: output shape, input strides per output dim, and the flat input offset of the first element. */

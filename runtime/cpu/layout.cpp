@@ -172,9 +172,7 @@ void transpose(const Dims &shape, const Dims &perm, const real *x, real *y, size
 }
 
 void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, size_t elem_size) {
-  if (strides.size() != shape.size()) fail("view_copy: strides and shape differ in rank");
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] < 0 || strides[d] < 0) fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  host::check_view_copy(shape, strides, nullptr);
   if (product(shape) == 0) return;
   const char *src = static_cast<const char *>(x) + offset * static_cast<int64_t>(elem_size);
   switch (elem_size) {
@@ -189,11 +187,7 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
 
 void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, const Dims &y_strides,
                int64_t y_offset, size_t elem_size) {
-  if (strides.size() != shape.size() || y_strides.size() != shape.size())
-    fail("view_copy: strides and shape differ in rank");
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] < 0 || strides[d] < 0 || y_strides[d] < 0)
-      fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  host::check_view_copy(shape, strides, &y_strides);
   if (product(shape) == 0) return;
   const char *src = static_cast<const char *>(x) + offset * static_cast<int64_t>(elem_size);
   char *dst = static_cast<char *>(y) + y_offset * static_cast<int64_t>(elem_size);

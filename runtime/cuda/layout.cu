@@ -476,19 +476,13 @@ void pad_constant(const Dims &x_shape, const Dims &pads, float value, const floa
 }
 
 void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, size_t elem_size) {
-  if (strides.size() != shape.size()) fail("view_copy: strides and shape differ in rank");
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] < 0 || strides[d] < 0) fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  host::check_view_copy(shape, strides, nullptr);
   gather_bytes(shape, strides, offset, x, y, elem_size, "view_copy");
 }
 
 void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t offset, void *y, const Dims &y_strides,
                int64_t y_offset, size_t elem_size) {
-  if (strides.size() != shape.size() || y_strides.size() != shape.size())
-    fail("view_copy: strides and shape differ in rank");
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] < 0 || strides[d] < 0 || y_strides[d] < 0)
-      fail("view_copy: negative size or stride in dim " + std::to_string(d));
+  host::check_view_copy(shape, strides, &y_strides);
   int64_t n = detail::product(shape);
   if (n == 0) return;
   // Dims of extent 1 dropped, and a dim merged into the next where both views walk them as one.
