@@ -122,7 +122,7 @@ void compose_moves(RankProgram &prog) {
   // The Move that alone wrote `b`'s source when statement i may read through it instead: that source untouched in
   // between but by other Moves reading it, and nothing else touching b's source buffer.
   auto earlier = [&](size_t i, const Move &b) -> const Move * {
-    int x = b.src, j = writer[static_cast<size_t>(x)];
+    int x = b.src, j = x < 0 ? -1 : writer[static_cast<size_t>(x)];
     if (j < 0 || gone[static_cast<size_t>(j)] || refs[static_cast<size_t>(x)] != 2 ||
         prog.buffers[static_cast<size_t>(x)].persistent || !step[i].val_code.empty() ||
         !step[static_cast<size_t>(j)].val_code.empty())

@@ -718,7 +718,7 @@ std::string kernel_code(const KernelCall &call) {
       const Shape &a = in_shapes[0], &b = in_shapes[1], &y = out_shapes[0];
       bool ta = op.attr_int("transA", 0) != 0, tb = op.attr_int("transB", 0) != 0;
       // Under transA, A [r..., m] (and B [r..., n]) sums every leading dim r: the rows of a contiguous shard.
-      int64_t k = ta ? prod(a) / a.back() : a[1];
+      int64_t k = ta ? prod(a, 0, a.size() - 1) : a[1];
       double alpha = op.attr_float("alpha", 1.0), beta = op.attr_float("beta", 1.0);
       std::string code;
       bool bias = op.input(2) != kNoTensor && !ins[2].empty();
@@ -727,8 +727,8 @@ std::string kernel_code(const KernelCall &call) {
                 ");\n";
       code += "rt::gemm(" + std::string(ta ? "true" : "false") + ", " + (tb ? "true" : "false") + ", " + num(y[0]) +
               ", " + num(y[1]) + ", " + num(k) + ", " + float_literal(alpha) + ", " + in(0) + ", " + num(a.back()) +
-              ", " + in(1) + ", " + num(b.back()) + ", " + (bias ? float_literal(beta) : "0.0f") + ", " + out(0) + ", " +
-              num(y[1]) + operands_arg(call, 0, 1) + ");";
+              ", " + in(1) + ", " + num(b.back()) + ", " + (bias ? float_literal(beta) : "0.0f") + ", " + out(0) +
+              ", " + num(y[1]) + operands_arg(call, 0, 1) + ");";
       return code;
     }
     case OpKind::MatMul: return matmul_code(call);

@@ -575,8 +575,11 @@ class Lowerer {
   void describe_moves(int r, const Op &op, const KernelCall &call, const std::vector<int> &in_bufs) {
     Instr &in = out_.ranks[r].step.back();
     int out = tensor_buf_[r][op.outputs[0]], es = static_cast<int>(dtype_size(real_dtype()));
+    // An input no rank reads here (an empty part) leaves the kernel's code as it is.
+    if (out < 0 || std::any_of(in_bufs.begin(), in_bufs.end(), [](int b) { return b < 0; })) return;
     const Shape &x = call.in_shapes[0];
-    if (op.kind == OpKind::Transpose) in.move = box_move(in_bufs[0], out, es, x, Shape(x.size(), 0), x, op.attr_ints("perm"));
+    if (op.kind == OpKind::Transpose)
+      in.move = box_move(in_bufs[0], out, es, x, Shape(x.size(), 0), x, op.attr_ints("perm"));
     if (op.kind != OpKind::Concat) return;
     const Shape &y = call.out_shapes[0];
     auto axis = static_cast<size_t>(op.attr_int("axis"));

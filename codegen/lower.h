@@ -54,9 +54,9 @@ struct StridedView {
 };
 
 /** A statement that only copies elements into a whole contiguous buffer (or into dst_view of it): dst = src's
- *  elements through `view` (compose_moves.h reads through it). A region copy or a Transpose also says how it reads src as a whole buffer of
- *  in_shape: the box [start, start + extent), its dims then permuted (output dim d is box dim perm[d]); a copy composed
- *  from two has no in_shape. */
+ *  elements through `view` (compose_moves.h reads through it). A region copy or a Transpose also says how it reads
+ *  src as a whole buffer of in_shape: the box [start, start + extent), its dims then permuted (output dim d is box
+ *  dim perm[d]); a copy composed from two has no in_shape. */
 struct Move {
   int src = -1, dst = -1;
   int elem_size = 4;

@@ -69,10 +69,6 @@ void translate_matmul(Importer &im, const NodeCtx &n) {
     im.emit(s, n.name, n);
     return;
   }
-  // ONNX's Gemm multiplies matrices; the IR's also sums leading dims, which an ONNX model does not mean.
-  for (size_t i = 0; i < 2; ++i)
-    if (Shape shape = im.type_of(n.in(i), n).shape; shape.size() != 2)
-      n.fail(std::string(i == 0 ? "A" : "B") + " must be 2-D, got " + shape_str(shape));
   OpSpec s = same_operands(n, OpKind::Gemm);
   s.attrs["alpha"] = n.attrs.get_float("alpha", 1.0);
   s.attrs["beta"] = n.attrs.get_float("beta", 1.0);

@@ -28,7 +28,7 @@ struct SlicePart {
  *  q, k and v taken from one projection, chunk and split): tensor -> {axis, number of Slices}. Their gradient is the
  *  Concat of the Slices' gradients along that axis, where zero-padded SliceGrads summed by Adds would write every
  *  element once per Slice. */
-std::map<TensorId, std::pair<int64_t, size_t>> tiled_by_slices(const Graph &g, OpId num_fwd_ops,
+std::map<TensorId, std::pair<int64_t, size_t>> tiled_by_slices(const Graph &g,
                                                                 const std::function<bool(TensorId)> &active) {
   std::map<TensorId, std::pair<int64_t, size_t>> out;
   std::vector<std::vector<OpId>> readers = g.all_consumers();
@@ -41,7 +41,7 @@ std::map<TensorId, std::pair<int64_t, size_t>> tiled_by_slices(const Graph &g, O
     bool ok = true;
     for (OpId r : rs) {
       const Op &op = g.op(r);
-      if (r >= num_fwd_ops || op.kind != OpKind::Slice || !active(op.output(0))) {
+      if (op.kind != OpKind::Slice || !active(op.output(0))) {
         ok = false;
         break;
       }
@@ -196,7 +196,7 @@ std::map<TensorId, TensorId> append_gradients(Graph &g, TensorId y, const std::v
 
   // Rules for ops on time-major activations keep the batch apart (grad_MatMul).
   const std::vector<int> batch = describe::batch_dims(g);
-  Accumulator acc(g, tiled_by_slices(g, num_fwd_ops, active));
+  Accumulator acc(g, tiled_by_slices(g, active));
   acc.add(y, seed);
   for (OpId i = num_fwd_ops - 1; i >= 0; --i) {
     std::vector<bool> need;

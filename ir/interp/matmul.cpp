@@ -22,8 +22,9 @@ void kernel_Gemm(const KernelArgs &k) {
   double alpha = k.op.attr_float("alpha", 1.0);
   double beta = k.op.attr_float("beta", 1.0);
   int64_t m = ta ? acols : a.shape[0];
-  int64_t kk = ta ? num_elements(a.shape) / acols : acols;
-  int64_t kb = tb ? bcols : num_elements(b.shape) / bcols;
+  auto rows_of = [](const Shape &s) { return num_elements(Shape(s.begin(), s.end() - 1)); };
+  int64_t kk = ta ? rows_of(a.shape) : acols;
+  int64_t kb = tb ? bcols : rows_of(b.shape);
   int64_t n = tb ? b.shape[0] : bcols;
   if (kk != kb) CLEAVE_USER_ERROR(k.label(), ": inner dimensions ", kk, " and ", kb, " differ");
   Shape shape{m, n};

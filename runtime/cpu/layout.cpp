@@ -97,7 +97,9 @@ void transpose_as(const Dims &out_shape, const std::vector<int64_t> &st, const T
 
 /** y[sum i[d] * ys[d]] = x[sum i[d] * xs[d]] over shape: rows of the innermost dim, an odometer over the others. */
 template <typename T>
-void copy_views(const Dims &shape, const Dims &xs, const Dims &ys, const T *x, T *y) {
+void copy_views(const Dims &shape, const Dims &xs, const Dims &ys, const void *from, void *to) {
+  const T *x = static_cast<const T *>(from);
+  T *y = static_cast<T *>(to);
   size_t r = shape.size();
   if (r == 0) {
     y[0] = x[0];
@@ -192,19 +194,19 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
   const char *src = static_cast<const char *>(x) + offset * static_cast<int64_t>(elem_size);
   char *dst = static_cast<char *>(y) + y_offset * static_cast<int64_t>(elem_size);
   switch (elem_size) {
-    case 1: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint8_t *>(src), reinterpret_cast<uint8_t *>(dst));
-    case 2: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint16_t *>(src), reinterpret_cast<uint16_t *>(dst));
-    case 4: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint32_t *>(src), reinterpret_cast<uint32_t *>(dst));
-    case 8: return copy_views(shape, strides, y_strides, reinterpret_cast<const uint64_t *>(src), reinterpret_cast<uint64_t *>(dst));
+    case 1: return copy_views<uint8_t>(shape, strides, y_strides, src, dst);
+    case 2: return copy_views<uint16_t>(shape, strides, y_strides, src, dst);
+    case 4: return copy_views<uint32_t>(shape, strides, y_strides, src, dst);
+    case 8: return copy_views<uint64_t>(shape, strides, y_strides, src, dst);
   }
   // Other sizes: a trailing dim of bytes.
-  Dims sh = shape, xs = strides, ys = y_strides;
-  for (int64_t &v : xs) v *= static_cast<int64_t>(elem_size);
-  for (int64_t &v : ys) v *= static_cast<int64_t>(elem_size);
+  Dims sh = shape, xb = strides, yb = y_strides;
+  for (int64_t &v : xb) v *= static_cast<int64_t>(elem_size);
+  for (int64_t &v : yb) v *= static_cast<int64_t>(elem_size);
   sh.push_back(static_cast<int64_t>(elem_size));
-  xs.push_back(1);
-  ys.push_back(1);
-  copy_views(sh, xs, ys, reinterpret_cast<const uint8_t *>(src), reinterpret_cast<uint8_t *>(dst));
+  xb.push_back(1);
+  yb.push_back(1);
+  copy_views<uint8_t>(sh, xb, yb, src, dst);
 }
 
 void slice(const Dims &shape, const Dims &starts, const Dims &ends, const Dims &steps, const real *x, real *y) {

@@ -80,6 +80,22 @@ __global__ void strided_copy(int64_t n, Small shape, Small src_st, int64_t src_b
   }
 }
 
+/** view_copy's launch for T-sized elements: 32-bit indices below 2^31 elements. */
+template <typename T>
+void copy_views(int64_t n, const Dims &shape, const Dims &xs, int64_t x_base, const Dims &ys, int64_t y_base,
+                const void *x, void *y) {
+  const T *in = static_cast<const T *>(x);
+  T *out = static_cast<T *>(y);
+  unsigned g = detail::grid_for(n);
+  if (hd::fits_strided_index(shape, n)) {
+    CLEAVE_LAUNCH(strided_copy_fast<T>, g, detail::kThreads, static_cast<uint32_t>(n),
+                  hd::make_strided_index(shape, xs), x_base, hd::make_strided_index(shape, ys), y_base, in, out);
+    return;
+  }
+  CLEAVE_LAUNCH(strided_copy<T>, g, detail::kThreads, n, small(shape, "view_copy"), small(xs, "view_copy"), x_base,
+                small(ys, "view_copy"), y_base, in, out);
+}
+
 template <typename T>
 __global__ void strided_scatter_fast(uint32_t n, hd::StridedIndex dst, int64_t base, const T *in, T *out) {
   for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
@@ -517,24 +533,11 @@ void view_copy(const void *x, const Dims &shape, const Dims &strides, int64_t of
     n *= static_cast<int64_t>(elem_size);
     elem_size = 1;
   }
-  unsigned g = detail::grid_for(n);
-  if (hd::fits_strided_index(sh, n)) {
-    hd::StridedIndex from = hd::make_strided_index(sh, xs), to = hd::make_strided_index(sh, ys);
-    auto u = static_cast<uint32_t>(n);
-    switch (elem_size) {
-      case 1: CLEAVE_LAUNCH(strided_copy_fast<uint8_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y)); break;
-      case 2: CLEAVE_LAUNCH(strided_copy_fast<uint16_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y)); break;
-      case 4: CLEAVE_LAUNCH(strided_copy_fast<uint32_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y)); break;
-      default: CLEAVE_LAUNCH(strided_copy_fast<uint64_t>, g, detail::kThreads, u, from, offset, to, y_offset, static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y)); break;
-    }
-    return;
-  }
-  Small s = small(sh, "view_copy"), a = small(xs, "view_copy"), b = small(ys, "view_copy");
   switch (elem_size) {
-    case 1: CLEAVE_LAUNCH(strided_copy<uint8_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint8_t *>(x), static_cast<uint8_t *>(y)); break;
-    case 2: CLEAVE_LAUNCH(strided_copy<uint16_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint16_t *>(x), static_cast<uint16_t *>(y)); break;
-    case 4: CLEAVE_LAUNCH(strided_copy<uint32_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint32_t *>(x), static_cast<uint32_t *>(y)); break;
-    default: CLEAVE_LAUNCH(strided_copy<uint64_t>, g, detail::kThreads, n, s, a, offset, b, y_offset, static_cast<const uint64_t *>(x), static_cast<uint64_t *>(y)); break;
+    case 1: return copy_views<uint8_t>(n, sh, xs, offset, ys, y_offset, x, y);
+    case 2: return copy_views<uint16_t>(n, sh, xs, offset, ys, y_offset, x, y);
+    case 4: return copy_views<uint32_t>(n, sh, xs, offset, ys, y_offset, x, y);
+    default: return copy_views<uint64_t>(n, sh, xs, offset, ys, y_offset, x, y);
   }
 }
 

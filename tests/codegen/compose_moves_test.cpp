@@ -138,5 +138,29 @@ TEST(ComposeMoves, ATransposedGradientGoesIntoItsPlaceOfAConcat) {
   EXPECT_EQ(kept.step[2].code, "// c (Concat)\nrt::concat(...);");
 }
 
+TEST(ComposeMoves, ABoxThenATransposeIsOneCopyUnlessTheSourceChangesBetween) {
+  // $1$ = a box of $0$ [4, 6]; $2$ = $1$ [4, 3] transposed.
+  Instr make{"// a (Tanh)\nrt::map(...);", {0}};
+  Instr cut{"rt::region_copy(...);", {0, 1}};
+  cut.move = box_move(0, 1, 4, {4, 6}, {0, 3}, {4, 3});
+  Instr t{"// t (Transpose)\nrt::transpose({4, 3}, {1, 0}, $1$, $2$);", {1, 2}};
+  t.move = box_move(1, 2, 4, {4, 3}, {0, 0}, {4, 3}, {1, 0});
+  Instr use{"// u (Relu)\nrt::map(...);", {2, 3}};
+  RankProgram prog = program(4, {make, cut, t, use});
+  compose_moves(prog);
+  ASSERT_EQ(prog.step.size(), 3u);
+  EXPECT_EQ(prog.step[1].code, "// t (Transpose)\nrt::view_copy($0$, {3, 4}, {1, 6}, 3, $2$, 4);");
+  // An all-reduce of $0$ in place between them: the transpose must read the copy made before it.
+  Instr reduce{"rt::all_reduce_sum(G0, $0$, $0$, 24);", {0}};
+  RankProgram kept = program(4, {make, cut, reduce, t, use});
+  compose_moves(kept);
+  EXPECT_EQ(kept.step.size(), 5u);
+  // A persistent source (a weight) is not read later than the copy either.
+  RankProgram weight = program(4, {make, cut, t, use});
+  weight.buffers[0].persistent = true;
+  compose_moves(weight);
+  EXPECT_EQ(weight.step.size(), 4u);
+}
+
 }  // namespace
 }  // namespace cleave::codegen

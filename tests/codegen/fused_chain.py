@@ -4,8 +4,9 @@ times k transposed, a Linear's bias add through an identity Dropout into the res
 compiled for 1 rank (single) and 2 ranks (data), and `cleave run` must reproduce `cleave eval` (the reference
 interpreter, which runs every op on its own): per-step losses within relative 1e-5 and final weights within
 1e-5 * max|w|. So must torch's own nn.MultiheadAttention, whose copies compose (codegen/compose_moves.h). The
-generated code must contain fused functors (the block's a fused rt::map_block; the attention's rt::view_copy of q, k
-and v and of their gradients into their places), so the check cannot pass vacuously. Usage: fused_chain.py CLEAVE SOURCE_DIR."""
+generated code must contain fused functors (the block's a fused rt::map_block; the attention's rt::view_copy of q,
+k and v and of their gradients into their places), so the check cannot pass vacuously.
+Usage: fused_chain.py CLEAVE SOURCE_DIR."""
 import os
 import re
 import subprocess

@@ -116,8 +116,8 @@ TEST(HostileModel, NonFiniteGemmAlpha) {
 }
 
 TEST(HostileModel, GemmOfMoreThanTwoDims) {
-  // The IR's Gemm sums leading dims under transA; an ONNX Gemm multiplies matrices only (ONNX's shape inference
-  // says so first; the importer checks again for inputs of unknown rank).
+  // The IR's Gemm sums leading dims under transA; an ONNX Gemm multiplies matrices only, and ONNX's shape inference
+  // (run before anything is translated) refuses other ranks.
   ModelBuilder mb(13);
   mb.input("x", kF32, {2, 3, 4});
   mb.init_f("w", {2, 3, 5}, std::vector<float>(30, 1.f));

@@ -48,6 +48,26 @@ TEST(InterpBehaviour, AbsentRequiredOperandIsAUserError) {
   EXPECT_THAT(user_error_of(c), HasSubstr("op \"Conv\" (Conv): required input 1 is missing"));
 }
 
+TEST(InterpBehaviour, GemmOfNoRowsOrColumns) {
+  // Empty operands give an empty product, or zeros where only the summed dim is empty; the rows form (transA alone,
+  // A [r..., m], B [r..., n]) sums leading dims that may be empty too.
+  struct Gemm {
+    Shape a, b, y;
+    int64_t trans_a;
+  };
+  for (const Gemm &k : {Gemm{{3, 2}, {2, 0}, {3, 0}, 0}, Gemm{{3, 0}, {0, 4}, {3, 4}, 0},
+                        Gemm{{2, 0, 3}, {2, 0, 4}, {3, 4}, 1}, Gemm{{0, 3}, {0, 2}, {3, 2}, 1}}) {
+    Case c;
+    TensorId a = c.feed_value("a", filled(k.a, 1)), b = c.feed_value("b", filled(k.b, 1));
+    TensorId y = c.out("y", k.y);
+    c.op(OpKind::Gemm, {a, b}, {y}, {{"transA", k.trans_a}});
+    Values v = c.run();
+    const Value &out = *v[y];
+    EXPECT_EQ(out.shape, k.y);
+    EXPECT_TRUE(std::all_of(out.data.begin(), out.data.end(), [](double x) { return x == 0.0; }));
+  }
+}
+
 TEST(InterpBehaviour, GatherIndexOutOfRangeNamesTheOp) {
   Case c;
   TensorId d = c.feed_value("data", filled({3}, 0));
