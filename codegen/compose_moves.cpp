@@ -44,14 +44,13 @@ std::optional<StridedView> refine(const StridedView &a, const Shape &view, std::
 
 std::string ref(int buffer) { return "$" + std::to_string(buffer) + "$"; }
 
-/** A whole row-major buffer of `shape`. */
+}  // namespace
+
 StridedView contiguous(const Shape &shape) {
   StridedView v{shape, std::vector<int64_t>(shape.size(), 1), 0};
   for (size_t d = shape.size(); d-- > 1;) v.strides[d - 1] = v.strides[d] * shape[d];
   return v;
 }
-
-}  // namespace
 
 std::optional<StridedView> compose_view(const StridedView &a, const Move &b) {
   if (b.in_shape.empty() || num_elements(b.in_shape) != num_elements(a.shape) || num_elements(a.shape) == 0)
@@ -148,9 +147,9 @@ void compose_moves(RankProgram &prog) {
         if (num_elements(part.dst_view->shape) == 0) continue;
         const Move *a = earlier(i, part);
         std::optional<StridedView> v = a ? compose_view(a->view, part) : std::nullopt;
-        Move place;
-        if (v) place.in_shape = place.extent = v->shape, place.start = Shape(v->shape.size(), 0);
-        std::optional<StridedView> at = v ? compose_view(*part.dst_view, place) : std::nullopt;
+        // The part's place split into the same dims (v's are a refinement of the part's shape).
+        std::vector<int> group;
+        std::optional<StridedView> at = v ? refine(*part.dst_view, v->shape, group) : std::nullopt;
         if (at && at->shape == v->shape) {
           code += (code.empty() ? "" : "\n") + view_copy_code(a->src, *v, part.dst, &*at, part.elem_size);
           bufs.push_back(a->src);

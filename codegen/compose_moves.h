@@ -17,6 +17,9 @@ namespace cleave::codegen {
  *  cuts a dim that is split. */
 std::optional<StridedView> compose_view(const StridedView &a, const Move &b);
 
+/** A whole row-major buffer of `shape`. */
+StridedView contiguous(const Shape &shape);
+
 /** The Move of a region copy of `extent` at `start` out of a whole buffer of `in_shape`, permuted by `perm` (empty:
  *  none), into the whole dst. */
 Move box_move(int src, int dst, int elem_size, const Shape &in_shape, const Shape &start, const Shape &extent,

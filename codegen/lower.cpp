@@ -583,8 +583,7 @@ class Lowerer {
     if (op.kind != OpKind::Concat) return;
     const Shape &y = call.out_shapes[0];
     auto axis = static_cast<size_t>(op.attr_int("axis"));
-    std::vector<int64_t> y_strides(y.size(), 1);
-    for (size_t d = y.size(); d-- > 1;) y_strides[d - 1] = y_strides[d] * y[d];
+    const std::vector<int64_t> y_strides = contiguous(y).strides;
     int64_t at = 0;
     for (size_t i = 0; i < in_bufs.size(); ++i) {
       const Shape &part = call.in_shapes[i];

@@ -94,14 +94,15 @@ class Accumulator {
    *  first reader, as the gradient they finish is that op's. */
   TensorId total(TensorId t) {
     std::vector<TensorId> &p = parts_.at(static_cast<size_t>(t));
+    auto it = slices_.find(t);
+    if (it == slices_.end() && p.size() <= 1) return p.empty() ? kNoTensor : p[0];
     OpId group = g_.tensor(t).producer;
     if (group == kNoOp) group = g_.consumers(t).front();
-    if (auto it = slices_.find(t); it != slices_.end()) {
+    if (it != slices_.end()) {
       std::vector<SlicePart> slices = std::move(it->second);
       slices_.erase(it);
       join_slices(t, group, slices, p);
     }
-    if (p.empty()) return kNoTensor;
     if (p.size() == 1) return p[0];
     TensorId sum = p[0];
     for (size_t i = 1; i < p.size(); ++i) sum = emit(OpKind::Add, {sum, p[i]}, {}, t, group);
