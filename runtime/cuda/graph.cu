@@ -188,7 +188,9 @@ void graph_feed(int64_t first, int64_t bytes, void *dst, std::function<void(int6
   if (bytes > 0) CLEAVE_CUDA(cudaMemcpyAsync, dst, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
                              compute_stream());
   if (!f.copied) CLEAVE_CUDA(cudaEventCreateWithFlags, &f.copied, cudaEventDisableTiming);
-  CLEAVE_CUDA(cudaEventRecord, f.copied, compute_stream());  // a node of the graph
+  // External: an event record node of the graph, which the host can wait for after a launch. A plain record under
+  // capture only orders the captured work; synchronizing on it is an invalid argument.
+  CLEAVE_CUDA(cudaEventRecordWithFlags, f.copied, compute_stream(), cudaEventRecordExternal);
 }
 
 void graph_note_lr(float base, float value) { g_graph.lrs.emplace_back(base, value); }

@@ -88,13 +88,14 @@ if [ "$phase" = run ] || [ "$phase" = all ]; then
   while read -r name family variant batch <&3; do
     m=$WORK/$name
     for p in $precisions; do
-      graphs="-"
       b=$m/bundle_$p
       CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 x="$m/x.npy" y="$m/y.npy" \
         > "$m/run_$p.txt" 2> "$m/run_$p.err" < /dev/null ||
         { echo "bench: $name $p: the Cleave run failed:"; grep -h '^cleave' "$m/run_$p.err" | head -3; }
       c_ms=$(step_ms "$m/run_$p.err")
+      grep -q "CUDA graphs: step" "$m/run_$p.err" && graphs=on || graphs=off
       if [ -z "$c_ms" ]; then
+        graphs="off (failed on)"
         # Whether it fails without graphs too.
         CLEAVE_PROFILE=$m/prof_$p "$b/launch/mpirun.sh" "$b/build" --steps 12 --cuda-graphs off x="$m/x.npy" \
           y="$m/y.npy" > "$m/run_$p.txt" 2> "$m/run_eager_$p.err" < /dev/null ||
@@ -104,7 +105,6 @@ if [ "$phase" = run ] || [ "$phase" = all ]; then
       fi
       c_mb=$("$PY" -c "import json, sys; m = json.load(open(sys.argv[1]))
 print(round(m['per_rank'][0]['peak_memory_bytes'] / 2**20))" "$b/manifest.json" 2> /dev/null || echo "?")
-      grep -q "CUDA graphs: step" "$m/run_$p.err" && graphs=on || graphs=off
       t_line=$("$PY" "$SRC/tests/gpu/bench_torch.py" "$SRC" "$family" "$variant" "$batch" "$p" 2>&1 | tail -1 || true)
       t_ms=$(echo "$t_line" | awk '$3 == "step_ms" {print $4}')
       t_mb=$(echo "$t_line" | awk '$3 == "step_ms" {print $6}')

@@ -51,6 +51,8 @@ pack)
   tar -C / -cf - --exclude='*.o' --exclude='*.o.d' --exclude='.ninja_*' --exclude='*.a' \
     --exclude='CMakeFiles/[0-9]*' "${build#/}" | tar -C "$stage" -xf -
   (cd / && tar -cf - "${build#/}"/runtime/libcleave_rt_*.a) | tar -C "$stage" -xf -
+  # The unit-test and fuzz-replay programs stay behind too: a GPU run runs only the gpu. and cuda. tests.
+  find "$stage${build}/tests" -maxdepth 2 -type f -perm -u+x \( -name 'test_*' -o -name 'replay_*' \) -delete
   find "$stage" -type f \( -perm -u+x -o -name '*.a' \) -exec sh -c \
     'file -b "$1" | grep -qE "^(ELF|current ar archive)" && strip --strip-debug "$1"' _ {} \;
   tar -C "$stage" -czf "$out/build.tar.gz" "${build#/}"
