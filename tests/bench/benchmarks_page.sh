@@ -102,7 +102,7 @@ command_of() {
   case $1 in
     frontier_profile) echo "${prefix}tests/bench/frontier_profile.sh $build ." ;;
     batch_calibration) echo "${prefix}tests/bench/batch_calibration.sh $build . $([ "$cuda" = 1 ] && echo cuda || echo cpu)" ;;
-    gpu_run) if [ -n "${GPU_RUN_LOG:-}" ]; then echo "cat $(printf '%q' "$GPU_RUN_LOG")  # the output of tests/gpu/run.sh --prebuilt on the GPU machine"
+    gpu_run) if [ -n "${GPU_RUN_LOG:-}" ]; then echo "cat $(printf '%q' "$GPU_RUN_LOG")  # brought back from the GPU machine (its comment lines say what ran there)"
              else echo "${prefix}tests/gpu/run.sh $build"; fi ;;
     *) echo "${prefix}tests/bench/$1.sh $cleave ." ;;
   esac
