@@ -80,12 +80,88 @@ __global__ void strided_copy(int64_t n, Small shape, Small src_st, int64_t src_b
   }
 }
 
-/** view_copy's launch for T-sized elements: 32-bit indices below 2^31 elements. */
+template <typename T>
+__global__ void strided_scatter_fast(uint32_t n, hd::StridedIndex dst, int64_t base, const T *in, T *out) {
+  for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
+    out[base + dst.offset(o)] = in[o];
+}
+
+// A batched 2-D transpose between two views: out[bdst(b) + p * dst_p + q] = in[bsrc(b) + p + q * src_q] through
+// 32x32 tiles in shared memory, so both the reads (along p) and the writes (along q) are contiguous. Blocks of 32x8
+// threads; z walks the batch.
+constexpr int kTile = 32, kTileRows = 8;
+template <typename T>
+__global__ void transpose_tiles(uint32_t batch, int64_t rows, int64_t cols, int64_t src_q, int64_t dst_p,
+                                hd::StridedIndex bsrc, hd::StridedIndex bdst, const T *in, T *out) {
+  __shared__ T tile[kTile][kTile + 1];
+  int64_t p0 = static_cast<int64_t>(blockIdx.y) * kTile, q0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  for (uint32_t b = blockIdx.z; b < batch; b += gridDim.z) {
+    const T *src = in + bsrc.offset(b);
+    T *dst = out + bdst.offset(b);
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      int64_t p = p0 + threadIdx.x, q = q0 + j;
+      if (p < rows && q < cols) tile[j][threadIdx.x] = src[p + q * src_q];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+      int64_t p = p0 + j, q = q0 + threadIdx.x;
+      if (p < rows && q < cols) dst[p * dst_p + q] = tile[threadIdx.x][j];
+    }
+    __syncthreads();
+  }
+}
+
+/** A copy from one view to another through tiles when it is a batched transpose: a dim p contiguous in the source
+ *  but not the destination, and a dim q the other way round (the other dims are the batch). False otherwise. */
+template <typename T>
+bool try_transpose_tiles(const Dims &shape, const Dims &xs, int64_t x_base, const Dims &ys, int64_t y_base,
+                         const void *in, void *out) {
+  size_t r = shape.size(), p = r, q = r;
+  for (size_t d = 0; d < r; ++d) {
+    if (xs[d] == 1 && ys[d] != 1 && p == r) p = d;
+    if (ys[d] == 1 && xs[d] != 1 && q == r) q = d;
+  }
+  if (p == r || q == r) return false;
+  Dims bshape, bxs, bys;
+  for (size_t d = 0; d < r; ++d) {
+    if (d == p || d == q) continue;
+    bshape.push_back(shape[d]);
+    bxs.push_back(xs[d]);
+    bys.push_back(ys[d]);
+  }
+  int64_t batch = detail::product(bshape), rows = shape[p], cols = shape[q];
+  if (!hd::fits_strided_index(bshape, batch) || (rows + kTile - 1) / kTile > 65535 ||
+      (cols + kTile - 1) / kTile >= (int64_t{1} << 31))
+    return false;
+  dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
+            static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  dim3 block(kTile, kTileRows);
+  CLEAVE_LAUNCH(transpose_tiles<T>, grid, block, static_cast<uint32_t>(batch), rows, cols, xs[q], ys[p],
+                hd::make_strided_index(bshape, bxs), hd::make_strided_index(bshape, bys),
+                static_cast<const T *>(in) + x_base, static_cast<T *>(out) + y_base);
+  return true;
+}
+
+/** try_transpose_tiles for a gather into a contiguous output, on the element size. */
+bool try_transpose_tiles(const Dims &shape, const Dims &st, int64_t base, const void *in, void *out, size_t elem) {
+  const Dims out_st = strides_of(shape);
+  switch (elem) {
+    case 1: return try_transpose_tiles<uint8_t>(shape, st, base, out_st, 0, in, out);
+    case 2: return try_transpose_tiles<uint16_t>(shape, st, base, out_st, 0, in, out);
+    case 4: return try_transpose_tiles<uint32_t>(shape, st, base, out_st, 0, in, out);
+    case 8: return try_transpose_tiles<uint64_t>(shape, st, base, out_st, 0, in, out);
+    default: return false;
+  }
+}
+
+/** view_copy's launch for T-sized elements: through tiles where it is a batched transpose, else with 32-bit indices
+ *  below 2^31 elements. */
 template <typename T>
 void copy_views(int64_t n, const Dims &shape, const Dims &xs, int64_t x_base, const Dims &ys, int64_t y_base,
                 const void *x, void *y) {
   const T *in = static_cast<const T *>(x);
   T *out = static_cast<T *>(y);
+  if (try_transpose_tiles<T>(shape, xs, x_base, ys, y_base, x, y)) return;
   unsigned g = detail::grid_for(n);
   if (hd::fits_strided_index(shape, n)) {
     CLEAVE_LAUNCH(strided_copy_fast<T>, g, detail::kThreads, static_cast<uint32_t>(n),
@@ -94,60 +170,6 @@ void copy_views(int64_t n, const Dims &shape, const Dims &xs, int64_t x_base, co
   }
   CLEAVE_LAUNCH(strided_copy<T>, g, detail::kThreads, n, small(shape, "view_copy"), small(xs, "view_copy"), x_base,
                 small(ys, "view_copy"), y_base, in, out);
-}
-
-template <typename T>
-__global__ void strided_scatter_fast(uint32_t n, hd::StridedIndex dst, int64_t base, const T *in, T *out) {
-  for (uint32_t o = blockIdx.x * blockDim.x + threadIdx.x; o < n; o += blockDim.x * gridDim.x)
-    out[base + dst.offset(o)] = in[o];
-}
-
-// A batched 2-D transpose: out[b][p][q] = in[batch(b) + p + q * sq] through 32x32 tiles in shared memory, so both
-// the reads (along p) and the writes (along q) are contiguous. Blocks of 32x8 threads; z walks the batch.
-constexpr int kTile = 32, kTileRows = 8;
-template <typename T>
-__global__ void transpose_tiles(uint32_t batch, int64_t rows, int64_t cols, int64_t sq, hd::StridedIndex bsrc,
-                                const T *in, T *out) {
-  __shared__ T tile[kTile][kTile + 1];
-  int64_t p0 = static_cast<int64_t>(blockIdx.y) * kTile, q0 = static_cast<int64_t>(blockIdx.x) * kTile;
-  for (uint32_t b = blockIdx.z; b < batch; b += gridDim.z) {
-    const T *src = in + bsrc.offset(b);
-    T *dst = out + static_cast<int64_t>(b) * rows * cols;
-    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-      int64_t p = p0 + threadIdx.x, q = q0 + j;
-      if (p < rows && q < cols) tile[j][threadIdx.x] = src[p + q * sq];
-    }
-    __syncthreads();
-    for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-      int64_t p = p0 + j, q = q0 + threadIdx.x;
-      if (p < rows && q < cols) dst[p * cols + q] = tile[threadIdx.x][j];
-    }
-    __syncthreads();
-  }
-}
-
-/** A batched 2-D transpose through tiles when the coalesced walk is one: the source's contiguous dim is the
- *  output's second-to-last and the output's last dim is not contiguous in the source. False otherwise. */
-bool try_transpose_tiles(const Dims &shape, const Dims &st, int64_t base, const void *in, void *out, size_t elem) {
-  size_t r = shape.size();
-  if (r < 2 || st[r - 2] != 1 || st[r - 1] == 1 || (elem != 1 && elem != 2 && elem != 4 && elem != 8)) return false;
-  Dims bshape(shape.begin(), shape.end() - 2), bst(st.begin(), st.end() - 2);
-  int64_t batch = detail::product(bshape), rows = shape[r - 2], cols = shape[r - 1];
-  if (!hd::fits_strided_index(bshape, batch) || (rows + kTile - 1) / kTile > 65535 ||
-      (cols + kTile - 1) / kTile >= (int64_t{1} << 31))
-    return false;
-  hd::StridedIndex bsrc = hd::make_strided_index(bshape, bst);
-  dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile), static_cast<unsigned>((rows + kTile - 1) / kTile),
-            static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
-  dim3 block(kTile, kTileRows);
-  const char *src = static_cast<const char *>(in) + base * static_cast<int64_t>(elem);
-  switch (elem) {
-    case 1: CLEAVE_LAUNCH(transpose_tiles<uint8_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint8_t *>(src), static_cast<uint8_t *>(out)); break;
-    case 2: CLEAVE_LAUNCH(transpose_tiles<uint16_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint16_t *>(src), static_cast<uint16_t *>(out)); break;
-    case 4: CLEAVE_LAUNCH(transpose_tiles<uint32_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint32_t *>(src), static_cast<uint32_t *>(out)); break;
-    default: CLEAVE_LAUNCH(transpose_tiles<uint64_t>, grid, block, static_cast<uint32_t>(batch), rows, cols, st[r - 1], bsrc, reinterpret_cast<const uint64_t *>(src), static_cast<uint64_t *>(out)); break;
-  }
-  return true;
 }
 
 /** Dispatches a strided gather on the element size (a size other than 1/2/4/8 becomes a trailing dim of bytes).

@@ -13,6 +13,7 @@
 // Kernels: batch norm with the batch split over ranks (partial stats, from-stats forward, partial sums, the synced
 // forms: their all-reduce sits between two passes), inference mode, backward without dX, epsilon below cuDNN's
 // minimum, sizes beyond int, and every call when CLEAVE_CUDNN_POOL_NORM=0; LayerNormalization always.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -196,24 +197,36 @@ __global__ void ln_backward_dx_kernel(int64_t outer, int64_t inner, const float 
   }
 }
 
-/** One block per column i: dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY. */
-__global__ void ln_backward_params_kernel(int64_t outer, int64_t inner, const float *dy, const float *x,
-                                          const float *mean, const float *invstd, float *dscale, float *dbias) {
-  __shared__ double shared[32];
-  for (int64_t i = blockIdx.x; i < inner; i += gridDim.x) {
-    double ds = 0, db = 0;
-    for (int64_t r = threadIdx.x; r < outer; r += blockDim.x) {
-      double xhat = (static_cast<double>(x[r * inner + i]) - mean[r]) * invstd[r];
-      ds += dy[r * inner + i] * xhat;
-      db += dy[r * inner + i];
-    }
-    ds = detail::block_sum(ds, shared);
-    db = detail::block_sum(db, shared);
-    if (threadIdx.x == 0) {
-      if (dscale) dscale[i] = static_cast<float>(ds);
-      if (dbias) dbias[i] = static_cast<float>(db);
-    }
+/** dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY, in two passes (as reduce's columns): thread
+ *  (chunk, i) sums rows [chunk * rows, (chunk + 1) * rows) of column i, so a warp reads 32 consecutive columns of a row;
+ *  partial holds the chunks' dscale sums, then their dbias sums. */
+__global__ void ln_params_partial_kernel(int64_t outer, int64_t inner, int64_t rows, const float *dy, const float *x,
+                                         const float *mean, const float *invstd, double *partial) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= inner) return;
+  const int64_t r0 = blockIdx.y * rows, r1 = r0 + rows < outer ? r0 + rows : outer;
+  double ds = 0, db = 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    const double g = dy[r * inner + i];
+    ds += g * ((static_cast<double>(x[r * inner + i]) - mean[r]) * invstd[r]);
+    db += g;
   }
+  partial[blockIdx.y * inner + i] = ds;
+  partial[(gridDim.y + blockIdx.y) * inner + i] = db;
+}
+
+/** The chunks' partial sums of column i added in order (the same bits every run). */
+__global__ void ln_params_final_kernel(int64_t inner, unsigned chunks, const double *partial, float *dscale,
+                                       float *dbias) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= inner) return;
+  double ds = 0, db = 0;
+  for (unsigned c = 0; c < chunks; ++c) {
+    ds += partial[c * inner + i];
+    db += partial[(chunks + c) * inner + i];
+  }
+  if (dscale) dscale[i] = static_cast<float>(ds);
+  if (dbias) dbias[i] = static_cast<float>(db);
 }
 
 /** ONNX's running statistics update from cuDNN's saved mean and inverse std: the biased batch variance is
@@ -393,9 +406,19 @@ void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const fl
   if (dx && outer > 0)
     CLEAVE_LAUNCH(ln_backward_dx_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, dy, x, scale, mean,
                   invstd, dx);
-  if ((dscale || dbias) && inner > 0)
-    CLEAVE_LAUNCH(ln_backward_params_kernel, detail::rows_grid(inner), detail::kThreads, outer, inner, dy, x, mean,
-                  invstd, dscale, dbias);
+  if ((dscale || dbias) && inner > 0) {
+    // About 256K threads over the chunks of rows, as reduce's columns.
+    int64_t want = std::max<int64_t>(1, (int64_t{1} << 18) / inner);
+    int64_t chunks = std::min<int64_t>({want, std::max<int64_t>(outer, 1), 65535});
+    int64_t rows = (outer + chunks - 1) / chunks;
+    chunks = rows > 0 ? (outer + rows - 1) / rows : 1;
+    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(2 * chunks * inner) * sizeof(double)));
+    const unsigned columns = static_cast<unsigned>((inner + detail::kThreads - 1) / detail::kThreads);
+    CLEAVE_LAUNCH(ln_params_partial_kernel, dim3(columns, static_cast<unsigned>(chunks)), detail::kThreads, outer,
+                  inner, rows, dy, x, mean, invstd, partial);
+    CLEAVE_LAUNCH(ln_params_final_kernel, columns, detail::kThreads, inner, static_cast<unsigned>(chunks), partial,
+                  dscale, dbias);
+  }
 }
 
 }  // namespace cleave::rt

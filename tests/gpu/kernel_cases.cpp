@@ -5,8 +5,9 @@
 // Cases cover the shapes the codegen emits: transposed/strided GEMMs, asymmetric and negative conv pads (spatial
 // blocks), groups, 1-d/3-d convs, pooling windows past the input, batch/layer/instance norm, conv transpose, resize,
 // argmax/argmin, cumsum, one-hot, gather/scatter elements and gather_nd (negative indices, atomics of repeated targets),
-// losses with ignore_index and weights, layout ops, region copy of several boxes, dropout (masks must match bit for
-// bit), random draws, optimizers. The pooling and batch-norm cases (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
+// losses with ignore_index and weights, layout ops, region copy of several boxes, the elementwise maps' loops,
+// dropout (masks must match bit for bit), random draws, optimizers. The pooling and batch-norm cases
+// (pool_norm_cases.h) take cuDNN and kernel paths, tie-heavy max pooling included;
 // kernels_vs_cpu.sh also runs the CUDA build with CLEAVE_CUDNN_POOL_NORM=0, so each case is checked on both paths,
 // and both builds with --mixed (mixed_cases: mixed precision's GEMMs and convolutions).
 #include <cmath>
@@ -421,11 +422,45 @@ void layout_cases() {
   float *qkv = input(37 * 3 * 60, 70);
   rt::view_copy(qkv, {3, 4, 5, 37}, {60, 5, 1, 180}, 20, output("view_copy_k", 3 * 4 * 5 * 37));
   rt::view_copy(qkv, {37, 3, 10}, {180, 60, 2}, 1, output("view_copy_odd", 37 * 3 * 10));
+  // A transpose whose source-contiguous dim is the first of three: tiles with the middle dim as the batch.
+  rt::view_copy(qkv, {40, 5, 33}, {1, 1320, 40}, 0, output("view_copy_far", 40 * 5 * 33));
   // Into places of a [T, B, 3E] gradient: a part moved back from [B, H, d, T], and a contiguous one beside it.
   float *into = output("view_copy_into", 37 * 3 * 60);
   rt::fill_bytes(into, 0, 37 * 3 * 60 * 4);
   rt::view_copy(qkv, {37, 3, 4, 5}, {1, 740, 185, 37}, 0, into, {180, 60, 5, 1}, 20);
   rt::view_copy(qkv, {37, 3, 20}, {60, 20, 1}, 7, into, {180, 60, 1}, 40);
+}
+
+/** rt::map and rt::map_block on both of the CUDA backend's loops: groups of four (a size that is a multiple of 4,
+ *  aligned operands) and single elements (an odd size, an operand one float off its alignment, a mask operand that is
+ *  not float, a block whose rows are not a multiple of 4 long). */
+void map_cases() {
+  const int64_t n = 4000;
+  float *a = input(n + 1, 80), *b = input(n + 1, 81);
+  auto mul_add = [] CLEAVE_HD(float x, float y) { return x * y + x; };
+  rt::map(n, mul_add, output("map_vec4", n), a, b);
+  rt::map(n + 1, mul_add, output("map_odd", n + 1), a, b);
+  rt::map(n, mul_add, output("map_unaligned", n), a + 1, b);
+  float *in_place = output("map_in_place", n);
+  rt::copy(in_place, a, n * 4);
+  rt::map(n, [] CLEAVE_HD(float x) { return x > 0.0f ? x : 0.0f; }, in_place, static_cast<const float *>(in_place));
+  auto *mask = static_cast<uint8_t *>(alloc_bytes(n));
+  rt::map_index(n, [=] CLEAVE_HD(int64_t i) { mask[i] = i % 3 == 0; });
+  rt::map(n, [] CLEAVE_HD(float x, uint8_t m) { return m ? x : 0.0f; }, output("map_mask", n), a,
+          static_cast<const uint8_t *>(mask));
+  rt::map(n, [] CLEAVE_HD() { return 0.25f; }, output("map_fill", n));
+  // map_block: a bias row (inner 1), a per-plane scale (inner 8), and shapes whose groups of four would straddle
+  // two block values.
+  float *row = input(12, 82);
+  auto bias = [] CLEAVE_HD(float v, float x) { return x * 0.5f + v; };
+  rt::map_block(48 * 12, 1, 12, bias, output("map_block_row", 48 * 12), row, a);
+  rt::map_block(5 * 3 * 8, 8, 3, bias, output("map_block_plane", 5 * 3 * 8), row, a);
+  rt::map_block(7 * 5 * 3, 3, 5, bias, output("map_block_inner3", 7 * 5 * 3), row, a);
+  rt::map_block(40 * 6, 1, 6, bias, output("map_block_row6", 40 * 6), row, a);
+  rt::map_block(48 * 12, 1, 12, bias, output("map_block_unaligned", 48 * 12), row, a + 1);
+  float *block_in_place = output("map_block_in_place", 48 * 12);
+  rt::copy(block_in_place, b, 48 * 12 * 4);
+  rt::map_block(48 * 12, 4, 12, bias, block_in_place, row, static_cast<const float *>(block_in_place));
 }
 
 void optim_dropout_cases() {
@@ -474,6 +509,7 @@ int main(int argc, char **argv) {
     gather_scatter_cases();
     loss_cases();
     layout_cases();
+    map_cases();
     optim_dropout_cases();
     rt::checkpoint_save(argv[1], g_outputs);
   }
