@@ -198,8 +198,8 @@ __global__ void ln_backward_dx_kernel(int64_t outer, int64_t inner, const float 
 }
 
 /** dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY, in two passes (as reduce's columns): thread
- *  (chunk, i) sums rows [chunk * rows, (chunk + 1) * rows) of column i, so a warp reads 32 consecutive columns of a row;
- *  partial holds the chunks' dscale sums, then their dbias sums. */
+ *  (chunk, i) sums rows [chunk * rows, (chunk + 1) * rows) of column i, so a warp reads 32 consecutive columns of a
+ *  row; partial holds the chunks' dscale sums, then their dbias sums. */
 __global__ void ln_params_partial_kernel(int64_t outer, int64_t inner, int64_t rows, const float *dy, const float *x,
                                          const float *mean, const float *invstd, double *partial) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;

@@ -177,6 +177,62 @@ __global__ void max_backward_kernel(PoolGeom g, const float *dy, const float *x,
   }
 }
 
+/** 2-D windows over X planes [h, w] whole (no X or dX block), with 32-bit index arithmetic. */
+struct Pool2d {
+  uint32_t n = 0, oh = 0, ow = 0, oy0 = 0, ox0 = 0;  // n windows of [oh, ow] planes, the first at (oy0, ox0)
+  int h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 0, dw = 0, ph = 0, pw = 0;
+};
+
+/** max_backward_kernel for Pool2d: the same first maximum over the same taps in the same order (ky, then kx), without
+ *  the general walk's 64-bit divisions for every tap. */
+__global__ void max_backward_2d_kernel(Pool2d g, const float *dy, const float *x, float *dx) {
+  for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < g.n; e += blockDim.x * gridDim.x) {
+    const uint32_t ox = e % g.ow, rest = e / g.ow, oy = rest % g.oh, p = rest / g.oh;
+    const int64_t plane = static_cast<int64_t>(p) * g.h * g.w;
+    const int y0 = static_cast<int>(g.oy0 + oy) * g.sh - g.ph, x0 = static_cast<int>(g.ox0 + ox) * g.sw - g.pw;
+    int best = -1;
+    for (int ky = 0; ky < g.kh; ++ky) {
+      const int iy = y0 + ky * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      for (int kx = 0; kx < g.kw; ++kx) {
+        const int ix = x0 + kx * g.dw;
+        if (ix < 0 || ix >= g.w) continue;
+        const int t = iy * g.w + ix;
+        const float v = x[plane + t];
+        if (best < 0 || v > x[plane + best] || v != v) best = t;  // NaN wins, as on the CPU
+      }
+    }
+    if (best >= 0) atomicAdd(&dx[plane + best], dy[e]);
+  }
+}
+
+/** g as a Pool2d when its windows are 2-D over whole X planes and every index fits 32 bits (else false). */
+bool as_pool2d(const PoolGeom &g, bool dx_block, Pool2d *out) {
+  if (g.sp != 2 || dx_block || g.nc * g.ny >= (int64_t{1} << 31) || g.nc * g.nx >= (int64_t{1} << 31)) return false;
+  for (int d = 0; d < 2; ++d) {
+    const int64_t last_window = (g.y_begin[d] + g.y[d]) * std::max<int64_t>(1, g.strides[d]);
+    if (g.x_begin[d] != 0 || g.x[d] != g.x_full[d] || last_window > INT_MAX / 4 ||
+        g.kernel[d] * g.dil[d] > INT_MAX / 4 || g.pb[d] > INT_MAX / 4)
+      return false;
+  }
+  out->n = static_cast<uint32_t>(g.nc * g.ny);
+  out->oh = static_cast<uint32_t>(g.y[0]);
+  out->ow = static_cast<uint32_t>(g.y[1]);
+  out->oy0 = static_cast<uint32_t>(g.y_begin[0]);
+  out->ox0 = static_cast<uint32_t>(g.y_begin[1]);
+  out->h = static_cast<int>(g.x[0]);
+  out->w = static_cast<int>(g.x[1]);
+  out->kh = static_cast<int>(g.kernel[0]);
+  out->kw = static_cast<int>(g.kernel[1]);
+  out->sh = static_cast<int>(g.strides[0]);
+  out->sw = static_cast<int>(g.strides[1]);
+  out->dh = static_cast<int>(g.dil[0]);
+  out->dw = static_cast<int>(g.dil[1]);
+  out->ph = static_cast<int>(g.pb[0]);
+  out->pw = static_cast<int>(g.pb[1]);
+  return true;
+}
+
 __global__ void avg_forward_kernel(PoolGeom g, const float *x, float *y) {
   CLEAVE_FOR_EACH(e, g.nc * g.ny) {
     int64_t p = e / g.ny, yf = e % g.ny, count = 0;
@@ -385,6 +441,11 @@ void max_pool_backward(const PoolShape &s, const float *dy, const float *x, floa
   int64_t ndx = block ? detail::product(s.dx) : g.nx;
   fill_bytes(dx, 0, s.nc * ndx * 4);
   if (g.nc * g.ny == 0) return;
+  Pool2d g2;
+  if (as_pool2d(g, block, &g2)) {
+    CLEAVE_LAUNCH(max_backward_2d_kernel, detail::grid_for(g2.n), detail::kThreads, g2, dy, x, dx);
+    return;
+  }
   Small dx_begin = detail::small(block ? s.dx_begin : Dims(s.x.size(), 0), "max_pool_backward");
   Small dx_shape = detail::small(block ? s.dx : s.x, "max_pool_backward");
   CLEAVE_LAUNCH(max_backward_kernel, detail::grid_for(g.nc * g.ny), detail::kThreads, g, dy, x, dx, block, dx_begin,
