@@ -1,5 +1,6 @@
 // Softmax / log-softmax on cuDNN (accurate algorithm, channel mode over [outer, dim, inner, 1]); the losses as
 // kernels with cpu/loss.cpp's semantics (weights, ignore_index, reductions; sums in double).
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -77,6 +78,24 @@ __global__ void sce_backward_kernel(LossShape s, const float *dloss, const float
     dscores[e] = gi == 0 ? 0.0f
                          : static_cast<float>(gi * (exp(static_cast<double>(log_prob[e])) -
                                                     (c == labels[n * s.d + d] ? 1.0 : 0.0)));
+  }
+}
+
+/** sce_backward_kernel for scores [n, c] (d = 1): grid row y walks rows n, whose upstream is found once per thread;
+ *  the columns with 32-bit indices, without the general walk's three 64-bit divisions per element. */
+__global__ void sce_backward_rows_kernel(LossShape s, const float *dloss, const float *log_prob,
+                                         const int64_t *labels, const float *weights, const double *wsum,
+                                         float *dscores, int *error) {
+  const uint32_t classes = static_cast<uint32_t>(s.c);
+  for (int64_t n = blockIdx.y; n < s.n; n += gridDim.y) {
+    const double gi = upstream(s, dloss, labels, weights, wsum, n, error);
+    const int64_t label = labels[n];
+    const float *lp = log_prob + n * s.c;
+    float *ds = dscores + n * s.c;
+    for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < classes; c += blockDim.x * gridDim.x)
+      ds[c] = gi == 0 ? 0.0f
+                      : static_cast<float>(gi * (exp(static_cast<double>(lp[c])) -
+                                                 (static_cast<int64_t>(c) == label ? 1.0 : 0.0)));
   }
 }
 
@@ -169,9 +188,15 @@ void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, cons
                                     const int64_t *labels, const float *weights, float *dscores) {
   double *wsum = weight_total_on_device(s, labels, weights);
   int64_t total = s.n * s.c * s.d;
-  if (total > 0)
+  if (total > 0 && s.d == 1 && s.c < (int64_t{1} << 31)) {
+    const int64_t col_blocks = std::min<int64_t>((s.c + detail::kThreads - 1) / detail::kThreads, 32);
+    dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(std::min<int64_t>(s.n, 65535)));
+    CLEAVE_LAUNCH(sce_backward_rows_kernel, grid, detail::kThreads, s, dloss, log_prob, labels, weights, wsum,
+                  dscores, detail::error_flag());
+  } else if (total > 0) {
     CLEAVE_LAUNCH(sce_backward_kernel, detail::grid_for(total), detail::kThreads, s, dloss, log_prob, labels, weights,
                   wsum, dscores, detail::error_flag());
+  }
   detail::check_error_flag(label_message(s));
 }
 

@@ -360,6 +360,19 @@ void loss_cases() {
   float *logp = output("sce_log_prob", 4 * 6 * 3), *loss = output("sce_loss", 1), *dloss = input(1, 46);
   rt::softmax_cross_entropy_forward(s, scores, lab, weights, loss, logp);
   rt::softmax_cross_entropy_backward(s, dloss, logp, lab, weights, output("sce_dscores", 4 * 6 * 3));
+  // Scores [n, c] (d = 1), as a classifier's or a language model's: the backward's row kernel, with a mean over
+  // weighted and ignored positions and with no reduction.
+  for (auto [tag, reduction] : {std::pair{std::string("mean"), rt::Reduction::mean},
+                                std::pair{std::string("none"), rt::Reduction::none}}) {
+    rt::LossShape rows{37, 1000, 1, reduction, true, -100, 0};
+    float *rs = input(37 * 1000, 48, -4, 4), *rw = input(1000, 49, 0.5f, 2.0f);
+    int64_t *rl = labels(37, 1000, 50, 5, -100);
+    float *rlogp = output("sce_rows_log_prob_" + tag, 37 * 1000);
+    float *rloss = output("sce_rows_loss_" + tag, reduction == rt::Reduction::none ? 37 : 1);
+    rt::softmax_cross_entropy_forward(rows, rs, rl, rw, rloss, rlogp);
+    rt::softmax_cross_entropy_backward(rows, input(reduction == rt::Reduction::none ? 37 : 1, 51), rlogp, rl, rw,
+                                       output("sce_rows_dscores_" + tag, 37 * 1000));
+  }
   rt::LossShape none = s;
   none.reduction = rt::Reduction::none;
   rt::nll_forward(none, logp, lab, nullptr, output("nll_none_loss", 4 * 3));
