@@ -317,13 +317,22 @@ ReductionPlan plan_reduction(const Dims &x_shape, const std::vector<bool> &reduc
 // Sums over the outer dims of contiguous columns (bias gradients: [rows, cols] -> [cols]), in two passes so that
 // enough threads run and the order of the additions is fixed: thread (chunk, column) sums a chunk of rows in double,
 // then one thread per column adds the chunks' sums in order.
+/** Partial column sums through tiles of 32 columns by 8 row lanes: block (x, y) sums rows [y * chunk, (y + 1) *
+ *  chunk) of columns [32 x, 32 x + 32), each lane every 8th row (a warp reads 32 consecutive columns of a row), and
+ *  adds its lanes in order. */
+constexpr int kColTile = 32, kRowLanes = 8;
 __global__ void reduce_columns_partial(int64_t cols, uint32_t nred, uint32_t chunk, hd::StridedIndex red,
                                        const float *x, double *partial) {
-  int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (k >= cols) return;
-  uint32_t r0 = blockIdx.y * chunk, r1 = r0 + chunk < nred ? r0 + chunk : nred;
+  __shared__ double lanes[kRowLanes][kColTile + 1];
+  const int64_t k = blockIdx.x * static_cast<int64_t>(kColTile) + threadIdx.x;
+  const uint32_t r0 = blockIdx.y * chunk, r1 = r0 + chunk < nred ? r0 + chunk : nred;
   double acc = 0;
-  for (uint32_t r = r0; r < r1; ++r) acc += x[red.offset(r) + k];
+  if (k < cols)
+    for (uint32_t r = r0 + threadIdx.y; r < r1; r += kRowLanes) acc += x[red.offset(r) + k];
+  lanes[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y != 0 || k >= cols) return;
+  for (int j = 1; j < kRowLanes; ++j) acc += lanes[j][threadIdx.x];
   partial[blockIdx.y * cols + k] = acc;
 }
 
@@ -340,14 +349,14 @@ void launch_reduce(ReductionPlan p, const float *x, float *y, double divisor, co
   hd::coalesce_dims(p.kept, p.kst);
   hd::coalesce_dims(p.red, p.rst);
   if (p.kept.size() == 1 && p.kst[0] == 1 && p.nred > 1 && hd::fits_strided_index(p.red, p.nred)) {
-    int64_t cols = p.ny;
-    int64_t want = std::max<int64_t>(1, (int64_t{1} << 18) / cols);  // about 256K threads over the chunks
-    int64_t chunks = std::min<int64_t>({want, p.nred, 65535});
+    int64_t cols = p.ny, col_blocks = (cols + kColTile - 1) / kColTile;
+    // About 2048 blocks, in at most 256 chunks of at least 8 rows: the final pass adds few partial sums a column.
+    int64_t chunks = std::min<int64_t>({std::max<int64_t>(1, 2048 / col_blocks), 256, (p.nred + 7) / 8});
     int64_t chunk = (p.nred + chunks - 1) / chunks;
     chunks = (p.nred + chunk - 1) / chunk;
     auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(chunks * cols) * sizeof(double)));
-    dim3 grid(static_cast<unsigned>((cols + detail::kThreads - 1) / detail::kThreads), static_cast<unsigned>(chunks));
-    CLEAVE_LAUNCH(reduce_columns_partial, grid, detail::kThreads, cols, static_cast<uint32_t>(p.nred),
+    dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(chunks)), block(kColTile, kRowLanes);
+    CLEAVE_LAUNCH(reduce_columns_partial, grid, block, cols, static_cast<uint32_t>(p.nred),
                   static_cast<uint32_t>(chunk), hd::make_strided_index(p.red, p.rst), x, partial);
     CLEAVE_LAUNCH(reduce_columns_final, static_cast<unsigned>((cols + detail::kThreads - 1) / detail::kThreads),
                   detail::kThreads, cols, static_cast<unsigned>(chunks), partial, y, divisor);

@@ -429,6 +429,8 @@ void layout_cases() {
   float *tall = input(3000 * 5, 69);
   rt::reduce_to_shape({3000, 5}, {5}, tall, output("reduce_columns_tall", 5));
   rt::reduce({3000, 5}, {0}, tall, output("reduce_mean_columns", 5), true);
+  // A bias gradient's shape: [rows, B, C] over its first two dims, more columns than one tile.
+  rt::reduce({40, 3, 1000}, {0, 1}, input(40 * 3 * 1000, 77), output("reduce_columns_wide", 1000), false);
   rt::slice({3, 37, 70}, {1, 0, 0}, {3, 37, 70}, {1, 1, 1}, w, output("slice_contiguous", 2 * 37 * 70));
   // A composed copy (codegen/compose_moves.h): k of attention cut from a [T=37, B=3, 3E=60] projection (E = 20,
   // H = 4 heads of d = 5) and moved to [B, H, d, T]; then a view whose innermost dim is not contiguous.
