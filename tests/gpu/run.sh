@@ -9,8 +9,9 @@
 # ranks with --precision fp16 (loss scaling skips the same steps as on the CPUs, losses within 1e-3). Last, tests/gpu/bench_vs_torch.sh at real
 # sizes against torch eager (its bundles build while the tests run).
 # Usage: tests/gpu/run.sh [--prebuilt] [BUILD_DIR]   (default build-gpu in the source tree; CUDA_ARCHS=90 to build
-# one arch). --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without
-# Cleave's build dependencies): no configure, no build, and the models exported there are used.
+# one arch; GPU_RUN_PARTS, default "tests small bench", picks parts: the GPU tests, the small models, the real sizes).
+# --prebuilt: BUILD_DIR is a finished CUDA build (tests/gpu/prebuilt.sh unpacked it on a machine without Cleave's
+# build dependencies): no configure, no build, and the models exported there are used.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 prebuilt=0
@@ -19,6 +20,7 @@ if [ "${1:-}" = "--prebuilt" ]; then
   shift
 fi
 BUILD=${1:-$SRC/build-gpu}
+wants() { [[ " ${GPU_RUN_PARTS:-tests small bench} " == *" $1 "* ]]; }
 source "$SRC/tests/gpu/gpu_count.sh"
 gpus=$(gpu_count)
 if [ "$gpus" -lt 1 ]; then
@@ -40,15 +42,21 @@ if [ $prebuilt -eq 1 ]; then
 else
   /usr/bin/python3 "$SRC/tests/cuda/export_models.py" "$SRC" "$tmp" > /dev/null 2>&1
 fi
-# The real-size bundles build on the CPUs while the tests run.
-BENCH_DIR=$tmp/bench CUDA_ARCHS=${archs%%;*} "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" build \
-  > "$tmp/bench_build.log" 2>&1 &
-bench_build=$!
+if wants bench; then
+  # The real-size bundles build on the CPUs while the tests run.
+  BENCH_DIR=$tmp/bench CUDA_ARCHS=${archs%%;*} "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" build \
+    > "$tmp/bench_build.log" 2>&1 &
+  bench_build=$!
+fi
 
 # The tests' verdict is the exit status; the step times below are printed whatever it is.
 status=0
-ctest --test-dir "$BUILD" -j4 -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure ||
-  status=1
+if wants tests; then
+  ctest --test-dir "$BUILD" -j4 -R '^(gpu\.|cuda\.(cudnn_paths|run_cuda_bundle|profile_cuda))' --output-on-failure ||
+    status=1
+fi
+# The small models (the block below, to the matching fi, is not indented: it holds Python heredocs).
+if wants small; then
 # 2 ranks: on their own GPUs (NCCL) where 2 are visible, else sharing one (MPI through host memory).
 # The step time the rank programs measure themselves (CLEAVE_PROFILE, rt.h: the median step after a warm-up one,
 # wall clock after a device synchronize), on the GPU with and without CUDA graphs and, for scale, on this machine's
@@ -182,7 +190,11 @@ then
   status=1
 fi
 
-wait $bench_build || { echo "FAIL: the real-size bundles did not build"; cat "$tmp/bench_build.log"; status=1; }
-tail -1 "$tmp/bench_build.log"
-BENCH_DIR=$tmp/bench "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" run || status=1
+fi  # small
+
+if wants bench; then
+  wait $bench_build || { echo "FAIL: the real-size bundles did not build"; cat "$tmp/bench_build.log"; status=1; }
+  tail -1 "$tmp/bench_build.log"
+  BENCH_DIR=$tmp/bench "$SRC/tests/gpu/bench_vs_torch.sh" "$BUILD" run || status=1
+fi
 exit $status
