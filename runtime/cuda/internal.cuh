@@ -125,6 +125,12 @@ __device__ inline double block_sum(double v, double *shared) {
   return shared[0];
 }
 
+/** The sum of v over a warp, in every lane (a butterfly: each lane adds the same pairs, so all hold the same bits). */
+__device__ inline double warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 /** Blocks for a grid of one block per row, capped (kernels loop over the rest). */
 inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows); }
 

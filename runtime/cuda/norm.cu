@@ -197,6 +197,62 @@ __global__ void ln_backward_dx_kernel(int64_t outer, int64_t inner, const float 
   }
 }
 
+// Rows up to kWarpRow long take a warp each (warp-wide sums, no block barriers); longer ones a block each.
+constexpr int64_t kWarpRow = 1024;
+
+/** ln_forward_kernel with a warp per row. */
+__global__ void ln_forward_warp_kernel(int64_t outer, int64_t inner, const float *x, const float *scale,
+                                       const float *bias, double eps, float *y, float *mean, float *invstd) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  for (int64_t r = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5; r < outer; r += warps) {
+    const float *row = x + r * inner;
+    double sum = 0, sq = 0;
+    for (int64_t i = lane; i < inner; i += 32) sum += row[i];
+    const double m = detail::warp_sum(sum) / static_cast<double>(inner);
+    for (int64_t i = lane; i < inner; i += 32) sq += (row[i] - m) * (row[i] - m);
+    const double is = 1.0 / sqrt(detail::warp_sum(sq) / static_cast<double>(inner) + eps);
+    const float mf = static_cast<float>(m), isf = static_cast<float>(is);
+    for (int64_t i = lane; i < inner; i += 32)
+      y[r * inner + i] = (row[i] - mf) * isf * scale[i] + (bias ? bias[i] : 0.0f);
+    if (lane == 0) {
+      if (mean) mean[r] = mf;
+      if (invstd) invstd[r] = isf;
+    }
+  }
+}
+
+/** ln_backward_dx_kernel with a warp per row. */
+__global__ void ln_backward_dx_warp_kernel(int64_t outer, int64_t inner, const float *dy, const float *x,
+                                           const float *scale, const float *mean, const float *invstd, float *dx) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x >> 5);
+  const double n = static_cast<double>(inner);
+  for (int64_t r = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5; r < outer; r += warps) {
+    const float *xr = x + r * inner, *dyr = dy + r * inner;
+    double sg = 0, sgx = 0;
+    for (int64_t i = lane; i < inner; i += 32) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      sg += g;
+      sgx += g * xhat;
+    }
+    sg = detail::warp_sum(sg);
+    sgx = detail::warp_sum(sgx);
+    for (int64_t i = lane; i < inner; i += 32) {
+      double xhat = (static_cast<double>(xr[i]) - mean[r]) * invstd[r];
+      double g = static_cast<double>(dyr[i]) * scale[i];
+      dx[r * inner + i] = static_cast<float>(invstd[r] * (g - sg / n - xhat * sgx / n));
+    }
+  }
+}
+
+/** Blocks for a warp per row. */
+unsigned warp_rows_grid(int64_t rows) {
+  const int64_t per_block = detail::kThreads / 32;
+  return static_cast<unsigned>(std::clamp<int64_t>((rows + per_block - 1) / per_block, 1, 65535));
+}
+
 /** dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY, in two passes (as reduce's columns): thread
  *  (chunk, i) sums rows [chunk * rows, (chunk + 1) * rows) of column i, so a warp reads 32 consecutive columns of a
  *  row; partial holds the chunks' dscale sums, then their dbias sums. */
@@ -397,13 +453,20 @@ void layer_norm_forward(int64_t outer, int64_t inner, const float *x, const floa
                         float *y, float *mean, float *invstd) {
   if (inner <= 0) fail("layer_norm_forward: empty normalised dims");
   if (outer == 0) return;
-  CLEAVE_LAUNCH(ln_forward_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, x, scale, bias,
-                static_cast<double>(eps), y, mean, invstd);
+  if (inner <= kWarpRow)
+    CLEAVE_LAUNCH(ln_forward_warp_kernel, warp_rows_grid(outer), detail::kThreads, outer, inner, x, scale, bias,
+                  static_cast<double>(eps), y, mean, invstd);
+  else
+    CLEAVE_LAUNCH(ln_forward_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, x, scale, bias,
+                  static_cast<double>(eps), y, mean, invstd);
 }
 
 void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const float *x, const float *scale,
                          const float *mean, const float *invstd, float *dx, float *dscale, float *dbias) {
-  if (dx && outer > 0)
+  if (dx && outer > 0 && inner <= kWarpRow)
+    CLEAVE_LAUNCH(ln_backward_dx_warp_kernel, warp_rows_grid(outer), detail::kThreads, outer, inner, dy, x, scale,
+                  mean, invstd, dx);
+  else if (dx && outer > 0)
     CLEAVE_LAUNCH(ln_backward_dx_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, dy, x, scale, mean,
                   invstd, dx);
   if ((dscale || dbias) && inner > 0) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cleave/rt.h"
@@ -245,12 +246,18 @@ void norm_cases() {
   float *rm = input(c, 35), *rv = input(c, 36, 0.5f, 1.5f);
   rt::batch_norm_infer_forward(n, c, d, x, scale, bias, rm, rv, 1e-5f, output("bn_infer_y", n * c * d));
   rt::batch_norm_partial_stats(n, c, d, x, rm, output("bn_partial_stats", 2 * c));
-  int64_t outer = 6, inner = 33;
-  float *lx = input(outer * inner, 37), *ls = input(inner, 38), *lb = input(inner, 39), *ldy = input(outer * inner, 40);
-  float *lm = output("ln_mean", outer), *li = output("ln_invstd", outer);
-  rt::layer_norm_forward(outer, inner, lx, ls, lb, 1e-5f, output("ln_y", outer * inner), lm, li);
-  rt::layer_norm_backward(outer, inner, ldy, lx, ls, lm, li, output("ln_dx", outer * inner), output("ln_dscale", inner),
-                          output("ln_dbias", inner));
+  // Layer norm: rows a warp takes (33 wide; 300 rows, so the parameters' sums span chunks of rows) and rows a block
+  // takes (1500 wide).
+  for (auto [tag, outer, inner] : {std::tuple{std::string(""), int64_t{6}, int64_t{33}},
+                                   std::tuple{std::string("_tall"), int64_t{300}, int64_t{33}},
+                                   std::tuple{std::string("_wide"), int64_t{5}, int64_t{1500}}}) {
+    float *lx = input(outer * inner, 37), *ls = input(inner, 38), *lb = input(inner, 39);
+    float *ldy = input(outer * inner, 40);
+    float *lm = output("ln_mean" + tag, outer), *li = output("ln_invstd" + tag, outer);
+    rt::layer_norm_forward(outer, inner, lx, ls, lb, 1e-5f, output("ln_y" + tag, outer * inner), lm, li);
+    rt::layer_norm_backward(outer, inner, ldy, lx, ls, lm, li, output("ln_dx" + tag, outer * inner),
+                            output("ln_dscale" + tag, inner), output("ln_dbias" + tag, inner));
+  }
 }
 
 void image_cases() {
