@@ -1,5 +1,6 @@
-// Softmax / log-softmax on cuDNN (accurate algorithm, channel mode over [outer, dim, inner, 1]); the losses as
-// kernels with cpu/loss.cpp's semantics (weights, ignore_index, reductions; sums in double).
+// Softmax / log-softmax on cuDNN (accurate algorithm, channel mode over [outer, dim, inner, 1]), rows as long as a
+// vocabulary by a kernel of their own; the losses as kernels with cpu/loss.cpp's semantics (weights, ignore_index,
+// reductions; sums in double).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -123,6 +124,41 @@ std::string label_message(const LossShape &s) {
   return "loss: a label is out of range [0, " + std::to_string(s.c) + ")";
 }
 
+// Rows at least kLongRow long (a language model's vocabulary) take softmax_rows_kernel; shorter ones cuDNN.
+constexpr int64_t kLongRow = 4096;
+
+/** The largest of v over the block (blockDim.x == kThreads), in every thread; NaNs are skipped as fmaxf does. */
+__device__ float block_max(float v, float *shared) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // shared may still be read by a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float m = shared[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x >> 5); ++w) m = fmaxf(m, shared[w]);
+  return m;
+}
+
+/** Softmax (or log-softmax) over the rows of x [outer, dim], a block per row: the row's maximum, the sum of
+ *  exp(x - max) in double, then each output; a row is read three times, the last two mostly from cache. */
+__global__ void softmax_rows_kernel(int64_t outer, int64_t dim, const float *x, float *y, bool log) {
+  __shared__ double sums[32];
+  __shared__ float maxima[32];
+  for (int64_t r = blockIdx.x; r < outer; r += gridDim.x) {
+    const float *row = x + r * dim;
+    float *out = y + r * dim;
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) m = fmaxf(m, row[i]);
+    m = block_max(m, maxima);
+    double sum = 0;
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sum += expf(row[i] - m);
+    sum = detail::block_sum(sum, sums);
+    const float log_sum = static_cast<float>(::log(sum)), inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
+      out[i] = log ? row[i] - m - log_sum : expf(row[i] - m) * inv_sum;
+  }
+}
+
 /** A cuDNN descriptor of [outer, dim, inner, 1]. */
 struct SoftmaxDesc {
   cudnnTensorDescriptor_t desc = nullptr;
@@ -140,6 +176,10 @@ struct SoftmaxDesc {
 
 void softmax_forward(int64_t outer, int64_t dim, int64_t inner, const float *x, float *y, bool log) {
   if (outer * dim * inner == 0) return;
+  if (inner == 1 && dim >= kLongRow) {
+    CLEAVE_LAUNCH(softmax_rows_kernel, detail::rows_grid(outer), detail::kThreads, outer, dim, x, y, log);
+    return;
+  }
   SoftmaxDesc t(outer, dim, inner);
   float one = 1.0f, zero = 0.0f;
   CLEAVE_CUDNN(cudnnSoftmaxForward, detail::cudnn(), log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,

@@ -360,6 +360,8 @@ void loss_cases() {
     float *x = input(3 * 7 * 4, 41, -3, 3), *y = output(tag + "_y", 3 * 7 * 4);
     rt::softmax_forward(3, 7, 4, x, y, log);
     rt::softmax_backward(3, 7, 4, input(3 * 7 * 4, 42), y, output(tag + "_dx", 3 * 7 * 4), log);
+    // Rows as long as a vocabulary (softmax_rows_kernel on the GPU).
+    rt::softmax_forward(3, 5000, 1, input(3 * 5000, 52, -6, 6), output(tag + "_long_y", 3 * 5000), log);
   }
   rt::LossShape s{4, 6, 3, rt::Reduction::mean, true, -100, 0};
   float *scores = input(4 * 6 * 3, 43, -2, 2), *weights = input(6, 44, 0.5f, 2.0f);
