@@ -5,6 +5,7 @@
 
 #include "frontend/onnx_import.h"
 #include "ir/autocast.h"
+#include "ir/transpose_motion.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/tensor_data.h"
@@ -132,6 +133,7 @@ Graph load_training_graph(const std::string &path, std::optional<int64_t> batch,
   if (f64 && (flags.loss_scale || flags.loss_scale_growth_interval))
     CLEAVE_USER_ERROR(path, ": --loss-scale applies to float32 models; this model is float64");
   if (!has_update) {
+    move_transposes(g);
     if (mixed) autocast(g, flags.precision == "bf16" ? DType::bf16 : DType::f16);
     build_training_graph(g, flags.options());
   } else if (g.loss == kNoTensor) {
