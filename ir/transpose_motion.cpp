@@ -164,9 +164,8 @@ int move_transposes(Graph &g) {
     const Op &t = g.op(m.transpose);
     const TensorId x = t.input(0), y = t.output(0);
     dropped[static_cast<size_t>(m.transpose)] = true;
-    Op moved;
-    moved.kind = OpKind::Transpose;
-    moved.attrs["perm"] = m.perm;
+    Op moved = t;  // kind, perm, phase and unroll tags; name and operands set below
+    moved.group = kNoOp;
     if (m.down) {
       // The chain computes rows in x's order; each Slice cuts the same box out of them, then transposes it.
       for (OpId c : m.chain) {
