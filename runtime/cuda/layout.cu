@@ -121,7 +121,8 @@ bool try_transpose_tiles(const Dims &shape, const Dims &xs, int64_t x_base, cons
     if (xs[d] == 1 && ys[d] != 1 && p == r) p = d;
     if (ys[d] == 1 && xs[d] != 1 && q == r) q = d;
   }
-  if (p == r || q == r) return false;
+  // Tiles of 32 by 32 pay for their barriers only where both dims fill a good part of one.
+  if (p == r || q == r || shape[p] < 8 || shape[q] < 8) return false;
   Dims bshape, bxs, bys;
   for (size_t d = 0; d < r; ++d) {
     if (d == p || d == q) continue;

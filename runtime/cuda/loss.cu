@@ -228,7 +228,8 @@ void softmax_cross_entropy_backward(const LossShape &s, const float *dloss, cons
                                     const int64_t *labels, const float *weights, float *dscores) {
   double *wsum = weight_total_on_device(s, labels, weights);
   int64_t total = s.n * s.c * s.d;
-  if (total > 0 && s.d == 1 && s.c < (int64_t{1} << 31)) {
+  // Rows of at least a warp's worth of classes (a few classes a row would leave most of a block idle).
+  if (total > 0 && s.d == 1 && s.c >= 32 && s.c < (int64_t{1} << 31)) {
     const int64_t col_blocks = std::min<int64_t>((s.c + detail::kThreads - 1) / detail::kThreads, 32);
     dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(std::min<int64_t>(s.n, 65535)));
     CLEAVE_LAUNCH(sce_backward_rows_kernel, grid, detail::kThreads, s, dloss, log_prob, labels, weights, wsum,

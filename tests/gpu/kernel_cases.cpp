@@ -447,7 +447,7 @@ void layout_cases() {
   rt::view_copy(qkv, {3, 4, 5, 37}, {60, 5, 1, 180}, 20, output("view_copy_k", 3 * 4 * 5 * 37));
   rt::view_copy(qkv, {37, 3, 10}, {180, 60, 2}, 1, output("view_copy_odd", 37 * 3 * 10));
   // A transpose whose source-contiguous dim is the first of three: tiles with the middle dim as the batch.
-  rt::view_copy(qkv, {40, 5, 33}, {1, 1320, 40}, 0, output("view_copy_far", 40 * 5 * 33));
+  rt::view_copy(qkv, {40, 5, 33}, {1, 1330, 40}, 0, output("view_copy_far", 40 * 5 * 33));
   // Into places of a [T, B, 3E] gradient: a part moved back from [B, H, d, T], and a contiguous one beside it.
   float *into = output("view_copy_into", 37 * 3 * 60);
   rt::fill_bytes(into, 0, 37 * 3 * 60 * 4);
@@ -479,7 +479,7 @@ void map_cases() {
   auto bias = [] CLEAVE_HD(float v, float x) { return x * 0.5f + v; };
   rt::map_block(48 * 12, 1, 12, bias, output("map_block_row", 48 * 12), row, a);
   rt::map_block(5 * 3 * 8, 8, 3, bias, output("map_block_plane", 5 * 3 * 8), row, a);
-  rt::map_block(7 * 5 * 3, 3, 5, bias, output("map_block_inner3", 7 * 5 * 3), row, a);
+  rt::map_block(8 * 5 * 3, 3, 5, bias, output("map_block_inner3", 8 * 5 * 3), row, a);
   rt::map_block(40 * 6, 1, 6, bias, output("map_block_row6", 40 * 6), row, a);
   rt::map_block(48 * 12, 1, 12, bias, output("map_block_unaligned", 48 * 12), row, a + 1);
   float *block_in_place = output("map_block_in_place", 48 * 12);

@@ -648,7 +648,7 @@ template <typename F, typename... In>
 void map(int64_t n, F f, real *out, const In *...ins) {
 #if defined(__CUDACC__)
   if (n <= 0) return;
-  const bool vec4 = n % 4 == 0 && detail::aligned16(out, ins...);
+  const bool vec4 = (std::is_same_v<In, float> && ...) && n % 4 == 0 && detail::aligned16(out, ins...);
   const int64_t threads = vec4 ? n / 4 : n;
   if (n < (int64_t{1} << 31)) {
     auto *map32 = detail::map_kernel<uint32_t, F, In...>;
@@ -672,9 +672,9 @@ template <typename F, typename... In>
 void map_block(int64_t n, int64_t inner, int64_t mid, F f, real *out, const real *block, const In *...fulls) {
 #if defined(__CUDACC__)
   if (n <= 0) return;
-  const bool vec4 = n % 4 == 0 && (inner % 4 == 0 || (inner == 1 && mid % 4 == 0)) && detail::aligned16(out, fulls...);
+  const bool vec4 = (std::is_same_v<In, float> && ...) && n % 4 == 0 &&
+                    (inner % 4 == 0 || (inner == 1 && mid % 4 == 0)) && detail::aligned16(out, fulls...);
   const int64_t threads = vec4 ? n / 4 : n;
-  if (n < (int64_t{1} << 31))
   if (n < (int64_t{1} << 31)) {
     auto *map_block32 = detail::map_block_kernel<uint32_t, F, In...>;
     CLEAVE_LAUNCH(map_block32, detail::grid_for(threads), detail::kThreads, static_cast<uint32_t>(n),
