@@ -1,8 +1,8 @@
 // Max, average and global-average pooling and their gradients with cpu/pool.cpp's semantics: cuDNN's legacy pooling
 // where it computes exactly that, kernels (one thread per output window walking its taps) for everything else.
 // cuDNN (the cudnn_takes_* predicates; descriptors created and destroyed per call):
-//  - max_pool_forward without indices, avg_pool_forward and avg_pool_backward of a whole op (no spatial block) with
-//    1-3 spatial dims, no dilation, symmetric pads smaller than the kernel, and the caller's output extent equal to
+//  - max_pool_forward without indices over 1 or 3 spatial dims, avg_pool_forward and avg_pool_backward over 1-3, of a
+//    whole op (no spatial block), with no dilation, symmetric pads smaller than the kernel, and the caller's output extent equal to
 //    the floor formula (x + 2 pad - kernel) / stride + 1, so every window lies inside the padded input and holds an
 //    element of X. count_include_pad maps to CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (the divisor is then the
 //    window volume, as on the CPU), else to ..._EXCLUDE_PADDING (the taps inside X). Max forward propagates NaN
@@ -11,7 +11,8 @@
 // Kernels:
 //  - max_pool_backward, always: the CPU sends each dY to its window's first maximum, and cuDNN documents no tie rule
 //    for cudnnPoolingBackward (ties are common: ReLU zeros); the kernel keeps the CPU's rule.
-//  - max_pool_forward with indices (cuDNN returns none), ceil_mode windows running past the padded input, asymmetric
+//  - max_pool_forward over 2-D windows of whole planes (with 32-bit window arithmetic, as max_pool_backward's there:
+//    cuDNN's was slow), with indices (cuDNN returns none), ceil_mode windows running past the padded input, asymmetric
 //    pads, dilations, more than 3 spatial dims, sizes beyond int, the spatial blocks of halo splits, and global
 //    average pooling with another divisor (the partial means of a spatial block).
 // CLEAVE_CUDNN_POOL_NORM=0 sends every call to the kernels (tests/gpu compares both paths with the CPU backend).
@@ -183,25 +184,47 @@ struct Pool2d {
   int h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 0, dw = 0, ph = 0, pw = 0;
 };
 
-/** max_backward_kernel for Pool2d: the same first maximum over the same taps in the same order (ky, then kx), without
- *  the general walk's 64-bit divisions for every tap. */
+/** The first maximum of window e over its X plane (ky, then kx; a NaN wins, as on the CPU and in argmax above),
+ *  as an index into the plane, or -1; `plane` is where the plane starts. 32-bit window arithmetic, without the general
+ *  walk's 64-bit divisions for every tap. */
+__device__ int argmax_2d(const Pool2d &g, uint32_t e, const float *x, int64_t *plane) {
+  const uint32_t ox = e % g.ow, rest = e / g.ow, oy = rest % g.oh, p = rest / g.oh;
+  *plane = static_cast<int64_t>(p) * g.h * g.w;
+  const int y0 = static_cast<int>(g.oy0 + oy) * g.sh - g.ph, x0 = static_cast<int>(g.ox0 + ox) * g.sw - g.pw;
+  int best = -1;
+  for (int ky = 0; ky < g.kh; ++ky) {
+    const int iy = y0 + ky * g.dh;
+    if (iy < 0 || iy >= g.h) continue;
+    for (int kx = 0; kx < g.kw; ++kx) {
+      const int ix = x0 + kx * g.dw;
+      if (ix < 0 || ix >= g.w) continue;
+      const int t = iy * g.w + ix;
+      const float v = x[*plane + t];
+      if (best < 0 || v > x[*plane + best] || v != v) best = t;
+    }
+  }
+  return best;
+}
+
+/** max_forward_kernel for Pool2d (indices address the whole X, which the plane is). */
+__global__ void max_forward_2d_kernel(Pool2d g, const float *x, float *y, int64_t *indices, int *error) {
+  for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < g.n; e += blockDim.x * gridDim.x) {
+    int64_t plane = 0;
+    const int best = argmax_2d(g, e, x, &plane);
+    if (best < 0) {
+      *error = 1;
+      continue;
+    }
+    y[e] = x[plane + best];
+    if (indices) indices[e] = plane + best;
+  }
+}
+
+/** max_backward_kernel for Pool2d. */
 __global__ void max_backward_2d_kernel(Pool2d g, const float *dy, const float *x, float *dx) {
   for (uint32_t e = blockIdx.x * blockDim.x + threadIdx.x; e < g.n; e += blockDim.x * gridDim.x) {
-    const uint32_t ox = e % g.ow, rest = e / g.ow, oy = rest % g.oh, p = rest / g.oh;
-    const int64_t plane = static_cast<int64_t>(p) * g.h * g.w;
-    const int y0 = static_cast<int>(g.oy0 + oy) * g.sh - g.ph, x0 = static_cast<int>(g.ox0 + ox) * g.sw - g.pw;
-    int best = -1;
-    for (int ky = 0; ky < g.kh; ++ky) {
-      const int iy = y0 + ky * g.dh;
-      if (iy < 0 || iy >= g.h) continue;
-      for (int kx = 0; kx < g.kw; ++kx) {
-        const int ix = x0 + kx * g.dw;
-        if (ix < 0 || ix >= g.w) continue;
-        const int t = iy * g.w + ix;
-        const float v = x[plane + t];
-        if (best < 0 || v > x[plane + best] || v != v) best = t;  // NaN wins, as on the CPU
-      }
-    }
+    int64_t plane = 0;
+    const int best = argmax_2d(g, e, x, &plane);
     if (best >= 0) atomicAdd(&dx[plane + best], dy[e]);
   }
 }
@@ -231,6 +254,12 @@ bool as_pool2d(const PoolGeom &g, bool dx_block, Pool2d *out) {
   out->ph = static_cast<int>(g.pb[0]);
   out->pw = static_cast<int>(g.pb[1]);
   return true;
+}
+
+/** Whether s's windows are 2-D over whole planes (as_pool2d): max pooling then runs max_forward_2d_kernel. */
+bool takes_pool2d(const PoolShape &s) {
+  Pool2d g2;
+  return as_pool2d(make_geom(s), false, &g2);
 }
 
 __global__ void avg_forward_kernel(PoolGeom g, const float *x, float *y) {
@@ -412,7 +441,9 @@ bool detail::cudnn_pool_norm_enabled() {
 }
 
 bool detail::cudnn_takes_max_pool_forward(const PoolShape &s, bool indices) {
-  return !indices && cudnn_window_ok(s);
+  // 2-D windows over whole planes run max_forward_2d_kernel: cuDNN's NCHW max pooling read ResNet-50's first
+  // pooling at a third of a TB/s on an H200.
+  return !indices && cudnn_window_ok(s) && !takes_pool2d(s);
 }
 
 bool detail::cudnn_takes_avg_pool(const PoolShape &s) { return cudnn_window_ok(s); }
@@ -425,6 +456,13 @@ void max_pool_forward(const PoolShape &s, const float *x, float *y, int64_t *ind
   PoolGeom g = make_geom(s);
   if (missing_taps(g)) fail("max_pool_forward: the X block lacks part of a window");
   if (g.nc * g.ny == 0) return;
+  Pool2d g2;
+  if (as_pool2d(g, false, &g2)) {
+    CLEAVE_LAUNCH(max_forward_2d_kernel, detail::grid_for(g2.n), detail::kThreads, g2, x, y, indices,
+                  detail::error_flag());
+    detail::check_error_flag("max_pool_forward: a pooling window lies entirely in the padding");
+    return;
+  }
   if (detail::cudnn_takes_max_pool_forward(s, indices))
     return cudnn_forward(s, CUDNN_POOLING_MAX_DETERMINISTIC, x, y);
   int64_t nx_full = detail::product(s.x_full.empty() ? s.x : s.x_full);
