@@ -131,6 +131,20 @@ __device__ inline double warp_sum(double v) {
   return v;
 }
 
+// Sums over the rows of contiguous columns ([rows, cols] -> [cols]: bias gradients, layer norm's dScale and dBias),
+// in two passes so that enough threads run and the order of the additions is fixed. The first pass runs blocks of
+// kColTile columns by kRowLanes row lanes: block (x, y) sums chunk y of the rows for its columns, each lane every
+// kRowLanes-th row (a warp reads consecutive columns of a row), and adds its lanes in order into one partial sum per
+// chunk and column, in double. The second (sum_column_partials) adds each column's chunks in order.
+constexpr int kColTile = 32, kRowLanes = 8;
+struct ColumnChunks {
+  int64_t col_blocks = 1, chunks = 1, rows = 0;  // rows: a chunk's
+};
+/** About 2048 blocks, in at most 256 chunks of at least 8 rows (so the second pass adds few partial sums a column). */
+ColumnChunks column_chunks(int64_t cols, int64_t rows);
+/** The second pass: y[k] = (sum over chunks c of partial[c * cols + k]) / divisor, for k in [0, cols). */
+void sum_column_partials(int64_t cols, int64_t chunks, const double *partial, float *y, double divisor);
+
 /** Blocks for a grid of one block per row, capped (kernels loop over the rest). */
 inline unsigned rows_grid(int64_t rows) { return static_cast<unsigned>(rows < 1 ? 1 : rows > 65535 ? 65535 : rows); }
 

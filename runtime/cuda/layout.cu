@@ -12,7 +12,9 @@
 namespace cleave::rt {
 namespace {
 
+using detail::kColTile;
 using detail::kMaxRank;
+using detail::kRowLanes;
 using detail::Small;
 using detail::small;
 
@@ -315,13 +317,7 @@ ReductionPlan plan_reduction(const Dims &x_shape, const std::vector<bool> &reduc
   return p;
 }
 
-// Sums over the outer dims of contiguous columns (bias gradients: [rows, cols] -> [cols]), in two passes so that
-// enough threads run and the order of the additions is fixed: thread (chunk, column) sums a chunk of rows in double,
-// then one thread per column adds the chunks' sums in order.
-/** Partial column sums through tiles of 32 columns by 8 row lanes: block (x, y) sums rows [y * chunk, (y + 1) *
- *  chunk) of columns [32 x, 32 x + 32), each lane every 8th row (a warp reads 32 consecutive columns of a row), and
- *  adds its lanes in order. */
-constexpr int kColTile = 32, kRowLanes = 8;
+/** The first pass of the column sums (internal.cuh) over rows at x's strides `red`. */
 __global__ void reduce_columns_partial(int64_t cols, uint32_t nred, uint32_t chunk, hd::StridedIndex red,
                                        const float *x, double *partial) {
   __shared__ double lanes[kRowLanes][kColTile + 1];
@@ -350,17 +346,13 @@ void launch_reduce(ReductionPlan p, const float *x, float *y, double divisor, co
   hd::coalesce_dims(p.kept, p.kst);
   hd::coalesce_dims(p.red, p.rst);
   if (p.kept.size() == 1 && p.kst[0] == 1 && p.nred > 1 && hd::fits_strided_index(p.red, p.nred)) {
-    int64_t cols = p.ny, col_blocks = (cols + kColTile - 1) / kColTile;
-    // About 2048 blocks, in at most 256 chunks of at least 8 rows: the final pass adds few partial sums a column.
-    int64_t chunks = std::min<int64_t>({std::max<int64_t>(1, 2048 / col_blocks), 256, (p.nred + 7) / 8});
-    int64_t chunk = (p.nred + chunks - 1) / chunks;
-    chunks = (p.nred + chunk - 1) / chunk;
-    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(chunks * cols) * sizeof(double)));
-    dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(chunks)), block(kColTile, kRowLanes);
+    const int64_t cols = p.ny;
+    const detail::ColumnChunks c = detail::column_chunks(cols, p.nred);
+    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(c.chunks * cols) * sizeof(double)));
+    dim3 grid(static_cast<unsigned>(c.col_blocks), static_cast<unsigned>(c.chunks)), block(kColTile, kRowLanes);
     CLEAVE_LAUNCH(reduce_columns_partial, grid, block, cols, static_cast<uint32_t>(p.nred),
-                  static_cast<uint32_t>(chunk), hd::make_strided_index(p.red, p.rst), x, partial);
-    CLEAVE_LAUNCH(reduce_columns_final, static_cast<unsigned>((cols + detail::kThreads - 1) / detail::kThreads),
-                  detail::kThreads, cols, static_cast<unsigned>(chunks), partial, y, divisor);
+                  static_cast<uint32_t>(c.rows), hd::make_strided_index(p.red, p.rst), x, partial);
+    detail::sum_column_partials(cols, c.chunks, partial, y, divisor);
     return;
   }
   CLEAVE_LAUNCH(reduce_kernel, detail::rows_grid(p.ny), detail::kThreads, p.ny, small(p.kept, what),
@@ -463,6 +455,21 @@ void launch_boxes(const BoxBatch &batch, void *dst, size_t elem_size) {
 }
 
 }  // namespace
+
+detail::ColumnChunks detail::column_chunks(int64_t cols, int64_t rows) {
+  ColumnChunks c;
+  c.col_blocks = std::max<int64_t>(1, (cols + kColTile - 1) / kColTile);
+  c.chunks = std::min<int64_t>({std::max<int64_t>(1, 2048 / c.col_blocks), 256, std::max<int64_t>(1, (rows + 7) / 8)});
+  c.rows = std::max<int64_t>(1, (rows + c.chunks - 1) / c.chunks);
+  c.chunks = std::max<int64_t>(1, (rows + c.rows - 1) / c.rows);
+  return c;
+}
+
+void detail::sum_column_partials(int64_t cols, int64_t chunks, const double *partial, float *y, double divisor) {
+  if (cols <= 0) return;
+  CLEAVE_LAUNCH(reduce_columns_final, static_cast<unsigned>((cols + kThreads - 1) / kThreads), kThreads, cols,
+                static_cast<unsigned>(chunks), partial, y, divisor);
+}
 
 void copy(void *dst, const void *src, int64_t bytes) {
   if (bytes > 0)

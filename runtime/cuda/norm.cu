@@ -253,36 +253,30 @@ unsigned warp_rows_grid(int64_t rows) {
   return static_cast<unsigned>(std::clamp<int64_t>((rows + per_block - 1) / per_block, 1, 65535));
 }
 
-/** dscale[i] = sum over rows of dY * xhat, dbias[i] = sum of dY, in two passes (as reduce's columns): thread
- *  (chunk, i) sums rows [chunk * rows, (chunk + 1) * rows) of column i, so a warp reads 32 consecutive columns of a
- *  row; partial holds the chunks' dscale sums, then their dbias sums. */
+/** The first pass of the column sums (internal.cuh) for dscale[i] = sum over rows of dY * xhat and dbias[i] = sum
+ *  of dY: partial holds the chunks' dscale sums, then their dbias sums. */
 __global__ void ln_params_partial_kernel(int64_t outer, int64_t inner, int64_t rows, const float *dy, const float *x,
                                          const float *mean, const float *invstd, double *partial) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= inner) return;
+  __shared__ double lanes[2][detail::kRowLanes][detail::kColTile + 1];
+  const int64_t i = blockIdx.x * static_cast<int64_t>(detail::kColTile) + threadIdx.x;
   const int64_t r0 = blockIdx.y * rows, r1 = r0 + rows < outer ? r0 + rows : outer;
   double ds = 0, db = 0;
-  for (int64_t r = r0; r < r1; ++r) {
-    const double g = dy[r * inner + i];
-    ds += g * ((static_cast<double>(x[r * inner + i]) - mean[r]) * invstd[r]);
-    db += g;
+  if (i < inner)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += detail::kRowLanes) {
+      const double g = dy[r * inner + i];
+      ds += g * ((static_cast<double>(x[r * inner + i]) - mean[r]) * invstd[r]);
+      db += g;
+    }
+  lanes[0][threadIdx.y][threadIdx.x] = ds;
+  lanes[1][threadIdx.y][threadIdx.x] = db;
+  __syncthreads();
+  if (threadIdx.y != 0 || i >= inner) return;
+  for (int j = 1; j < detail::kRowLanes; ++j) {
+    ds += lanes[0][j][threadIdx.x];
+    db += lanes[1][j][threadIdx.x];
   }
   partial[blockIdx.y * inner + i] = ds;
   partial[(gridDim.y + blockIdx.y) * inner + i] = db;
-}
-
-/** The chunks' partial sums of column i added in order (the same bits every run). */
-__global__ void ln_params_final_kernel(int64_t inner, unsigned chunks, const double *partial, float *dscale,
-                                       float *dbias) {
-  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= inner) return;
-  double ds = 0, db = 0;
-  for (unsigned c = 0; c < chunks; ++c) {
-    ds += partial[c * inner + i];
-    db += partial[(chunks + c) * inner + i];
-  }
-  if (dscale) dscale[i] = static_cast<float>(ds);
-  if (dbias) dbias[i] = static_cast<float>(db);
 }
 
 /** ONNX's running statistics update from cuDNN's saved mean and inverse std: the biased batch variance is
@@ -470,17 +464,13 @@ void layer_norm_backward(int64_t outer, int64_t inner, const float *dy, const fl
     CLEAVE_LAUNCH(ln_backward_dx_kernel, detail::rows_grid(outer), detail::kThreads, outer, inner, dy, x, scale, mean,
                   invstd, dx);
   if ((dscale || dbias) && inner > 0) {
-    // About 256K threads over the chunks of rows, as reduce's columns.
-    int64_t want = std::max<int64_t>(1, (int64_t{1} << 18) / inner);
-    int64_t chunks = std::min<int64_t>({want, std::max<int64_t>(outer, 1), 65535});
-    int64_t rows = (outer + chunks - 1) / chunks;
-    chunks = rows > 0 ? (outer + rows - 1) / rows : 1;
-    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(2 * chunks * inner) * sizeof(double)));
-    const unsigned columns = static_cast<unsigned>((inner + detail::kThreads - 1) / detail::kThreads);
-    CLEAVE_LAUNCH(ln_params_partial_kernel, dim3(columns, static_cast<unsigned>(chunks)), detail::kThreads, outer,
-                  inner, rows, dy, x, mean, invstd, partial);
-    CLEAVE_LAUNCH(ln_params_final_kernel, columns, detail::kThreads, inner, static_cast<unsigned>(chunks), partial,
-                  dscale, dbias);
+    const detail::ColumnChunks c = detail::column_chunks(inner, outer);
+    auto *partial = static_cast<double *>(detail::scratch(static_cast<size_t>(2 * c.chunks * inner) * sizeof(double)));
+    dim3 grid(static_cast<unsigned>(c.col_blocks), static_cast<unsigned>(c.chunks));
+    dim3 block(detail::kColTile, detail::kRowLanes);
+    CLEAVE_LAUNCH(ln_params_partial_kernel, grid, block, outer, inner, c.rows, dy, x, mean, invstd, partial);
+    if (dscale) detail::sum_column_partials(inner, c.chunks, partial, dscale, 1.0);
+    if (dbias) detail::sum_column_partials(inner, c.chunks, partial + c.chunks * inner, dbias, 1.0);
   }
 }
 
