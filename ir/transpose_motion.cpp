@@ -190,7 +190,6 @@ int move_transposes(Graph &g) {
         Tensor cut = tensors[static_cast<size_t>(result)];
         cut.name = fresh(taken_tensors, cut.name + ".rows");
         cut.shape = unpermuted(cut.shape, m.perm);
-        cut.producer = kNoOp;
         TensorId at = y;
         if (j == 0) {
           tensors[static_cast<size_t>(y)] = cut;
@@ -210,8 +209,6 @@ int move_transposes(Graph &g) {
       Tensor top = tensors[static_cast<size_t>(m.top)];
       top.name = fresh(taken_tensors, top.name + ".t");
       top.shape = permuted(top.shape, m.perm);
-      top.role = Role::activation;
-      top.producer = kNoOp;
       tensors[static_cast<size_t>(x)] = top;  // x's id, free now (the chain gives y), holds the transposed rows
       Op &first = ops[static_cast<size_t>(m.chain[0])];
       std::replace(first.inputs.begin(), first.inputs.end(), m.top, x);
